@@ -1,0 +1,30 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   — install, then run the main job (a controlled study on the built-in testbed)
+#   make test   — install, then run the test suite
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The CPU build of PyTorch, installed first when no NVIDIA GPU is present, so that the
+# package's own (ranged) torch requirement does not pull a multi-GB CUDA build.
+TORCH_CPU ?= torch==2.13.0
+
+.PHONY: setup demo test lint
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	if ! command -v nvidia-smi >/dev/null 2>&1; then $(PY) -m pip install -q "$(TORCH_CPU)"; fi
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+demo: setup
+	$(VENV)/bin/distillscope testbed info
+	$(VENV)/bin/distillscope testbed eval
+
+test: setup
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench

@@ -1,0 +1,204 @@
+"""One typed config tree: every run — from the CLI, a preset or a study grid — is a ``RunConfig``.
+
+Each field carries a one-line description; the CLI help and the docs show the same text.
+Unknown keys and bad values are rejected on load with a message that names the field and the
+allowed values (``load_run_config``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ConfigError(ValueError):
+    """A config file or override is invalid; the message names the field and what is allowed."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelConfig(_Section):
+    teacher: str = Field("testbed:teacher", description="teacher HF directory, or testbed:teacher")
+    student: str = Field("testbed:student", description="student HF directory, or testbed:student")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="student weights dtype (training keeps fp32 softmax either way)"
+    )
+    teacher_dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="teacher weights dtype (inference only)"
+    )
+    device: str = Field("cpu", description="torch device for both models, e.g. cpu or cuda:0")
+    allow_pickle: bool = Field(False, description="allow loading pickled .bin weights")
+    trust_remote_code: bool = Field(False, description="let transformers run model code")
+
+
+class TaskConfig(_Section):
+    name: str = Field("tb-countdown3", description="training task (see distillscope.tasks)")
+    file: Path | None = Field(None, description="JSONL/Parquet for file-backed tasks (mcq, math)")
+    prompt_format: Literal["testbed", "chat"] = Field(
+        "testbed", description="compact testbed prompts or the models' chat template"
+    )
+    teacher_style_flag: bool = Field(
+        False, description="teacher reads the style-flagged prompt, student the plain one"
+    )
+    max_new_tokens: int = Field(40, ge=1, description="completion length limit (tokens)")
+
+
+class RolloutConfig(_Section):
+    policy: Literal["student", "teacher", "spectrum", "mix", "interleave"] = Field(
+        "student",
+        description="who writes the trajectories: student (OnPD), teacher (OffPD), λ-spectrum, "
+        "GKD sequence mix, or token interleaving",
+    )
+    lam: float = Field(1.0, ge=-2.0, le=2.0, description="λ of the spectrum policy (−1 T, +1 S)")
+    student_temperature: float = Field(1.0, gt=0, description="student sampling temperature")
+    teacher_temperature: float = Field(0.5, gt=0, description="teacher sampling temperature")
+    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling threshold")
+    p_student: float = Field(0.5, ge=0, le=1, description="mix: share of student-written rows")
+    top_k: int = Field(5, ge=1, description="interleave: teacher top-k that accepts a token")
+    prompts_per_step: int = Field(32, ge=1, description="distinct prompts per optimizer step")
+    rollouts_per_prompt: int = Field(1, ge=1, description="completions sampled per prompt")
+    cache_teacher_rollouts: bool = Field(
+        False, description="off-policy: reuse one cached set of teacher rollouts across runs"
+    )
+
+
+class ObjectiveConfig(_Section):
+    kind: Literal[
+        "forward_kl", "reverse_kl", "jsd", "mixture", "forward_sampled", "reverse_sampled", "opd"
+    ] = Field("forward_kl", description="the token-level loss the student minimises")
+    student_temperature: float = Field(1.0, gt=0, description="student temperature in the loss")
+    teacher_temperature: float = Field(0.5, gt=0, description="teacher temperature in the loss")
+    reduction: Literal["seq_mean", "token_mean", "sum"] = Field(
+        "seq_mean", description="per-sequence mean (METHOD Eq. 1), pooled token mean, or sum"
+    )
+    beta: float = Field(0.5, ge=0, le=1, description="jsd: generalised JSD β")
+    alpha: float = Field(0.5, ge=0, le=1, description="mixture: weight of forward KL")
+    chunk_size: int = Field(0, ge=0, description="chunked full-vocabulary loss; 0 = plain")
+    regulation: Literal["none", "hard_clip", "log_compress"] = Field(
+        "none", description="opd: advantage shaping g"
+    )
+    clip_min: float = Field(-3.0, description="opd hard_clip lower bound")
+    clip_max: float = Field(3.0, description="opd hard_clip upper bound")
+    eps_low: float = Field(0.2, ge=0, description="opd importance-ratio clip (low)")
+    eps_high: float = Field(0.2, ge=0, description="opd importance-ratio clip (high)")
+
+
+class OptimConfig(_Section):
+    steps: int = Field(150, ge=1, description="optimizer steps")
+    lr: float = Field(1e-5, gt=0, description="peak learning rate (constant after warm-up)")
+    warmup_steps: int = Field(10, ge=0, description="linear warm-up steps")
+    betas: tuple[float, float] = Field((0.9, 0.999), description="AdamW betas")
+    eps: float = Field(1e-8, gt=0, description="AdamW epsilon")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
+    grad_clip: float | None = Field(1.0, description="global grad-norm clip; null = off")
+    grad_accum: int = Field(1, ge=1, description="micro-batches per optimizer step")
+
+
+class EvalConfig(_Section):
+    items: int = Field(200, ge=1, description="held-out items for accuracy (1 sample each)")
+    temperature: float = Field(0.5, gt=0, description="accuracy sampling temperature")
+    coverage_items: int = Field(100, ge=0, description="items for pass@k; 0 = skip")
+    coverage_samples: int = Field(10, ge=1, description="samples per item for pass@k")
+    coverage_temperature: float = Field(1.0, gt=0, description="pass@k sampling temperature")
+    harder_task: str | None = Field("tb-countdown4e", description="transfer task; null = skip")
+    harder_temperature: float = Field(0.5, gt=0, description="harder-task sampling temperature")
+    skill_items: int = Field(100, ge=0, description="items per skill for forgetting; 0 = skip")
+    eval_seed: int = Field(43, description="seed of the held-out split")
+    style: bool = Field(False, description="measure the share of answers in the teacher's style")
+
+
+class RunConfig(_Section):
+    name: str = Field("run", description="a label for this run")
+    seed: int = Field(42, description="seeds data order, sampling and evaluation draws")
+    model: ModelConfig = ModelConfig()
+    task: TaskConfig = TaskConfig()
+    rollout: RolloutConfig = RolloutConfig()
+    objective: ObjectiveConfig = ObjectiveConfig()
+    optim: OptimConfig = OptimConfig()
+    eval: EvalConfig = EvalConfig()
+    checkpoint_every: int = Field(50, ge=0, description="steps between checkpoints; 0 = none")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RunConfig:
+        if self.objective.kind == "opd" and self.rollout.policy != "student":
+            raise ValueError("objective.kind=opd needs rollout.policy=student (a policy gradient)")
+        if self.objective.clip_min >= self.objective.clip_max:
+            raise ValueError("objective.clip_min must be below objective.clip_max")
+        return self
+
+
+def _format_error(err: ValidationError, source: str) -> str:
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    if first["type"] == "extra_forbidden":
+        return f"{source}: unknown field {where!r}"
+    if not first["loc"]:  # a cross-field rule: its message already names the fields
+        return f"{source}: {first['msg'].removeprefix('Value error, ')}"
+    return f"{source}: {where}: {first['msg']} (got {first.get('input')!r})"
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """``optim.lr=5e-5`` → (["optim", "lr"], "5e-5"); the value is parsed as YAML, never evaluated.
+
+    Numeric strings such as ``5e-5`` (not a float in YAML 1.1) are converted by field validation.
+    """
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} must look like section.field=value")
+    key, raw = item.split("=", 1)
+    if raw.strip() in ("None", "none"):  # Python spelling of YAML's null
+        return key.strip().split("."), None
+    return key.strip().split("."), yaml.safe_load(raw)
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Return a copy of ``data`` with ``section.field=value`` overrides applied."""
+    out = _deep_copy(data)
+    for item in overrides:
+        path, value = parse_override(item)
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"override {item!r}: {part!r} is not a section")
+        node[path[-1]] = value
+    return out
+
+
+def _deep_copy(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: _deep_copy(v) if isinstance(v, dict) else v for k, v in d.items()}
+
+
+def run_config_from_dict(data: dict[str, Any], source: str = "config") -> RunConfig:
+    """Validate a plain dict as a RunConfig; errors become one-line ``ConfigError``s."""
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_error(err, source)) from None
+
+
+def load_run_config(path: str | Path | None, overrides: list[str] = ()) -> RunConfig:
+    """Read a YAML run config (or the defaults when ``path`` is None) and apply overrides."""
+    data: dict[str, Any] = {}
+    source = "config"
+    if path is not None:
+        p = Path(path)
+        source = str(p)
+        if not p.is_file():
+            raise ConfigError(f"{p}: no such config file")
+        try:
+            data = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{p}: not valid YAML ({err.__class__.__name__})") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{p}: top level must be a mapping of sections")
+    return run_config_from_dict(apply_overrides(data, list(overrides)), source)
+
+
+def dump_run_config(cfg: RunConfig) -> str:
+    """The resolved config as YAML (what every run writes next to its results)."""
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)

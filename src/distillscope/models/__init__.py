@@ -1,0 +1,25 @@
+"""Teacher and student checkpoints: loading local Hugging Face directories, vocabulary checks."""
+
+from __future__ import annotations
+
+from distillscope.models.load import (
+    ModelLoadError,
+    ModelPair,
+    check_model_dir,
+    load_model,
+    load_pair,
+    resolve_dtype,
+)
+from distillscope.models.vocab import TokenizerMismatchError, check_tokenizers_match, slice_logits
+
+__all__ = [
+    "ModelLoadError",
+    "ModelPair",
+    "TokenizerMismatchError",
+    "check_model_dir",
+    "check_tokenizers_match",
+    "load_model",
+    "load_pair",
+    "resolve_dtype",
+    "slice_logits",
+]

@@ -1,0 +1,184 @@
+"""Load teacher and student checkpoints from local Hugging Face model directories.
+
+A model directory holds ``config.json``, safetensors weights (``model.safetensors`` or the
+sharded ``model.safetensors.index.json``) and tokenizer files — what ``save_pretrained`` writes
+and what the Hub serves. Pickled weights (``pytorch_model.bin``) can run arbitrary code when
+unpickled, so they are refused unless the caller passes ``allow_pickle=True``; code shipped with
+a checkpoint is never run unless ``trust_remote_code=True``. Nothing is downloaded.
+
+    from distillscope.models import load_pair, slice_logits
+    pair = load_pair("ckpt/Qwen2.5-7B-Instruct", "ckpt/Qwen2.5-1.5B-Instruct", dtype="bfloat16")
+    logits_B_T_V = slice_logits(pair.student(tokens_B_T).logits, pair.vocab_size)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+
+from distillscope.models.vocab import check_tokenizers_match
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+SAFE_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
+PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json")
+# Files that carry a vocabulary (tokenizer_config.json alone does not).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt")
+
+
+class ModelLoadError(ValueError):
+    """A model directory cannot be loaded; the message names the path and what to do."""
+
+
+@dataclass
+class ModelPair:
+    """A frozen teacher and a student that share one tokenizer.
+
+    Attributes:
+        teacher: in eval mode, every parameter with ``requires_grad=False``.
+        student: as loaded (``from_pretrained`` leaves it in eval mode; call ``.train()``).
+        tokenizer: the student's tokenizer (identical to the teacher's vocabulary and specials).
+        vocab_size: ``len(tokenizer)``; slice both models' logits to it (:func:`slice_logits`).
+    """
+
+    teacher: PreTrainedModel
+    student: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+    vocab_size: int
+
+
+def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
+    """``"float32" | "bfloat16" | "float16"`` or a ``torch.dtype`` → the ``torch.dtype``."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    try:
+        return DTYPES[dtype]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; choose one of {sorted(DTYPES)}") from None
+
+
+def check_model_dir(path: str | os.PathLike, allow_pickle: bool = False) -> Path:
+    """Raise :class:`ModelLoadError` unless ``path`` looks like a loadable model directory."""
+    root = Path(path)
+    if not root.is_dir():
+        what = "is not a directory" if root.exists() else "does not exist"
+        raise ModelLoadError(f"model directory {root} {what}")
+    if not (root / "config.json").is_file():
+        raise ModelLoadError(f"model directory {root} has no config.json")
+    has_safe = any((root / name).is_file() for name in SAFE_WEIGHTS)
+    has_pickled = any((root / name).is_file() for name in PICKLED_WEIGHTS)
+    if has_pickled and not has_safe and not allow_pickle:
+        raise ModelLoadError(
+            f"model directory {root} holds only pickled weights (pytorch_model.bin); "
+            "convert to safetensors or pass allow_pickle=True"
+        )
+    if not has_safe and not has_pickled:
+        raise ModelLoadError(
+            f"model directory {root} has no weights (expected model.safetensors or "
+            "model.safetensors.index.json)"
+        )
+    if not any((root / name).is_file() for name in TOKENIZER_FILES):
+        expected = ", ".join(TOKENIZER_FILES[:-1]) + " or " + TOKENIZER_FILES[-1]
+        raise ModelLoadError(f"model directory {root} has no tokenizer (expected {expected})")
+    return root
+
+
+def load_model(
+    path: str | os.PathLike,
+    *,
+    dtype: str | torch.dtype = "float32",
+    device: str | torch.device = "cpu",
+    allow_pickle: bool = False,
+    trust_remote_code: bool = False,
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Load ``(model, tokenizer)`` from a local Hugging Face directory.
+
+    The model is an ``AutoModelForCausalLM`` with parameters in ``dtype`` on ``device``, in eval
+    mode. Safetensors only unless ``allow_pickle``; never downloads. Raises
+    :class:`ModelLoadError` (one sentence naming the path) for a missing directory,
+    ``config.json``, weights or tokenizer, for pickle-only weights, and for load failures.
+    """
+    root = check_model_dir(path, allow_pickle)
+    torch_dtype = resolve_dtype(dtype)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(
+            root, trust_remote_code=trust_remote_code, local_files_only=True
+        )
+    except Exception as err:  # transformers raises many types; the cause stays chained
+        raise ModelLoadError(f"cannot load the tokenizer of {root}: {_first_line(err)}") from err
+    try:
+        # transformers ≥ 5 takes `dtype=` (`torch_dtype=` is deprecated). use_safetensors=None
+        # prefers safetensors and falls back to pytorch_model.bin; True never unpickles.
+        model = AutoModelForCausalLM.from_pretrained(
+            root,
+            dtype=torch_dtype,
+            use_safetensors=None if allow_pickle else True,
+            trust_remote_code=trust_remote_code,
+            local_files_only=True,
+        )
+    except Exception as err:
+        raise ModelLoadError(f"cannot load the model in {root}: {_first_line(err)}") from err
+    return model.to(device), tokenizer
+
+
+def load_pair(
+    teacher_path: str | os.PathLike,
+    student_path: str | os.PathLike,
+    *,
+    teacher_dtype: str | torch.dtype | None = None,
+    teacher_device: str | torch.device | None = None,
+    **kw: Any,
+) -> ModelPair:
+    """Load a teacher and a student, freeze the teacher, and check that they share a tokenizer.
+
+    ``kw`` (``dtype``, ``device``, ``allow_pickle``, ``trust_remote_code``) goes to
+    :func:`load_model` for both; ``teacher_dtype`` / ``teacher_device`` override ``dtype`` /
+    ``device`` for the teacher only (e.g. a bf16 teacher on its own GPU). Raises
+    :class:`~distillscope.models.vocab.TokenizerMismatchError` naming both paths when the
+    vocabularies or special token ids differ, and :class:`ModelLoadError` when a model's output
+    layer is narrower than the shared tokenizer.
+    """
+    teacher_kw = dict(kw)
+    if teacher_dtype is not None:
+        teacher_kw["dtype"] = teacher_dtype
+    if teacher_device is not None:
+        teacher_kw["device"] = teacher_device
+    teacher, teacher_tok = load_model(teacher_path, **teacher_kw)
+    student, student_tok = load_model(student_path, **kw)
+    check_tokenizers_match(teacher_tok, student_tok, str(teacher_path), str(student_path))
+
+    teacher.eval()
+    teacher.requires_grad_(False)
+    vocab_size = len(student_tok)
+    for path, model in ((teacher_path, teacher), (student_path, student)):
+        width = _logit_width(model)
+        if width < vocab_size:
+            raise ModelLoadError(
+                f"model in {path} has {width} output logits but the tokenizer has "
+                f"{vocab_size} tokens; the checkpoint does not match its tokenizer"
+            )
+    return ModelPair(teacher=teacher, student=student, tokenizer=student_tok, vocab_size=vocab_size)
+
+
+def _logit_width(model: PreTrainedModel) -> int:
+    """Number of logit columns the model outputs (its padded vocabulary size)."""
+    head = model.get_output_embeddings()
+    return head.weight.shape[0] if head is not None else model.config.vocab_size
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"

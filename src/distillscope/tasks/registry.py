@@ -1,0 +1,40 @@
+"""Named tasks: the presets of METHOD §7, their testbed-sized variants, and the skill suite."""
+
+from __future__ import annotations
+
+from distillscope.tasks.base import Task
+from distillscope.tasks.countdown import PAPER_POOL, SMALL_POOL, CountdownTask
+from distillscope.tasks.skills import SKILLS, SkillTask
+
+# METHOD §7 exactly.
+COUNTDOWN_3 = CountdownTask("countdown3", 3, PAPER_POOL)
+COUNTDOWN_4 = CountdownTask("countdown4", 4, PAPER_POOL, max_target=10_000)
+COUNTDOWN_4E = CountdownTask("countdown4e", 4, SMALL_POOL)
+
+# Testbed-sized variants: operands 1..10 and targets ≤ 100, so that a model of a few million
+# parameters trained on two CPU cores can solve them (see README, "The testbed").
+TB_MAX_TARGET = 100
+COUNTDOWN_3_TB = CountdownTask("tb-countdown3", 3, SMALL_POOL, max_target=TB_MAX_TARGET)
+COUNTDOWN_4_TB = CountdownTask("tb-countdown4", 4, SMALL_POOL, max_target=TB_MAX_TARGET)
+COUNTDOWN_4E_TB = CountdownTask("tb-countdown4e", 4, SMALL_POOL, max_target=TB_MAX_TARGET)
+
+TASKS: dict[str, Task] = {
+    t.name: t
+    for t in (
+        COUNTDOWN_3,
+        COUNTDOWN_4,
+        COUNTDOWN_4E,
+        COUNTDOWN_3_TB,
+        COUNTDOWN_4_TB,
+        COUNTDOWN_4E_TB,
+    )
+}
+TASKS.update({f"skill-{s}": SkillTask(s) for s in SKILLS})
+
+
+def get_task(name: str) -> Task:
+    """Look a task up by name; the error lists the names that exist."""
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise ValueError(f"unknown task {name!r}; choose one of {sorted(TASKS)}") from None

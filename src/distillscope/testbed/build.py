@@ -1,0 +1,297 @@
+"""Build the testbed: train the tiny Llama teacher and student from scratch, with fixed seeds.
+
+    distillscope testbed build --out ./my-testbed      # full build (see README for the time)
+    distillscope testbed build --out /tmp/tb --steps-scale 0.002   # a few steps, for tests
+
+The teacher learns Countdown (3 and 4 operands, both answer styles) and the skill suite; the
+student learns the skill suite and only a little Countdown, so that it starts far below the
+teacher (the capability gap of METHOD §7/DESIGN "The testbed").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from distillscope.tasks.base import make_split, styled
+from distillscope.tasks.countdown import to_alt_style
+from distillscope.tasks.registry import COUNTDOWN_3_TB, COUNTDOWN_4_TB
+from distillscope.tasks.skills import skill_suite
+from distillscope.testbed.generate import measure
+from distillscope.testbed.tokenizer import build_tokenizer, encode_checked
+
+EVAL_SEED = 43  # held-out Countdown-3 items, as the paper's eval split
+EVAL_ITEMS = 200
+SKILL_EVAL_SEED = 44
+SKILL_EVAL_ITEMS = 100
+
+
+@dataclass
+class ModelSpec:
+    """Shape of a testbed Llama model."""
+
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+
+    def llama_config(self, vocab_size: int, tokenizer) -> LlamaConfig:
+        return LlamaConfig(
+            vocab_size=vocab_size,
+            hidden_size=self.hidden_size,
+            intermediate_size=self.intermediate_size,
+            num_hidden_layers=self.num_hidden_layers,
+            num_attention_heads=self.num_attention_heads,
+            num_key_value_heads=self.num_attention_heads,
+            max_position_embeddings=128,
+            tie_word_embeddings=True,
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
+
+
+@dataclass
+class TrainSpec:
+    """How one testbed model is trained: steps, batch, LR schedule and the data mixture.
+
+    ``mixture`` maps a source name (see :data:`SOURCES`) to its sampling weight.
+    """
+
+    steps: int
+    batch_size: int
+    lr: float
+    seed: int
+    mixture: dict[str, float]
+    warmup: int = 100
+    min_lr_ratio: float = 0.1
+
+
+@dataclass
+class Recipe:
+    teacher: ModelSpec
+    student: ModelSpec
+    teacher_train: TrainSpec
+    student_train: TrainSpec
+    notes: list[str] = field(default_factory=list)
+
+
+def _countdown(task, alt: bool) -> Callable[[random.Random], tuple[str, str]]:
+    def draw(rng: random.Random) -> tuple[str, str]:
+        p = task.sample(rng)
+        sol = p.meta["solution"]
+        return (styled(p.prompt), to_alt_style(sol)) if alt else (p.prompt, sol)
+
+    return draw
+
+
+def _skill(task) -> Callable[[random.Random], tuple[str, str]]:
+    def draw(rng: random.Random) -> tuple[str, str]:
+        p = task.sample(rng)
+        return p.prompt, p.answer
+
+    return draw
+
+
+SOURCES: dict[str, Callable[[random.Random], tuple[str, str]]] = {
+    "countdown3": _countdown(COUNTDOWN_3_TB, alt=False),
+    "countdown3-alt": _countdown(COUNTDOWN_3_TB, alt=True),
+    "countdown4": _countdown(COUNTDOWN_4_TB, alt=False),
+    "countdown4-alt": _countdown(COUNTDOWN_4_TB, alt=True),
+    **{t.name: _skill(t) for t in skill_suite()},
+}
+
+DEFAULT_RECIPE = Recipe(
+    teacher=ModelSpec(192, 576, 4, 6),
+    student=ModelSpec(128, 384, 3, 4),
+    teacher_train=TrainSpec(
+        steps=2000,
+        batch_size=128,
+        lr=1.5e-3,
+        seed=11,
+        mixture={
+            "countdown3": 0.45,
+            "countdown3-alt": 0.2,
+            "countdown4": 0.15,
+            "countdown4-alt": 0.05,
+            **{t.name: 0.03 for t in skill_suite()},
+        },
+    ),
+    student_train=TrainSpec(
+        steps=1500,
+        batch_size=128,
+        lr=2e-3,
+        seed=12,
+        mixture={"countdown3": 0.08, "countdown4": 0.02, **{t.name: 0.18 for t in skill_suite()}},
+    ),
+)
+
+
+def make_batch(
+    examples: list[tuple[str, str]], eos_id: int, bos_id: int, pad_id: int
+) -> dict[str, torch.Tensor]:
+    """Right-padded ``<bos> prompt completion <eos>`` sequences; labels only on completion + EOS."""
+    seqs, labels = [], []
+    for prompt, completion in examples:
+        p, c = encode_checked(prompt), encode_checked(completion)
+        seqs.append([bos_id, *p, *c, eos_id])
+        labels.append([-100] * (1 + len(p)) + [*c, eos_id])
+    width = max(map(len, seqs))
+    ids_B_T = torch.full((len(seqs), width), pad_id)
+    labels_B_T = torch.full((len(seqs), width), -100)
+    mask_B_T = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, (s, lab) in enumerate(zip(seqs, labels, strict=True)):
+        ids_B_T[i, : len(s)] = torch.tensor(s)
+        labels_B_T[i, : len(lab)] = torch.tensor(lab)
+        mask_B_T[i, : len(s)] = 1
+    return {"input_ids": ids_B_T, "labels": labels_B_T, "attention_mask": mask_B_T}
+
+
+def train_model(
+    model: LlamaForCausalLM,
+    tokenizer,
+    spec: TrainSpec,
+    log: Callable[[str], None],
+    probe: Callable[[LlamaForCausalLM], str] | None = None,
+    probe_every: int = 400,
+) -> None:
+    """Next-token training on the completion tokens of a seeded stream from ``spec.mixture``.
+
+    ``probe`` (optional) is called every ``probe_every`` steps in eval mode and its text logged,
+    to watch accuracy while a long build runs.
+    """
+    rng = random.Random(spec.seed)
+    torch.manual_seed(spec.seed)
+    names = sorted(spec.mixture)
+    weights = [spec.mixture[n] for n in names]
+    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, betas=(0.9, 0.98), weight_decay=0.01)
+
+    def lr_at(step: int) -> float:  # linear warm-up, cosine decay to min_lr_ratio
+        if step < spec.warmup:
+            return spec.lr * (step + 1) / spec.warmup
+        frac = (step - spec.warmup) / max(1, spec.steps - spec.warmup)
+        return spec.lr * (
+            spec.min_lr_ratio + (1 - spec.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac))
+        )
+
+    model.train()
+    t0, running = time.time(), 0.0
+    for step in range(spec.steps):
+        sources = rng.choices(names, weights, k=spec.batch_size)
+        batch = make_batch(
+            [SOURCES[s](rng) for s in sources],
+            tokenizer.eos_token_id,
+            tokenizer.bos_token_id,
+            tokenizer.pad_token_id,
+        )
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step)
+        loss = model(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        running = 0.98 * running + 0.02 * loss.item() if step else loss.item()
+        if (step + 1) % 50 == 0 or step + 1 == spec.steps:
+            log(f"step {step + 1}/{spec.steps} loss {running:.4f} ({time.time() - t0:.0f}s)")
+        if probe is not None and (step + 1) % probe_every == 0:
+            model.eval()
+            log(f"step {step + 1} probe: {probe(model)}")
+            model.train()
+    model.eval()
+
+
+def measure_testbed(teacher, student, tokenizer) -> dict[str, dict[str, float]]:
+    """The capability-gap numbers of DESIGN "The testbed" (1 sample per item at T = 0.5)."""
+    cd3 = make_split(COUNTDOWN_3_TB, EVAL_SEED, EVAL_ITEMS)
+    out: dict[str, dict[str, float]] = {"teacher": {}, "student": {}}
+    out["teacher"]["countdown3_accuracy"] = measure(teacher, tokenizer, COUNTDOWN_3_TB, cd3)[
+        "accuracy"
+    ]
+    styled_m = measure(teacher, tokenizer, COUNTDOWN_3_TB, cd3, with_style_flag=True)
+    out["teacher"]["countdown3_accuracy_style_flag"] = styled_m["accuracy"]
+    out["teacher"]["alt_style_share_with_flag"] = styled_m["alt_style"]
+    out["student"]["countdown3_accuracy"] = measure(student, tokenizer, COUNTDOWN_3_TB, cd3)[
+        "accuracy"
+    ]
+    for name, model in (("teacher", teacher), ("student", student)):
+        scores = {}
+        for task in skill_suite():
+            probs = make_split(task, SKILL_EVAL_SEED, SKILL_EVAL_ITEMS)
+            scores[task.name] = measure(model, tokenizer, task, probs)["accuracy"]
+        out[name]["skills"] = scores
+        out[name]["skill_mean"] = sum(scores.values()) / len(scores)
+    return out
+
+
+def build(
+    out_dir: Path,
+    recipe: Recipe = DEFAULT_RECIPE,
+    steps_scale: float = 1.0,
+    log: Callable[[str], None] = print,
+) -> dict:
+    """Train teacher and student, save them as HF directories under ``out_dir``, and measure them.
+
+    Writes ``out_dir/{teacher,student}/`` (config, safetensors, tokenizer) and
+    ``out_dir/testbed.json`` (recipe, sizes, build time, measured accuracies).
+    """
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    tokenizer = build_tokenizer()
+    probe_items = make_split(COUNTDOWN_3_TB, EVAL_SEED + 1000, 50)  # not the held-out items
+
+    def probe(model: LlamaForCausalLM) -> str:
+        acc = measure(model, tokenizer, COUNTDOWN_3_TB, probe_items)["accuracy"]
+        return f"countdown3 accuracy {acc:.2f} (50 probe items, T=0.5)"
+
+    t_start = time.time()
+    models = {}
+    for role, spec, train in (
+        ("teacher", recipe.teacher, recipe.teacher_train),
+        ("student", recipe.student, recipe.student_train),
+    ):
+        torch.manual_seed(train.seed)
+        model = LlamaForCausalLM(spec.llama_config(len(tokenizer), tokenizer))
+        scaled = TrainSpec(
+            **{
+                **asdict(train),
+                "steps": max(1, int(train.steps * steps_scale)),
+                "warmup": min(train.warmup, max(1, int(train.steps * steps_scale))),
+            }
+        )
+        log(
+            f"training {role}: {sum(p.numel() for p in model.parameters()):,} parameters, "
+            f"{scaled.steps} steps"
+        )
+        train_model(model, tokenizer, scaled, lambda m, r=role: log(f"[{r}] {m}"), probe=probe)
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+        model.save_pretrained(out_dir / role, safe_serialization=True)
+        tokenizer.save_pretrained(out_dir / role)
+        models[role] = model
+    train_seconds = time.time() - t_start
+    log("measuring the capability gap")
+    measured = measure_testbed(models["teacher"], models["student"], tokenizer)
+    info = {
+        "recipe": asdict(recipe),
+        "steps_scale": steps_scale,
+        "parameters": {r: sum(p.numel() for p in m.parameters()) for r, m in models.items()},
+        "train_seconds": round(train_seconds, 1),
+        "torch_threads": torch.get_num_threads(),
+        "measured": measured,
+        "eval": {
+            "task": COUNTDOWN_3_TB.name,
+            "seed": EVAL_SEED,
+            "items": EVAL_ITEMS,
+            "temperature": 0.5,
+            "samples": 1,
+        },
+    }
+    (out_dir / "testbed.json").write_text(json.dumps(info, indent=2) + "\n")
+    return info

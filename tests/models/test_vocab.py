@@ -1,0 +1,61 @@
+"""Tokenizer agreement and logit slicing (METHOD §1)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+from distillscope.models import TokenizerMismatchError, check_tokenizers_match, slice_logits
+
+
+def word_tokenizer(words: dict[str, int], pad: str = "<pad>") -> PreTrainedTokenizerFast:
+    vocab = {"<pad>": 0, "<bos>": 1, "<eos>": 2, **words}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token=pad, bos_token="<bos>", eos_token="<eos>"
+    )
+
+
+def test_identical_tokenizers_pass():
+    check_tokenizers_match(word_tokenizer({"a": 3}), word_tokenizer({"a": 3}), "t", "s")
+
+
+@pytest.mark.parametrize(
+    "words_a, words_b, reason",
+    [
+        ({"a": 3, "b": 4}, {"a": 4, "b": 3}, "token 'a' has id 3 in T but 4 in S"),
+        ({"a": 3, "b": 4}, {"a": 3}, "token 'b' (id 4 in T) is missing from S"),
+        ({"a": 3}, {"a": 3, "c": 4}, "token 'c' (id 4 in S) is missing from T"),
+    ],
+)
+def test_first_vocabulary_difference_is_named(words_a, words_b, reason):
+    with pytest.raises(TokenizerMismatchError) as err:
+        check_tokenizers_match(word_tokenizer(words_a), word_tokenizer(words_b), "T", "S")
+    assert str(err.value) == (
+        f"tokenizers of T and S differ: {reason}; teacher and student must share one "
+        "tokenizer (METHOD §1)"
+    )
+
+
+def test_special_token_ids_must_agree():
+    same_vocab_other_pad = word_tokenizer({"a": 3}, pad="<eos>")
+    with pytest.raises(TokenizerMismatchError, match="pad_token_id is 0 in T but 2 in S"):
+        check_tokenizers_match(word_tokenizer({"a": 3}), same_vocab_other_pad, "T", "S")
+
+
+def test_slice_logits_drops_padded_columns():
+    logits_B_T_V = torch.arange(2 * 3 * 8, dtype=torch.float32).reshape(2, 3, 8)
+    sliced = slice_logits(logits_B_T_V, 5)
+    assert sliced.shape == (2, 3, 5)
+    assert torch.equal(sliced, logits_B_T_V[:, :, :5])
+    assert sliced.data_ptr() == logits_B_T_V.data_ptr()  # a view, no copy
+    assert torch.equal(slice_logits(logits_B_T_V, 8), logits_B_T_V)
+    assert slice_logits(torch.zeros(4, 8), 6).shape == (4, 6)  # any leading shape
+
+
+def test_slice_logits_refuses_narrow_logits():
+    with pytest.raises(ValueError, match="logits have 8 columns but the tokenizer has 9 tokens"):
+        slice_logits(torch.zeros(1, 2, 8), 9)

@@ -1,0 +1,73 @@
+"""Pure tensor objectives: what the student minimises (METHOD §1, §2, §4).
+
+Every public objective maps tensors and options to ``(loss, metrics)``: a scalar fp32 loss and a
+dict of plain floats with namespaced keys (documented in each module's docstring). None of them
+sees a model, a config or a file.
+
+- :mod:`.divergences` — full-vocabulary forward/reverse KL, generalised JSD, KL mixture on logits;
+- :mod:`.chunked` — the same from hidden states + LM-head weights, chunk by chunk (bounded memory);
+- :mod:`.estimators` — sampled and rollout-token KL estimators, Schulman's k1/k2/k3 metrics;
+- :mod:`.opd` — on-policy distillation as a PPO-clipped policy gradient with regulations.
+"""
+
+from __future__ import annotations
+
+from distillscope.objectives.chunked import (
+    chunked_divergence,
+    chunked_forward_kl,
+    chunked_reverse_kl,
+)
+from distillscope.objectives.divergences import (
+    DIVERGENCES,
+    REDUCTIONS,
+    Divergence,
+    Reduction,
+    forward_kl,
+    generalized_jsd,
+    kl_mixture,
+    reduce_tokens,
+    reverse_kl,
+    shared_vocab,
+    token_divergence,
+    token_weights,
+)
+from distillscope.objectives.estimators import (
+    kl_sample_metrics,
+    rollout_token_forward_kl,
+    rollout_token_reverse_kl,
+    sampled_forward_kl,
+    sampled_reverse_kl,
+)
+from distillscope.objectives.opd import (
+    REGULATIONS,
+    Regulation,
+    opd_policy_gradient,
+    regulate_advantage,
+)
+
+__all__ = [
+    "DIVERGENCES",
+    "REDUCTIONS",
+    "REGULATIONS",
+    "Divergence",
+    "Reduction",
+    "Regulation",
+    "chunked_divergence",
+    "chunked_forward_kl",
+    "chunked_reverse_kl",
+    "forward_kl",
+    "generalized_jsd",
+    "kl_mixture",
+    "kl_sample_metrics",
+    "opd_policy_gradient",
+    "reduce_tokens",
+    "regulate_advantage",
+    "reverse_kl",
+    "rollout_token_forward_kl",
+    "rollout_token_reverse_kl",
+    "sampled_forward_kl",
+    "sampled_reverse_kl",
+    "shared_vocab",
+    "token_divergence",
+    "token_weights",
+]

@@ -1,0 +1,272 @@
+"""Chunked full-vocabulary divergences from hidden states and LM-head weights (METHOD §2, Memory).
+
+The [tokens × V] logits of two models are the memory bottleneck (V = 128,256 for Llama 3,
+151,936 for Qwen). These objectives take the final hidden states and the LM-head weights
+instead of logits, keep only the masked (completion) positions, and process them ``chunk_size``
+tokens at a time: logits exist for one chunk of both models at once, in the forward *and* in
+the backward pass.
+
+How the backward stays bounded: a custom ``torch.autograd.Function`` computes, chunk by chunk
+during the forward, the exact gradient w.r.t. that chunk's student logits (by autograd on the
+chunk only) and immediately folds it into ∂L/∂hidden = g · W and ∂L/∂W = gᵀ · h. Only those two
+(the size of the inputs) are kept; backward just scales them by the incoming gradient. This is
+the technique of Liger-Kernel's fused linear losses, written for our divergences. The values and
+gradients equal the plain :mod:`distillscope.objectives.divergences` ones to float tolerance.
+
+No bias terms (LM heads of Llama/Qwen have none). Metric keys as in ``divergences``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from distillscope.objectives.divergences import (
+    STAT_KEYS,
+    Reduction,
+    check_divergence,
+    check_options,
+    check_shape,
+    log_probs,
+    token_divergence,
+    token_stats,
+    token_weights,
+)
+
+
+class _ChunkedDivergence(torch.autograd.Function):
+    """Weighted sum Σ_n w_n D(π_S(·|n), π_T(·|n)) over selected positions, chunk by chunk."""
+
+    @staticmethod
+    def forward(
+        ctx,
+        student_hidden_N_H: torch.Tensor,
+        student_head_V_H: torch.Tensor,
+        teacher_hidden_N_H: torch.Tensor,
+        teacher_head_V_H: torch.Tensor,
+        weights_N: torch.Tensor,
+        options: dict,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        need_hidden_grad, need_head_grad = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        need_grad = need_hidden_grad or need_head_grad
+        device = student_hidden_N_H.device
+        loss = torch.zeros((), dtype=torch.float32, device=device)
+        stat_sums_4 = torch.zeros(4, dtype=torch.float32, device=device)
+        grad_hidden_N_H = torch.zeros_like(student_hidden_N_H) if need_hidden_grad else None
+        grad_head_V_H = (  # accumulated over chunks in fp32, cast back at the end
+            torch.zeros(student_head_V_H.shape, dtype=torch.float32, device=device)
+            if need_head_grad
+            else None
+        )
+        chunk_size = options["chunk_size"]
+        for start in range(0, student_hidden_N_H.shape[0], chunk_size):
+            hidden_C_H = student_hidden_N_H[start : start + chunk_size]
+            logits_C_V = (hidden_C_H @ student_head_V_H.T).float()
+            teacher_logits_C_V = teacher_hidden_N_H[start : start + chunk_size] @ teacher_head_V_H.T
+            logp_teacher_C_V = log_probs(teacher_logits_C_V, options["teacher_temperature"])
+            with torch.enable_grad():  # Function.forward runs under no_grad; we need a local graph
+                logits_C_V.requires_grad_(need_grad)
+                logp_student_C_V = log_probs(logits_C_V, options["student_temperature"])
+                divergence_C = token_divergence(
+                    logp_student_C_V,
+                    logp_teacher_C_V,
+                    options["divergence"],
+                    beta=options["beta"],
+                    alpha=options["alpha"],
+                )
+                chunk_loss = (divergence_C * weights_N[start : start + chunk_size]).sum()
+            if need_grad:
+                (grad_logits_C_V,) = torch.autograd.grad(chunk_loss, logits_C_V)
+                grad_logits_C_V = grad_logits_C_V.to(student_head_V_H.dtype)
+                if need_hidden_grad:
+                    grad_hidden_N_H[start : start + chunk_size] = grad_logits_C_V @ student_head_V_H
+                if need_head_grad:
+                    grad_head_V_H += (grad_logits_C_V.T @ hidden_C_H).float()  # (V, H)
+            loss += chunk_loss.detach()
+            stat_sums_4 += token_stats(logp_student_C_V.detach(), logp_teacher_C_V).sum(dim=-1)
+        if grad_head_V_H is not None:
+            grad_head_V_H = grad_head_V_H.to(student_head_V_H.dtype)
+        ctx.save_for_backward(grad_hidden_N_H, grad_head_V_H)
+        ctx.mark_non_differentiable(stat_sums_4)
+        return loss, stat_sums_4
+
+    @staticmethod
+    def backward(ctx, grad_loss: torch.Tensor, _grad_stats: torch.Tensor):
+        grad_hidden_N_H, grad_head_V_H = ctx.saved_tensors
+        if grad_hidden_N_H is not None:
+            grad_hidden_N_H = grad_hidden_N_H * grad_loss.to(grad_hidden_N_H.dtype)
+        if grad_head_V_H is not None:
+            grad_head_V_H = grad_head_V_H * grad_loss.to(grad_head_V_H.dtype)
+        return grad_hidden_N_H, grad_head_V_H, None, None, None, None
+
+
+def chunked_divergence(
+    student_hidden_B_T_H: torch.Tensor,
+    student_head_V_H: torch.Tensor,
+    teacher_hidden_B_T_H: torch.Tensor,
+    teacher_head_V_H: torch.Tensor,
+    mask_B_T: torch.Tensor,
+    *,
+    divergence: str = "forward_kl",
+    chunk_size: int = 1024,
+    student_temperature: float = 1.0,
+    teacher_temperature: float = 1.0,
+    reduction: Reduction = "seq_mean",
+    vocab_size: int | None = None,
+    beta: float = 0.5,
+    alpha: float = 0.5,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Any divergence of :func:`~distillscope.objectives.divergences.token_divergence`, chunked.
+
+    z_S = h_S W_Sᵀ, z_T = h_T W_Tᵀ at the masked positions, then the same loss as the plain
+    objective: Σ_n w_n D(softmax(z_S,n / τ_S), softmax(z_T,n / τ_T)) with the reduction weights
+    w of ``token_weights`` (METHOD §1–§2, [P] Eq. 1). Gradients flow to ``student_hidden_B_T_H``
+    and ``student_head_V_H``; the teacher is detached.
+
+    Args:
+        student_hidden_B_T_H: student final hidden states (after the last norm).
+        student_head_V_H: student LM-head weight (``lm_head.weight``, shape (V, H)).
+        teacher_hidden_B_T_H: teacher final hidden states; its H may differ from the student's.
+        teacher_head_V_H: teacher LM-head weight, (V', H_teacher).
+        mask_B_T: True at the completion tokens that count.
+        divergence: "forward_kl", "reverse_kl", "jsd" (uses ``beta``) or "mixture" (``alpha``).
+        chunk_size: positions per chunk; the transient logits and log-probs take a small
+            multiple (about 10×) of chunk_size · V fp32 values, whatever the token count.
+        vocab_size: use only the first ``vocab_size`` rows of both heads (METHOD §1); without
+            it, heads of different widths raise ValueError.
+
+    Returns:
+        ``(loss, metrics)`` exactly as the plain objective returns them.
+    """
+    check_options(reduction, student_temperature, teacher_temperature)
+    check_divergence(divergence, beta=beta, alpha=alpha)
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    if student_hidden_B_T_H.shape[:-1] != teacher_hidden_B_T_H.shape[:-1]:
+        raise ValueError(
+            f"student hidden {tuple(student_hidden_B_T_H.shape)} and teacher hidden "
+            f"{tuple(teacher_hidden_B_T_H.shape)} must cover the same (B, T) positions"
+        )
+    for who, hidden, head in (
+        ("student", student_hidden_B_T_H, student_head_V_H),
+        ("teacher", teacher_hidden_B_T_H, teacher_head_V_H),
+    ):
+        if head.ndim != 2 or head.shape[1] != hidden.shape[-1]:
+            raise ValueError(
+                f"{who} head weight {tuple(head.shape)} must be (V, H) with H = "
+                f"{hidden.shape[-1]}, the width of the {who} hidden states"
+            )
+    check_shape("mask_B_T", mask_B_T, student_hidden_B_T_H.shape[:-1])
+    if vocab_size is not None:
+        widths = (student_head_V_H.shape[0], teacher_head_V_H.shape[0])
+        if not 1 <= vocab_size <= min(widths):
+            raise ValueError(
+                f"vocab_size={vocab_size} must be between 1 and the smaller head width "
+                f"(student {widths[0]}, teacher {widths[1]})"
+            )
+        student_head_V_H, teacher_head_V_H = (
+            student_head_V_H[:vocab_size],
+            teacher_head_V_H[:vocab_size],
+        )
+    elif student_head_V_H.shape[0] != teacher_head_V_H.shape[0]:
+        raise ValueError(
+            f"student and teacher head widths differ ({student_head_V_H.shape[0]} vs "
+            f"{teacher_head_V_H.shape[0]}); pass vocab_size=<tokenizer length> to slice both"
+        )
+
+    keep_B_T = mask_B_T.bool()
+    weights_N = token_weights(keep_B_T, reduction)[keep_B_T]  # (N,) reduction weights
+    options = {
+        "divergence": divergence,
+        "chunk_size": chunk_size,
+        "student_temperature": student_temperature,
+        "teacher_temperature": teacher_temperature,
+        "beta": beta,
+        "alpha": alpha,
+    }
+    if not torch.is_grad_enabled():
+        # Under no_grad, Function.forward still sees needs_input_grad=True; detaching the
+        # inputs skips the gradient work (evaluation, metrics-only calls).
+        student_hidden_B_T_H, student_head_V_H = (
+            student_hidden_B_T_H.detach(),
+            student_head_V_H.detach(),
+        )
+    loss, stat_sums_4 = _ChunkedDivergence.apply(
+        student_hidden_B_T_H[keep_B_T],  # (N, H): only completion tokens are ever projected
+        student_head_V_H,
+        teacher_hidden_B_T_H.detach()[keep_B_T],
+        teacher_head_V_H.detach(),
+        weights_N,
+        options,
+    )
+    tokens = keep_B_T.sum().float().reshape(1)
+    means_4 = stat_sums_4 / tokens.clamp_min(1.0)
+    values = torch.cat([loss.detach().reshape(1), means_4, tokens]).tolist()  # one sync
+    metrics = {"objective/loss": values[0], **dict(zip(STAT_KEYS, values[1:5], strict=True))}
+    metrics["objective/tokens"] = values[5]
+    return loss, metrics
+
+
+def chunked_forward_kl(
+    student_hidden_B_T_H: torch.Tensor,
+    student_head_V_H: torch.Tensor,
+    teacher_hidden_B_T_H: torch.Tensor,
+    teacher_head_V_H: torch.Tensor,
+    mask_B_T: torch.Tensor,
+    *,
+    chunk_size: int = 1024,
+    student_temperature: float = 1.0,
+    teacher_temperature: float = 1.0,
+    reduction: Reduction = "seq_mean",
+    vocab_size: int | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Chunked forward KL(π_T ‖ π_S) = Σ_v π_T (log π_T − log π_S) (METHOD §2, [P] Eq. 1).
+
+    Equal to :func:`~distillscope.objectives.divergences.forward_kl` on ``h Wᵀ`` logits; see
+    :func:`chunked_divergence` for the arguments.
+    """
+    return chunked_divergence(
+        student_hidden_B_T_H,
+        student_head_V_H,
+        teacher_hidden_B_T_H,
+        teacher_head_V_H,
+        mask_B_T,
+        divergence="forward_kl",
+        chunk_size=chunk_size,
+        student_temperature=student_temperature,
+        teacher_temperature=teacher_temperature,
+        reduction=reduction,
+        vocab_size=vocab_size,
+    )
+
+
+def chunked_reverse_kl(
+    student_hidden_B_T_H: torch.Tensor,
+    student_head_V_H: torch.Tensor,
+    teacher_hidden_B_T_H: torch.Tensor,
+    teacher_head_V_H: torch.Tensor,
+    mask_B_T: torch.Tensor,
+    *,
+    chunk_size: int = 1024,
+    student_temperature: float = 1.0,
+    teacher_temperature: float = 1.0,
+    reduction: Reduction = "seq_mean",
+    vocab_size: int | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Chunked reverse KL(π_S ‖ π_T) = Σ_v π_S (log π_S − log π_T) (METHOD §2, [P] Eq. 1).
+
+    Equal to :func:`~distillscope.objectives.divergences.reverse_kl` on ``h Wᵀ`` logits; see
+    :func:`chunked_divergence` for the arguments.
+    """
+    return chunked_divergence(
+        student_hidden_B_T_H,
+        student_head_V_H,
+        teacher_hidden_B_T_H,
+        teacher_head_V_H,
+        mask_B_T,
+        divergence="reverse_kl",
+        chunk_size=chunk_size,
+        student_temperature=student_temperature,
+        teacher_temperature=teacher_temperature,
+        reduction=reduction,
+        vocab_size=vocab_size,
+    )

@@ -1,0 +1,178 @@
+"""On-policy distillation as a policy gradient with per-token teacher advantages (METHOD §4, [D]).
+
+The student samples y ~ π_S; each sampled token gets the advantage
+Δℓ_t = log π_T(y_t|h_t) − log π_S(y_t|h_t) (detached), shaped by a regulation g, and the
+student takes a PPO-style clipped step. With one update per rollout batch the importance ratio
+is 1 and this is REINFORCE with per-token rewards g(Δℓ_t) — the rollout-token reverse-KL
+gradient when g is the identity.
+
+Metric keys (plain floats, token means over masked tokens, detached):
+
+- ``opd/loss``: the returned loss value;
+- ``opd/raw_advantage_mean``, ``opd/raw_advantage_std``: Δℓ before the regulation;
+- ``opd/advantage_mean``, ``opd/advantage_std``: A = g(Δℓ), the advantage actually used;
+- ``opd/hard_clip_frac``: share of tokens with Δℓ outside [clip_min, clip_max], i.e. the ones the
+  hard clip changes (reported under every regulation, so unregulated runs show it too);
+- ``opd/ratio_mean``: mean importance ratio r_t;
+- ``opd/ratio_clip_frac``: share of tokens whose clipped PPO branch is active (no gradient);
+- ``opd/tokens``: the number of masked tokens.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+
+from distillscope.objectives.divergences import (
+    Reduction,
+    check_options,
+    check_shape,
+    log_probs,
+    masked_mean,
+    reduce_tokens,
+)
+
+Regulation = Literal["none", "hard_clip", "log_compress"]
+REGULATIONS: tuple[str, ...] = ("none", "hard_clip", "log_compress")
+
+
+def regulate_advantage(
+    delta_B_T: torch.Tensor,
+    regulation: Regulation = "none",
+    *,
+    clip_min: float = -3.0,
+    clip_max: float = 3.0,
+) -> torch.Tensor:
+    """The signal regulation g of [D] (METHOD §4), elementwise on Δℓ_B_T.
+
+    none: g(x) = x;   hard_clip: g(x) = clip(x, c_min, c_max);
+    log_compress: g(x) = sign(x) · log(1 + |x|).
+    [D] gives no thresholds; ours default to c_min = −3, c_max = 3 (METHOD §10).
+    """
+    if regulation == "none":
+        return delta_B_T
+    if regulation == "hard_clip":
+        if not clip_min < clip_max:
+            raise ValueError(f"clip_min ({clip_min}) must be below clip_max ({clip_max})")
+        return delta_B_T.clamp(clip_min, clip_max)
+    if regulation == "log_compress":
+        return torch.sign(delta_B_T) * torch.log1p(delta_B_T.abs())
+    raise ValueError(f"regulation must be one of {REGULATIONS}, got {regulation!r}")
+
+
+def _masked_std(
+    values_B_T: torch.Tensor, mean: torch.Tensor, mask_B_T: torch.Tensor
+) -> torch.Tensor:
+    """Population standard deviation over masked tokens (0 with fewer than two)."""
+    return masked_mean((values_B_T - mean).square(), mask_B_T).sqrt()
+
+
+def opd_policy_gradient(
+    student_logits_B_T_V: torch.Tensor,
+    tokens_B_T: torch.Tensor,
+    logp_teacher_B_T: torch.Tensor,
+    logp_old_B_T: torch.Tensor,
+    mask_B_T: torch.Tensor,
+    *,
+    regulation: Regulation = "none",
+    clip_min: float = -3.0,
+    clip_max: float = 3.0,
+    eps_low: float = 0.2,
+    eps_high: float = 0.2,
+    student_temperature: float = 1.0,
+    reduction: Reduction = "seq_mean",
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """PPO-clipped OPD loss with per-token teacher advantages ([D]; METHOD §4).
+
+    With ℓ_θ(y_t) = log softmax(z_t / τ_S)[y_t] from the current logits:
+
+        Δℓ_t = sg[log π_T(y_t) − ℓ_θ(y_t)],   A_t = g(Δℓ_t)   (:func:`regulate_advantage`)
+        r_t  = exp(ℓ_θ(y_t) − log π_old(y_t))
+        loss_t = −min(r_t A_t, clip(r_t, 1 − ε_low, 1 + ε_high) A_t)
+
+    reduced over ``mask_B_T`` by ``reduction`` (METHOD §1). With ``logp_old`` equal to the current
+    log-probs (one update per rollout batch) r_t = 1 and ∇loss = −Σ w_t A_t ∇ℓ_θ(y_t): REINFORCE
+    with per-token reward g(Δℓ_t). The advantage uses the *current* student log-prob, detached;
+    it equals the sampler's on the first update of a batch.
+
+    Args:
+        student_logits_B_T_V: current student logits; ``logits[b, t]`` scores ``tokens[b, t]``.
+        tokens_B_T: the sampled tokens y_t (ids at masked-out positions are ignored).
+        logp_teacher_B_T: log π_T(y_t|h_t) of the sampled tokens (a constant).
+        logp_old_B_T: log π_old(y_t|h_t) under the policy that sampled them (a constant).
+        mask_B_T: True at the completion tokens that count.
+        regulation, clip_min, clip_max: the shaping g of the advantage.
+        eps_low, eps_high: the trust region [1 − ε_low, 1 + ε_high] of the importance ratio.
+        student_temperature: τ_S of the current log-probs; use the sampling temperature that
+            produced ``logp_old_B_T`` so that r_t = 1 on the first update.
+
+    Returns:
+        ``(loss, metrics)``: a scalar fp32 loss and the metrics of the module docstring.
+    """
+    check_options(reduction, student_temperature)
+    if regulation not in REGULATIONS:
+        raise ValueError(f"regulation must be one of {REGULATIONS}, got {regulation!r}")
+    if not clip_min < clip_max:
+        raise ValueError(f"clip_min ({clip_min}) must be below clip_max ({clip_max})")
+    if not (0.0 <= eps_low < 1.0 and eps_high >= 0.0):
+        raise ValueError(f"need 0 ≤ eps_low < 1 and eps_high ≥ 0, got {eps_low}, {eps_high}")
+    leading_shape = student_logits_B_T_V.shape[:-1]
+    for name, tensor in (
+        ("tokens_B_T", tokens_B_T),
+        ("logp_teacher_B_T", logp_teacher_B_T),
+        ("logp_old_B_T", logp_old_B_T),
+        ("mask_B_T", mask_B_T),
+    ):
+        check_shape(name, tensor, leading_shape)
+    keep_B_T = mask_B_T.bool()
+
+    index_B_T_1 = tokens_B_T.long().masked_fill(~keep_B_T, 0).unsqueeze(-1)
+    logp_B_T = log_probs(student_logits_B_T_V, student_temperature).gather(-1, index_B_T_1)
+    logp_B_T = logp_B_T.squeeze(-1)
+    # Padding positions may carry junk (e.g. −inf) log-probs; replace them before exp(), since a
+    # NaN there would reach the gradient even though the reduction drops the value.
+    logp_now_B_T = logp_B_T.detach()
+    logp_teacher_B_T = torch.where(keep_B_T, logp_teacher_B_T.float(), logp_now_B_T)
+    logp_old_B_T = torch.where(keep_B_T, logp_old_B_T.float(), logp_now_B_T)
+
+    delta_B_T = logp_teacher_B_T - logp_now_B_T  # Δℓ, detached
+    advantage_B_T = regulate_advantage(delta_B_T, regulation, clip_min=clip_min, clip_max=clip_max)
+    ratio_B_T = torch.exp(logp_B_T - logp_old_B_T)
+    clipped_ratio_B_T = ratio_B_T.clamp(1.0 - eps_low, 1.0 + eps_high)
+    surrogate_B_T = torch.minimum(ratio_B_T * advantage_B_T, clipped_ratio_B_T * advantage_B_T)
+    loss = reduce_tokens(-surrogate_B_T, keep_B_T, reduction)
+
+    with torch.no_grad():
+        ratio_now_B_T = ratio_B_T.detach()
+        # The clipped branch is the minimum (so no gradient) exactly in these two cases.
+        ratio_clipped_B_T = ((advantage_B_T > 0) & (ratio_now_B_T > 1.0 + eps_high)) | (
+            (advantage_B_T < 0) & (ratio_now_B_T < 1.0 - eps_low)
+        )
+        hard_clipped_B_T = (delta_B_T < clip_min) | (delta_B_T > clip_max)
+        raw_mean = masked_mean(delta_B_T, keep_B_T)
+        mean = masked_mean(advantage_B_T, keep_B_T)
+        stats = [
+            loss.detach(),
+            raw_mean,
+            _masked_std(delta_B_T, raw_mean, keep_B_T),
+            mean,
+            _masked_std(advantage_B_T, mean, keep_B_T),
+            masked_mean(hard_clipped_B_T.float(), keep_B_T),
+            masked_mean(ratio_now_B_T, keep_B_T),
+            masked_mean(ratio_clipped_B_T.float(), keep_B_T),
+            keep_B_T.sum().float(),
+        ]
+        values = torch.stack(stats).tolist()  # one device→host sync for all metrics
+    keys = (
+        "opd/loss",
+        "opd/raw_advantage_mean",
+        "opd/raw_advantage_std",
+        "opd/advantage_mean",
+        "opd/advantage_std",
+        "opd/hard_clip_frac",
+        "opd/ratio_mean",
+        "opd/ratio_clip_frac",
+        "opd/tokens",
+    )
+    return loss, dict(zip(keys, values, strict=True))

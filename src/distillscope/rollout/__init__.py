@@ -1,0 +1,56 @@
+"""Rollouts: who writes the completion tokens (METHOD §3).
+
+Policies (student, teacher, λ-spectrum, sequence mixing, token interleaving), one batched
+KV-cache sampler that decodes both models in lock step, scoring of missing log-probs, rollout
+diagnostics, and a disk cache of teacher rollouts for off-policy reuse.
+"""
+
+from distillscope.rollout.cache import RolloutCache, canonical_json, key_digest, prompt_digest
+from distillscope.rollout.metrics import likelihood_metrics, rollout_length_metrics
+from distillscope.rollout.policies import (
+    SOURCE_JOINT,
+    SOURCE_STUDENT,
+    SOURCE_TEACHER,
+    InterleavePolicy,
+    MixturePolicy,
+    RolloutPolicy,
+    SpectrumPolicy,
+    StudentPolicy,
+    TeacherPolicy,
+    behavior_logprobs,
+)
+from distillscope.rollout.rollouts import Rollouts, position_ids
+from distillscope.rollout.sampler import (
+    completion_logprobs,
+    sample_rollouts,
+    score_rollouts,
+    tempered_logprobs,
+)
+from distillscope.rollout.spectrum import spectrum_logprobs, spectrum_scores
+
+__all__ = [
+    "SOURCE_JOINT",
+    "SOURCE_STUDENT",
+    "SOURCE_TEACHER",
+    "InterleavePolicy",
+    "MixturePolicy",
+    "RolloutCache",
+    "RolloutPolicy",
+    "Rollouts",
+    "SpectrumPolicy",
+    "StudentPolicy",
+    "TeacherPolicy",
+    "behavior_logprobs",
+    "canonical_json",
+    "completion_logprobs",
+    "key_digest",
+    "likelihood_metrics",
+    "position_ids",
+    "prompt_digest",
+    "rollout_length_metrics",
+    "sample_rollouts",
+    "score_rollouts",
+    "spectrum_logprobs",
+    "spectrum_scores",
+    "tempered_logprobs",
+]

@@ -1,0 +1,57 @@
+"""Per-batch rollout diagnostics: trajectory likelihoods (METHOD §3) and lengths (METHOD §4).
+
+Metric keys (all in the ``rollout/`` namespace, values are Python floats):
+
+- ``rollout/student_token_prob``, ``rollout/teacher_token_prob``: mean over the batch's completion
+  tokens (pooled, EOS included) of π(y_n | h_n), at the temperature of the log-probs given.
+- ``rollout/student_geo_prob``, ``rollout/teacher_geo_prob``: exp(mean log π(y_n | h_n)) over
+  the same tokens (the geometric mean; ≤ the arithmetic one).
+- ``rollout/len_mean``, ``rollout/len_p50``, ``rollout/len_p90``: completion length (EOS included)
+  over sequences; percentiles interpolate linearly (``torch.quantile``).
+- ``rollout/truncated_frac``: share of sequences that hit ``max_new_tokens`` without EOS.
+- ``rollout/early_eos_frac``: share of sequences whose EOS is among their first
+  ``early_eos_tokens`` (default 2) completion tokens, i.e. length ≤ 2 and not truncated — the
+  "abrupt degeneration" signature of [D] (an answer cut off before it starts).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from distillscope.rollout.rollouts import Rollouts
+
+#: EOS at or before this completion position counts as an early EOS.
+EARLY_EOS_TOKENS = 2
+
+
+def likelihood_metrics(
+    rollouts: Rollouts, logp_student_t1_B_L: torch.Tensor, logp_teacher_t1_B_L: torch.Tensor
+) -> dict[str, float]:
+    """Likelihood of the sampled tokens under S and T ([P] Fig. 4, App. A.9).
+
+    Pass log-probs at temperature 1.0 (e.g. from ``completion_logprobs(model, r, role, 1.0)``),
+    as [P] does, so the numbers compare across rollout policies whatever they sampled at.
+    """
+    mask_B_L = rollouts.completion_mask_B_L.bool()
+    metrics = {}
+    for role, logp_B_L in (("student", logp_student_t1_B_L), ("teacher", logp_teacher_t1_B_L)):
+        logp_N = logp_B_L[mask_B_L].double()  # N = real completion tokens in the batch
+        metrics[f"rollout/{role}_token_prob"] = logp_N.exp().mean().item()
+        metrics[f"rollout/{role}_geo_prob"] = logp_N.mean().exp().item()
+    return metrics
+
+
+def rollout_length_metrics(
+    rollouts: Rollouts, early_eos_tokens: int = EARLY_EOS_TOKENS
+) -> dict[str, float]:
+    """Length, truncation and early-EOS rates of one batch (METHOD §4 "length exploitation")."""
+    lengths_B = rollouts.lengths_B.double()
+    truncated_B = rollouts.truncated_B.bool()
+    early_B = ~truncated_B & (rollouts.lengths_B <= early_eos_tokens)
+    return {
+        "rollout/len_mean": lengths_B.mean().item(),
+        "rollout/len_p50": torch.quantile(lengths_B, 0.5).item(),
+        "rollout/len_p90": torch.quantile(lengths_B, 0.9).item(),
+        "rollout/truncated_frac": truncated_B.double().mean().item(),
+        "rollout/early_eos_frac": early_B.double().mean().item(),
+    }

@@ -1,0 +1,307 @@
+"""The batched sampler on two tiny random Llama models (student and teacher), left-padded prompts.
+
+Reference checks: the KV-cache path writes the same tokens as re-running the full sequence each
+step; recorded log-probs equal an independent unpadded forward of each row; the policies that
+coincide in theory (λ = ±1, mixture p ∈ {0, 1}, interleave k = V) write identical tokens.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from distillscope.rollout import (
+    SOURCE_STUDENT,
+    SOURCE_TEACHER,
+    InterleavePolicy,
+    MixturePolicy,
+    Rollouts,
+    SpectrumPolicy,
+    StudentPolicy,
+    TeacherPolicy,
+    sample_rollouts,
+    score_rollouts,
+)
+from distillscope.tasks.base import styled
+from distillscope.testbed.tokenizer import build_tokenizer
+
+VOCAB = 54  # the testbed tokenizer's size
+PAD, EOS = 0, 2
+MAX_NEW = 16
+PROMPTS = ["cd 3,5,7 to 56:", "ab", "sort 3 1 2:", "x", "rev abc:"]
+
+
+def _tiny_llama(seed: int) -> LlamaForCausalLM:
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=128,
+        initializer_range=0.3,  # peaked, distinct distributions rather than near-uniform ones
+        tie_word_embeddings=False,
+    )
+    model = LlamaForCausalLM(config).eval()
+    with torch.no_grad():  # a larger EOS logit spread: some rows end early, others run to the limit
+        model.lm_head.weight[EOS] *= 1.5
+    return model
+
+
+@pytest.fixture(scope="module")
+def models() -> tuple[LlamaForCausalLM, LlamaForCausalLM]:
+    return _tiny_llama(0), _tiny_llama(1)
+
+
+@pytest.fixture(scope="module")
+def prompts() -> dict[str, torch.Tensor]:
+    tok = build_tokenizer()
+    plain = tok(PROMPTS, return_tensors="pt", padding=True)
+    flagged = tok([styled(p) for p in PROMPTS], return_tensors="pt", padding=True)
+    return {
+        "ids": plain["input_ids"],
+        "mask": plain["attention_mask"],
+        "teacher_ids": flagged["input_ids"],
+        "teacher_mask": flagged["attention_mask"],
+    }
+
+
+def _sample(
+    policy, models, prompts, *, seed=0, use_cache=True, teacher_prompt=False, max_new_tokens=MAX_NEW
+):
+    student, teacher = models
+    extra = {}
+    if teacher_prompt:
+        extra = {
+            "teacher_prompt_ids": prompts["teacher_ids"],
+            "teacher_prompt_mask": prompts["teacher_mask"],
+        }
+    return sample_rollouts(
+        policy,
+        student,
+        teacher,
+        prompts["ids"],
+        prompts["mask"],
+        max_new_tokens=max_new_tokens,
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+        generator=torch.Generator().manual_seed(seed),
+        use_cache=use_cache,
+        **extra,
+    )
+
+
+def _row_logprobs(model, prompt_ids_P, prompt_mask_P, completion_L, temperature) -> torch.Tensor:
+    """log π(y_n | h_n) of one row from a forward of its unpadded prompt ⧺ completion."""
+    prompt = prompt_ids_P[prompt_mask_P.bool()]
+    ids = torch.cat([prompt, completion_L])[None]
+    with torch.no_grad():
+        logits_S_V = model(input_ids=ids).logits[0]
+    logits_L_V = logits_S_V[len(prompt) - 1 : -1]
+    logp_L_V = F.log_softmax(logits_L_V.float() / temperature, dim=-1)
+    return logp_L_V.gather(-1, completion_L[:, None]).squeeze(-1)
+
+
+def _assert_layout_consistent(r: Rollouts, max_new: int = MAX_NEW) -> None:
+    b, length = r.completion_B_L.shape
+    positions_L = torch.arange(length)
+    assert torch.equal(r.completion_mask_B_L, (positions_L < r.lengths_B[:, None]).long())
+    assert (r.lengths_B[r.truncated_B] == max_new).all()
+    for i in range(b):
+        n = int(r.lengths_B[i])
+        assert (r.completion_B_L[i, n:] == PAD).all()
+        ends_with_eos = bool(r.completion_B_L[i, n - 1] == EOS)
+        assert ends_with_eos != bool(r.truncated_B[i])
+        assert not (r.completion_B_L[i, : n - 1] == EOS).any()
+    for logp in (r.logp_student_B_L, r.logp_teacher_B_L, r.logp_behavior_B_L):
+        if logp is not None:
+            assert (logp[r.completion_mask_B_L == 0] == 0).all()
+            assert (logp[r.completion_mask_B_L == 1] <= 0).all()
+
+
+CACHE_POLICIES = [
+    StudentPolicy(),
+    TeacherPolicy(),
+    SpectrumPolicy(0.5),
+    SpectrumPolicy(1.5),
+    MixturePolicy(0.5),
+    InterleavePolicy(top_k=2),
+]
+
+
+@pytest.mark.parametrize("policy", CACHE_POLICIES, ids=lambda p: p.name)
+def test_kv_cache_path_matches_no_cache_reference(policy, models, prompts):
+    cached = _sample(policy, models, prompts, teacher_prompt=True)
+    plain = _sample(policy, models, prompts, teacher_prompt=True, use_cache=False)
+    # The batch must exercise early EOS next to rows that keep going (or are truncated).
+    assert (~cached.truncated_B & (cached.lengths_B < MAX_NEW)).any()
+    assert cached.lengths_B.min() < cached.completion_B_L.shape[1]
+    assert torch.equal(cached.completion_B_L, plain.completion_B_L)
+    assert torch.equal(cached.completion_mask_B_L, plain.completion_mask_B_L)
+    assert torch.equal(cached.truncated_B, plain.truncated_B)
+    for name in ("logp_student_B_L", "logp_teacher_B_L", "logp_behavior_B_L"):
+        a, b = getattr(cached, name), getattr(plain, name)
+        assert (a is None) == (b is None)
+        if a is not None:  # fp32 reduction orders differ; unlikely tokens have |log p| ~ 10
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    _assert_layout_consistent(cached)
+
+
+def test_spectrum_endpoints_sample_exactly_like_the_pure_policies(models, prompts):
+    for lam, pure in ((-1.0, TeacherPolicy(temperature=1.0)), (1.0, StudentPolicy(1.0))):
+        spectrum = _sample(SpectrumPolicy(lam), models, prompts, seed=3)
+        reference = _sample(pure, models, prompts, seed=3)
+        assert torch.equal(spectrum.completion_B_L, reference.completion_B_L)
+        torch.testing.assert_close(
+            spectrum.logp_behavior_B_L, reference.logp_behavior_B_L, atol=1e-6, rtol=0
+        )
+    assert spectrum.source == "spectrum(lam=1)" and (spectrum.source_B == SOURCE_STUDENT).all()
+
+
+def test_recorded_logprobs_equal_an_independent_forward(models, prompts):
+    student, teacher = models
+    policy = SpectrumPolicy(0.3, student_temperature=0.8, teacher_temperature=0.5)
+    r = _sample(policy, models, prompts, teacher_prompt=True)
+    _assert_layout_consistent(r)
+    for i in range(r.batch_size):
+        n = int(r.lengths_B[i])
+        completion = r.completion_B_L[i, :n]
+        want_s = _row_logprobs(student, r.prompt_ids_B_P[i], r.prompt_mask_B_P[i], completion, 0.8)
+        t_ids, t_mask = prompts["teacher_ids"][i], prompts["teacher_mask"][i]
+        want_t = _row_logprobs(teacher, t_ids, t_mask, completion, 0.5)
+        torch.testing.assert_close(r.logp_student_B_L[i, :n], want_s, atol=1e-5, rtol=0)
+        torch.testing.assert_close(r.logp_teacher_B_L[i, :n], want_t, atol=1e-5, rtol=0)
+    # The teacher really read its own (flagged) prompt: the plain one gives other numbers.
+    assert torch.equal(r.teacher_prompt_ids_B_Q, prompts["teacher_ids"])
+    last = r.batch_size - 1
+    plain_t = _row_logprobs(
+        teacher, r.prompt_ids_B_P[last], r.prompt_mask_B_P[last], completion, 0.5
+    )
+    assert not torch.allclose(plain_t, r.logp_teacher_B_L[last, :n], atol=1e-3)
+
+
+def test_only_the_needed_model_runs_and_scoring_fills_the_rest(models, prompts):
+    student, teacher = models
+    student.train()  # a training loop samples between steps: mode must come back
+    r = sample_rollouts(
+        StudentPolicy(),
+        student,
+        None,  # the teacher is not needed for on-policy sampling
+        prompts["ids"],
+        prompts["mask"],
+        max_new_tokens=MAX_NEW,
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+        generator=torch.Generator().manual_seed(0),
+    )
+    assert student.training
+    student.eval()
+    assert r.logp_teacher_B_L is None and r.logp_student_B_L is not None
+    assert r.source == "student" and (r.source_B == SOURCE_STUDENT).all()
+    scored = score_rollouts(r, student, teacher, student_temperature=1.0, teacher_temperature=0.5)
+    assert scored.logp_student_B_L is r.logp_student_B_L  # recorded values are kept
+    for i in range(r.batch_size):
+        n = int(r.lengths_B[i])
+        want = _row_logprobs(
+            teacher, r.prompt_ids_B_P[i], r.prompt_mask_B_P[i], r.completion_B_L[i, :n], 0.5
+        )
+        torch.testing.assert_close(scored.logp_teacher_B_L[i, :n], want, atol=1e-5, rtol=0)
+    _assert_layout_consistent(scored)
+    # Ordinary tensors: usable as constants in a training step's autograd graph.
+    assert not any(t.is_inference() for t in (r.completion_B_L, r.logp_behavior_B_L))
+    assert not scored.logp_teacher_B_L.is_inference()
+
+
+def test_mixture_extremes_reduce_to_the_pure_policies(models, prompts):
+    for p, pure, code in (
+        (0.0, TeacherPolicy(), SOURCE_TEACHER),
+        (1.0, StudentPolicy(), SOURCE_STUDENT),
+    ):
+        mixed = _sample(MixturePolicy(p), models, prompts, seed=5)
+        reference = _sample(pure, models, prompts, seed=5)
+        assert torch.equal(mixed.completion_B_L, reference.completion_B_L)
+        assert (mixed.source_B == code).all()
+        assert (mixed.logp_student_B_L is None) == (p == 0.0)
+
+
+def test_mixture_rows_follow_their_own_writer(models, prompts):
+    r = _sample(MixturePolicy(0.5, teacher=TeacherPolicy(0.7)), models, prompts, seed=1)
+    assert set(r.source_B.tolist()) == {SOURCE_STUDENT, SOURCE_TEACHER}
+    is_student = r.source_B == SOURCE_STUDENT
+    # Each row's behaviour log-prob is its writer's log-prob (top-p 1: no renormalisation).
+    torch.testing.assert_close(
+        r.logp_behavior_B_L[is_student], r.logp_student_B_L[is_student], atol=1e-5, rtol=0
+    )
+    torch.testing.assert_close(
+        r.logp_behavior_B_L[~is_student], r.logp_teacher_B_L[~is_student], atol=1e-5, rtol=0
+    )
+
+
+def test_interleave_with_full_top_k_is_the_student(models, prompts):
+    interleaved = _sample(InterleavePolicy(top_k=VOCAB), models, prompts, seed=2)
+    student = _sample(StudentPolicy(), models, prompts, seed=2)
+    assert torch.equal(interleaved.completion_B_L, student.completion_B_L)
+    assert interleaved.source == f"interleave(k={VOCAB})"
+
+
+def _full_probs(model, r: Rollouts, role: str, temperature: float) -> torch.Tensor:
+    ids_B_S, mask_B_S, pos_B_S = r.sequence(role)
+    with torch.no_grad():
+        logits = model(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S).logits
+    return F.softmax(logits[:, r.completion_logits_slice(role)].float() / temperature, dim=-1)
+
+
+def test_interleave_behaviour_probability_is_exact(models, prompts):
+    student, teacher = models
+    r = _sample(InterleavePolicy(top_k=2), models, prompts, teacher_prompt=True, seed=4)
+    _assert_layout_consistent(r)
+    p_s_B_L_V = _full_probs(student, r, "student", 1.0)
+    p_t_B_L_V = _full_probs(teacher, r, "teacher", 0.5)
+    in_top_B_L_V = torch.zeros_like(p_t_B_L_V, dtype=torch.bool)
+    in_top_B_L_V.scatter_(-1, p_t_B_L_V.topk(2, dim=-1).indices, True)
+    reject_mass_B_L = (p_s_B_L_V * ~in_top_B_L_V).sum(-1)
+    y = r.completion_B_L[..., None]
+    # ρ(y) = π_S(y)·1[y ∈ top-k_T] + (Σ_{u ∉ top-k_T} π_S(u))·π_T(y)
+    want_B_L = (p_s_B_L_V * in_top_B_L_V).gather(-1, y).squeeze(-1)
+    want_B_L = want_B_L + reject_mass_B_L * p_t_B_L_V.gather(-1, y).squeeze(-1)
+    mask = r.completion_mask_B_L.bool()
+    torch.testing.assert_close(r.logp_behavior_B_L.exp()[mask], want_B_L[mask], atol=1e-5, rtol=0)
+    # Some proposals were replaced (tokens outside the student's nucleus of acceptance exist).
+    assert (reject_mass_B_L[mask] > 0.05).any()
+
+
+def test_same_seed_same_rollouts_and_other_seed_differs(models, prompts):
+    policy = MixturePolicy(0.5)
+    a = _sample(policy, models, prompts, seed=11)
+    b = _sample(policy, models, prompts, seed=11)
+    c = _sample(policy, models, prompts, seed=12)
+    for name in ("completion_B_L", "source_B", "logp_behavior_B_L", "lengths_B", "truncated_B"):
+        assert torch.equal(getattr(a, name), getattr(b, name))
+    assert not torch.equal(a.completion_B_L, c.completion_B_L)
+
+
+def test_top_p_never_samples_outside_the_nucleus(models, prompts):
+    student, _ = models
+    top_p = 0.6
+    r = _sample(StudentPolicy(top_p=top_p), models, prompts, seed=7)
+    ids_B_S, mask_B_S, pos_B_S = r.sequence("student")
+    with torch.no_grad():
+        logits = student(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S).logits
+    probs_B_L_V = F.softmax(logits[:, r.completion_logits_slice("student")].float(), dim=-1)
+    p_token_B_L = probs_B_L_V.gather(-1, r.completion_B_L[..., None])
+    # A token is in the nucleus iff the mass of strictly more likely tokens is below top_p.
+    mass_above_B_L = (probs_B_L_V * (probs_B_L_V > p_token_B_L)).sum(-1)
+    assert (mass_above_B_L[r.completion_mask_B_L.bool()] < top_p).all()
+    # Behaviour log-prob is renormalised over the nucleus: never below the model's.
+    gain = (r.logp_behavior_B_L - r.logp_student_B_L)[r.completion_mask_B_L.bool()]
+    assert (gain >= -1e-5).all() and (gain > 1e-3).any()
+
+
+def test_decoding_stops_once_every_row_has_ended(models, prompts):
+    r = _sample(TeacherPolicy(), models, prompts, max_new_tokens=40)
+    assert not r.truncated_B.any()
+    assert r.completion_B_L.shape[1] == int(r.lengths_B.max()) < 40

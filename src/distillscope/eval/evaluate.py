@@ -1,0 +1,169 @@
+"""``evaluate(cfg, run_dir)``: everything METHOD §8 measures on a trained student → ``eval.json``.
+
+    distillscope eval RUN_DIR
+
+- ``eval/accuracy``: first ``eval.items`` held-out items, 1 sample at T = ``eval.temperature``.
+- ``eval/pass@k``, ``eval/avg@n``: ``eval.coverage_samples`` samples per item at
+  ``eval.coverage_temperature`` (unbiased pass@k).
+- ``eval/harder_*``: the same on ``eval.harder_task`` (Countdown-4E), untrained further.
+- ``eval/skills_before``, ``eval/skills_after``, ``eval/forgetting_pp``: skill-suite mean of the
+  untrained and the trained student, and their difference (after − before) in percentage points.
+- ``eval/sparsity_*``: share of unchanged parameters, fp32 and bf16 views, τ = 1e-6 and 1e-8.
+- ``eval/len_mean``, ``eval/truncated_frac``: completion lengths on the accuracy items.
+- ``eval/teacher_style_share``: with ``eval.style``, the share of answers in the teacher's style.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from distillscope.config import RunConfig
+from distillscope.eval.metrics import pass_at_k_curve, update_sparsity
+from distillscope.eval.sampling import sample_and_score
+from distillscope.models import load_model
+from distillscope.tasks import make_split, skill_suite
+from distillscope.tasks.verify import detect_style
+from distillscope.testbed import resolve_model_path
+from distillscope.train.prompts import step_generator
+from distillscope.train.setup import problem_pool, resolve_task
+from distillscope.train.store import atomic_write_text
+
+PASS_KS = (1, 2, 5, 10, 20, 32, 64)
+SKILL_SEED = 44
+EVAL_STREAM = 10_000  # generator streams of evaluation, apart from training's
+
+
+def evaluate(cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None = None) -> dict:
+    """Evaluate the trained student of ``run_dir`` (or ``student``) and write ``eval.json``."""
+    e = cfg.eval
+    initial, tokenizer = load_model(
+        resolve_model_path(cfg.model.student), dtype=cfg.model.dtype, device=cfg.model.device,
+        allow_pickle=cfg.model.allow_pickle, trust_remote_code=cfg.model.trust_remote_code,
+    )  # fmt: skip
+    if student is None:
+        student, _ = load_model(
+            resolve_model_path(cfg.model.student),
+            dtype=cfg.model.dtype,
+            device=cfg.model.device,
+            allow_pickle=cfg.model.allow_pickle,
+            trust_remote_code=cfg.model.trust_remote_code,
+        )
+        student.load_state_dict(
+            load_file(run_dir / "checkpoint" / "model.safetensors"), strict=False
+        )
+    student.eval()
+
+    def gen(stream: int) -> torch.Generator:
+        return step_generator(cfg.seed, 0, stream=EVAL_STREAM + stream)
+
+    common = dict(max_new_tokens=cfg.task.max_new_tokens, prompt_format=cfg.task.prompt_format)
+    out: dict[str, float] = {}
+    task = resolve_task(cfg.task)
+    held_out = problem_pool(task, e.eval_seed, max(e.items, e.coverage_items))
+
+    acc = sample_and_score(
+        student,
+        tokenizer,
+        task,
+        held_out[: e.items],
+        n=1,
+        temperature=e.temperature,
+        generator=gen(0),
+        **common,
+    )
+    out["eval/accuracy"] = acc.accuracy()
+    flat_len = [x for row in acc.lengths for x in row]
+    out["eval/len_mean"] = sum(flat_len) / len(flat_len)
+    out["eval/truncated_frac"] = sum(x for row in acc.truncated for x in row) / len(flat_len)
+    if e.style:
+        styles = [detect_style(t) for row in acc.texts for t in row]
+        out["eval/teacher_style_share"] = sum(s == "alt" for s in styles) / len(styles)
+
+    if e.coverage_items:
+        cov = sample_and_score(
+            student,
+            tokenizer,
+            task,
+            held_out[: e.coverage_items],
+            n=e.coverage_samples,
+            temperature=e.coverage_temperature,
+            generator=gen(1),
+            **common,
+        )
+        out.update(_coverage("eval", cov, e.coverage_samples))
+
+    if e.harder_task:
+        harder = resolve_task(e.harder_task)
+        items = problem_pool(harder, e.eval_seed, max(e.items, e.coverage_items))
+        h_acc = sample_and_score(
+            student,
+            tokenizer,
+            harder,
+            items[: e.items],
+            n=1,
+            temperature=e.harder_temperature,
+            generator=gen(2),
+            **common,
+        )
+        out["eval/harder_accuracy"] = h_acc.accuracy()
+        if e.coverage_items:
+            h_cov = sample_and_score(
+                student,
+                tokenizer,
+                harder,
+                items[: e.coverage_items],
+                n=e.coverage_samples,
+                temperature=e.harder_temperature,
+                generator=gen(3),
+                **common,
+            )
+            out.update(_coverage("eval/harder", h_cov, e.coverage_samples))
+
+    if e.skill_items:
+        before = skill_scores(initial, tokenizer, e.skill_items, e.temperature, gen(4), common)
+        after = skill_scores(student, tokenizer, e.skill_items, e.temperature, gen(4), common)
+        out["eval/skills_before"] = sum(before.values()) / len(before)
+        out["eval/skills_after"] = sum(after.values()) / len(after)
+        out["eval/forgetting_pp"] = 100.0 * (out["eval/skills_after"] - out["eval/skills_before"])
+        out.update({f"eval/{name}": v for name, v in after.items()})
+
+    init_state, final_state = initial.state_dict(), student.state_dict()
+    for tau in (1e-6, 1e-8):
+        out[f"eval/sparsity_fp32_tau{tau:.0e}"] = update_sparsity(init_state, final_state, tau)
+        out[f"eval/sparsity_bf16_tau{tau:.0e}"] = update_sparsity(
+            init_state, final_state, tau, dtype=torch.bfloat16
+        )
+    atomic_write_text(run_dir / "eval.json", json.dumps(out, indent=1, sort_keys=True) + "\n")
+    return out
+
+
+def _coverage(prefix: str, samples, n: int) -> dict[str, float]:
+    curve = pass_at_k_curve(samples.correct_counts, n, [k for k in PASS_KS if k <= n])
+    out = {f"{prefix}/pass@{k}": v for k, v in curve.items()}
+    out[f"{prefix}/avg@{n}"] = samples.accuracy()
+    return out
+
+
+def skill_scores(
+    model, tokenizer, items: int, temperature: float, generator, common
+) -> dict[str, float]:
+    """Accuracy per skill of the testbed's skill suite (the forgetting benchmark)."""
+    scores = {}
+    for skill in skill_suite():
+        problems = make_split(skill, SKILL_SEED, items)
+        res = sample_and_score(
+            model,
+            tokenizer,
+            skill,
+            problems,
+            n=1,
+            temperature=temperature,
+            generator=generator,
+            **common,
+        )
+        scores[skill.name] = res.accuracy()
+    return scores

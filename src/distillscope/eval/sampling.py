@@ -1,0 +1,69 @@
+"""Sample and score a student on a list of problems, with the distillscope sampler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from distillscope.rollout import StudentPolicy, sample_rollouts
+from distillscope.tasks import Problem, Task
+from distillscope.train.prompts import PromptEncoder
+
+
+@dataclass
+class Samples:
+    """``n`` completions per problem: texts[i][j] is sample j of problem i."""
+
+    texts: list[list[str]]
+    scores: list[list[float]]
+    lengths: list[list[int]]
+    truncated: list[list[bool]]
+
+    @property
+    def correct_counts(self) -> list[int]:
+        return [int(sum(s)) for s in self.scores]
+
+    def accuracy(self) -> float:
+        """Mean score over every sample (avg@n; the accuracy when n = 1)."""
+        flat = [x for row in self.scores for x in row]
+        return sum(flat) / len(flat) if flat else 0.0
+
+
+@torch.no_grad()
+def sample_and_score(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    task: Task,
+    problems: list[Problem],
+    *,
+    n: int = 1,
+    temperature: float,
+    max_new_tokens: int,
+    generator: torch.Generator,
+    prompt_format: str = "testbed",
+    batch_size: int = 256,
+) -> Samples:
+    """Draw ``n`` samples per problem at ``temperature`` (top-p 1.0) and score each."""
+    encoder = PromptEncoder(task, tokenizer, prompt_format)
+    flat = [p for p in problems for _ in range(n)]
+    texts, lengths, truncated = [], [], []
+    for i in range(0, len(flat), batch_size):
+        chunk = flat[i : i + batch_size]
+        ids, mask = encoder.encode(chunk)
+        r = sample_rollouts(
+            StudentPolicy(temperature=temperature), model, None, ids.to(model.device),
+            mask.to(model.device), max_new_tokens=max_new_tokens,
+            eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+            generator=generator,
+        )  # fmt: skip
+        texts += tokenizer.batch_decode(r.completion_B_L, skip_special_tokens=True)
+        lengths += r.lengths_B.tolist()
+        truncated += r.truncated_B.tolist()
+    scores = [task.score(p, t) for p, t in zip(flat, texts, strict=True)]
+
+    def regroup(xs: list) -> list[list]:
+        return [xs[i * n : (i + 1) * n] for i in range(len(problems))]
+
+    return Samples(regroup(texts), regroup(scores), regroup(lengths), regroup(truncated))

@@ -1,0 +1,304 @@
+"""``distill(cfg, run_dir)``: one readable distillation loop (METHOD §1–§6).
+
+    distillscope train configs/testbed-onpd-forward.yaml optim.lr=3e-4
+
+Every step, in the order it happens: pick prompts → roll out → teacher forward → student
+forward → objective → backward → clip → step → log → (checkpoint). The run directory receives
+``config.yaml``, ``metrics.jsonl`` (one row per step, keys in :mod:`distillscope.train.keys`),
+``status.json`` and ``checkpoint/``. A killed run restarts from its last checkpoint and ends
+with the same metrics as an uninterrupted one: every random draw of step k comes from
+``(seed, k)``, never from state carried across steps.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from distillscope.config import RunConfig, dump_run_config
+from distillscope.objectives import kl_sample_metrics
+from distillscope.rollout import (
+    RolloutCache,
+    Rollouts,
+    likelihood_metrics,
+    prompt_digest,
+    rollout_length_metrics,
+    sample_rollouts,
+)
+from distillscope.train.objective import chunked_loss, full_vocab_loss
+from distillscope.train.prompts import PromptEncoder, select_problems, step_generator
+from distillscope.train.setup import load_models, make_policy, resolve_task, training_problems
+from distillscope.train.store import (
+    MetricsLog,
+    atomic_write_text,
+    load_checkpoint,
+    save_checkpoint,
+    write_status,
+)
+
+
+class DivergedError(RuntimeError):
+    """The loss or the gradient norm became NaN/inf; the run is marked ``diverged``."""
+
+
+def lr_at(cfg: RunConfig, step: int) -> float:
+    """Linear warm-up over ``optim.warmup_steps``, then constant (METHOD §6)."""
+    warm = cfg.optim.warmup_steps
+    return cfg.optim.lr * min(1.0, (step + 1) / warm) if warm else cfg.optim.lr
+
+
+def distill(
+    cfg: RunConfig,
+    run_dir: Path,
+    *,
+    rollout_cache: Path | None = None,
+    on_step: Callable[[int, dict], None] | None = None,
+) -> torch.nn.Module:
+    """Train the student of ``cfg`` into ``run_dir``; returns the trained student.
+
+    ``rollout_cache`` (a directory shared by runs) enables reuse of teacher rollouts when
+    ``rollout.cache_teacher_rollouts`` is set. ``on_step(step, row)`` is called after each
+    logged step (progress bars).
+    """
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run_dir / "config.yaml", dump_run_config(cfg))
+    write_status(run_dir, "running", phase="train")
+    torch.manual_seed(cfg.seed)
+
+    pair = load_models(cfg)
+    task = resolve_task(cfg.task)
+    pool = training_problems(task)
+    encoder = PromptEncoder(
+        task, pair.tokenizer, cfg.task.prompt_format, cfg.task.teacher_style_flag
+    )
+    policy = make_policy(cfg.rollout)
+    student, teacher = pair.student, pair.teacher
+    optimizer = torch.optim.AdamW(
+        student.parameters(),
+        lr=cfg.optim.lr,
+        betas=cfg.optim.betas,
+        eps=cfg.optim.eps,
+        weight_decay=cfg.optim.weight_decay,
+    )
+    start = load_checkpoint(run_dir, student, optimizer)
+    log = MetricsLog(run_dir, keep_steps=start)
+    cache = (
+        RolloutCache(rollout_cache)
+        if rollout_cache and cfg.rollout.cache_teacher_rollouts
+        else None
+    )
+
+    for step in range(start, cfg.optim.steps):
+        timer = _PhaseTimer()
+        # 1. prompts: distinct within the step, drawn from a (seed, step) stream
+        problems = select_problems(pool, cfg.rollout.prompts_per_step, cfg.seed, step)
+        problems = [p for p in problems for _ in range(cfg.rollout.rollouts_per_prompt)]
+        prompt_ids, prompt_mask = encoder.encode(problems, "student")
+        teacher_ids, teacher_mask = (
+            encoder.encode(problems, "teacher") if cfg.task.teacher_style_flag else (None, None)
+        )
+
+        # 2. roll out (trajectories are constants: no gradient through sampling)
+        roll = functools.partial(
+            _roll_out, cfg, policy, pair, prompt_ids, prompt_mask, teacher_ids, teacher_mask, step
+        )
+        if cache is not None and cfg.rollout.policy == "teacher":
+            key = _cache_key(cfg, step, prompt_digest(prompt_ids, prompt_mask))
+            rollouts = cache.get_or_create(key, roll)
+        else:
+            rollouts = roll()
+        rollouts = rollouts.to(cfg.model.device)
+        texts = pair.tokenizer.batch_decode(rollouts.completion_B_L, skip_special_tokens=True)
+        rewards = [task.score(p, t) for p, t in zip(problems, texts, strict=True)]
+        timer.lap("rollout")
+
+        # 3–6. forwards, objective and backward, in grad_accum micro-batches
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(cfg, step)
+        row = _forward_backward(cfg, rollouts, student, teacher, pair.vocab_size, step, timer)
+
+        # 7. clip (log the pre-clip norm) and step
+        max_norm = cfg.optim.grad_clip if cfg.optim.grad_clip is not None else math.inf
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(student.parameters(), max_norm))
+        if not (math.isfinite(grad_norm) and math.isfinite(row["train/loss"])):
+            reason = f"step {step}: loss {row['train/loss']}, pre-clip grad norm {grad_norm}"
+            write_status(run_dir, "diverged", reason)
+            raise DivergedError(reason)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        timer.lap("optimizer")
+
+        # 8. log
+        row.update(
+            {
+                "step": step,
+                "train/lr": lr_at(cfg, step),
+                "train/grad_norm": grad_norm,
+                "train/grad_clipped": float(grad_norm > max_norm),
+                "rollout/reward": sum(rewards) / len(rewards),
+                **rollout_length_metrics(rollouts),
+                **timer.metrics(int(rollouts.completion_mask_B_L.sum())),
+            }
+        )
+        log.append(row)
+        if on_step is not None:
+            on_step(step, row)
+        if cfg.checkpoint_every and ((step + 1) % cfg.checkpoint_every == 0):
+            save_checkpoint(run_dir, step + 1, student, optimizer)
+    save_checkpoint(run_dir, cfg.optim.steps, student, optimizer)
+    student.eval()
+    return student
+
+
+def _roll_out(
+    cfg: RunConfig,
+    policy,
+    pair,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    teacher_ids: torch.Tensor | None,
+    teacher_mask: torch.Tensor | None,
+    step: int,
+) -> Rollouts:
+    """Sample this step's rollouts with the step's own generator."""
+    return sample_rollouts(
+        policy,
+        pair.student,
+        pair.teacher,
+        prompt_ids,
+        prompt_mask,
+        teacher_prompt_ids=teacher_ids,
+        teacher_prompt_mask=teacher_mask,
+        max_new_tokens=cfg.task.max_new_tokens,
+        eos_token_id=pair.tokenizer.eos_token_id,
+        pad_token_id=pair.tokenizer.pad_token_id,
+        generator=step_generator(cfg.seed, step),
+    )
+
+
+def _forward_backward(
+    cfg: RunConfig,
+    rollouts: Rollouts,
+    student: torch.nn.Module,
+    teacher: torch.nn.Module,
+    vocab_size: int,
+    step: int,
+    timer: _PhaseTimer,
+) -> dict[str, float]:
+    """Teacher forward (no grad), student forward, objective, backward — per micro-batch.
+
+    Returns the step's metrics averaged over micro-batches (equal-sized micro-batches make the
+    mean of per-micro-batch ``seq_mean`` losses the full batch's ``seq_mean``).
+    """
+    student.train()
+    n = cfg.optim.grad_accum
+    rows_B = torch.arange(rollouts.batch_size).chunk(n)
+    totals: dict[str, float] = {}
+    for k, idx in enumerate(rows_B):
+        micro = rollouts if len(idx) == rollouts.batch_size else rollouts.rows(idx)
+        gen = step_generator(cfg.seed, step, stream=1 + k)
+        with torch.inference_mode():
+            t_out = _completion_output(
+                teacher, micro, "teacher", hidden=cfg.objective.chunk_size > 0
+            )
+        t_out = t_out.clone()  # inference tensors cannot enter autograd
+        timer.lap("teacher_forward")
+        s_out = _completion_output(student, micro, "student", hidden=cfg.objective.chunk_size > 0)
+        if cfg.objective.chunk_size > 0:
+            loss, metrics = chunked_loss(
+                cfg.objective, s_out, _head(student), t_out, _head(teacher), micro, vocab_size
+            )
+            diag = {}
+        else:
+            loss, metrics = full_vocab_loss(cfg.objective, s_out, t_out, micro, gen, vocab_size)
+            diag = _diagnostics(cfg, s_out.detach(), t_out, micro, vocab_size)
+        (loss / n).backward()
+        timer.lap("student_forward_backward")
+        for key, value in {"train/loss": float(loss.detach()), **metrics, **diag}.items():
+            totals[key] = totals.get(key, 0.0) + value / n
+    return totals
+
+
+def _completion_output(
+    model: torch.nn.Module, r: Rollouts, role: str, hidden: bool
+) -> torch.Tensor:
+    """Logits ``[B, L, V]`` (or final hidden states ``[B, L, H]``) predicting the completion."""
+    ids_B_S, mask_B_S, pos_B_S = r.sequence(role)
+    sl = r.completion_logits_slice(role)
+    if hidden:  # the decoder body only: the LM head is applied chunk by chunk in the loss
+        out = model.model(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S)
+        return out.last_hidden_state[:, sl]
+    return model(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S).logits[:, sl]
+
+
+def _head(model: torch.nn.Module) -> torch.Tensor:
+    return model.get_output_embeddings().weight
+
+
+def _diagnostics(
+    cfg: RunConfig,
+    s_logits_B_L_V: torch.Tensor,
+    t_logits_B_L_V: torch.Tensor,
+    r: Rollouts,
+    vocab_size: int,
+) -> dict[str, float]:
+    """k1/k2/k3 at the loss temperatures and the likelihood diagnostic at temperature 1.0."""
+    tokens_B_L1 = r.completion_B_L[..., None]
+    mask = r.completion_mask_B_L
+
+    def token_logp(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+        logp = torch.log_softmax(logits[..., :vocab_size].float() / temperature, dim=-1)
+        return logp.gather(-1, tokens_B_L1).squeeze(-1).masked_fill(mask == 0, 0.0)
+
+    o = cfg.objective
+    out = kl_sample_metrics(
+        token_logp(s_logits_B_L_V, o.student_temperature),
+        token_logp(t_logits_B_L_V, o.teacher_temperature),
+        mask,
+    )
+    out.update(
+        likelihood_metrics(r, token_logp(s_logits_B_L_V, 1.0), token_logp(t_logits_B_L_V, 1.0))
+    )
+    return out
+
+
+def _cache_key(cfg: RunConfig, step: int, prompts: str) -> dict:
+    """What determines a teacher rollout batch: teacher, task, seed, step, sampling settings."""
+    return {
+        "teacher": str(cfg.model.teacher),
+        "teacher_dtype": cfg.model.teacher_dtype,
+        "task": cfg.task.name,
+        "file": str(cfg.task.file) if cfg.task.file else None,
+        "style_flag": cfg.task.teacher_style_flag,
+        "seed": cfg.seed,
+        "step": step,
+        "temperature": cfg.rollout.teacher_temperature,
+        "top_p": cfg.rollout.top_p,
+        "max_new_tokens": cfg.task.max_new_tokens,
+        "prompts": prompts,
+    }
+
+
+class _PhaseTimer:
+    """Wall time per phase of a step (``time/<phase>``, seconds) and tokens per second."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.perf_counter()
+        self.phases: dict[str, float] = {}
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.phases[phase] = self.phases.get(phase, 0.0) + now - self.last
+        self.last = now
+
+    def metrics(self, tokens: int) -> dict[str, float]:
+        total = self.last - self.start
+        out = {f"time/{k}": v for k, v in self.phases.items()}
+        out["time/step"] = total
+        out["perf/tokens_per_s"] = tokens / total if total > 0 else 0.0
+        return out

@@ -1,0 +1,73 @@
+"""Prompts for training and evaluation: seeded selection and tokenisation for either model.
+
+Selection follows METHOD §10: prompts of a step are drawn without replacement within the step
+and with replacement across steps, from a stream seeded by ``(seed, step)`` — so a resumed run
+draws exactly what an uninterrupted one would have.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from distillscope.tasks.base import Problem, Task, styled
+
+
+def step_rng(seed: int, step: int, stream: int = 0) -> random.Random:
+    """An independent Python RNG for one (seed, step, stream) — no state carried across steps."""
+    return random.Random(f"{seed}/{step}/{stream}")
+
+
+def step_generator(seed: int, step: int, stream: int = 0) -> torch.Generator:
+    """An independent torch generator for one (seed, step, stream)."""
+    mixed = (seed * 1_000_003 + step * 9_176 + stream * 7_919) % (2**63 - 1)
+    return torch.Generator().manual_seed(mixed)
+
+
+def select_problems(pool: list[Problem], n: int, seed: int, step: int) -> list[Problem]:
+    """``n`` distinct problems of ``pool`` for this step (with replacement across steps)."""
+    if n > len(pool):
+        raise ValueError(f"rollout.prompts_per_step={n} exceeds the {len(pool)} training problems")
+    return step_rng(seed, step).sample(pool, n)
+
+
+@dataclass
+class PromptEncoder:
+    """Turns problems into left-padded token batches for the student and the teacher.
+
+    ``prompt_format="testbed"`` uses the compact prompt with ``<bos>``; ``"chat"`` renders the
+    task's chat messages with each tokenizer's chat template. With ``teacher_style_flag`` the
+    teacher reads the style-flagged prompt and the student the plain one.
+    """
+
+    task: Task
+    tokenizer: PreTrainedTokenizerBase
+    prompt_format: str = "testbed"
+    teacher_style_flag: bool = False
+
+    def texts(self, problems: list[Problem], role: str) -> list[str]:
+        flag = role == "teacher" and self.teacher_style_flag
+        if self.prompt_format == "testbed":
+            return [styled(p.prompt) if flag else p.prompt for p in problems]
+        out = []
+        for p in problems:
+            msgs = self.task.chat_messages(p)
+            if flag:
+                msgs = [*msgs[:-1], {**msgs[-1], "content": styled(msgs[-1]["content"])}]
+            out.append(
+                self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+            )
+        return out
+
+    def encode(
+        self, problems: list[Problem], role: str = "student"
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(ids_B_P, mask_B_P), left padded."""
+        self.tokenizer.padding_side = "left"
+        texts = self.texts(problems, role)
+        special = self.prompt_format == "testbed"  # chat templates carry their own BOS
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=special)
+        return enc["input_ids"], enc["attention_mask"]

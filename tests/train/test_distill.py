@@ -1,0 +1,99 @@
+import json
+
+import pytest
+
+from distillscope.config import load_run_config
+from distillscope.train import distill, run_one
+from distillscope.train.store import read_metrics, read_status
+
+
+def tiny_cfg(tiny_pair, **over):
+    teacher, student = tiny_pair
+    items = [
+        f"model.teacher={teacher}", f"model.student={student}", "optim.steps=4",
+        "optim.warmup_steps=2", "optim.lr=1e-3", "rollout.prompts_per_step=4",
+        "task.max_new_tokens=8", "checkpoint_every=2", "eval.items=4", "eval.coverage_items=2",
+        "eval.coverage_samples=3", "eval.skill_items=2",
+    ] + [f"{k}={v}" for k, v in over.items()]  # fmt: skip
+    return load_run_config(None, items)
+
+
+def strip_timings(rows):
+    return [{k: v for k, v in r.items() if not k.startswith(("time/", "perf/"))} for r in rows]
+
+
+@pytest.mark.parametrize(
+    "policy,kind",
+    [("student", "forward_kl"), ("teacher", "reverse_kl"), ("spectrum", "jsd"),
+     ("student", "opd"), ("mix", "forward_sampled"), ("interleave", "reverse_sampled")],
+)  # fmt: skip
+def test_every_policy_and_objective_trains(tiny_pair, tmp_path, policy, kind):
+    cfg = tiny_cfg(
+        tiny_pair,
+        **{"rollout.policy": policy, "objective.kind": kind, "rollout.lam": 0.5, "optim.steps": 2},
+    )
+    distill(cfg, tmp_path)
+    rows = read_metrics(tmp_path)
+    assert [r["step"] for r in rows] == [0, 1]
+    for r in rows:
+        assert r["train/grad_norm"] > 0
+        assert 0.0 <= r["rollout/reward"] <= 1.0
+        assert r["rollout/len_mean"] >= 1
+
+
+def test_same_seed_same_metrics_and_resume_matches(tiny_pair, tmp_path):
+    cfg = tiny_cfg(tiny_pair)
+    distill(cfg, tmp_path / "a")
+    distill(cfg, tmp_path / "b")
+    a, b = read_metrics(tmp_path / "a"), read_metrics(tmp_path / "b")
+    assert strip_timings(a) == strip_timings(b)
+
+    # A run killed after its step-2 checkpoint, restarted, ends with the same metrics.
+    c = tmp_path / "c"
+    distill(cfg, c)
+    lines = (c / "metrics.jsonl").read_text().splitlines()
+    (c / "metrics.jsonl").write_text("\n".join(lines[:3]) + '\n{"torn')  # a crash mid-write
+    import shutil
+
+    shutil.rmtree(c / "checkpoint")
+    distill(tiny_cfg(tiny_pair, **{"optim.steps": 2}), c)  # leaves a checkpoint at step 2
+    (c / "metrics.jsonl").write_text("\n".join(lines[:3]) + "\n")
+    distill(cfg, c)
+    assert strip_timings(read_metrics(c)) == strip_timings(a)
+
+
+def test_chunked_objective_matches_plain(tiny_pair, tmp_path):
+    plain = tiny_cfg(tiny_pair, **{"optim.steps": 2})
+    chunked = tiny_cfg(tiny_pair, **{"optim.steps": 2, "objective.chunk_size": 5})
+    distill(plain, tmp_path / "p")
+    distill(chunked, tmp_path / "c")
+    p, c = read_metrics(tmp_path / "p"), read_metrics(tmp_path / "c")
+    for rp, rc in zip(p, c, strict=True):
+        assert rc["train/loss"] == pytest.approx(rp["train/loss"], rel=1e-4)
+        assert rc["train/grad_norm"] == pytest.approx(rp["train/grad_norm"], rel=1e-3)
+
+
+def test_run_one_writes_eval_and_status(tiny_pair, tmp_path):
+    metrics = run_one(tiny_cfg(tiny_pair), tmp_path)
+    assert read_status(tmp_path)["status"] == "done"
+    saved = json.loads((tmp_path / "eval.json").read_text())
+    assert saved == pytest.approx(metrics)
+    for key in (
+        "eval/accuracy",
+        "eval/pass@1",
+        "eval/pass@2",
+        "eval/harder_accuracy",
+        "eval/forgetting_pp",
+        "eval/sparsity_fp32_tau1e-06",
+        "eval/sparsity_bf16_tau1e-06",
+    ):
+        assert key in metrics
+    assert 0.0 <= metrics["eval/sparsity_fp32_tau1e-06"] < 0.5  # lr 1e-3 moves most weights
+    assert metrics["eval/sparsity_bf16_tau1e-06"] >= metrics["eval/sparsity_fp32_tau1e-06"]
+
+
+def test_divergence_is_recorded(tiny_pair, tmp_path):
+    cfg = tiny_cfg(tiny_pair, **{"optim.lr": 1e30, "optim.steps": 3, "optim.grad_clip": None})
+    assert run_one(cfg, tmp_path) == {}
+    st = read_status(tmp_path)
+    assert st["status"] == "diverged" and "step" in st["reason"]

@@ -1,0 +1,323 @@
+"""The ``distillscope`` command line.
+
+distillscope train configs/testbed-onpd-forward.yaml optim.lr=3e-4 --out runs/a
+distillscope eval runs/a              # evaluate (again) a trained run
+distillscope study                    # the quick preset on the shipped testbed, then report
+distillscope study status DIR         # progress of a study
+distillscope report DIR               # (re)write DIR/report/ from the results store
+distillscope testbed info            # sizes and build-time accuracies of the shipped testbed
+distillscope testbed eval            # measure the shipped testbed again (HF generate)
+distillscope testbed build --out DIR # train a testbed from scratch
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from distillscope import __version__
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0])
+testbed_app = typer.Typer(no_args_is_help=True, help="The built-in testbed models.")
+app.add_typer(testbed_app, name="testbed")
+console = Console()
+err_console = Console(stderr=True)
+
+
+def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn the errors a user can act on into one red line and exit code 2 (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (ValueError, FileNotFoundError, FileExistsError, KeyError) as err:
+            msg = err.args[0] if err.args else str(err)
+            err_console.print(f"[red]error:[/red] {msg}", highlight=False)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", help="print the version")) -> None:
+    if version:
+        console.print(f"distillscope {__version__}")
+        raise typer.Exit()
+
+
+def _accuracy_table(title: str, measured: dict) -> Table:
+    table = Table(title=title)
+    table.add_column("measure")
+    table.add_column("teacher", justify="right")
+    table.add_column("student", justify="right")
+    t, s = measured["teacher"], measured["student"]
+    table.add_row(
+        "Countdown-3 accuracy", f"{t['countdown3_accuracy']:.1%}", f"{s['countdown3_accuracy']:.1%}"
+    )
+    if "countdown3_accuracy_style_flag" in t:
+        table.add_row("  with style flag", f"{t['countdown3_accuracy_style_flag']:.1%}", "")
+        table.add_row("  answers in alt style", f"{t['alt_style_share_with_flag']:.1%}", "")
+    table.add_row("skill-suite mean", f"{t['skill_mean']:.1%}", f"{s['skill_mean']:.1%}")
+    for name in s["skills"]:
+        table.add_row(f"  {name}", f"{t['skills'][name]:.1%}", f"{s['skills'][name]:.1%}")
+    return table
+
+
+@testbed_app.command("info")
+@friendly_errors
+def testbed_info_cmd(
+    root: Path = typer.Option(None, help="testbed directory (default: the shipped one)"),
+) -> None:
+    """Print the testbed models' sizes and the accuracies measured when they were built."""
+    from distillscope.testbed import WEIGHTS_DIR, testbed_info
+
+    info = testbed_info(root or WEIGHTS_DIR)
+    console.print(f"testbed at {root or WEIGHTS_DIR}")
+    for role, n in info["parameters"].items():
+        spec = info["recipe"][role]
+        console.print(
+            f"  {role}: {n:,} parameters (Llama, hidden {spec['hidden_size']}, "
+            f"{spec['num_hidden_layers']} layers)"
+        )
+    console.print(
+        f"  built in {info['train_seconds'] / 60:.1f} min on {info['torch_threads']} threads"
+    )
+    ev = info["eval"]
+    console.print(
+        _accuracy_table(
+            f"measured at build time ({ev['items']} held-out {ev['task']} items, "
+            f"seed {ev['seed']}, "
+            f"T={ev['temperature']})",
+            info["measured"],
+        )
+    )
+
+
+@testbed_app.command("eval")
+@friendly_errors
+def testbed_eval_cmd(
+    root: Path = typer.Option(None, help="testbed directory (default: the shipped one)"),
+) -> None:
+    """Measure the testbed again: load both directories with transformers, sample, verify."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from distillscope.testbed import WEIGHTS_DIR
+    from distillscope.testbed.build import measure_testbed
+
+    base = root or WEIGHTS_DIR
+    tok = AutoTokenizer.from_pretrained(base / "teacher")
+    teacher = AutoModelForCausalLM.from_pretrained(base / "teacher", use_safetensors=True).eval()
+    student = AutoModelForCausalLM.from_pretrained(base / "student", use_safetensors=True).eval()
+    with console.status("sampling and verifying (a minute on 2 CPU cores)"):
+        measured = measure_testbed(teacher, student, tok)
+    console.print(_accuracy_table("measured now (200 held-out items, 1 sample at T=0.5)", measured))
+
+
+@testbed_app.command("build")
+@friendly_errors
+def testbed_build_cmd(
+    out: Path = typer.Option(..., help="directory to write teacher/, student/ and testbed.json"),
+    steps_scale: float = typer.Option(1.0, help="scale every training length (0.002 = smoke)"),
+) -> None:
+    """Train the testbed teacher and student from scratch with fixed seeds."""
+    from distillscope.testbed.build import build
+
+    out.mkdir(parents=True, exist_ok=True)
+    info = build(out, steps_scale=steps_scale, log=lambda m: console.print(m, highlight=False))
+    console.print(_accuracy_table("measured after the build", info["measured"]))
+    console.print(f"wrote {out}/teacher, {out}/student and {out}/testbed.json")
+
+
+def _progress():
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+@app.command("train")
+@friendly_errors
+def train_cmd(
+    config: Path = typer.Argument(None, help="run config YAML (default: all defaults)"),
+    overrides: list[str] = typer.Argument(None, help="section.field=value overrides"),
+    out: Path = typer.Option(Path("distillscope-runs/train"), help="run directory"),
+    skip_eval: bool = typer.Option(False, help="train only; run `distillscope eval` later"),
+) -> None:
+    """Distil the student of CONFIG into a run directory, then evaluate it."""
+    from distillscope.config import load_run_config
+    from distillscope.train import distill, run_one
+
+    cfg = load_run_config(config, overrides or [])
+    with _progress() as bar:
+        task = bar.add_task(f"train {cfg.name}", total=cfg.optim.steps)
+
+        def on_step(step: int, row: dict) -> None:
+            bar.update(
+                task,
+                completed=step + 1,
+                description=f"train {cfg.name} loss {row['train/loss']:.4f}",
+            )
+
+        if skip_eval:
+            distill(cfg, out, on_step=on_step)
+            console.print(f"trained {out}; evaluate with `distillscope eval {out}`")
+            return
+        metrics = run_one(cfg, out, on_step=on_step)
+    _print_eval(out, metrics)
+
+
+@app.command("eval")
+@friendly_errors
+def eval_cmd(run_dir: Path = typer.Argument(..., help="a run directory written by train")) -> None:
+    """Evaluate the trained student of RUN_DIR (METHOD §8) and write RUN_DIR/eval.json."""
+    from distillscope.config import load_run_config
+    from distillscope.eval.evaluate import evaluate
+
+    if not (run_dir / "checkpoint" / "model.safetensors").is_file():
+        raise FileNotFoundError(f"{run_dir} has no trained checkpoint; run `distillscope train`")
+    cfg = load_run_config(run_dir / "config.yaml")
+    with console.status("evaluating"):
+        metrics = evaluate(cfg, run_dir)
+    _print_eval(run_dir, metrics)
+
+
+@app.command("study")
+@friendly_errors
+def study_cmd(
+    spec: str = typer.Argument(None, help="study YAML, or `status` to show a study's progress"),
+    status_dir: Path = typer.Argument(None, help="with `status`: the study directory"),
+    preset: str = typer.Option(None, help="smoke | quick | paper | paper-llama | paper-qwen"),
+    out: Path = typer.Option(None, help="study directory (default distillscope-runs/<time>)"),
+    executor: str = typer.Option("sequential", help="sequential | pool | ray"),
+    workers: int = typer.Option(2, help="pool: worker processes"),
+    address: str = typer.Option(None, help="ray: cluster address (default: start a local one)"),
+    cpus_per_run: float = typer.Option(1.0, help="ray: CPUs requested per run"),
+    gpus_per_run: float = typer.Option(0.0, help="ray: GPUs requested per run"),
+    report: bool = typer.Option(True, help="write the report when the study ends"),
+) -> None:
+    """Run a controlled study (default: the quick preset); the same --out resumes it."""
+    from datetime import datetime
+
+    from distillscope.study.runner import run_study, study_status
+    from distillscope.study.spec import expand, load_spec
+
+    if spec == "status":
+        if status_dir is None:
+            raise ValueError("usage: distillscope study status DIR")
+        _print_status(status_dir, study_status(status_dir))
+        return
+    if spec and preset:
+        raise ValueError("give a study file or --preset, not both")
+    study = load_spec(spec or preset or "quick")
+    out = out or Path("distillscope-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    runs = expand(study)
+    console.print(f"study [bold]{study.name}[/bold]: {len(runs)} runs into {out} ({executor})")
+    with _progress() as bar:
+        runs_bar = bar.add_task("runs", total=len(runs))
+        step_bar = bar.add_task("steps", total=None, visible=executor == "sequential")
+        steps_of = {r.run_id: r.config.optim.steps for r in runs}
+
+        def on_run_done(run_id: str, status: str) -> None:
+            bar.advance(runs_bar)
+            if status != "done":
+                console.print(f"  {run_id}: [red]{status}[/red]")
+
+        def on_step(run_id: str, step: int, row: dict) -> None:
+            bar.update(
+                step_bar, completed=step + 1, total=steps_of[run_id], description=f"  {run_id[:40]}"
+            )
+
+        finished = study_status(out) if (out / "study.yaml").is_file() else {}
+        bar.update(
+            runs_bar, completed=len(finished.get("done", [])) + len(finished.get("diverged", []))
+        )
+        run_study(
+            study,
+            out,
+            executor=executor,
+            workers=workers,
+            address=address,
+            cpus_per_run=cpus_per_run,
+            gpus_per_run=gpus_per_run,
+            on_run_done=on_run_done,
+            on_step=on_step,
+        )
+    console.print(f"results table: {out / 'results.parquet'}")
+    if report:
+        _write_report(out)
+
+
+@app.command("report")
+@friendly_errors
+def report_cmd(study_dir: Path = typer.Argument(..., help="a study directory")) -> None:
+    """Write STUDY_DIR/report/ (HTML, Markdown, figures, scorecard) from the results store."""
+    _write_report(study_dir)
+
+
+def _write_report(study_dir: Path) -> None:
+    from distillscope.report import write_report
+
+    if not (study_dir / "results.parquet").is_file():
+        raise FileNotFoundError(
+            f"{study_dir} has no results.parquet; run `distillscope study` first"
+        )
+    paths = write_report(study_dir)
+    console.print(f"report: {paths['html']}")
+
+
+def _print_status(out: Path, by: dict[str, list[str]]) -> None:
+    total = sum(len(v) for v in by.values())
+    table = Table(title=f"study {out}: {total} runs")
+    table.add_column("status")
+    table.add_column("runs", justify="right")
+    table.add_column("examples")
+    for status, ids in sorted(by.items()):
+        table.add_row(status, str(len(ids)), ", ".join(ids[:2]) + (" …" if len(ids) > 2 else ""))
+    console.print(table)
+
+
+def _print_eval(run_dir: Path, metrics: dict) -> None:
+    if not metrics:
+        from distillscope.train.store import read_status
+
+        st = read_status(run_dir)
+        console.print(f"[red]{st['status']}[/red]: {st.get('reason', '')}")
+        return
+    table = Table(title=f"evaluation of {run_dir}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in sorted(metrics.items()):
+        table.add_row(key, f"{value:.4f}")
+    console.print(table)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Where runs execute: in this process, in a local process pool, or as Ray tasks.
+
+Every executor calls :func:`execute_run` for each pending run; runs are independent and each
+writes only its own run directory, so the executors give the same results (timings aside).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+EXECUTORS = ("sequential", "pool", "ray")
+
+
+def execute_run(config: dict[str, Any], run_dir: str, cache_dir: str | None, threads: int) -> str:
+    """Run one config into ``run_dir`` (train + eval); returns its final status.
+
+    Takes plain data (not a RunConfig) so it pickles cheaply into worker processes and Ray.
+    """
+    import torch
+
+    from distillscope.config import RunConfig
+    from distillscope.train import run_one
+    from distillscope.train.store import read_status
+
+    torch.set_num_threads(max(1, threads))
+    cfg = RunConfig.model_validate(config)
+    try:
+        run_one(cfg, Path(run_dir), rollout_cache=Path(cache_dir) if cache_dir else None)
+    except Exception:  # noqa: BLE001 — recorded in status.json by run_one; the study goes on
+        pass
+    return read_status(Path(run_dir))["status"]
+
+
+Job = tuple[str, dict[str, Any], str]  # (run_id, config, run_dir)
+
+
+def run_pool(jobs: list[Job], cache_dir: str, workers: int) -> Iterator[tuple[str, str]]:
+    """Run jobs in ``workers`` spawned processes; yields (run_id, status) as they finish."""
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    ctx = mp.get_context("spawn")  # fork + torch threads can deadlock
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = {
+            pool.submit(execute_run, cfg, d, cache_dir, threads): rid for rid, cfg, d in jobs
+        }
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result()
+
+
+def run_ray(
+    jobs: list[Job], cache_dir: str, address: str | None, cpus_per_run: float, gpus_per_run: float
+) -> Iterator[tuple[str, str]]:
+    """Run each job as a Ray task with its CPU/GPU request; yields (run_id, status)."""
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("--executor ray needs Ray: pip install 'distillscope[ray]'") from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    remote = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus_per_run)(execute_run)
+    threads = max(1, int(cpus_per_run))
+    refs = {remote.remote(cfg, d, cache_dir, threads): rid for rid, cfg, d in jobs}
+    try:
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield refs[done[0]], ray.get(done[0])
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def run_sequential(
+    jobs: list[Job], cache_dir: str, on_step: Callable[[str, int, dict], None] | None = None
+) -> Iterator[tuple[str, str]]:
+    """Run jobs one after another in this process (step-level progress available)."""
+    from distillscope.config import RunConfig
+    from distillscope.train import run_one
+    from distillscope.train.store import read_status
+
+    for rid, cfg, d in jobs:
+        callback = (lambda s, row, rid=rid: on_step(rid, s, row)) if on_step else None
+        try:
+            run_one(
+                RunConfig.model_validate(cfg),
+                Path(d),
+                rollout_cache=Path(cache_dir),
+                on_step=callback,
+            )
+        except Exception:  # noqa: BLE001 — recorded in status.json; the study goes on
+            pass
+        yield rid, read_status(Path(d))["status"]

@@ -1,0 +1,100 @@
+"""``run_study``: plan the grid, skip finished runs, execute the rest, rebuild the table, report.
+
+    distillscope study                       # the quick preset on the shipped testbed
+    distillscope study --preset smoke --out /tmp/s
+    distillscope study my-study.yaml --executor pool --workers 2
+    distillscope study status DIR
+
+Re-running on an existing directory resumes: runs whose status is ``done`` or ``diverged`` are
+skipped, interrupted ones restart from their last checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+from distillscope import __version__
+from distillscope.config import ConfigError
+from distillscope.study.executors import run_pool, run_ray, run_sequential
+from distillscope.study.spec import PlannedRun, StudySpec, expand
+from distillscope.study.table import write_table
+from distillscope.train.store import atomic_write_text, read_status
+
+FINISHED = ("done", "diverged")
+
+
+def prepare(spec: StudySpec, out: Path) -> list[PlannedRun]:
+    """Write (or check) ``study.yaml`` in ``out`` and return the planned runs."""
+    out.mkdir(parents=True, exist_ok=True)
+    spec_path = out / "study.yaml"
+    text = yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
+    if spec_path.is_file() and yaml.safe_load(spec_path.read_text()) != spec.model_dump(
+        mode="json"
+    ):
+        raise ConfigError(f"{out} holds a different study; choose another --out to start anew")
+    atomic_write_text(spec_path, text)
+    return expand(spec)
+
+
+def run_study(
+    spec: StudySpec,
+    out: Path,
+    *,
+    executor: str = "sequential",
+    workers: int = 2,
+    address: str | None = None,
+    cpus_per_run: float = 1.0,
+    gpus_per_run: float = 0.0,
+    on_run_done: Callable[[str, str], None] | None = None,
+    on_step: Callable[[str, int, dict], None] | None = None,
+) -> Path:
+    """Execute every unfinished run of ``spec`` into ``out``; returns the results table path."""
+    runs = prepare(spec, out)
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    todo = [r for r in runs if read_status(out / "runs" / r.run_id)["status"] not in FINISHED]
+    jobs = [
+        (r.run_id, r.config.model_dump(mode="json"), str(out / "runs" / r.run_id)) for r in todo
+    ]
+    cache = str(out / "rollout-cache")
+    if executor == "sequential":
+        results = run_sequential(jobs, cache, on_step)
+    elif executor == "pool":
+        results = run_pool(jobs, cache, workers)
+    elif executor == "ray":
+        results = run_ray(jobs, cache, address, cpus_per_run, gpus_per_run)
+    else:
+        raise ConfigError(f"--executor must be sequential, pool or ray, got {executor!r}")
+    for run_id, status in results:
+        write_table(out, runs)  # after every run: a killed study loses at most the runs in flight
+        if on_run_done is not None:
+            on_run_done(run_id, status)
+    write_table(out, runs)
+    provenance = {
+        "command": "distillscope " + " ".join(sys.argv[1:]) if sys.argv else "",
+        "version": __version__,
+        "started": started,
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.node()} {platform.machine()} {platform.python_version()}",
+        "executor": executor,
+    }
+    atomic_write_text(out / "provenance.json", json.dumps(provenance, indent=1) + "\n")
+    return out / "results.parquet"
+
+
+def study_status(out: Path) -> dict[str, list[str]]:
+    """Run ids by status for the study in ``out``."""
+    spec_path = out / "study.yaml"
+    if not spec_path.is_file():
+        raise FileNotFoundError(f"{out} is not a study directory (no study.yaml)")
+    spec = StudySpec.model_validate(yaml.safe_load(spec_path.read_text()))
+    by: dict[str, list[str]] = {}
+    for r in expand(spec):
+        by.setdefault(read_status(out / "runs" / r.run_id)["status"], []).append(r.run_id)
+    return by

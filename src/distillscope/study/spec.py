@@ -1,0 +1,139 @@
+"""Study specifications: a base run config plus experiments whose axes cross into runs.
+
+```yaml
+name: quick
+description: OnPD vs OffPD × forward vs reverse KL × low vs high LR × 2 seeds
+base:                       # any RunConfig fields
+  optim: {steps: 150}
+experiments:
+  - name: main
+    overrides: {}           # dotted path → value, applied to this experiment only
+    axes:                   # dotted path → list of values, or label → value mapping
+      rollout.policy: [student, teacher]
+      objective.kind: [forward_kl, reverse_kl]
+      optim.lr: {low: 1.0e-4, high: 1.0e-3}
+      seed: [42, 43]
+```
+
+Every run gets a stable, filesystem-safe id derived from its experiment and axis settings plus a
+short hash of its resolved config, so the same spec always yields the same ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from distillscope.config import ConfigError, RunConfig, apply_overrides, run_config_from_dict
+
+PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
+
+
+class Experiment(BaseModel):
+    """One sub-grid of a study."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="label of this sub-grid (a results-table column)")
+    overrides: dict[str, Any] = Field(default_factory=dict, description="dotted path → value")
+    axes: dict[str, list[Any] | dict[str, Any]] = Field(
+        default_factory=dict, description="dotted path → values (list) or label → value (mapping)"
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", v):
+            raise ValueError("experiment names may use letters, digits, _ . - only")
+        return v
+
+
+class StudySpec(BaseModel):
+    """A whole study: a base RunConfig (as a mapping) and its experiments."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field("study", description="name shown in the report")
+    description: str = Field("", description="one paragraph shown in the report")
+    base: dict[str, Any] = Field(default_factory=dict, description="RunConfig fields")
+    experiments: list[Experiment] = Field(min_length=1, description="sub-grids of the study")
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of the grid: its id, experiment, axis settings and resolved config."""
+
+    run_id: str
+    experiment: str
+    axes: dict[str, Any]
+    labels: dict[str, str]
+    config: RunConfig = field(compare=False)
+
+
+def load_spec(source: str | Path) -> StudySpec:
+    """Read a study spec from a YAML path or a preset name (``smoke``, ``quick``, ``paper`` …)."""
+    path = Path(source)
+    if not path.is_file():
+        preset = PRESETS_DIR / f"{source}.yaml"
+        if not preset.is_file():
+            names = sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+            raise ConfigError(f"{source}: no such study file or preset (presets: {names})")
+        path = preset
+    try:
+        data = yaml.safe_load(path.read_text())
+        return StudySpec.model_validate(data)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML ({err.__class__.__name__})") from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"{path}: {where}: {first['msg']}") from None
+
+
+def expand(spec: StudySpec) -> list[PlannedRun]:
+    """Cross every experiment's axes into runs, validate each config, and give each an id."""
+    runs: list[PlannedRun] = []
+    for exp in spec.experiments:
+        names = list(exp.axes)
+        choices = [_axis_choices(exp.axes[n]) for n in names]
+        for combo in itertools.product(*choices):
+            axes = {n: value for n, (_, value) in zip(names, combo, strict=True)}
+            labels = {
+                f"{n.split('.')[-1]}_label": label
+                for n, (label, _) in zip(names, combo, strict=True)
+                if label is not None
+            }
+            dotted = [f"{k}={json.dumps(v)}" for k, v in {**exp.overrides, **axes}.items()]
+            cfg = run_config_from_dict(
+                apply_overrides(spec.base, dotted), f"study {spec.name}, experiment {exp.name}"
+            )
+            runs.append(PlannedRun(run_id(exp.name, axes, cfg), exp.name, axes, labels, cfg))
+    ids = [r.run_id for r in runs]
+    dup = {i for i in ids if ids.count(i) > 1}
+    if dup:
+        raise ConfigError(f"study {spec.name}: runs {sorted(dup)[:3]} are planned twice")
+    return runs
+
+
+def _axis_choices(values: list[Any] | dict[str, Any]) -> list[tuple[str | None, Any]]:
+    if isinstance(values, dict):
+        return list(values.items())
+    return [(None, v) for v in values]
+
+
+def run_id(experiment: str, axes: dict[str, Any], cfg: RunConfig) -> str:
+    """``<experiment>_<axis>-<value>_..._<hash8>``, safe as a directory name on any OS."""
+    parts = [experiment]
+    for key, value in axes.items():
+        short = key.split(".")[-1]
+        parts.append(f"{short}-{value}")
+    text = "_".join(parts)
+    text = re.sub(r"[^A-Za-z0-9_.+-]", "-", text)[:120]
+    digest = hashlib.sha256(cfg.model_dump_json().encode()).hexdigest()[:8]
+    return f"{text}_{digest}"

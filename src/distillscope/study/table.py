@@ -1,0 +1,87 @@
+"""The study table: one row per run, rebuilt from the run directories (the source of truth).
+
+Rebuilding from the store rather than appending rows makes the table idempotent: a study
+killed at any moment and re-run ends with exactly one row per planned run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from distillscope.study.spec import PlannedRun
+from distillscope.train.store import read_metrics, read_status
+
+#: Axis columns recorded for every run even when the study does not vary them.
+RECORDED = (
+    "rollout.policy", "rollout.lam", "objective.kind", "objective.regulation", "optim.lr",
+    "optim.grad_clip", "seed", "task.name", "model.teacher", "task.teacher_style_flag",
+    "rollout.prompts_per_step", "rollout.rollouts_per_prompt",
+)  # fmt: skip
+
+
+def _get(cfg_dict: dict[str, Any], dotted: str) -> Any:
+    node: Any = cfg_dict
+    for part in dotted.split("."):
+        node = node[part]
+    return node
+
+
+def run_row(run: PlannedRun, run_dir: Path) -> dict[str, Any]:
+    """One results row: ids, status, axes, evaluation metrics and training summaries."""
+    status = read_status(run_dir)
+    cfg = run.config.model_dump(mode="json")
+    row: dict[str, Any] = {
+        "run_id": run.run_id,
+        "experiment": run.experiment,
+        "status": status["status"],
+        "reason": status.get("reason", ""),
+    }
+    for col in dict.fromkeys([*RECORDED, *run.axes]):
+        value = _get(cfg, col)
+        row[col] = math.nan if value is None else value
+    row.update(run.labels)
+    eval_path = run_dir / "eval.json"
+    if status["status"] == "done" and eval_path.is_file():
+        row.update(json.loads(eval_path.read_text()))
+    row.update(train_summary(read_metrics(run_dir)))
+    return row
+
+
+def train_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Per-run summaries of the step metrics (what the report's tables need)."""
+    if not rows:
+        return {}
+
+    def mean(key: str) -> float:
+        vals = [r[key] for r in rows if key in r]
+        return sum(vals) / len(vals) if vals else math.nan
+
+    tail = rows[-max(1, len(rows) // 10) :]  # last 10% of steps
+    return {
+        "train/loss_final": sum(r["train/loss"] for r in tail) / len(tail),
+        "train/grad_norm_mean": mean("train/grad_norm"),
+        "train/grad_norm_max": max(r["train/grad_norm"] for r in rows),
+        "train/grad_clipped_frac": mean("train/grad_clipped"),
+        "rollout/student_token_prob_mean": mean("rollout/student_token_prob"),
+        "rollout/teacher_token_prob_mean": mean("rollout/teacher_token_prob"),
+        "rollout/len_mean_final": sum(r["rollout/len_mean"] for r in tail) / len(tail),
+        "train/steps_done": float(len(rows)),
+        "time/run_s": sum(r.get("time/step", 0.0) for r in rows),
+    }
+
+
+def write_table(study_dir: Path, runs: list[PlannedRun]) -> pd.DataFrame:
+    """Rebuild ``results.parquet`` from the run directories, atomically."""
+    df = pd.DataFrame([run_row(r, study_dir / "runs" / r.run_id) for r in runs])
+    fd, tmp = tempfile.mkstemp(dir=study_dir, prefix=".results.", suffix=".parquet")
+    os.close(fd)
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, study_dir / "results.parquet")
+    return df

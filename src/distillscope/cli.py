@@ -28,7 +28,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split
 testbed_app = typer.Typer(no_args_is_help=True, help="The built-in testbed models.")
 app.add_typer(testbed_app, name="testbed")
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # one error, one line
 
 
 def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -119,6 +119,9 @@ def load_model(
         )
     except Exception as err:  # transformers raises many types; the cause stays chained
         raise ModelLoadError(f"cannot load the tokenizer of {root}: {_first_line(err)}") from err
+    if tokenizer.pad_token is None:
+        # Llama 3 ships without a pad token; padding positions are always masked, so EOS serves.
+        tokenizer.pad_token = tokenizer.eos_token
     try:
         # transformers ≥ 5 takes `dtype=` (`torch_dtype=` is deprecated). use_safetensors=None
         # prefers safetensors and falls back to pytorch_model.bin; True never unpickles.

@@ -10,6 +10,8 @@ experiments:
     overrides: {}           # dotted path → value, applied to this experiment only
     axes:                   # dotted path → list of values, or label → value mapping
       rollout.policy: [student, teacher]
+      # a bundle axis: label → several settings that move together (recorded as the label)
+      # budget: {p16x1: {rollout.prompts_per_step: 16, rollout.rollouts_per_prompt: 1}}
       objective.kind: [forward_kl, reverse_kl]
       optim.lr: {low: 1.0e-4, high: 1.0e-3}
       seed: [42, 43]
@@ -103,13 +105,19 @@ def expand(spec: StudySpec) -> list[PlannedRun]:
         names = list(exp.axes)
         choices = [_axis_choices(exp.axes[n]) for n in names]
         for combo in itertools.product(*choices):
-            axes = {n: value for n, (_, value) in zip(names, combo, strict=True)}
-            labels = {
-                f"{n.split('.')[-1]}_label": label
-                for n, (label, _) in zip(names, combo, strict=True)
-                if label is not None
-            }
-            dotted = [f"{k}={json.dumps(v)}" for k, v in {**exp.overrides, **axes}.items()]
+            settings: dict[str, Any] = dict(exp.overrides)
+            axes: dict[str, Any] = {}
+            labels: dict[str, str] = {}
+            for name, (label, value) in zip(names, combo, strict=True):
+                if isinstance(value, dict):  # a bundle: several settings that move together
+                    settings.update(value)
+                    axes[name] = label
+                    continue
+                settings[name] = value
+                axes[name] = value
+                if label is not None:
+                    labels[f"{name.split('.')[-1]}_label"] = label
+            dotted = [f"{k}={json.dumps(v)}" for k, v in settings.items()]
             cfg = run_config_from_dict(
                 apply_overrides(spec.base, dotted), f"study {spec.name}, experiment {exp.name}"
             )

@@ -43,9 +43,10 @@ def run_row(run: PlannedRun, run_dir: Path) -> dict[str, Any]:
         "status": status["status"],
         "reason": status.get("reason", ""),
     }
-    for col in dict.fromkeys([*RECORDED, *run.axes]):
+    for col in RECORDED:
         value = _get(cfg, col)
         row[col] = math.nan if value is None else value
+    row.update({k: math.nan if v is None else v for k, v in run.axes.items()})
     row.update(run.labels)
     eval_path = run_dir / "eval.json"
     if status["status"] == "done" and eval_path.is_file():

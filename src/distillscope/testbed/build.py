@@ -209,9 +209,11 @@ def train_model(
     model.eval()
 
 
-def measure_testbed(teacher, student, tokenizer) -> dict[str, dict[str, float]]:
+def measure_testbed(
+    teacher, student, tokenizer, items: int = EVAL_ITEMS, skill_items: int = SKILL_EVAL_ITEMS
+) -> dict[str, dict[str, float]]:
     """The capability-gap numbers of DESIGN "The testbed" (1 sample per item at T = 0.5)."""
-    cd3 = make_split(COUNTDOWN_3_TB, EVAL_SEED, EVAL_ITEMS)
+    cd3 = make_split(COUNTDOWN_3_TB, EVAL_SEED, items)
     out: dict[str, dict[str, float]] = {"teacher": {}, "student": {}}
     out["teacher"]["countdown3_accuracy"] = measure(teacher, tokenizer, COUNTDOWN_3_TB, cd3)[
         "accuracy"
@@ -225,7 +227,7 @@ def measure_testbed(teacher, student, tokenizer) -> dict[str, dict[str, float]]:
     for name, model in (("teacher", teacher), ("student", student)):
         scores = {}
         for task in skill_suite():
-            probs = make_split(task, SKILL_EVAL_SEED, SKILL_EVAL_ITEMS)
+            probs = make_split(task, SKILL_EVAL_SEED, skill_items)
             scores[task.name] = measure(model, tokenizer, task, probs)["accuracy"]
         out[name]["skills"] = scores
         out[name]["skill_mean"] = sum(scores.values()) / len(scores)
@@ -237,13 +239,15 @@ def build(
     recipe: Recipe = DEFAULT_RECIPE,
     steps_scale: float = 1.0,
     log: Callable[[str], None] = print,
+    eval_items: int = EVAL_ITEMS,
+    skill_items: int = SKILL_EVAL_ITEMS,
 ) -> dict:
     """Train teacher and student, save them as HF directories under ``out_dir``, and measure them.
 
-    Writes ``out_dir/{teacher,student}/`` (config, safetensors, tokenizer) and
-    ``out_dir/testbed.json`` (recipe, sizes, build time, measured accuracies).
+    Writes ``out_dir/{teacher,student}/`` (config, safetensors, tokenizer, ``build.json``) and
+    ``out_dir/testbed.json`` (recipe, sizes, build time, measured accuracies). Resumable: a role
+    whose ``build.json`` records the same number of steps is loaded instead of retrained.
     """
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     tokenizer = build_tokenizer()
     probe_items = make_split(COUNTDOWN_3_TB, EVAL_SEED + 1000, 50)  # not the held-out items
 
@@ -251,44 +255,48 @@ def build(
         acc = measure(model, tokenizer, COUNTDOWN_3_TB, probe_items)["accuracy"]
         return f"countdown3 accuracy {acc:.2f} (50 probe items, T=0.5)"
 
-    t_start = time.time()
-    models = {}
+    models, seconds = {}, {}
     for role, spec, train in (
         ("teacher", recipe.teacher, recipe.teacher_train),
         ("student", recipe.student, recipe.student_train),
     ):
+        steps = max(1, int(train.steps * steps_scale))
+        record = out_dir / role / "build.json"
+        if record.is_file() and json.loads(record.read_text())["steps"] == steps:
+            # A resumed build: this role finished earlier (same recipe and length).
+            log(f"{role}: already trained in {out_dir / role}, reusing it")
+            models[role] = LlamaForCausalLM.from_pretrained(out_dir / role, use_safetensors=True)
+            seconds[role] = json.loads(record.read_text())["train_seconds"]
+            continue
         torch.manual_seed(train.seed)
         model = LlamaForCausalLM(spec.llama_config(len(tokenizer), tokenizer))
-        scaled = TrainSpec(
-            **{
-                **asdict(train),
-                "steps": max(1, int(train.steps * steps_scale)),
-                "warmup": min(train.warmup, max(1, int(train.steps * steps_scale))),
-            }
-        )
-        log(
-            f"training {role}: {sum(p.numel() for p in model.parameters()):,} parameters, "
-            f"{scaled.steps} steps"
-        )
+        scaled = TrainSpec(**{**asdict(train), "steps": steps, "warmup": min(train.warmup, steps)})
+        log(f"training {role}: {sum(p.numel() for p in model.parameters()):,} parameters, "
+            f"{steps} steps")  # fmt: skip
+        t0 = time.time()
         train_model(model, tokenizer, scaled, lambda m, r=role: log(f"[{r}] {m}"), probe=probe)
+        seconds[role] = round(time.time() - t0, 1)
         model.generation_config.pad_token_id = tokenizer.pad_token_id
-        model.save_pretrained(out_dir / role, safe_serialization=True)
+        model.save_pretrained(out_dir / role)
         tokenizer.save_pretrained(out_dir / role)
-        models[role] = model
-    train_seconds = time.time() - t_start
+        record.write_text(json.dumps({"steps": steps, "train_seconds": seconds[role]}) + "\n")
+        models[role] = model.eval()
     log("measuring the capability gap")
-    measured = measure_testbed(models["teacher"], models["student"], tokenizer)
+    measured = measure_testbed(
+        models["teacher"], models["student"], tokenizer, eval_items, skill_items
+    )
     info = {
         "recipe": asdict(recipe),
         "steps_scale": steps_scale,
         "parameters": {r: sum(p.numel() for p in m.parameters()) for r, m in models.items()},
-        "train_seconds": round(train_seconds, 1),
+        "train_seconds": round(sum(seconds.values()), 1),
+        "train_seconds_by_role": seconds,
         "torch_threads": torch.get_num_threads(),
         "measured": measured,
         "eval": {
             "task": COUNTDOWN_3_TB.name,
             "seed": EVAL_SEED,
-            "items": EVAL_ITEMS,
+            "items": eval_items,
             "temperature": 0.5,
             "samples": 1,
         },

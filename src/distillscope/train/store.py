@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -76,7 +77,8 @@ def save_checkpoint(
     """Student weights (safetensors) and optimizer state, swapped in atomically as one directory."""
     final = run_dir / "checkpoint"
     tmp = run_dir / ".checkpoint.tmp"
-    tmp.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
     # Clones give tied weights their own storage, which safetensors requires.
     state = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
     save_file(state, tmp / "model.safetensors")
@@ -84,18 +86,18 @@ def save_checkpoint(
     save_file(opt_tensors, tmp / "optimizer.safetensors")
     (tmp / "meta.json").write_text(json.dumps({"step": step, "optimizer": opt_meta}))
     old = run_dir / ".checkpoint.old"
+    shutil.rmtree(old, ignore_errors=True)  # left behind by a crash between the two renames
     if final.exists():
         os.replace(final, old)
     os.replace(tmp, final)
-    if old.exists():
-        for f in old.iterdir():
-            f.unlink()
-        old.rmdir()
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def load_checkpoint(run_dir: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> int:
     """Restore the last checkpoint; returns the number of steps already done (0 when none)."""
     ckpt = run_dir / "checkpoint"
+    if not (ckpt / "meta.json").is_file():  # a crash between save_checkpoint's two renames
+        ckpt = run_dir / ".checkpoint.old"
     if not (ckpt / "meta.json").is_file():
         return 0
     meta = json.loads((ckpt / "meta.json").read_text())

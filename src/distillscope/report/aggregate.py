@@ -1,0 +1,235 @@
+"""Cells, labels and seed aggregation of the one-row-per-run results table.
+
+A *cell* is one configuration of a study: all axis columns except ``seed``. Its numbers are the
+mean over the seeds of the runs in it that finished (``status == "done"``), with the standard
+error of that mean, SEM = s / √n (sample standard deviation, ddof = 1; undefined for n = 1).
+
+Axis columns are ``experiment``, ``lr_label`` and every dotted config path (``rollout.policy``,
+``optim.lr`` …); metric columns are namespaced with a slash (``eval/accuracy``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+ID_COLUMNS = ("run_id", "status", "reason")
+SEED = "seed"
+
+# Metrics stored as a fraction in [0, 1]; tables, figures and the scorecard show them in percent.
+_FRACTION_PREFIXES = (
+    "eval/accuracy",
+    "eval/pass@",
+    "eval/avg@",
+    "eval/harder",
+    "eval/skills_",
+    "eval/sparsity_",
+    "eval/truncated_frac",
+    "eval/teacher_style_share",
+    "train/grad_clipped_frac",
+)
+
+ROLLOUT_NAMES = {"student": "OnPD", "teacher": "OffPD", "mix": "mix", "interleave": "interleave"}
+OBJECTIVE_NAMES = {
+    "forward_kl": "forward KL",
+    "reverse_kl": "reverse KL",
+    "jsd": "JSD",
+    "mixture": "FKL/RKL mixture",
+    "forward_sampled": "forward KL (sampled)",
+    "reverse_sampled": "reverse KL (sampled)",
+    "opd": "OPD",
+}
+REGULATION_NAMES = {
+    "none": "unregulated",
+    "hard_clip": "hard clip",
+    "log_compress": "log compression",
+}
+
+
+def is_axis(column: str) -> bool:
+    """Whether ``column`` describes a run's configuration (rather than a measurement or an id)."""
+    if column in ID_COLUMNS or "/" in column:
+        return False
+    return column in ("experiment", "lr_label", SEED) or "." in column
+
+
+def axis_columns(df: pd.DataFrame) -> list[str]:
+    """The axis columns of ``df`` in table order, ``seed`` included."""
+    return [c for c in df.columns if is_axis(c)]
+
+
+def cell_columns(df: pd.DataFrame) -> list[str]:
+    """The columns that define a cell: every axis column except ``seed``."""
+    return [c for c in axis_columns(df) if c != SEED]
+
+
+def metric_columns(df: pd.DataFrame) -> list[str]:
+    """The namespaced measurement columns of ``df`` (``eval/…``, ``train/…``, ``rollout/…``)."""
+    return [c for c in df.columns if "/" in c and c not in ID_COLUMNS]
+
+
+def is_fraction(metric: str) -> bool:
+    """Whether ``metric`` is stored as a fraction in [0, 1] (shown in percent)."""
+    return metric.startswith(_FRACTION_PREFIXES)
+
+
+def percent_scale(metric: str) -> float:
+    """100 for fraction metrics, 1 otherwise: multiply a value by it to get display units."""
+    return 100.0 if is_fraction(metric) else 1.0
+
+
+def done(df: pd.DataFrame) -> pd.DataFrame:
+    """Only the finished runs (all rows when the table has no ``status`` column)."""
+    if "status" not in df.columns:
+        return df
+    return df[df["status"].map(str) == "done"]
+
+
+def _hashable(series: pd.Series) -> pd.Series:
+    """Lists or dicts stored in an axis column become strings so that they can be grouped on."""
+    if (
+        series.dtype == object
+        and series.map(lambda v: isinstance(v, (list, dict, np.ndarray))).any()
+    ):
+        return series.map(lambda v: v if not isinstance(v, (list, dict, np.ndarray)) else str(v))
+    return series
+
+
+def hashable_axes(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with list/dict/array values of axis columns turned into strings (groupable).
+
+    Parquet gives list-valued config entries (e.g. a list of operators) back as arrays, which
+    cannot be grouped or compared; their string form identifies the cell just as well.
+    """
+    fixed = {c: _hashable(df[c]) for c in axis_columns(df)}
+    changed = {c: v for c, v in fixed.items() if v is not df[c]}
+    return df.assign(**changed) if changed else df
+
+
+def aggregate(
+    df: pd.DataFrame, metrics: Iterable[str], by: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Mean ± SEM over seeds of each metric, per cell, from the finished runs only.
+
+    Args:
+        df: the results table, one row per run.
+        metrics: metric columns to aggregate; those absent from ``df`` are skipped.
+        by: grouping columns; default ``cell_columns(df)`` (all axes except ``seed``).
+
+    Returns:
+        One row per group with the ``by`` columns, ``n`` (finished runs in the group) and, for
+        each metric ``m``, ``m:mean``, ``m:sem`` (s / √n, NaN for n < 2) and ``m:n`` (runs where
+        ``m`` was measured). Values stay in stored units. Missing axis values (e.g. ``grad_clip``
+        NaN = off) form their own group.
+    """
+    rows = done(df)
+    by = list(cell_columns(df) if by is None else by)
+    metrics = [m for m in metrics if m in rows.columns]
+    if not by:
+        rows = rows.assign(_all=0)
+        by = ["_all"]
+    rows = rows.assign(**{c: _hashable(rows[c]) for c in by})
+    out_cols = [*by, "n"] + [f"{m}:{s}" for m in metrics for s in ("mean", "sem", "n")]
+    if rows.empty:
+        return pd.DataFrame(columns=out_cols).drop(columns=["_all"], errors="ignore")
+    values = rows[metrics].apply(pd.to_numeric, errors="coerce")
+    grouped = values.groupby([rows[c] for c in by], dropna=False, sort=True)
+    n = rows.groupby(by, dropna=False, sort=True).size().rename("n")
+    if metrics:
+        mean, std, count = grouped.mean(), grouped.std(ddof=1), grouped.count()
+    out = n.reset_index()
+    for m in metrics:
+        k = count[m].to_numpy()
+        out[f"{m}:mean"] = mean[m].to_numpy()
+        out[f"{m}:sem"] = np.where(k >= 2, std[m].to_numpy() / np.sqrt(np.maximum(k, 1)), np.nan)
+        out[f"{m}:n"] = k
+    return out.drop(columns=["_all"], errors="ignore")
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels shown to readers
+
+
+def effective_lam(policy: object, lam: object) -> float:
+    """λ of a rollout policy: −1 for the teacher (OffPD), +1 for the student (OnPD), else λ."""
+    if policy == "teacher":
+        return -1.0
+    if policy == "student":
+        return 1.0
+    if policy == "spectrum" and lam is not None and not _isnan(lam):
+        return float(lam)
+    return math.nan
+
+
+def rollout_label(policy: object, lam: object = None) -> str:
+    """OnPD / OffPD / λ=+0.5 / mix / interleave (— when unknown)."""
+    if policy is None or _isnan(policy):
+        return "—"
+    if policy == "spectrum":
+        return f"λ={float(lam):+g}" if lam is not None and not _isnan(lam) else "λ-spectrum"
+    return ROLLOUT_NAMES.get(str(policy), str(policy))
+
+
+def objective_label(kind: object, regulation: object = None) -> str:
+    """forward KL / reverse KL / OPD (hard clip) … (— when unknown)."""
+    if kind is None or _isnan(kind):
+        return "—"
+    label = OBJECTIVE_NAMES.get(str(kind), str(kind))
+    if kind == "opd" and isinstance(regulation, str):
+        label += f" ({REGULATION_NAMES.get(regulation, regulation)})"
+    return label
+
+
+def lr_text(lr: object, label: object = None) -> str:
+    """``5e-05 (high)`` when the study names its learning rates, else ``5e-05``."""
+    text = "—" if lr is None or _isnan(lr) else f"{float(lr):.0e}"
+    if isinstance(label, str) and label:
+        text += f" ({label})"
+    return text
+
+
+def with_labels(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` with reader-facing ``_rollout``, ``_lam``, ``_kl`` and ``_lr`` columns.
+
+    A label column that is already present is kept when its source columns are not.
+    """
+    out = df.copy()
+
+    def col(name: str) -> list[object]:
+        return list(out[name]) if name in out.columns else [None] * len(out)
+
+    policy, lam, kind, reg = (
+        col("rollout.policy"),
+        col("rollout.lam"),
+        col("objective.kind"),
+        col("objective.regulation"),
+    )
+    lr, lr_lab = col("optim.lr"), col("lr_label")
+    if "rollout.policy" in out.columns or "_rollout" not in out.columns:
+        out["_rollout"] = [rollout_label(p, x) for p, x in zip(policy, lam, strict=True)]
+        out["_lam"] = [effective_lam(p, x) for p, x in zip(policy, lam, strict=True)]
+    if "objective.kind" in out.columns or "_kl" not in out.columns:
+        out["_kl"] = [objective_label(k, r) for k, r in zip(kind, reg, strict=True)]
+    if "optim.lr" in out.columns or "_lr" not in out.columns:
+        out["_lr"] = [lr_text(x, lab) for x, lab in zip(lr, lr_lab, strict=True)]
+    return out
+
+
+def fmt_mean_sem(mean: float, sem: float, scale: float = 1.0, digits: int = 1) -> str:
+    """``72.3 ± 1.2`` (SEM), ``72.3`` when n = 1, ``—`` when not measured."""
+    if mean is None or _isnan(mean):
+        return "—"
+    text = f"{mean * scale:.{digits}f}"
+    if sem is not None and not _isnan(sem):
+        text += f" ± {sem * scale:.{digits}f}"
+    return text
+
+
+def _isnan(value: object) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False

@@ -1,0 +1,334 @@
+"""``write_report(study_dir)``: the study's report as self-contained HTML and as Markdown.
+
+    distillscope report STUDY_DIR     # → STUDY_DIR/report/{report.html, report.md, figures/*.png}
+
+The HTML embeds its figures as base64 PNG and its CSS inline, so it opens offline and can be
+mailed as one file. Every string that comes from the store (study name, run ids, configs,
+reasons, evidence built from them) is escaped: ``html.escape`` for HTML, entity- and
+backslash-escaping for Markdown. Markup is only ever produced by this module.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+from distillscope import __version__
+from distillscope.report.curves import training_figures
+from distillscope.report.figures import (
+    FigureInfo,
+    likelihood_figure,
+    lr_sweep_figure,
+    main_bars_figure,
+    pass_at_k_figure,
+    spectrum_figure,
+)
+from distillscope.report.scorecard import ClaimResult, score_claims
+from distillscope.report.store import Study, load_study
+from distillscope.report.tables import (
+    Table,
+    experiment_tables,
+    main_table,
+    problem_runs_table,
+    scorecard_table,
+    status_table,
+    verdict_counts,
+)
+
+HOW_TO_READ = (
+    "Each cell of a table is one configuration; its numbers are the mean over the seeds that "
+    "finished, ± the standard error of that mean (SEM), with n the number of finished seeds. "
+    "Accuracy, pass@k and sparsity are percentages; forgetting is the change of the skill-suite "
+    "score in percentage points (after − before, so negative means the student forgot). OnPD = "
+    "on-policy (the student writes the rollouts), OffPD = off-policy (the teacher writes them), "
+    "λ = a mixture between the two (−1 teacher, +1 student). The scorecard tests each published "
+    "claim (METHOD §9) with the stated rule: a difference counts only when it is at least the "
+    "rule's minimum effect and larger than twice its combined SEM. 'Not tested' means this study "
+    "lacks the runs or measurements the claim needs; 'inconclusive' means it has them but the "
+    "numbers fall between the rule's margins. Only finished runs enter any number; failed and "
+    "diverged runs are listed with their reasons."
+)
+_NOWRAP = ("Rollout", "Objective", "LR", "Status", "Run")
+VERDICT_MARK = {"supported": "✓", "contradicted": "✗", "inconclusive": "?", "not tested": "–"}
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:15px;
+ line-height:1.45;color:#1a1a1a;max-width:1200px;margin:2em auto;padding:0 1.2em}
+h1{font-size:1.7em;margin-bottom:.2em}h2{margin-top:1.8em;border-bottom:1px solid #ccc;
+ padding-bottom:.2em}.muted{color:#555}code{background:#f3f3f3;padding:.1em .3em;border-radius:3px;
+ word-break:break-all}
+table{border-collapse:collapse;margin:.8em 0;font-size:.9em}th,td{border:1px solid #cfcfcf;
+ padding:.3em .55em;vertical-align:top;text-align:left}th{background:#f0f0f0}
+td.label{white-space:nowrap}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+dl.prov{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}
+dl.prov dt{font-weight:600}
+dl.prov dd{margin:0}
+.verdict{font-weight:700;white-space:nowrap;padding:.1em .45em;border-radius:4px}
+tr.verdict-supported .verdict{background:#d4ecf9;color:#00456e}
+tr.verdict-contradicted .verdict{background:#fbe0cc;color:#8a3300}
+tr.verdict-inconclusive .verdict{background:#fff3c4;color:#5c4a00}
+tr.verdict-not-tested .verdict{background:#ececec;color:#444}
+tr.verdict-not-tested td{color:#666}td.small{font-size:.85em;color:#333}
+figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #e2e2e2}
+figcaption{font-size:.9em;color:#444;margin-top:.3em}.counts span{margin-right:1.2em}
+details{margin:.6em 0}summary{cursor:pointer;font-weight:600}
+"""
+
+
+def write_report(study_dir: Path) -> dict[str, Path]:
+    """Write ``STUDY_DIR/report/`` from the results store and return the paths written.
+
+    Returns:
+        ``{"html": report.html, "markdown": report.md, "figures": figures/ directory}`` plus one
+        ``"figure:<name>"`` entry per PNG.
+    """
+    study = load_study(Path(study_dir))
+    out = study.root / "report"
+    fig_dir = out / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    for old in fig_dir.glob("*.png"):  # a re-report must not show figures whose data is gone
+        old.unlink()
+    claims = score_claims(study.results, study.root)
+    figures = _figures(study, fig_dir)
+    html_path, md_path = out / "report.html", out / "report.md"
+    html_path.write_text(render_html(study, claims, figures), encoding="utf-8")
+    md_path.write_text(render_markdown(study, claims, figures, out), encoding="utf-8")
+    paths = {"html": html_path, "markdown": md_path, "figures": fig_dir}
+    paths.update({f"figure:{f.path.stem}": f.path for f in figures})
+    return paths
+
+
+def _figures(study: Study, fig_dir: Path) -> list[FigureInfo]:
+    df = study.results
+    made = [
+        f(df, fig_dir)
+        for f in (
+            main_bars_figure,
+            lr_sweep_figure,
+            spectrum_figure,
+            likelihood_figure,
+            pass_at_k_figure,
+        )
+    ]
+    return [f for f in made if f is not None] + training_figures(study, fig_dir)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared content
+
+
+def _provenance(study: Study) -> list[tuple[str, str]]:
+    p = study.provenance
+    command = p.get("command", "—")
+    if isinstance(command, list):  # an argv list
+        command = " ".join(map(str, command))
+    items = [("Command", str(command)), ("distillscope version", str(p.get("version", "—")))]
+    for key in ("started", "finished"):
+        items.append((key.capitalize(), str(p.get(key, "—"))))
+    took = _duration(p.get("started"), p.get("finished"))
+    if took:
+        items.append(("Duration", took))
+    items.append(("Machine", str(p.get("machine", "—"))))
+    items.append(("Report written", f"{_now()} by distillscope {__version__}"))
+    return items
+
+
+def _duration(start: object, end: object) -> str:
+    try:
+        s = datetime.fromisoformat(str(start))
+        e = datetime.fromisoformat(str(end))
+        seconds = (e - s).total_seconds()
+    except (TypeError, ValueError):
+        return ""
+    if seconds < 0:
+        return ""
+    h, rest = divmod(int(seconds), 3600)
+    return f"{h} h {rest // 60:02d} min" if h else f"{rest // 60} min {rest % 60:02d} s"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _sections(study: Study, claims: list[ClaimResult]) -> dict[str, Table | None]:
+    return {
+        "status": status_table(study.results),
+        "problems": problem_runs_table(study.results),
+        "scorecard": scorecard_table(claims),
+        "main": main_table(study.results),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+
+
+def esc(value: object) -> str:
+    """HTML-escape any value (quotes included) for text and attribute positions."""
+    return html.escape(str(value), quote=True)
+
+
+def html_table(table: Table) -> str:
+    """A Table as HTML; every cell is escaped, row classes come from a fixed vocabulary."""
+    head = "".join(f"<th>{esc(c)}</th>" for c in table.columns)
+    body = []
+    for i, row in enumerate(table.rows):
+        cls = table.row_classes[i] if i < len(table.row_classes) else ""
+        cls = re.sub(r"[^a-z0-9-]", "", cls)  # defence in depth: class names are ours
+        cells = []
+        for j, text in enumerate(row):
+            if table.columns[j] == "Verdict":
+                mark = VERDICT_MARK.get(text, "")
+                cells.append(f'<td><span class="verdict">{esc(mark)} {esc(text)}</span></td>')
+            elif j in table.numeric:
+                cells.append(f'<td class="num">{esc(text)}</td>')
+            elif table.columns[j] in ("Evidence", "Rule", "Reason"):
+                cells.append(f'<td class="small">{esc(text)}</td>')
+            elif table.columns[j] in _NOWRAP:
+                cells.append(f'<td class="label">{esc(text)}</td>')
+            else:
+                cells.append(f"<td>{esc(text)}</td>")
+        body.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _html_figure(f: FigureInfo) -> str:
+    data = base64.b64encode(f.path.read_bytes()).decode("ascii")
+    return (
+        f'<figure><img alt="{esc(f.title)}" src="data:image/png;base64,{data}">'
+        f"<figcaption><b>{esc(f.title)}.</b> {esc(f.caption)}</figcaption></figure>"
+    )
+
+
+def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInfo]) -> str:
+    """The whole report as one self-contained HTML document."""
+    t = _sections(study, claims)
+    counts = verdict_counts(claims)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>distillscope report — {esc(study.name)}</title><style>{CSS}</style></head><body>",
+        f"<h1>Distillation study report: {esc(study.name)}</h1>",
+    ]
+    if study.description:
+        parts.append(f'<p class="muted">{esc(study.description)}</p>')
+    parts.append('<dl class="prov">')
+    for key, value in _provenance(study):
+        shown = f"<code>{esc(value)}</code>" if key == "Command" else esc(value)
+        parts.append(f"<dt>{esc(key)}</dt><dd>{shown}</dd>")
+    parts += ["</dl>", "<h2>How to read this report</h2>", f"<p>{esc(HOW_TO_READ)}</p>"]
+    parts += ["<h2>Runs</h2>", html_table(t["status"])]
+    if t["problems"] is not None:
+        parts += ["<h3>Failed and diverged runs</h3>", html_table(t["problems"])]
+    summary = "".join(
+        f"<span>{esc(VERDICT_MARK[v])} {esc(v)}: <b>{n}</b></span>" for v, n in counts.items()
+    )
+    parts += [
+        "<h2>Scorecard of the published claims</h2>",
+        f'<p class="counts">{summary}</p>',
+        html_table(t["scorecard"]),
+    ]
+    if t["main"] is not None:
+        parts += [
+            "<h2>Main grid: rollout × KL direction × learning rate</h2>",
+            '<p class="muted">Mean ± SEM over seeds; n = finished seeds.</p>',
+            html_table(t["main"]),
+        ]
+    if figures:
+        parts.append("<h2>Figures</h2>")
+        parts += [_html_figure(f) for f in figures]
+    exp_tables = experiment_tables(study.results)
+    if exp_tables:
+        parts.append("<h2>All cells by experiment</h2>")
+        for name, table in exp_tables.items():
+            parts.append(
+                f"<details><summary>{esc(name)} ({len(table.rows)} cells)</summary>"
+                f"{html_table(table)}</details>"
+            )
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|#<>])")
+
+
+def md_escape(value: object) -> str:
+    """Escape text for a Markdown table cell or paragraph: no markup, no raw HTML, one line.
+
+    ``&``, ``<`` and ``>`` become entities (so no HTML survives a renderer that passes HTML
+    through), Markdown specials and the pipe are backslash-escaped, and line breaks become
+    spaces so a cell cannot end its table row.
+    """
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = re.sub(r"[\r\n]+", " ", text)
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def md_table(table: Table) -> str:
+    """A Table as a GitHub-flavoured Markdown pipe table (every cell escaped)."""
+    lines = ["| " + " | ".join(md_escape(c) for c in table.columns) + " |"]
+    lines.append(
+        "|"
+        + "|".join("---:" if j in table.numeric else "---" for j in range(len(table.columns)))
+        + "|"
+    )
+    for row in table.rows:
+        cells = [md_escape(c) for c in row]
+        if "Verdict" in table.columns:
+            j = table.columns.index("Verdict")
+            cells[j] = f"**{VERDICT_MARK.get(row[j], '')} {md_escape(row[j])}**"
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def render_markdown(
+    study: Study, claims: list[ClaimResult], figures: list[FigureInfo], out_dir: Path
+) -> str:
+    """The report as Markdown; figures are linked as relative PNG paths under ``figures/``."""
+    t = _sections(study, claims)
+    parts = [f"# Distillation study report: {md_escape(study.name)}", ""]
+    if study.description:
+        parts += [f"_{md_escape(study.description)}_", ""]
+    for key, value in _provenance(study):
+        # Plain escaped text, not a code span: inside backticks entities would show literally
+        # and a hostile command would stay raw in the file.
+        shown = md_escape(value)
+        parts.append(f"- **{md_escape(key)}**: {shown}")
+    parts += ["", "## How to read this report", "", md_escape(HOW_TO_READ), ""]
+    parts += ["## Runs", "", md_table(t["status"]), ""]
+    if t["problems"] is not None:
+        parts += ["### Failed and diverged runs", "", md_table(t["problems"]), ""]
+    summary = ", ".join(f"{v}: {n}" for v, n in verdict_counts(claims).items())
+    parts += ["## Scorecard of the published claims", "", summary, "", md_table(t["scorecard"]), ""]
+    if t["main"] is not None:
+        parts += [
+            "## Main grid: rollout × KL direction × learning rate",
+            "",
+            "Mean ± SEM over seeds; n = finished seeds.",
+            "",
+            md_table(t["main"]),
+            "",
+        ]
+    if figures:
+        parts += ["## Figures", ""]
+        for f in figures:
+            rel = f.path.relative_to(out_dir).as_posix()
+            parts += [
+                f"![{md_escape(f.title)}]({rel})",
+                "",
+                f"**{md_escape(f.title)}.** {md_escape(f.caption)}",
+                "",
+            ]
+    exp_tables = experiment_tables(study.results)
+    if exp_tables:
+        parts += ["## All cells by experiment", ""]
+        for name, table in exp_tables.items():
+            parts += [f"### {md_escape(name)}", "", md_table(table), ""]
+    return "\n".join(parts)

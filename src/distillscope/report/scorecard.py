@@ -1,0 +1,116 @@
+"""The claims scorecard: each published finding of METHOD §9 scored against one study.
+
+    from distillscope.report import score_claims
+    for r in score_claims(results_df, study_dir):
+        print(r.id, r.verdict, r.evidence)
+
+Every claim ends as *supported*, *contradicted*, *inconclusive* (the study tests it but the
+numbers are within the rule's margins) or *not tested* (the study lacks the axes or metrics; the
+result says what would be needed). Each rule states its thresholds in ``ClaimResult.rule``;
+what makes a difference count (minimum effect and 2 × combined SEM over seeds) is in
+``claimkit``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from distillscope.report.aggregate import hashable_axes
+from distillscope.report.claimkit import NOT_TESTED, ClaimRule, Verdict
+from distillscope.report.claims_ablation import RULES_ABLATION
+from distillscope.report.claims_grid import RULES_GRID
+from distillscope.report.claims_opd import LEN_RATIO, REWARD_DROP, RULES_OPD
+from distillscope.report.claims_spectrum import RULES_SPECTRUM
+from distillscope.report.store import read_metrics, run_dir
+
+RULES: list[ClaimRule] = sorted(
+    [*RULES_GRID, *RULES_SPECTRUM, *RULES_ABLATION, *RULES_OPD], key=lambda r: r.id
+)
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """A claim scored against a study; ``verdict`` is a Verdict value or ``"not tested"``."""
+
+    id: int
+    claim: str
+    verdict: str
+    evidence: str
+    rule: str
+
+
+def score_claims(df: pd.DataFrame, study_dir: Path | None = None) -> list[ClaimResult]:
+    """Score METHOD §9 claims 1–18 against a results table (one row per run).
+
+    Args:
+        df: the study's ``results.parquet`` (all statuses; each rule keeps the finished runs it
+            needs and may count diverged ones).
+        study_dir: when given, per-step trajectories are read from ``runs/*/metrics.jsonl`` for
+            the claims that need them (claim 16); nothing else is read.
+
+    Returns:
+        One ClaimResult per claim, in claim order. A rule that raises on unexpected data is
+        reported as inconclusive with the error, never propagated: one odd column must not cost
+        the whole report.
+    """
+    df = hashable_axes(df)
+    if study_dir is not None:
+        df = add_trajectory_features(df, Path(study_dir))
+    out = []
+    for rule in RULES:
+        try:
+            if not rule.applicable(df):
+                out.append(ClaimResult(rule.id, rule.claim, NOT_TESTED, f"needs {rule.needs}", "—"))
+                continue
+            v: Verdict = rule.judge(df)
+        except (KeyError, ValueError, TypeError, ZeroDivisionError, IndexError) as err:
+            v = Verdict("inconclusive", f"could not be scored: {type(err).__name__}: {err}", "—")
+        out.append(ClaimResult(rule.id, rule.claim, v.verdict, v.evidence, v.rule))
+    return out
+
+
+def add_trajectory_features(df: pd.DataFrame, study_dir: Path) -> pd.DataFrame:
+    """Add ``traj/len_ratio`` and ``traj/reward_drop_pp`` to the OPD rows from metrics.jsonl.
+
+    - ``traj/len_ratio``: mean ``rollout/len_mean`` of the last quarter of steps divided by that
+      of the first quarter (> 1: responses grew).
+    - ``traj/reward_drop_pp``: best quarter-mean of ``rollout/reward`` minus the last quarter's,
+      in pp (rewards in [0, 1]; other scales as stored).
+    """
+    if "objective.kind" not in df.columns or "run_id" not in df.columns:
+        return df
+    df = df.copy()
+    for col in (LEN_RATIO, REWARD_DROP):
+        if col not in df.columns:
+            df[col] = math.nan
+    for i in df.index[df["objective.kind"] == "opd"]:
+        ratio, drop = trajectory_features(read_metrics(run_dir(study_dir, df.at[i, "run_id"])))
+        df.at[i, LEN_RATIO], df.at[i, REWARD_DROP] = ratio, drop
+    return df
+
+
+def trajectory_features(metrics: pd.DataFrame) -> tuple[float, float]:
+    """(length ratio last/first quarter, reward drop best→last quarter in pp) of one run."""
+    if metrics.empty or "rollout/len_mean" not in metrics or "rollout/reward" not in metrics:
+        return math.nan, math.nan
+    metrics = metrics.sort_values("step") if "step" in metrics else metrics
+    length = pd.to_numeric(metrics["rollout/len_mean"], errors="coerce").dropna()
+    reward = pd.to_numeric(metrics["rollout/reward"], errors="coerce").dropna()
+    if len(length) < 4 or len(reward) < 4:
+        return math.nan, math.nan
+    q = len(length) // 4
+    first, last = length.iloc[:q].mean(), length.iloc[-q:].mean()
+    ratio = float(last / first) if first > 0 else math.nan
+    quarters = [chunk.mean() for chunk in _quarters(reward)]
+    scale = 100.0 if reward.abs().max() <= 1.0 else 1.0
+    return ratio, float(max(quarters) - quarters[-1]) * scale
+
+
+def _quarters(series: pd.Series) -> list[pd.Series]:
+    n = len(series)
+    bounds = [round(n * k / 4) for k in range(5)]
+    return [series.iloc[bounds[k] : bounds[k + 1]] for k in range(4)]

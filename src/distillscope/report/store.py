@@ -1,0 +1,160 @@
+"""Read a study's results store — and nothing else: the report never re-runs or imports training.
+
+    STUDY_DIR/study.yaml, results.parquet, provenance.json, runs/<run_id>/{config.yaml,
+    metrics.jsonl, eval.json, status.json}
+
+Every reader tolerates what a killed or still-running study leaves behind: missing files, a torn
+last line of ``metrics.jsonl``, runs that have a directory but no row in ``results.parquet`` yet.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from distillscope.report.aggregate import hashable_axes
+
+
+@dataclass
+class Study:
+    """Everything the report shows, read from one study directory."""
+
+    root: Path
+    results: pd.DataFrame  # one row per run (results.parquet, completed from runs/*/status.json)
+    spec: dict[str, Any] = field(default_factory=dict)  # study.yaml
+    provenance: dict[str, Any] = field(default_factory=dict)  # provenance.json
+
+    @property
+    def name(self) -> str:
+        """The study's name from study.yaml, else its directory name."""
+        name = self.spec.get("name") if isinstance(self.spec, dict) else None
+        return str(name) if name else self.root.resolve().name
+
+    @property
+    def description(self) -> str:
+        """The study's free-form description from study.yaml ("" when absent)."""
+        text = self.spec.get("description") if isinstance(self.spec, dict) else None
+        return str(text) if text else ""
+
+    def run_dir(self, run_id: str) -> Path | None:
+        """``STUDY_DIR/runs/<run_id>``; None for an id that is not a plain directory name."""
+        return run_dir(self.root, run_id)
+
+
+def run_dir(study_dir: Path, run_id: object) -> Path | None:
+    """``study_dir/runs/<run_id>``, or None when ``run_id`` could step outside ``runs/``.
+
+    Run ids come from the results table; one with a path separator or ``..`` is shown in the
+    report but never used to read files.
+    """
+    name = str(run_id)
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        return None
+    return study_dir / "runs" / name
+
+
+def load_study(study_dir: Path) -> Study:
+    """Read ``study_dir``; FileNotFoundError (saying what to do) when it has no results table."""
+    study_dir = Path(study_dir)
+    table = study_dir / "results.parquet"
+    if not table.is_file():
+        raise FileNotFoundError(
+            f"{study_dir} has no results.parquet; run `distillscope study` to create it first"
+        )
+    results = pd.read_parquet(table)
+    if "run_id" not in results.columns:
+        raise ValueError(
+            f"{table} has no run_id column; it was not written by `distillscope study`"
+        )
+    results["run_id"] = results["run_id"].astype(str)
+    results = hashable_axes(_complete_statuses(study_dir, results))
+    return Study(
+        root=study_dir,
+        results=results,
+        spec=_read_yaml(study_dir / "study.yaml"),
+        provenance=_read_json(study_dir / "provenance.json"),
+    )
+
+
+def read_status(run_dir: Path | None) -> dict[str, Any]:
+    """``status.json`` of a run; ``{"status": "pending"}`` when there is none (not started yet)."""
+    status = _read_json(run_dir / "status.json") if run_dir is not None else {}
+    return status if "status" in status else {"status": "pending", "reason": ""}
+
+
+def read_metrics(run_dir: Path | None) -> pd.DataFrame:
+    """``metrics.jsonl`` of a run as a table, one row per optimizer step (empty when absent).
+
+    Reading stops at the first unparsable line: a crash can leave a torn last line.
+    """
+    path = run_dir / "metrics.jsonl" if run_dir is not None else None
+    if path is None or not path.is_file():
+        return pd.DataFrame()
+    rows = []
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        if isinstance(row, dict):
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _complete_statuses(study_dir: Path, results: pd.DataFrame) -> pd.DataFrame:
+    """Fill missing ``status``/``reason`` from status.json and add runs the table lacks."""
+    results = results.copy()
+    for col in ("status", "reason"):
+        if col not in results.columns:
+            results[col] = None
+        results[col] = results[col].astype(object)
+    for i, run_id in zip(results.index, results["run_id"], strict=True):
+        if pd.isna(results.at[i, "status"]) or results.at[i, "status"] in ("", None):
+            st = read_status(run_dir(study_dir, run_id))
+            results.at[i, "status"] = st.get("status", "pending")
+            results.at[i, "reason"] = st.get("reason", "")
+    runs = study_dir / "runs"
+    known = set(results["run_id"])
+    extra = []
+    if runs.is_dir():
+        for path in sorted(p for p in runs.iterdir() if p.is_dir() and p.name not in known):
+            st = read_status(path)
+            extra.append(
+                {
+                    "run_id": path.name,
+                    "status": st.get("status", "pending"),
+                    "reason": st.get("reason", ""),
+                }
+            )
+    if extra:
+        results = pd.concat([results, pd.DataFrame(extra)], ignore_index=True)
+    results["status"] = results["status"].fillna("pending").astype(str)
+    results["reason"] = results["reason"].fillna("").astype(str)
+    return results
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(errors="replace"))
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(errors="replace"))
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}

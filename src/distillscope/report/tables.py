@@ -1,0 +1,167 @@
+"""The report's tables as plain text cells; ``render`` escapes and lays them out (HTML, Markdown).
+
+Every cell here is unescaped text that may come from a config, a run id or an error message;
+nothing in this module produces markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from distillscope.report.aggregate import (
+    aggregate,
+    cell_columns,
+    done,
+    fmt_mean_sem,
+    percent_scale,
+    with_labels,
+)
+from distillscope.report.claimkit import main_grid
+from distillscope.report.scorecard import ClaimResult
+
+# (column, header) of the main cell table — METHOD §8's headline measurements.
+MAIN_METRICS = (
+    ("eval/accuracy", "Accuracy (%)"),
+    ("eval/pass@1", "pass@1 (%)"),
+    ("eval/pass@10", "pass@10 (%)"),
+    ("eval/harder_accuracy", "Harder acc. (%)"),
+    ("eval/forgetting_pp", "Forgetting (pp)"),
+    ("eval/sparsity_fp32_tau1e-06", "Sparsity fp32 τ1e-6 (%)"),
+    ("eval/sparsity_bf16_tau1e-06", "Sparsity bf16 τ1e-6 (%)"),
+)
+# Extra columns of the per-experiment tables, shown when measured.
+MORE_METRICS = (
+    ("eval/harder/pass@10", "Harder pass@10 (%)"),
+    ("eval/teacher_style_share", "Teacher style (%)"),
+    ("eval/informativeness", "Informativeness I"),
+    ("rlvr/reward_final", "RLVR reward"),
+    ("eval/len_mean", "Length (tokens)"),
+    ("eval/truncated_frac", "Truncated (%)"),
+    ("train/grad_clipped_frac", "Steps clipped (%)"),
+    ("train/grad_norm_mean", "Pre-clip grad norm"),
+)
+_LABELLED = {
+    "experiment",
+    "rollout.policy",
+    "rollout.lam",
+    "objective.kind",
+    "objective.regulation",
+    "optim.lr",
+    "lr_label",
+}
+_ROLLOUT_ORDER = {"OnPD": 0, "OffPD": 1}
+VERDICT_ORDER = ("supported", "contradicted", "inconclusive", "not tested")
+
+
+@dataclass
+class Table:
+    """Header, rows of text cells, and per-row CSS class names (chosen here, never from data)."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    row_classes: list[str] = field(default_factory=list)
+    numeric: set[int] = field(default_factory=set)  # column indices to right-align
+
+
+def status_table(df: pd.DataFrame) -> Table:
+    """Run counts by status (done first), with the total."""
+    counts = df["status"].map(str).value_counts()
+    order = ["done", "diverged", "failed", "running", "pending"]
+    names = [s for s in order if s in counts] + sorted(s for s in counts.index if s not in order)
+    rows = [[s, str(int(counts[s]))] for s in names] + [["total", str(len(df))]]
+    return Table(["Status", "Runs"], rows, numeric={1})
+
+
+def problem_runs_table(df: pd.DataFrame) -> Table | None:
+    """Failed and diverged runs (and any unknown status) with their reasons; None when none."""
+    bad = df[~df["status"].map(str).isin(["done", "running", "pending"])]
+    if bad.empty:
+        return None
+    bad = with_labels(bad)
+    rows = []
+    for _, r in bad.sort_values(["status", "run_id"]).iterrows():
+        config = ", ".join(
+            x
+            for x in (r.get("experiment"), r["_rollout"], r["_kl"], r["_lr"])
+            if isinstance(x, str) and x not in ("", "—")
+        )
+        seed = r.get("seed")
+        if seed is not None and not pd.isna(seed):
+            config += f", seed {_plain(seed)}"
+        rows.append([str(r["run_id"]), str(r["status"]), config, str(r.get("reason", "") or "")])
+    return Table(["Run", "Status", "Configuration", "Reason"], rows)
+
+
+def scorecard_table(results: Sequence[ClaimResult]) -> Table:
+    """One row per claim: id, claim, verdict, evidence, rule; rows carry ``verdict-…`` classes."""
+    rows = [[str(r.id), r.claim, r.verdict, r.evidence, r.rule] for r in results]
+    classes = ["verdict-" + r.verdict.replace(" ", "-") for r in results]
+    return Table(["#", "Claim", "Verdict", "Evidence", "Rule"], rows, classes)
+
+
+def verdict_counts(results: Sequence[ClaimResult]) -> dict[str, int]:
+    """How many claims ended with each verdict, in VERDICT_ORDER."""
+    return {v: sum(r.verdict == v for r in results) for v in VERDICT_ORDER}
+
+
+def main_table(df: pd.DataFrame) -> Table | None:
+    """Rollout × KL direction × LR cells of the main grid: mean ± SEM over seeds, and n."""
+    rows = main_grid(df)
+    if rows.empty:
+        return None
+    return cell_table(rows, MAIN_METRICS)
+
+
+def experiment_tables(df: pd.DataFrame) -> dict[str, Table]:
+    """One cell table per experiment (sub-grid), every measured headline column; by name."""
+    rows = done(df)
+    if rows.empty:
+        return {}
+    if "experiment" not in rows.columns:
+        table = cell_table(with_labels(rows), MAIN_METRICS + MORE_METRICS)
+        return {"all runs": table} if table else {}
+    out = {}
+    for name, group in rows.groupby(rows["experiment"].map(str), sort=True):
+        table = cell_table(with_labels(group), MAIN_METRICS + MORE_METRICS)
+        if table is not None:
+            out[name] = table
+    return out
+
+
+def cell_table(rows: pd.DataFrame, metrics: Sequence[tuple[str, str]]) -> Table | None:
+    """Cells of ``rows`` (labelled, finished runs) with the ``metrics`` that have data."""
+    metrics = [(m, h) for m, h in metrics if m in rows.columns and rows[m].notna().any()]
+    if rows.empty:
+        return None
+    by = cell_columns(rows)
+    agg = with_labels(aggregate(rows, [m for m, _ in metrics], by))
+    label_cols = [
+        ("_rollout", "Rollout", "rollout.policy"),
+        ("_kl", "Objective", "objective.kind"),
+        ("_lr", "LR", "optim.lr"),
+    ]
+    labels = [(c, h) for c, h, src in label_cols if src in agg.columns]
+    extra = [c for c in by if c not in _LABELLED and agg[c].map(str).nunique() > 1]
+    agg = agg.assign(_order=agg["_rollout"].map(_ROLLOUT_ORDER).fillna(2))
+    sort = ["_order", "_lam", "_kl"] + (["optim.lr"] if "optim.lr" in agg else []) + extra
+    agg = agg.sort_values(sort, kind="stable")
+    header = [h for _, h in labels] + [c.split(".")[-1] for c in extra] + ["n"]
+    header += [h for _, h in metrics]
+    body = []
+    for _, r in agg.iterrows():
+        cells = [str(r[c]) for c, _ in labels] + [_plain(r[c]) for c in extra] + [str(r["n"])]
+        for m, _ in metrics:
+            digits = 3 if m == "eval/informativeness" else 1
+            cells.append(fmt_mean_sem(r[f"{m}:mean"], r[f"{m}:sem"], percent_scale(m), digits))
+        body.append(cells)
+    first_numeric = len(labels) + len(extra)
+    return Table(header, body, numeric=set(range(first_numeric, len(header))))
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, float):
+        return "—" if pd.isna(value) else f"{value:g}"
+    return str(value)

@@ -1,0 +1,50 @@
+"""The report reads the results store only: it must not pull in training, models or torch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+FORBIDDEN = (
+    "torch",
+    "transformers",
+    "distillscope.train",
+    "distillscope.rollout",
+    "distillscope.objectives",
+    "distillscope.models",
+)
+
+SCRIPT = """
+import json, sys
+from pathlib import Path
+import pandas as pd
+import distillscope.report as report
+root = Path(sys.argv[1])
+rows = [
+    {"run_id": f"r{i}", "experiment": "main", "status": "done", "reason": "",
+     "rollout.policy": p, "objective.kind": "forward_kl", "optim.lr": 1e-5, "seed": 42 + i,
+     "eval/accuracy": 0.5 + 0.1 * i}
+    for i, p in enumerate(["student", "teacher", "student", "teacher"])
+]
+root.mkdir(parents=True)
+pd.DataFrame(rows).to_parquet(root / "results.parquet")
+paths = report.write_report(root)
+assert paths["html"].is_file()
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_report_imports_nothing_from_training(tmp_path: Path):
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path / "study")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    modules = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "distillscope.report" in modules
+    leaked = [m for m in modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)]
+    assert not leaked, f"distillscope.report imported {leaked}"

@@ -1,0 +1,67 @@
+import pytest
+
+from distillscope.config import ConfigError
+from distillscope.study.spec import StudySpec, expand, load_spec, run_id
+
+
+def spec(**over):
+    data = {
+        "name": "t",
+        "base": {"optim": {"steps": 3}},
+        "experiments": [
+            {
+                "name": "main",
+                "axes": {
+                    "rollout.policy": ["student", "teacher"],
+                    "optim.lr": {"low": 1e-4, "high": 1e-3},
+                    "seed": [1, 2],
+                },
+            }
+        ],
+    }
+    data.update(over)
+    return StudySpec.model_validate(data)
+
+
+def test_axes_cross_into_runs_with_labels_and_configs():
+    runs = expand(spec())
+    assert len(runs) == 8
+    first = runs[0]
+    assert first.axes == {"rollout.policy": "student", "optim.lr": 1e-4, "seed": 1}
+    assert first.labels == {"lr_label": "low"}
+    assert first.config.optim.steps == 3 and first.config.optim.lr == 1e-4
+    assert {r.config.rollout.policy for r in runs} == {"student", "teacher"}
+
+
+def test_run_ids_are_stable_unique_and_filesystem_safe():
+    a, b = expand(spec()), expand(spec())
+    assert [r.run_id for r in a] == [r.run_id for r in b]
+    assert len({r.run_id for r in a}) == len(a)
+    for r in a:
+        assert all(c.isalnum() or c in "_.+-" for c in r.run_id)
+    cfg = a[0].config
+    assert run_id("main", {"model.teacher": "/x/y z"}, cfg).startswith("main_teacher--x-y-z_")
+
+
+def test_bad_axis_value_names_the_experiment_and_field():
+    bad = spec(experiments=[{"name": "main", "axes": {"rollout.policy": ["sideways"]}}])
+    with pytest.raises(ConfigError, match="experiment main.*rollout.policy"):
+        expand(bad)
+
+
+def test_presets_load_and_expand():
+    smoke = expand(load_spec("smoke"))
+    assert 2 <= len(smoke) <= 8
+    quick = expand(load_spec("quick"))
+    assert len(quick) == 16
+    cells = {
+        (r.config.rollout.policy, r.config.objective.kind, r.labels["lr_label"]) for r in quick
+    }
+    assert len(cells) == 8
+    for name in ("paper", "paper-llama", "paper-qwen"):
+        assert expand(load_spec(name))
+
+
+def test_unknown_preset_lists_the_presets():
+    with pytest.raises(ConfigError, match="quick"):
+        load_spec("nonexistent-preset")

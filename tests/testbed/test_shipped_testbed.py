@@ -1,0 +1,32 @@
+"""The testbed shipped inside the package: vocabulary, shapes and the recorded capability gap."""
+
+import torch
+
+from distillscope.models import load_pair
+from distillscope.testbed import resolve_model_path, testbed_info, testbed_path
+from distillscope.testbed.tokenizer import ALPHABET, SPECIAL_TOKENS
+
+
+def test_shipped_models_load_and_share_the_character_vocabulary():
+    pair = load_pair(testbed_path("teacher"), testbed_path("student"))
+    assert pair.vocab_size == len(ALPHABET) + len(SPECIAL_TOKENS) == 54
+    assert pair.tokenizer.decode(pair.tokenizer("cd 3,5,7 to 56:")["input_ids"][1:]) == (
+        "cd 3,5,7 to 56:"
+    )
+    ids = pair.tokenizer(["cd 1,2,3 to 6:"], return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        s = pair.student(input_ids=ids).logits
+        t = pair.teacher(input_ids=ids).logits
+    assert s.shape == t.shape == (1, ids.shape[1], 54)
+    n_t = sum(p.numel() for p in pair.teacher.parameters())
+    n_s = sum(p.numel() for p in pair.student.parameters())
+    assert n_t > 2 * n_s
+    assert resolve_model_path("testbed:student") == testbed_path("student")
+
+
+def test_recorded_capability_gap_meets_the_targets():
+    measured = testbed_info()["measured"]
+    assert measured["teacher"]["countdown3_accuracy"] >= 0.80
+    assert measured["student"]["countdown3_accuracy"] <= 0.35
+    assert measured["student"]["skill_mean"] >= 0.90
+    assert measured["teacher"]["alt_style_share_with_flag"] >= 0.95

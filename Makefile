@@ -19,8 +19,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	$(VENV)/bin/distillscope testbed info
-	$(VENV)/bin/distillscope testbed eval
+	$(VENV)/bin/distillscope study
 
 test: setup
 	$(PY) -m pytest -q

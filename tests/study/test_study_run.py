@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from distillscope.study.runner import run_study, study_status
-from distillscope.study.spec import StudySpec
+from distillscope.study.spec import StudySpec, load_spec
 from distillscope.train.store import read_status
 
 
@@ -53,8 +53,8 @@ def comparable(df: pd.DataFrame) -> pd.DataFrame:
 
 
 @pytest.mark.slow
-def test_sequential_and_pool_give_identical_tables(tiny_pair, tmp_path):
-    spec = tiny_spec(tiny_pair)
+def test_smoke_preset_sequential_and_pool_give_identical_tables(tmp_path):
+    spec = load_spec("smoke")  # the shipped testbed, end to end
     seq = pd.read_parquet(run_study(spec, tmp_path / "seq"))
     pool = pd.read_parquet(run_study(spec, tmp_path / "pool", executor="pool", workers=2))
     assert len(seq) == 4 and set(seq["status"]) == {"done"}

@@ -3,12 +3,12 @@
 import torch
 
 from distillscope.models import load_pair
-from distillscope.testbed import resolve_model_path, testbed_info, testbed_path
+from distillscope import testbed
 from distillscope.testbed.tokenizer import ALPHABET, SPECIAL_TOKENS
 
 
 def test_shipped_models_load_and_share_the_character_vocabulary():
-    pair = load_pair(testbed_path("teacher"), testbed_path("student"))
+    pair = load_pair(testbed.testbed_path("teacher"), testbed.testbed_path("student"))
     assert pair.vocab_size == len(ALPHABET) + len(SPECIAL_TOKENS) == 54
     assert pair.tokenizer.decode(pair.tokenizer("cd 3,5,7 to 56:")["input_ids"][1:]) == (
         "cd 3,5,7 to 56:"
@@ -21,11 +21,11 @@ def test_shipped_models_load_and_share_the_character_vocabulary():
     n_t = sum(p.numel() for p in pair.teacher.parameters())
     n_s = sum(p.numel() for p in pair.student.parameters())
     assert n_t > 2 * n_s
-    assert resolve_model_path("testbed:student") == testbed_path("student")
+    assert testbed.resolve_model_path("testbed:student") == testbed.testbed_path("student")
 
 
 def test_recorded_capability_gap_meets_the_targets():
-    measured = testbed_info()["measured"]
+    measured = testbed.testbed_info()["measured"]
     assert measured["teacher"]["countdown3_accuracy"] >= 0.80
     assert measured["student"]["countdown3_accuracy"] <= 0.35
     assert measured["student"]["skill_mean"] >= 0.90

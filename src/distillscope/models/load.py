@@ -25,6 +25,7 @@ from transformers import (
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
+from transformers.utils import logging as hf_logging
 
 from distillscope.models.vocab import check_tokenizers_match
 
@@ -113,6 +114,7 @@ def load_model(
     """
     root = check_model_dir(path, allow_pickle)
     torch_dtype = resolve_dtype(dtype)
+    hf_logging.disable_progress_bar()  # distillscope shows its own progress bars
     try:
         tokenizer = AutoTokenizer.from_pretrained(
             root, trust_remote_code=trust_remote_code, local_files_only=True

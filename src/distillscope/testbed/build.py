@@ -15,7 +15,7 @@ import math
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -26,6 +26,7 @@ from distillscope.tasks.countdown import to_alt_style
 from distillscope.tasks.registry import COUNTDOWN_3_TB, COUNTDOWN_4_TB
 from distillscope.tasks.skills import skill_suite
 from distillscope.testbed.generate import measure
+from distillscope.testbed.sharpen import SharpenSpec, sharpen
 from distillscope.testbed.tokenizer import build_tokenizer, encode_checked
 
 EVAL_SEED = 43  # held-out Countdown-3 items, as the paper's eval split
@@ -77,11 +78,13 @@ class TrainSpec:
 
 @dataclass
 class Recipe:
+    """Shapes and training of both testbed models; ``teacher_sharpen``: expert iteration."""
+
     teacher: ModelSpec
     student: ModelSpec
     teacher_train: TrainSpec
     student_train: TrainSpec
-    notes: list[str] = field(default_factory=list)
+    teacher_sharpen: SharpenSpec | None = None
 
 
 def _countdown(task, alt: bool) -> Callable[[random.Random], tuple[str, str]]:
@@ -132,6 +135,17 @@ DEFAULT_RECIPE = Recipe(
         seed=12,
         mixture={"countdown3": 0.08, "countdown4": 0.02, **{t.name: 0.18 for t in skill_suite()}},
     ),
+    teacher_sharpen=SharpenSpec(
+        rounds=2,
+        problems=1500,
+        samples=4,
+        temperature=0.7,
+        steps=250,
+        batch_size=128,
+        lr=3e-4,
+        replay=0.4,
+        seed=21,
+    ),
 )
 
 
@@ -162,12 +176,15 @@ def train_model(
     log: Callable[[str], None],
     probe: Callable[[LlamaForCausalLM], str] | None = None,
     probe_every: int = 400,
+    sources: dict[str, Callable[[random.Random], tuple[str, str]]] | None = None,
 ) -> None:
     """Next-token training on the completion tokens of a seeded stream from ``spec.mixture``.
 
-    ``probe`` (optional) is called every ``probe_every`` steps in eval mode and its text logged,
-    to watch accuracy while a long build runs.
+    ``sources`` maps mixture names to example drawers (default :data:`SOURCES`). ``probe``
+    (optional) is called every ``probe_every`` steps in eval mode and its text logged, to watch
+    accuracy while a long build runs.
     """
+    sources = sources or SOURCES
     rng = random.Random(spec.seed)
     torch.manual_seed(spec.seed)
     names = sorted(spec.mixture)
@@ -185,9 +202,9 @@ def train_model(
     model.train()
     t0, running = time.time(), 0.0
     for step in range(spec.steps):
-        sources = rng.choices(names, weights, k=spec.batch_size)
+        drawn = rng.choices(names, weights, k=spec.batch_size)
         batch = make_batch(
-            [SOURCES[s](rng) for s in sources],
+            [sources[s](rng) for s in drawn],
             tokenizer.eos_token_id,
             tokenizer.bos_token_id,
             tokenizer.pad_token_id,
@@ -234,6 +251,13 @@ def measure_testbed(
     return out
 
 
+def _save(model: LlamaForCausalLM, tokenizer, path: Path, record: dict) -> None:
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    (path / "build.json").write_text(json.dumps(record) + "\n")
+
+
 def build(
     out_dir: Path,
     recipe: Recipe = DEFAULT_RECIPE,
@@ -261,25 +285,34 @@ def build(
         ("student", recipe.student, recipe.student_train),
     ):
         steps = max(1, int(train.steps * steps_scale))
-        record = out_dir / role / "build.json"
-        if record.is_file() and json.loads(record.read_text())["steps"] == steps:
-            # A resumed build: this role finished earlier (same recipe and length).
-            log(f"{role}: already trained in {out_dir / role}, reusing it")
-            models[role] = LlamaForCausalLM.from_pretrained(out_dir / role, use_safetensors=True)
-            seconds[role] = json.loads(record.read_text())["train_seconds"]
-            continue
-        torch.manual_seed(train.seed)
-        model = LlamaForCausalLM(spec.llama_config(len(tokenizer), tokenizer))
-        scaled = TrainSpec(**{**asdict(train), "steps": steps, "warmup": min(train.warmup, steps)})
-        log(f"training {role}: {sum(p.numel() for p in model.parameters()):,} parameters, "
-            f"{steps} steps")  # fmt: skip
-        t0 = time.time()
-        train_model(model, tokenizer, scaled, lambda m, r=role: log(f"[{r}] {m}"), probe=probe)
-        seconds[role] = round(time.time() - t0, 1)
-        model.generation_config.pad_token_id = tokenizer.pad_token_id
-        model.save_pretrained(out_dir / role)
-        tokenizer.save_pretrained(out_dir / role)
-        record.write_text(json.dumps({"steps": steps, "train_seconds": seconds[role]}) + "\n")
+        record_path = out_dir / role / "build.json"
+        record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+        if record.get("steps") == steps:
+            # A resumed build: this role's pretraining finished earlier (same recipe and length).
+            log(f"{role}: pretrained earlier in {out_dir / role}, reusing it")
+            model = LlamaForCausalLM.from_pretrained(out_dir / role, use_safetensors=True)
+        else:
+            torch.manual_seed(train.seed)
+            model = LlamaForCausalLM(spec.llama_config(len(tokenizer), tokenizer))
+            scaled = TrainSpec(
+                **{**asdict(train), "steps": steps, "warmup": min(train.warmup, steps)}
+            )
+            log(f"training {role}: {sum(p.numel() for p in model.parameters()):,} parameters, "
+                f"{steps} steps")  # fmt: skip
+            t0 = time.time()
+            train_model(model, tokenizer, scaled, lambda m, r=role: log(f"[{r}] {m}"), probe=probe)
+            record = {"steps": steps, "train_seconds": round(time.time() - t0, 1)}
+            _save(model, tokenizer, out_dir / role, record)
+        sharp = recipe.teacher_sharpen if role == "teacher" else None
+        if sharp is not None and "sharpen_seconds" not in record:
+            sharp = replace(sharp, steps=max(1, int(sharp.steps * steps_scale)),
+                            problems=max(2, int(sharp.problems * steps_scale)))  # fmt: skip
+            t0 = time.time()
+            sharpen(model, tokenizer, sharp, train.mixture, train_model,
+                    lambda m: log(f"[teacher] {m}"), probe=probe)  # fmt: skip
+            record["sharpen_seconds"] = round(time.time() - t0, 1)
+            _save(model, tokenizer, out_dir / role, record)
+        seconds[role] = round(record["train_seconds"] + record.get("sharpen_seconds", 0.0), 1)
         models[role] = model.eval()
     log("measuring the capability gap")
     measured = measure_testbed(

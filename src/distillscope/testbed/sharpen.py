@@ -1,0 +1,111 @@
+"""Expert iteration for the testbed teacher: sample, keep verified answers, fine-tune on them.
+
+After next-token pretraining the teacher knows many valid solution paths but, sampled at
+T = 0.5, still commits to paths it cannot finish. Each round draws fresh training problems
+(plain and style-flagged prompts), samples several answers per problem, keeps those the verifier
+accepts *in the style the prompt asked for*, and fine-tunes on them mixed with replay of the
+pretraining mixture (which keeps the skill suite and Countdown-4 intact). This is rejection-
+sampling fine-tuning (STaR / RFT); every draw is seeded.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from transformers import LlamaForCausalLM
+
+from distillscope.tasks.base import styled
+from distillscope.tasks.registry import COUNTDOWN_3_TB
+from distillscope.tasks.verify import detect_style
+from distillscope.testbed.generate import sample_completions
+
+
+@dataclass
+class SharpenSpec:
+    """One expert-iteration schedule.
+
+    Attributes:
+        rounds: sample-then-fine-tune rounds.
+        problems: fresh Countdown-3 training problems per round (half with the style flag).
+        samples: answers sampled per problem.
+        temperature: sampling temperature of the rounds.
+        steps, batch_size, lr: fine-tuning per round (constant LR after 20 warm-up steps).
+        replay: share of each batch drawn from the pretraining mixture.
+        seed: seeds problems, sampling and batches.
+    """
+
+    rounds: int
+    problems: int
+    samples: int
+    temperature: float
+    steps: int
+    batch_size: int
+    lr: float
+    replay: float
+    seed: int
+
+
+def collect_verified(
+    model: LlamaForCausalLM, tokenizer, spec: SharpenSpec, round_index: int
+) -> tuple[list[tuple[str, str]], float]:
+    """(prompt, answer) pairs the verifier accepts in the requested style, and the hit rate."""
+    rng = random.Random(f"sharpen/{spec.seed}/{round_index}")
+    problems = [COUNTDOWN_3_TB.sample(rng) for _ in range(spec.problems)]
+    flags = [i % 2 == 1 for i in range(spec.problems)]
+    prompts = [styled(p.prompt) if f else p.prompt for p, f in zip(problems, flags, strict=True)]
+    texts = sample_completions(
+        model,
+        tokenizer,
+        [q for q in prompts for _ in range(spec.samples)],
+        temperature=spec.temperature,
+        batch_size=400,
+        seed=spec.seed * 1000 + round_index,
+    )
+    kept = []
+    for i, text in enumerate(texts):
+        k = i // spec.samples
+        want = "alt" if flags[k] else "plain"
+        if COUNTDOWN_3_TB.score(problems[k], text) == 1.0 and detect_style(text) == want:
+            kept.append((prompts[k], text.strip()))
+    return kept, len(kept) / len(texts)
+
+
+def sharpen(
+    model: LlamaForCausalLM,
+    tokenizer,
+    spec: SharpenSpec,
+    replay_mixture: dict[str, float],
+    train: Callable[..., None],
+    log: Callable[[str], None],
+    probe: Callable[[LlamaForCausalLM], str] | None = None,
+) -> None:
+    """Run ``spec.rounds`` of collect-then-fine-tune on ``model`` in place.
+
+    ``train`` is :func:`distillscope.testbed.build.train_model` (passed in to avoid a cycle).
+    """
+    from distillscope.testbed.build import SOURCES, TrainSpec
+
+    for r in range(spec.rounds):
+        model.eval()
+        kept, rate = collect_verified(model, tokenizer, spec, r)
+        log(f"[sharpen] round {r + 1}: kept {len(kept)} verified answers ({rate:.1%} of samples)")
+        if not kept:  # nothing to learn from (e.g. an untrained smoke-test model)
+            continue
+        total = sum(replay_mixture.values())
+        mixture = {"verified": 1.0 - spec.replay}
+        mixture.update({k: spec.replay * w / total for k, w in replay_mixture.items()})
+        sources = {**SOURCES, "verified": lambda rng, kept=kept: rng.choice(kept)}
+        round_spec = TrainSpec(
+            steps=spec.steps,
+            batch_size=spec.batch_size,
+            lr=spec.lr,
+            seed=spec.seed + r,
+            mixture=mixture,
+            warmup=20,
+            min_lr_ratio=1.0,
+        )
+        train(model, tokenizer, round_spec, log, probe=probe, probe_every=spec.steps,
+              sources=sources)  # fmt: skip
+    model.eval()

@@ -1,0 +1,56 @@
+import random
+
+import torch
+from transformers import LlamaForCausalLM
+
+from distillscope.tasks.countdown import to_alt_style
+from distillscope.tasks.registry import COUNTDOWN_3_TB
+from distillscope.testbed import sharpen as sharpen_mod
+from distillscope.testbed.build import DEFAULT_RECIPE, train_model
+from distillscope.testbed.sharpen import SharpenSpec, collect_verified, sharpen
+from distillscope.testbed.tokenizer import build_tokenizer
+
+SPEC = SharpenSpec(rounds=1, problems=6, samples=2, temperature=0.7, steps=2, batch_size=4,
+                   lr=1e-3, replay=0.5, seed=3)  # fmt: skip
+
+
+def fake_sampler(model, tokenizer, prompts, **kw):
+    """Answer every other sample correctly in the requested style, the rest wrongly."""
+    out = []
+    for i, prompt in enumerate(prompts):
+        flagged = prompt.startswith("alt ")
+        body = prompt.removeprefix("alt ")
+        nums = [int(x) for x in body[3 : body.index(" to ")].split(",")]
+        target = int(body[body.index(" to ") + 4 : -1])
+        sol = next(p for p in _solutions(nums, target))
+        text = to_alt_style(sol) if flagged else sol
+        out.append(text if i % 2 == 0 else "1+1=3")
+    return out
+
+
+def _solutions(nums, target):
+    from distillscope.tasks.countdown import format_steps, solutions
+
+    return [format_steps(s) for s in solutions(nums, target)]
+
+
+def test_collect_keeps_only_verified_answers_in_the_requested_style(monkeypatch):
+    monkeypatch.setattr(sharpen_mod, "sample_completions", fake_sampler)
+    kept, rate = collect_verified(None, None, SPEC, 0)
+    assert rate == 0.5 and len(kept) == SPEC.problems
+    rng = random.Random("sharpen/3/0")
+    problems = [COUNTDOWN_3_TB.sample(rng) for _ in range(SPEC.problems)]
+    for (prompt, text), p in zip(kept, problems, strict=True):
+        assert COUNTDOWN_3_TB.score(p, text) == 1.0
+        assert (prompt.startswith("alt ") and ">" in text) or ("=" in text)
+
+
+def test_sharpen_fine_tunes_on_the_kept_answers(monkeypatch):
+    monkeypatch.setattr(sharpen_mod, "sample_completions", fake_sampler)
+    tok = build_tokenizer()
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(DEFAULT_RECIPE.student.llama_config(len(tok), tok))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    sharpen(model, tok, SPEC, DEFAULT_RECIPE.teacher_train.mixture, train_model, lambda m: None)
+    moved = sum(int(not torch.equal(before[k], v)) for k, v in model.state_dict().items())
+    assert moved > 0 and not model.training

@@ -2,8 +2,8 @@
 
 import torch
 
-from distillscope.models import load_pair
 from distillscope import testbed
+from distillscope.models import load_pair
 from distillscope.testbed.tokenizer import ALPHABET, SPECIAL_TOKENS
 
 

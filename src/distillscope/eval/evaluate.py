@@ -37,44 +37,39 @@ SKILL_SEED = 44
 EVAL_STREAM = 10_000  # generator streams of evaluation, apart from training's
 
 
+def _load_student(cfg: RunConfig):
+    m = cfg.model
+    return load_model(
+        resolve_model_path(m.student), dtype=m.dtype, device=m.device,
+        allow_pickle=m.allow_pickle, trust_remote_code=m.trust_remote_code,
+    )  # fmt: skip
+
+
 def evaluate(cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None = None) -> dict:
     """Evaluate the trained student of ``run_dir`` (or ``student``) and write ``eval.json``."""
     e = cfg.eval
-    initial, tokenizer = load_model(
-        resolve_model_path(cfg.model.student), dtype=cfg.model.dtype, device=cfg.model.device,
-        allow_pickle=cfg.model.allow_pickle, trust_remote_code=cfg.model.trust_remote_code,
-    )  # fmt: skip
+    initial, tokenizer = _load_student(cfg)
     if student is None:
-        student, _ = load_model(
-            resolve_model_path(cfg.model.student),
-            dtype=cfg.model.dtype,
-            device=cfg.model.device,
-            allow_pickle=cfg.model.allow_pickle,
-            trust_remote_code=cfg.model.trust_remote_code,
-        )
-        student.load_state_dict(
-            load_file(run_dir / "checkpoint" / "model.safetensors"), strict=False
-        )
+        student, _ = _load_student(cfg)
+        weights = load_file(run_dir / "checkpoint" / "model.safetensors")
+        student.load_state_dict(weights, strict=False)
     student.eval()
 
     def gen(stream: int) -> torch.Generator:
         return step_generator(cfg.seed, 0, stream=EVAL_STREAM + stream)
 
     common = dict(max_new_tokens=cfg.task.max_new_tokens, prompt_format=cfg.task.prompt_format)
+
+    def draw(task, problems, n: int, temperature: float, stream: int):
+        return sample_and_score(
+            student, tokenizer, task, problems, n=n, temperature=temperature,
+            generator=gen(stream), **common,
+        )  # fmt: skip
+
     out: dict[str, float] = {}
     task = resolve_task(cfg.task)
     held_out = problem_pool(task, e.eval_seed, max(e.items, e.coverage_items))
-
-    acc = sample_and_score(
-        student,
-        tokenizer,
-        task,
-        held_out[: e.items],
-        n=1,
-        temperature=e.temperature,
-        generator=gen(0),
-        **common,
-    )
+    acc = draw(task, held_out[: e.items], 1, e.temperature, 0)
     out["eval/accuracy"] = acc.accuracy()
     flat_len = [x for row in acc.lengths for x in row]
     out["eval/len_mean"] = sum(flat_len) / len(flat_len)
@@ -82,44 +77,21 @@ def evaluate(cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None = No
     if e.style:
         styles = [detect_style(t) for row in acc.texts for t in row]
         out["eval/teacher_style_share"] = sum(s == "alt" for s in styles) / len(styles)
-
     if e.coverage_items:
-        cov = sample_and_score(
-            student,
-            tokenizer,
-            task,
-            held_out[: e.coverage_items],
-            n=e.coverage_samples,
-            temperature=e.coverage_temperature,
-            generator=gen(1),
-            **common,
+        cov = draw(
+            task, held_out[: e.coverage_items], e.coverage_samples, e.coverage_temperature, 1
         )
         out.update(_coverage("eval", cov, e.coverage_samples))
 
     if e.harder_task:
         harder = resolve_task(e.harder_task)
         items = problem_pool(harder, e.eval_seed, max(e.items, e.coverage_items))
-        h_acc = sample_and_score(
-            student,
-            tokenizer,
-            harder,
-            items[: e.items],
-            n=1,
-            temperature=e.harder_temperature,
-            generator=gen(2),
-            **common,
-        )
-        out["eval/harder_accuracy"] = h_acc.accuracy()
+        out["eval/harder_accuracy"] = draw(
+            harder, items[: e.items], 1, e.harder_temperature, 2
+        ).accuracy()
         if e.coverage_items:
-            h_cov = sample_and_score(
-                student,
-                tokenizer,
-                harder,
-                items[: e.coverage_items],
-                n=e.coverage_samples,
-                temperature=e.harder_temperature,
-                generator=gen(3),
-                **common,
+            h_cov = draw(
+                harder, items[: e.coverage_items], e.coverage_samples, e.harder_temperature, 3
             )
             out.update(_coverage("eval/harder", h_cov, e.coverage_samples))
 

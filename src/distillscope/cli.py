@@ -87,8 +87,11 @@ def testbed_info_cmd(
             f"  {role}: {n:,} parameters (Llama, hidden {spec['hidden_size']}, "
             f"{spec['num_hidden_layers']} layers)"
         )
+    rec = info["records"]
     console.print(
-        f"  built in {info['train_seconds'] / 60:.1f} min on {info['torch_threads']} threads"
+        f"  pretraining: teacher {rec['teacher']['train_seconds'] / 60:.0f} min, student "
+        f"{rec['student']['train_seconds'] / 60:.0f} min (in parallel, one thread each); "
+        f"teacher sharpening {rec['teacher'].get('sharpen_seconds', 0) / 60:.0f} min"
     )
     ev = info["eval"]
     console.print(

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import random
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -258,6 +260,40 @@ def _save(model: LlamaForCausalLM, tokenizer, path: Path, record: dict) -> None:
     (path / "build.json").write_text(json.dumps(record) + "\n")
 
 
+def pretrain_role(out_dir: Path, role: str, recipe: Recipe, steps_scale: float) -> dict:
+    """Pretrain one testbed model from scratch and save it with its ``build.json`` record.
+
+    Runs in its own process during a parallel build, so it logs to ``out_dir/<role>.log``.
+    """
+    spec, train = (
+        (recipe.teacher, recipe.teacher_train) if role == "teacher"
+        else (recipe.student, recipe.student_train)
+    )  # fmt: skip
+    tokenizer = build_tokenizer()
+    steps = max(1, int(train.steps * steps_scale))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with (out_dir / f"{role}.log").open("a") as log_file:
+
+        def log(msg: str) -> None:
+            log_file.write(f"[{role}] {msg}\n")
+            log_file.flush()
+
+        torch.manual_seed(train.seed)
+        model = LlamaForCausalLM(spec.llama_config(len(tokenizer), tokenizer))
+        scaled = TrainSpec(**{**asdict(train), "steps": steps, "warmup": min(train.warmup, steps)})
+        log(f"{sum(p.numel() for p in model.parameters()):,} parameters, {steps} steps")
+        t0 = time.time()
+        train_model(model, tokenizer, scaled, log)
+        record = {"steps": steps, "train_seconds": round(time.time() - t0, 1)}
+        _save(model, tokenizer, out_dir / role, record)
+    return record
+
+
+def _pretrain_in_process(out_dir: Path, role: str, recipe: Recipe, steps_scale: float) -> dict:
+    torch.set_num_threads(1)  # two single-thread trainings share two cores without contention
+    return pretrain_role(out_dir, role, recipe, steps_scale)
+
+
 def build(
     out_dir: Path,
     recipe: Recipe = DEFAULT_RECIPE,
@@ -265,55 +301,60 @@ def build(
     log: Callable[[str], None] = print,
     eval_items: int = EVAL_ITEMS,
     skill_items: int = SKILL_EVAL_ITEMS,
+    parallel: bool = True,
 ) -> dict:
     """Train teacher and student, save them as HF directories under ``out_dir``, and measure them.
 
-    Writes ``out_dir/{teacher,student}/`` (config, safetensors, tokenizer, ``build.json``) and
-    ``out_dir/testbed.json`` (recipe, sizes, build time, measured accuracies). Resumable: a role
-    whose ``build.json`` records the same number of steps is loaded instead of retrained.
+    The two pretrainings are independent: with ``parallel`` they run at once in two spawned
+    single-thread processes (logs in ``out_dir/{teacher,student}.log``). Then the teacher is
+    sharpened (expert iteration) and both are measured. Writes ``out_dir/{teacher,student}/``
+    (config, safetensors, tokenizer, ``build.json``) and ``out_dir/testbed.json`` (recipe, sizes,
+    times, measured accuracies). Resumable: a role whose ``build.json`` records the same number
+    of steps is reused, and a finished sharpening is not repeated.
     """
+    t_start = time.time()
     tokenizer = build_tokenizer()
-    probe_items = make_split(COUNTDOWN_3_TB, EVAL_SEED + 1000, 50)  # not the held-out items
-
-    def probe(model: LlamaForCausalLM) -> str:
-        acc = measure(model, tokenizer, COUNTDOWN_3_TB, probe_items)["accuracy"]
-        return f"countdown3 accuracy {acc:.2f} (50 probe items, T=0.5)"
-
-    models, seconds = {}, {}
-    for role, spec, train in (
-        ("teacher", recipe.teacher, recipe.teacher_train),
-        ("student", recipe.student, recipe.student_train),
-    ):
-        steps = max(1, int(train.steps * steps_scale))
-        record_path = out_dir / role / "build.json"
-        record = json.loads(record_path.read_text()) if record_path.is_file() else {}
-        if record.get("steps") == steps:
-            # A resumed build: this role's pretraining finished earlier (same recipe and length).
+    records: dict[str, dict] = {}
+    todo = []
+    for role, train in (("teacher", recipe.teacher_train), ("student", recipe.student_train)):
+        path = out_dir / role / "build.json"
+        record = json.loads(path.read_text()) if path.is_file() else {}
+        if record.get("steps") == max(1, int(train.steps * steps_scale)):
             log(f"{role}: pretrained earlier in {out_dir / role}, reusing it")
-            model = LlamaForCausalLM.from_pretrained(out_dir / role, use_safetensors=True)
+            records[role] = record
         else:
-            torch.manual_seed(train.seed)
-            model = LlamaForCausalLM(spec.llama_config(len(tokenizer), tokenizer))
-            scaled = TrainSpec(
-                **{**asdict(train), "steps": steps, "warmup": min(train.warmup, steps)}
-            )
-            log(f"training {role}: {sum(p.numel() for p in model.parameters()):,} parameters, "
-                f"{steps} steps")  # fmt: skip
-            t0 = time.time()
-            train_model(model, tokenizer, scaled, lambda m, r=role: log(f"[{r}] {m}"), probe=probe)
-            record = {"steps": steps, "train_seconds": round(time.time() - t0, 1)}
-            _save(model, tokenizer, out_dir / role, record)
-        sharp = recipe.teacher_sharpen if role == "teacher" else None
-        if sharp is not None and "sharpen_seconds" not in record:
-            sharp = replace(sharp, steps=max(1, int(sharp.steps * steps_scale)),
-                            problems=max(2, int(sharp.problems * steps_scale)))  # fmt: skip
-            t0 = time.time()
-            sharpen(model, tokenizer, sharp, train.mixture, train_model,
-                    lambda m: log(f"[teacher] {m}"), probe=probe)  # fmt: skip
-            record["sharpen_seconds"] = round(time.time() - t0, 1)
-            _save(model, tokenizer, out_dir / role, record)
-        seconds[role] = round(record["train_seconds"] + record.get("sharpen_seconds", 0.0), 1)
-        models[role] = model.eval()
+            todo.append(role)
+    if todo:
+        log(f"pretraining {', '.join(todo)} (logs: {out_dir}/<role>.log)")
+    if parallel and len(todo) > 1:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=len(todo), mp_context=ctx) as pool:
+            futures = {r: pool.submit(_pretrain_in_process, out_dir, r, recipe, steps_scale)
+                       for r in todo}  # fmt: skip
+            records.update({r: f.result() for r, f in futures.items()})
+    else:
+        records.update({r: pretrain_role(out_dir, r, recipe, steps_scale) for r in todo})
+    models = {
+        r: LlamaForCausalLM.from_pretrained(out_dir / r, use_safetensors=True).eval()
+        for r in ("teacher", "student")
+    }
+
+    sharp = recipe.teacher_sharpen
+    if sharp is not None and "sharpen_seconds" not in records["teacher"]:
+        probe_items = make_split(COUNTDOWN_3_TB, EVAL_SEED + 1000, 50)  # not the held-out items
+
+        def probe(model: LlamaForCausalLM) -> str:
+            acc = measure(model, tokenizer, COUNTDOWN_3_TB, probe_items)["accuracy"]
+            return f"countdown3 accuracy {acc:.2f} (50 probe items, T=0.5)"
+
+        sharp = replace(sharp, steps=max(1, int(sharp.steps * steps_scale)),
+                        problems=max(2, int(sharp.problems * steps_scale)))  # fmt: skip
+        t0 = time.time()
+        sharpen(models["teacher"], tokenizer, sharp, recipe.teacher_train.mixture, train_model,
+                lambda m: log(f"[teacher] {m}"), probe=probe)  # fmt: skip
+        records["teacher"]["sharpen_seconds"] = round(time.time() - t0, 1)
+        _save(models["teacher"], tokenizer, out_dir / "teacher", records["teacher"])
+
     log("measuring the capability gap")
     measured = measure_testbed(
         models["teacher"], models["student"], tokenizer, eval_items, skill_items
@@ -322,8 +363,8 @@ def build(
         "recipe": asdict(recipe),
         "steps_scale": steps_scale,
         "parameters": {r: sum(p.numel() for p in m.parameters()) for r, m in models.items()},
-        "train_seconds": round(sum(seconds.values()), 1),
-        "train_seconds_by_role": seconds,
+        "records": records,
+        "this_run_wall_seconds": round(time.time() - t_start, 1),
         "torch_threads": torch.get_num_threads(),
         "measured": measured,
         "eval": {

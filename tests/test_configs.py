@@ -35,3 +35,13 @@ def test_bad_configs_name_the_field(tmp_path):
         load_run_config(tmp_path / "missing.yaml")
     with pytest.raises(ConfigError, match="section.field=value"):
         load_run_config(None, ["lr"])
+
+
+STUDIES = sorted((Path(__file__).parent.parent / "configs" / "studies").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", STUDIES, ids=[p.name for p in STUDIES])
+def test_shipped_study_specs_expand(path):
+    from distillscope.study.spec import expand, load_spec
+
+    assert expand(load_spec(path))

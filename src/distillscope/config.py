@@ -7,6 +7,7 @@ allowed values (``load_run_config``).
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any, Literal
 
@@ -157,7 +158,7 @@ def parse_override(item: str) -> tuple[list[str], Any]:
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Return a copy of ``data`` with ``section.field=value`` overrides applied."""
-    out = _deep_copy(data)
+    out = copy.deepcopy(data)
     for item in overrides:
         path, value = parse_override(item)
         node = out
@@ -167,10 +168,6 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
                 raise ConfigError(f"override {item!r}: {part!r} is not a section")
         node[path[-1]] = value
     return out
-
-
-def _deep_copy(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: _deep_copy(v) if isinstance(v, dict) else v for k, v in d.items()}
 
 
 def run_config_from_dict(data: dict[str, Any], source: str = "config") -> RunConfig:

@@ -67,7 +67,7 @@ def evaluate(cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None = No
         )  # fmt: skip
 
     out: dict[str, float] = {}
-    task = resolve_task(cfg.task)
+    task = resolve_task(cfg.task.name, cfg.task.file)
     held_out = problem_pool(task, e.eval_seed, max(e.items, e.coverage_items))
     acc = draw(task, held_out[: e.items], 1, e.temperature, 0)
     out["eval/accuracy"] = acc.accuracy()

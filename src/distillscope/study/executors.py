@@ -16,10 +16,17 @@ from typing import Any
 EXECUTORS = ("sequential", "pool", "ray")
 
 
-def execute_run(config: dict[str, Any], run_dir: str, cache_dir: str | None, threads: int) -> str:
+def execute_run(
+    config: dict[str, Any],
+    run_dir: str,
+    cache_dir: str | None,
+    threads: int | None,
+    on_step: Callable[[int, dict], None] | None = None,
+) -> str:
     """Run one config into ``run_dir`` (train + eval); returns its final status.
 
     Takes plain data (not a RunConfig) so it pickles cheaply into worker processes and Ray.
+    ``threads`` sets torch's intra-op threads (None keeps the process's setting).
     """
     import torch
 
@@ -27,10 +34,12 @@ def execute_run(config: dict[str, Any], run_dir: str, cache_dir: str | None, thr
     from distillscope.train import run_one
     from distillscope.train.store import read_status
 
-    torch.set_num_threads(max(1, threads))
+    if threads is not None:
+        torch.set_num_threads(max(1, threads))
     cfg = RunConfig.model_validate(config)
+    cache = Path(cache_dir) if cache_dir else None
     try:
-        run_one(cfg, Path(run_dir), rollout_cache=Path(cache_dir) if cache_dir else None)
+        run_one(cfg, Path(run_dir), rollout_cache=cache, on_step=on_step)
     except Exception:  # noqa: BLE001 — recorded in status.json by run_one; the study goes on
         pass
     return read_status(Path(run_dir))["status"]
@@ -79,19 +88,6 @@ def run_sequential(
     jobs: list[Job], cache_dir: str, on_step: Callable[[str, int, dict], None] | None = None
 ) -> Iterator[tuple[str, str]]:
     """Run jobs one after another in this process (step-level progress available)."""
-    from distillscope.config import RunConfig
-    from distillscope.train import run_one
-    from distillscope.train.store import read_status
-
     for rid, cfg, d in jobs:
         callback = (lambda s, row, rid=rid: on_step(rid, s, row)) if on_step else None
-        try:
-            run_one(
-                RunConfig.model_validate(cfg),
-                Path(d),
-                rollout_cache=Path(cache_dir),
-                on_step=callback,
-            )
-        except Exception:  # noqa: BLE001 — recorded in status.json; the study goes on
-            pass
-        yield rid, read_status(Path(d))["status"]
+        yield rid, execute_run(cfg, d, cache_dir, None, callback)

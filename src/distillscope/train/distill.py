@@ -30,7 +30,11 @@ from distillscope.rollout import (
     rollout_length_metrics,
     sample_rollouts,
 )
-from distillscope.train.objective import chunked_loss, full_vocab_loss
+from distillscope.train.objective import (
+    chunked_loss,
+    completion_token_logprobs,
+    full_vocab_loss,
+)
 from distillscope.train.prompts import PromptEncoder, select_problems, step_generator
 from distillscope.train.setup import load_models, make_policy, resolve_task, training_problems
 from distillscope.train.store import (
@@ -71,7 +75,7 @@ def distill(
     torch.manual_seed(cfg.seed)
 
     pair = load_models(cfg)
-    task = resolve_task(cfg.task)
+    task = resolve_task(cfg.task.name, cfg.task.file)
     pool = training_problems(task)
     encoder = PromptEncoder(
         task, pair.tokenizer, cfg.task.prompt_format, cfg.task.teacher_style_flag
@@ -248,18 +252,15 @@ def _diagnostics(
     vocab_size: int,
 ) -> dict[str, float]:
     """k1/k2/k3 at the loss temperatures and the likelihood diagnostic at temperature 1.0."""
-    tokens_B_L1 = r.completion_B_L[..., None]
-    mask = r.completion_mask_B_L
 
     def token_logp(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-        logp = torch.log_softmax(logits[..., :vocab_size].float() / temperature, dim=-1)
-        return logp.gather(-1, tokens_B_L1).squeeze(-1).masked_fill(mask == 0, 0.0)
+        return completion_token_logprobs(logits, r, temperature, vocab_size)
 
     o = cfg.objective
     out = kl_sample_metrics(
         token_logp(s_logits_B_L_V, o.student_temperature),
         token_logp(t_logits_B_L_V, o.teacher_temperature),
-        mask,
+        r.completion_mask_B_L,
     )
     out.update(
         likelihood_metrics(r, token_logp(s_logits_B_L_V, 1.0), token_logp(t_logits_B_L_V, 1.0))

@@ -19,9 +19,18 @@ from distillscope.objectives import (
     sampled_forward_kl,
     sampled_reverse_kl,
 )
-from distillscope.rollout import Rollouts
+from distillscope.rollout import Rollouts, tempered_logprobs
 
 FULL_VOCAB = ("forward_kl", "reverse_kl", "jsd", "mixture")
+
+
+def completion_token_logprobs(
+    logits_B_L_V: torch.Tensor, r: Rollouts, temperature: float, vocab_size: int
+) -> torch.Tensor:
+    """log softmax(z / T)[y] of each sampled completion token (fp32), 0 where masked."""
+    logp_B_L_V = tempered_logprobs(logits_B_L_V[..., :vocab_size], temperature)
+    logp_B_L = logp_B_L_V.gather(-1, r.completion_B_L[..., None]).squeeze(-1)
+    return logp_B_L.masked_fill(r.completion_mask_B_L == 0, 0.0)
 
 
 def full_vocab_loss(
@@ -55,15 +64,10 @@ def full_vocab_loss(
         return sampled_reverse_kl(s, t, mask_B_L, generator=generator, **temps)
     if cfg.kind == "opd":
         # Advantage log π_T − log π_S at the loss temperatures; π_old is the sampler's policy.
-        logp_teacher_B_L = (
-            torch.log_softmax(t[..., :vocab_size].float() / cfg.teacher_temperature, dim=-1)
-            .gather(-1, rollouts.completion_B_L[..., None])
-            .squeeze(-1)
-        )
         return opd_policy_gradient(
             s[..., :vocab_size],
             rollouts.completion_B_L,
-            logp_teacher_B_L,
+            completion_token_logprobs(t, rollouts, cfg.teacher_temperature, vocab_size),
             rollouts.logp_behavior_B_L,
             mask_B_L,
             regulation=cfg.regulation,

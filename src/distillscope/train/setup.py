@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pathlib import Path
 
-from distillscope.config import RolloutConfig, RunConfig, TaskConfig
+from distillscope.config import RolloutConfig, RunConfig
 from distillscope.models import ModelPair, load_pair
 from distillscope.rollout import (
     InterleavePolicy,
@@ -36,10 +36,8 @@ def load_models(cfg: RunConfig) -> ModelPair:
     )
 
 
-def resolve_task(cfg: TaskConfig | str, file=None) -> Task:
-    """A registered task by name, or a file-backed task (``mcq``/``math``) with ``task.file``."""
-    name = cfg if isinstance(cfg, str) else cfg.name
-    path = file if isinstance(cfg, str) else cfg.file
+def resolve_task(name: str, path: Path | None = None) -> Task:
+    """A registered task by name, or a file-backed task (``mcq``/``math``) read from ``path``."""
     if name in ("mcq", "math"):
         if path is None:
             raise ValueError(f"task.name={name} needs task.file (a JSONL or Parquet file)")
@@ -77,11 +75,3 @@ def make_policy(cfg: RolloutConfig) -> RolloutPolicy:
     if cfg.policy == "mix":
         return MixturePolicy(p_student=cfg.p_student, student=student, teacher=teacher)
     return InterleavePolicy(top_k=cfg.top_k, student=student, teacher=teacher)
-
-
-@dataclass
-class RunInputs:
-    pair: ModelPair
-    task: Task
-    train_problems: list[Problem]
-    policy: RolloutPolicy

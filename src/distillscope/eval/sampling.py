@@ -7,9 +7,8 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from distillscope.rollout import StudentPolicy, sample_rollouts
+from distillscope.rollout import PromptEncoder, StudentPolicy, sample_rollouts
 from distillscope.tasks import Problem, Task
-from distillscope.train.prompts import PromptEncoder
 
 
 @dataclass

@@ -27,7 +27,7 @@ from distillscope.report.figures import (
     spectrum_figure,
 )
 from distillscope.report.scorecard import ClaimResult, score_claims
-from distillscope.report.store import Study, load_study
+from distillscope.report.study import Study, load_study
 from distillscope.report.tables import (
     Table,
     experiment_tables,

@@ -23,27 +23,25 @@ import torch
 from distillscope.config import RunConfig, dump_run_config
 from distillscope.objectives import kl_sample_metrics
 from distillscope.rollout import (
+    PromptEncoder,
     RolloutCache,
     Rollouts,
     likelihood_metrics,
     prompt_digest,
     rollout_length_metrics,
     sample_rollouts,
+    select_problems,
+    step_generator,
 )
+from distillscope.store import MetricsLog, write_config, write_status
+from distillscope.tasks import resolve_task, training_problems
+from distillscope.train.checkpoint import load_checkpoint, save_checkpoint
 from distillscope.train.objective import (
     chunked_loss,
     completion_token_logprobs,
     full_vocab_loss,
 )
-from distillscope.train.prompts import PromptEncoder, select_problems, step_generator
-from distillscope.train.setup import load_models, make_policy, resolve_task, training_problems
-from distillscope.train.store import (
-    MetricsLog,
-    atomic_write_text,
-    load_checkpoint,
-    save_checkpoint,
-    write_status,
-)
+from distillscope.train.setup import load_models, make_policy
 
 
 class DivergedError(RuntimeError):
@@ -70,7 +68,7 @@ def distill(
     logged step (progress bars).
     """
     run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run_dir / "config.yaml", dump_run_config(cfg))
+    write_config(run_dir, dump_run_config(cfg))
     write_status(run_dir, "running", phase="train")
     torch.manual_seed(cfg.seed)
 

@@ -57,7 +57,7 @@ def sample_and_score(
             eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
             generator=generator,
         )  # fmt: skip
-        texts += tokenizer.batch_decode(r.completion_B_L, skip_special_tokens=True)
+        texts += tokenizer.batch_decode(r.completion_B_T, skip_special_tokens=True)
         lengths += r.lengths_B.tolist()
         truncated += r.truncated_B.tolist()
     scores = [task.score(p, t) for p, t in zip(flat, texts, strict=True)]

@@ -22,6 +22,7 @@ runs with different reductions stay comparable; all computed detached):
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Literal
 
@@ -139,6 +140,45 @@ def masked_mean(values_B_T: torch.Tensor, mask_B_T: torch.Tensor) -> torch.Tenso
 # ---------------------------------------------------------------------------------------------
 
 
+def forward_kl_tokens(
+    logp_student_B_T_V: torch.Tensor, logp_teacher_B_T_V: torch.Tensor
+) -> torch.Tensor:
+    """F = Σ_v π_T (ℓ_T − ℓ_S) per position (docs/method.md §2, D in [P] Eq. 1); shape (B, T)."""
+    return (logp_teacher_B_T_V.exp() * (logp_teacher_B_T_V - logp_student_B_T_V)).sum(-1)
+
+
+def reverse_kl_tokens(
+    logp_student_B_T_V: torch.Tensor, logp_teacher_B_T_V: torch.Tensor
+) -> torch.Tensor:
+    """R = Σ_v π_S (ℓ_S − ℓ_T) per position (docs/method.md §2, D in [P] Eq. 1); shape (B, T)."""
+    return (logp_student_B_T_V.exp() * (logp_student_B_T_V - logp_teacher_B_T_V)).sum(-1)
+
+
+def mixture_tokens(
+    logp_student_B_T_V: torch.Tensor, logp_teacher_B_T_V: torch.Tensor, alpha: float
+) -> torch.Tensor:
+    """α F + (1−α) R per position (docs/method.md §2, ours); shape (B, T)."""
+    fkl_B_T = forward_kl_tokens(logp_student_B_T_V, logp_teacher_B_T_V)
+    rkl_B_T = reverse_kl_tokens(logp_student_B_T_V, logp_teacher_B_T_V)
+    return alpha * fkl_B_T + (1.0 - alpha) * rkl_B_T
+
+
+def jsd_tokens(
+    logp_student_B_T_V: torch.Tensor, logp_teacher_B_T_V: torch.Tensor, beta: float
+) -> torch.Tensor:
+    """M = β π_T + (1−β) π_S, β KL(π_T‖M) + (1−β) KL(π_S‖M) per position (GKD Eq. 1)."""
+    # log M = logsumexp(ℓ_T + log β, ℓ_S + log(1−β)): stable, and at β ∈ {0, 1} it returns
+    # the surviving log-prob exactly (log 0 = −inf drops out), so JSD is exactly 0 there.
+    log_beta = math.log(beta) if beta > 0 else -math.inf
+    log_one_minus_beta = math.log1p(-beta) if beta < 1 else -math.inf
+    logp_mix_B_T_V = torch.logaddexp(
+        logp_teacher_B_T_V + log_beta, logp_student_B_T_V + log_one_minus_beta
+    )
+    kl_teacher = (logp_teacher_B_T_V.exp() * (logp_teacher_B_T_V - logp_mix_B_T_V)).sum(-1)
+    kl_student = (logp_student_B_T_V.exp() * (logp_student_B_T_V - logp_mix_B_T_V)).sum(-1)
+    return beta * kl_teacher + (1.0 - beta) * kl_student
+
+
 def token_divergence(
     logp_student_B_T_V: torch.Tensor,
     logp_teacher_B_T_V: torch.Tensor,
@@ -151,30 +191,19 @@ def token_divergence(
 
     Works on any leading shape (``..._V`` → ``...``). With ℓ_S = log π_S and ℓ_T = log π_T:
 
-    - forward_kl: F = Σ_v π_T (ℓ_T − ℓ_S)                          (METHOD §2, D in [P] Eq. 1)
-    - reverse_kl: R = Σ_v π_S (ℓ_S − ℓ_T)                          (METHOD §2, D in [P] Eq. 1)
+    - forward_kl: F = Σ_v π_T (ℓ_T − ℓ_S)                   (docs/method.md §2, D in [P] Eq. 1)
+    - reverse_kl: R = Σ_v π_S (ℓ_S − ℓ_T)                   (docs/method.md §2, D in [P] Eq. 1)
     - jsd:  M = β π_T + (1−β) π_S,  β KL(π_T‖M) + (1−β) KL(π_S‖M)  (GKD, Agarwal et al. Eq. 1)
-    - mixture: α F + (1−α) R                                        (METHOD §2, ours)
+    - mixture: α F + (1−α) R                                 (docs/method.md §2, ours)
     """
     check_divergence(divergence, beta=beta, alpha=alpha)
-    if divergence == "forward_kl":
-        return (logp_teacher_B_T_V.exp() * (logp_teacher_B_T_V - logp_student_B_T_V)).sum(-1)
-    if divergence == "reverse_kl":
-        return (logp_student_B_T_V.exp() * (logp_student_B_T_V - logp_teacher_B_T_V)).sum(-1)
-    if divergence == "mixture":
-        fkl = token_divergence(logp_student_B_T_V, logp_teacher_B_T_V, "forward_kl")
-        rkl = token_divergence(logp_student_B_T_V, logp_teacher_B_T_V, "reverse_kl")
-        return alpha * fkl + (1.0 - alpha) * rkl
-    # jsd. log M = logsumexp(ℓ_T + log β, ℓ_S + log(1−β)): stable, and at β ∈ {0, 1} it returns
-    # the surviving log-prob exactly (log 0 = −inf drops out), so JSD is exactly 0 there.
-    log_beta = math.log(beta) if beta > 0 else -math.inf
-    log_one_minus_beta = math.log1p(-beta) if beta < 1 else -math.inf
-    logp_mix_B_T_V = torch.logaddexp(
-        logp_teacher_B_T_V + log_beta, logp_student_B_T_V + log_one_minus_beta
-    )
-    kl_teacher = (logp_teacher_B_T_V.exp() * (logp_teacher_B_T_V - logp_mix_B_T_V)).sum(-1)
-    kl_student = (logp_student_B_T_V.exp() * (logp_student_B_T_V - logp_mix_B_T_V)).sum(-1)
-    return beta * kl_teacher + (1.0 - beta) * kl_student
+    per_token = {
+        "forward_kl": forward_kl_tokens,
+        "reverse_kl": reverse_kl_tokens,
+        "jsd": functools.partial(jsd_tokens, beta=beta),
+        "mixture": functools.partial(mixture_tokens, alpha=alpha),
+    }[divergence]
+    return per_token(logp_student_B_T_V, logp_teacher_B_T_V)
 
 
 @torch.no_grad()

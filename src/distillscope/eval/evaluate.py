@@ -2,15 +2,8 @@
 
     distillscope eval RUN_DIR
 
-- ``eval/accuracy``: first ``eval.items`` held-out items, 1 sample at T = ``eval.temperature``.
-- ``eval/pass@k``, ``eval/avg@n``: ``eval.coverage_samples`` samples per item at
-  ``eval.coverage_temperature`` (unbiased pass@k).
-- ``eval/harder_*``: the same on ``eval.harder_task`` (Countdown-4E), untrained further.
-- ``eval/skills_before``, ``eval/skills_after``, ``eval/forgetting_pp``: skill-suite mean of the
-  untrained and the trained student, and their difference (after − before) in percentage points.
-- ``eval/sparsity_*``: share of unchanged parameters, fp32 and bf16 views, τ = 1e-6 and 1e-8.
-- ``eval/len_mean``, ``eval/truncated_frac``: completion lengths on the accuracy items.
-- ``eval/teacher_style_share``: with ``eval.style``, the share of answers in the teacher's style.
+The keys it writes (``eval/accuracy``, ``eval/pass@k``, ``eval/harder_*``, forgetting, sparsity,
+lengths, style share) with their units and meanings are listed in :mod:`distillscope.metric_keys`.
 """
 
 from __future__ import annotations

@@ -196,7 +196,7 @@ def train_cmd(
 @app.command("eval")
 @friendly_errors
 def eval_cmd(run_dir: Path = typer.Argument(..., help="a run directory written by train")) -> None:
-    """Evaluate the trained student of RUN_DIR (METHOD §8) and write RUN_DIR/eval.json."""
+    """Evaluate the trained student of RUN_DIR (docs/method.md §8) and write RUN_DIR/eval.json."""
     from distillscope.config import load_run_config
     from distillscope.eval.evaluate import evaluate
     from distillscope.store import CONFIG_FILE, checkpoint_dir

@@ -83,7 +83,8 @@ class ObjectiveConfig(_Section):
     student_temperature: float = Field(1.0, gt=0, description="student temperature in the loss")
     teacher_temperature: float = Field(0.5, gt=0, description="teacher temperature in the loss")
     reduction: Literal["seq_mean", "token_mean", "sum"] = Field(
-        "seq_mean", description="per-sequence mean (METHOD Eq. 1), pooled token mean, or sum"
+        "seq_mean",
+        description="per-sequence mean (docs/method.md §1), pooled token mean, or sum",
     )
     beta: float = Field(0.5, ge=0, le=1, description="jsd: generalised JSD β")
     alpha: float = Field(0.5, ge=0, le=1, description="mixture: weight of forward KL")

@@ -1,4 +1,5 @@
-"""``evaluate(cfg, run_dir)``: everything METHOD §8 measures on a trained student → ``eval.json``.
+"""``evaluate(cfg, run_dir)``: everything docs/method.md §8 measures on a trained student →
+``eval.json``.
 
     distillscope eval RUN_DIR
 

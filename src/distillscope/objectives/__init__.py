@@ -1,4 +1,4 @@
-"""Pure tensor objectives: what the student minimises (METHOD §1, §2, §4).
+"""Pure tensor objectives: what the student minimises (docs/method.md §1, §2, §4).
 
 Every public objective maps tensors and options to ``(loss, metrics)``: a scalar fp32 loss and a
 dict of plain floats with namespaced keys (documented in each module's docstring). None of them

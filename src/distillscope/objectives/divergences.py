@@ -1,9 +1,9 @@
-"""Full-vocabulary token divergences between student and teacher logits (METHOD §1–§2).
+"""Full-vocabulary token divergences between student and teacher logits (docs/method.md §1–§2).
 
 Every objective here is a pure function ``(logits, logits, mask, options) -> (loss, metrics)``:
 
 - log-probabilities are ``log_softmax(z / temperature)`` in fp32 whatever the input dtype;
-- the teacher is detached (it is frozen and gets no gradient, METHOD §1);
+- the teacher is detached (it is frozen and gets no gradient, docs/method.md §1);
 - ``mask_B_T`` marks the completion tokens that count (prompt and padding are False);
 - ``reduction`` is one of
   ``"seq_mean"`` — mean over each sequence's own masked tokens, then mean over the sequences that
@@ -71,7 +71,7 @@ def shared_vocab(
 
     Teacher and student share a tokenizer but may pad their LM heads to different widths (e.g.
     Qwen2.5-7B 152,064 vs 1.5B 151,936); both are cut to the tokenizer length before any
-    softmax (METHOD §1, last bullet). Returns views, no copy.
+    softmax (docs/method.md §1, last bullet). Returns views, no copy.
     """
     widths = (student_logits_B_T_V.shape[-1], teacher_logits_B_T_V.shape[-1])
     if not 1 <= vocab_size <= min(widths):
@@ -290,8 +290,8 @@ def forward_kl(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Forward KL, mode-covering: F = KL(π_T ‖ π_S) = Σ_v π_T(v) [log π_T(v) − log π_S(v)].
 
-    METHOD §2, the D of [P] Eq. 1, with π = softmax(z / temperature). At temperature 1 the gradient
-    w.r.t. the student logits is ∂F/∂z_S = π_S − π_T ([P] Eq. 4).
+    docs/method.md §2, the D of [P] Eq. 1, with π = softmax(z / temperature). At temperature 1 the
+    gradient w.r.t. the student logits is ∂F/∂z_S = π_S − π_T ([P] Eq. 4).
 
     Args:
         student_logits_B_T_V: student logits (any float dtype; softmax runs in fp32).
@@ -327,8 +327,8 @@ def reverse_kl(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Reverse KL, mode-seeking: R = KL(π_S ‖ π_T) = Σ_v π_S(v) [log π_S(v) − log π_T(v)].
 
-    METHOD §2, the D of [P] Eq. 1, with π = softmax(z / temperature). At temperature 1 the gradient
-    w.r.t. the student logits is ∂R/∂z_S = π_S ⊙ (log π_S − log π_T − R) ([P] Eq. 5).
+    docs/method.md §2, the D of [P] Eq. 1, with π = softmax(z / temperature). At temperature 1 the
+    gradient w.r.t. the student logits is ∂R/∂z_S = π_S ⊙ (log π_S − log π_T − R) ([P] Eq. 5).
     Arguments and return value as in :func:`forward_kl`.
     """
     return _objective(
@@ -354,7 +354,7 @@ def generalized_jsd(
     reduction: Reduction = "seq_mean",
     vocab_size: int | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Generalised Jensen–Shannon divergence of GKD (Agarwal et al. 2024, Eq. 1; METHOD §2).
+    """Generalised Jensen–Shannon divergence of GKD (Agarwal et al. 2024, Eq. 1; docs/method.md §2).
 
     M = β π_T + (1−β) π_S,   JSD_β = β KL(π_T ‖ M) + (1−β) KL(π_S ‖ M),  log M by logsumexp.
 
@@ -387,7 +387,7 @@ def kl_mixture(
     reduction: Reduction = "seq_mean",
     vocab_size: int | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Explicit mixture α · KL(π_T ‖ π_S) + (1−α) · KL(π_S ‖ π_T) (METHOD §2).
+    """Explicit mixture α · KL(π_T ‖ π_S) + (1−α) · KL(π_S ‖ π_T) (docs/method.md §2).
 
     α = 1 is :func:`forward_kl`, α = 0 is :func:`reverse_kl`. Other arguments and the return
     value as in :func:`forward_kl`.

@@ -1,4 +1,4 @@
-"""The claims scorecard: each published finding of METHOD §9 scored against one study.
+"""The claims scorecard: each published finding of docs/method.md §9 scored against one study.
 
     from distillscope.report import score_claims
     for r in score_claims(results_df, study_dir):
@@ -45,7 +45,7 @@ class ClaimResult:
 
 
 def score_claims(df: pd.DataFrame, study_dir: Path | None = None) -> list[ClaimResult]:
-    """Score METHOD §9 claims 1–18 against a results table (one row per run).
+    """Score docs/method.md §9 claims 1–18 against a results table (one row per run).
 
     Args:
         df: the study's ``results.parquet`` (all statuses; each rule keeps the finished runs it

@@ -1,4 +1,4 @@
-"""Rollouts: who writes the completion tokens (METHOD §3).
+"""Rollouts: who writes the completion tokens (docs/method.md §3).
 
 Policies (student, teacher, λ-spectrum, sequence mixing, token interleaving), one batched
 KV-cache sampler that decodes both models in lock step, scoring of missing log-probs, rollout

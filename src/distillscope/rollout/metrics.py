@@ -1,4 +1,5 @@
-"""Per-batch rollout diagnostics: trajectory likelihoods (METHOD §3) and lengths (METHOD §4).
+"""Per-batch rollout diagnostics: trajectory likelihoods (docs/method.md §3) and lengths
+(docs/method.md §4).
 
 Metric keys (all in the ``rollout/`` namespace, values are Python floats):
 
@@ -44,7 +45,7 @@ def likelihood_metrics(
 def rollout_length_metrics(
     rollouts: Rollouts, early_eos_tokens: int = EARLY_EOS_TOKENS
 ) -> dict[str, float]:
-    """Length, truncation and early-EOS rates of one batch (METHOD §4 "length exploitation")."""
+    """Length, truncation and early-EOS rates of one batch (docs/method.md §4, length growth)."""
     lengths_B = rollouts.lengths_B.double()
     truncated_B = rollouts.truncated_B.bool()
     early_B = ~truncated_B & (rollouts.lengths_B <= early_eos_tokens)

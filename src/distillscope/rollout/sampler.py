@@ -125,7 +125,7 @@ def _decode(
 
 
 def tempered_logprobs(logits_B_V: torch.Tensor, temperature: float) -> torch.Tensor:
-    """ℓ = log_softmax(z / T) in fp32 (METHOD §1: the same tempered π samples and scores)."""
+    """ℓ = log_softmax(z / T) in fp32 (docs/method.md §1: one tempered π samples and scores)."""
     return F.log_softmax(logits_B_V.float() / temperature, dim=-1)
 
 
@@ -202,7 +202,7 @@ def completion_logprobs(
     """log π(y_n | h_n) ``[B, L]`` at ``temperature`` from one forward of ``role``'s sequence.
 
     fp32 log_softmax of logits / T gathered at the completion tokens, 0 where masked. Use it
-    at temperature 1.0 for the likelihood diagnostic (METHOD §3).
+    at temperature 1.0 for the likelihood diagnostic (docs/method.md §3).
     """
     with _eval_mode([model]), torch.inference_mode():
         ids_B_S, mask_B_S, pos_B_S = rollouts.sequence(role)

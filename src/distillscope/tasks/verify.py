@@ -1,6 +1,6 @@
 """The Countdown verifier: parses step equations and checks them with integer arithmetic.
 
-Accepted forms (METHOD §7): ``2+3=5,5*4=20`` (plain style), ``2p3>5;5x4>20`` (the testbed's
+Accepted forms (docs/method.md §7): ``2+3=5,5*4=20`` (plain style), ``2p3>5;5x4>20`` (the testbed's
 alternative style), either bare or inside ``<answer>…</answer>``. Nothing is ever evaluated as
 code; every number is bounded to :data:`MAX_DIGITS` digits and the text to :data:`MAX_CHARS`
 characters before any parsing, so hostile completions are rejected in microseconds.
@@ -68,7 +68,7 @@ def _apply(a: int, op: str, b: int) -> int | None:
 
 
 def check_countdown(numbers: list[int], target: int, text: str) -> bool:
-    """True iff ``text`` combines *all* of ``numbers`` into ``target`` (METHOD §7).
+    """True iff ``text`` combines *all* of ``numbers`` into ``target`` (docs/method.md §7).
 
     Each step must use numbers still available (every operand once; a step's result becomes
     available), the arithmetic must be right, divisions exact, and the pool must end as

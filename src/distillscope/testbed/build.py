@@ -5,7 +5,7 @@
 
 The teacher learns Countdown (3 and 4 operands, both answer styles) and the skill suite; the
 student learns the skill suite and only a little Countdown, so that it starts far below the
-teacher (the capability gap of METHOD §7/DESIGN "The testbed").
+teacher (the capability gap of docs/method.md §7 and the README's testbed section).
 """
 
 from __future__ import annotations

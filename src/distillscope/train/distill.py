@@ -1,4 +1,4 @@
-"""``distill(cfg, run_dir)``: one readable distillation loop (METHOD §1–§6).
+"""``distill(cfg, run_dir)``: one readable distillation loop (docs/method.md §1–§6).
 
     distillscope train configs/testbed-onpd-forward.yaml optim.lr=3e-4
 
@@ -49,7 +49,7 @@ class DivergedError(RuntimeError):
 
 
 def lr_at(cfg: RunConfig, step: int) -> float:
-    """Linear warm-up over ``optim.warmup_steps``, then constant (METHOD §6)."""
+    """Linear warm-up over ``optim.warmup_steps``, then constant (docs/method.md §6)."""
     warm = cfg.optim.warmup_steps
     return cfg.optim.lr * min(1.0, (step + 1) / warm) if warm else cfg.optim.lr
 

@@ -29,7 +29,7 @@ def load_models(cfg: RunConfig) -> ModelPair:
 
 
 def make_policy(cfg: RolloutConfig) -> RolloutPolicy:
-    """The rollout policy a config names, with its temperatures (METHOD §3)."""
+    """The rollout policy a config names, with its temperatures (docs/method.md §3)."""
     student = StudentPolicy(temperature=cfg.student_temperature, top_p=cfg.top_p)
     teacher = TeacherPolicy(temperature=cfg.teacher_temperature, top_p=cfg.top_p)
     if cfg.policy == "student":
@@ -37,7 +37,7 @@ def make_policy(cfg: RolloutConfig) -> RolloutPolicy:
     if cfg.policy == "teacher":
         return teacher
     if cfg.policy == "spectrum":
-        # [P] samples the spectrum with both models at temperature 1.0 (METHOD §10).
+        # [P] samples the spectrum with both models at temperature 1.0 (docs/method.md §10).
         return SpectrumPolicy(
             lam=cfg.lam,
             student_temperature=cfg.student_temperature,

@@ -27,6 +27,7 @@ from distillscope.tasks.base import make_split, styled
 from distillscope.tasks.countdown import to_alt_style
 from distillscope.tasks.registry import COUNTDOWN_3_TB, COUNTDOWN_4_TB
 from distillscope.tasks.skills import skill_suite
+from distillscope.tasks.split import draw_training, held_out_problems, training_problems_from
 from distillscope.testbed.generate import measure
 from distillscope.testbed.sharpen import SharpenSpec, sharpen
 from distillscope.testbed.tokenizer import build_tokenizer, encode_checked
@@ -91,7 +92,7 @@ class Recipe:
 
 def _countdown(task, alt: bool) -> Callable[[random.Random], tuple[str, str]]:
     def draw(rng: random.Random) -> tuple[str, str]:
-        p = task.sample(rng)
+        p = draw_training(task, rng)  # never a held-out evaluation item
         sol = p.meta["solution"]
         return (styled(p.prompt), to_alt_style(sol)) if alt else (p.prompt, sol)
 
@@ -99,6 +100,8 @@ def _countdown(task, alt: bool) -> Callable[[random.Random], tuple[str, str]]:
 
 
 def _skill(task) -> Callable[[random.Random], tuple[str, str]]:
+    # The skill suite measures retention of what the student knows (forgetting), so its items
+    # are drawn from the whole skill space, as the forgetting evaluation draws them.
     def draw(rng: random.Random) -> tuple[str, str]:
         p = task.sample(rng)
         return p.prompt, p.answer
@@ -232,7 +235,7 @@ def measure_testbed(
     teacher, student, tokenizer, items: int = EVAL_ITEMS, skill_items: int = SKILL_EVAL_ITEMS
 ) -> dict[str, dict[str, float]]:
     """The capability-gap numbers of DESIGN "The testbed" (1 sample per item at T = 0.5)."""
-    cd3 = make_split(COUNTDOWN_3_TB, EVAL_SEED, items)
+    cd3 = held_out_problems(COUNTDOWN_3_TB, EVAL_SEED, items)
     out: dict[str, dict[str, float]] = {"teacher": {}, "student": {}}
     out["teacher"]["countdown3_accuracy"] = measure(teacher, tokenizer, COUNTDOWN_3_TB, cd3)[
         "accuracy"
@@ -341,7 +344,7 @@ def build(
 
     sharp = recipe.teacher_sharpen
     if sharp is not None and "sharpen_seconds" not in records["teacher"]:
-        probe_items = make_split(COUNTDOWN_3_TB, EVAL_SEED + 1000, 50)  # not the held-out items
+        probe_items = training_problems_from(COUNTDOWN_3_TB, EVAL_SEED + 1000, 50)  # not held out
 
         def probe(model: LlamaForCausalLM) -> str:
             acc = measure(model, tokenizer, COUNTDOWN_3_TB, probe_items)["accuracy"]

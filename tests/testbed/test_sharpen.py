@@ -5,6 +5,7 @@ from transformers import LlamaForCausalLM
 
 from distillscope.tasks.countdown import to_alt_style
 from distillscope.tasks.registry import COUNTDOWN_3_TB
+from distillscope.tasks.split import draw_training
 from distillscope.testbed import sharpen as sharpen_mod
 from distillscope.testbed.build import train_model
 from distillscope.testbed.recipe import DEFAULT_RECIPE, SharpenSpec
@@ -40,7 +41,7 @@ def test_collect_keeps_only_verified_answers_in_the_requested_style(monkeypatch)
     kept, rate = collect_verified(None, None, SPEC, 0)
     assert rate == 0.5 and len(kept) == SPEC.problems
     rng = random.Random("sharpen/3/0")
-    problems = [COUNTDOWN_3_TB.sample(rng) for _ in range(SPEC.problems)]
+    problems = [draw_training(COUNTDOWN_3_TB, rng) for _ in range(SPEC.problems)]
     for (prompt, text), p in zip(kept, problems, strict=True):
         assert COUNTDOWN_3_TB.score(p, text) == 1.0
         assert (prompt.startswith("alt ") and ">" in text) or ("=" in text)

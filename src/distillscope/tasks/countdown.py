@@ -16,6 +16,7 @@ import random
 from dataclasses import dataclass
 
 from distillscope.tasks.base import Problem
+from distillscope.tasks.split import countdown_identity
 from distillscope.tasks.verify import check_countdown
 
 PAPER_POOL: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20, 25, 50, 75)
@@ -100,7 +101,10 @@ class CountdownTask:
             return Problem(
                 prompt=f"cd {','.join(map(str, numbers))} to {target}:",
                 answer={"numbers": numbers, "target": target},
-                meta={"solution": format_steps(steps)},
+                meta={
+                    "solution": format_steps(steps),
+                    "identity": countdown_identity(numbers, target),
+                },
             )
 
     def _random_solution(

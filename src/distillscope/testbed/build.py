@@ -26,6 +26,7 @@ from transformers import LlamaForCausalLM
 from distillscope.tasks.base import make_split
 from distillscope.tasks.registry import COUNTDOWN_3_TB
 from distillscope.tasks.skills import skill_suite
+from distillscope.tasks.split import held_out_problems, training_problems_from
 from distillscope.testbed.generate import measure
 from distillscope.testbed.recipe import DEFAULT_RECIPE, SOURCES, Recipe, TrainSpec
 from distillscope.testbed.sharpen import sharpen
@@ -118,7 +119,7 @@ def measure_testbed(
     teacher, student, tokenizer, items: int = EVAL_ITEMS, skill_items: int = SKILL_EVAL_ITEMS
 ) -> dict[str, dict[str, float]]:
     """The capability-gap numbers of DESIGN "The testbed" (1 sample per item at T = 0.5)."""
-    cd3 = make_split(COUNTDOWN_3_TB, EVAL_SEED, items)
+    cd3 = held_out_problems(COUNTDOWN_3_TB, EVAL_SEED, items)
     out: dict[str, dict[str, float]] = {"teacher": {}, "student": {}}
     out["teacher"]["countdown3_accuracy"] = measure(teacher, tokenizer, COUNTDOWN_3_TB, cd3)[
         "accuracy"
@@ -227,7 +228,7 @@ def build(
 
     sharp = recipe.teacher_sharpen
     if sharp is not None and "sharpen_seconds" not in records["teacher"]:
-        probe_items = make_split(COUNTDOWN_3_TB, EVAL_SEED + 1000, 50)  # not the held-out items
+        probe_items = training_problems_from(COUNTDOWN_3_TB, EVAL_SEED + 1000, 50)  # not held out
 
         def probe(model: LlamaForCausalLM) -> str:
             acc = measure(model, tokenizer, COUNTDOWN_3_TB, probe_items)["accuracy"]

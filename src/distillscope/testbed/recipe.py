@@ -17,6 +17,7 @@ from distillscope.tasks.base import styled
 from distillscope.tasks.countdown import to_alt_style
 from distillscope.tasks.registry import COUNTDOWN_3_TB, COUNTDOWN_4_TB
 from distillscope.tasks.skills import skill_suite
+from distillscope.tasks.split import draw_training
 
 
 @dataclass
@@ -98,7 +99,7 @@ class Recipe:
 
 def _countdown(task, alt: bool) -> Callable[[random.Random], tuple[str, str]]:
     def draw(rng: random.Random) -> tuple[str, str]:
-        p = task.sample(rng)
+        p = draw_training(task, rng)  # never a held-out evaluation item
         sol = p.meta["solution"]
         return (styled(p.prompt), to_alt_style(sol)) if alt else (p.prompt, sol)
 
@@ -106,6 +107,8 @@ def _countdown(task, alt: bool) -> Callable[[random.Random], tuple[str, str]]:
 
 
 def _skill(task) -> Callable[[random.Random], tuple[str, str]]:
+    # The skill suite measures retention of what the student knows (forgetting), so its items
+    # are drawn from the whole skill space, as the forgetting evaluation draws them.
     def draw(rng: random.Random) -> tuple[str, str]:
         p = task.sample(rng)
         return p.prompt, p.answer

@@ -17,6 +17,7 @@ from transformers import LlamaForCausalLM
 
 from distillscope.tasks.base import styled
 from distillscope.tasks.registry import COUNTDOWN_3_TB
+from distillscope.tasks.split import draw_training
 from distillscope.tasks.verify import detect_style
 from distillscope.testbed.generate import sample_completions
 from distillscope.testbed.recipe import SOURCES, SharpenSpec, TrainSpec
@@ -27,7 +28,7 @@ def collect_verified(
 ) -> tuple[list[tuple[str, str]], float]:
     """(prompt, answer) pairs the verifier accepts in the requested style, and the hit rate."""
     rng = random.Random(f"sharpen/{spec.seed}/{round_index}")
-    problems = [COUNTDOWN_3_TB.sample(rng) for _ in range(spec.problems)]
+    problems = [draw_training(COUNTDOWN_3_TB, rng) for _ in range(spec.problems)]
     flags = [i % 2 == 1 for i in range(spec.problems)]
     prompts = [styled(p.prompt) if f else p.prompt for p, f in zip(problems, flags, strict=True)]
     texts = sample_completions(

@@ -23,7 +23,9 @@ Math (:class:`BoxedMathTask`):
 - ``id`` (string or integer, optional): kept as ``Problem.meta["id"]``.
 
 A bad row raises ValueError naming the file, the line (JSONL) or row (Parquet) number and the
-field, e.g. ``data/sci.jsonl line 17: field 'answer' must be one of A..D, got 'E'``.
+field, e.g. ``data/sci.jsonl line 17: field 'answer' must be one of A..D, got 'E'``; every value
+quoted in a message is cut to ~200 characters. A JSONL file must be UTF-8 (else: ``not UTF-8
+text at byte N``) and no row may nest lists/objects deeper than :data:`MAX_JSON_DEPTH` levels.
 
 Scoring never raises; malformed or oversized (> :data:`MAX_CHARS` characters) completions score 0.
 
@@ -46,8 +48,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from distillscope.safeyaml import clip, quote
 from distillscope.tasks.base import Problem
 
+MAX_JSON_DEPTH = 64  # a JSONL row nested deeper is refused (a schema row needs 2 levels)
 MAX_CHARS = 20_000  # longer completions are runaway generations: score 0 without parsing
 MAX_BOXED_CHARS = 1_000  # longest \boxed{} content handed to math-verify
 MATH_TIMEOUT_S = 5  # math-verify's per-call limit, enforced only in a process's main thread
@@ -85,18 +89,46 @@ def read_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any]]]:
     if suffix in PARQUET_SUFFIXES:
         yield from _read_parquet(src)
         return
-    with src.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
+    with src.open("rb") as f:
+        offset = 0  # byte offset of the current line in the file
+        for n, raw in enumerate(f, start=1):
             where = f"{src} line {n}"
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{where}: not valid JSON ({err.msg})") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
-            yield where, row
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise ValueError(f"{where}: not UTF-8 text at byte {offset + err.start}") from None
+            offset += len(raw)
+            if not line.strip():
+                continue
+            yield where, _parse_row(line, where)
+
+
+def _parse_row(line: str, where: str) -> dict[str, Any]:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{where}: not valid JSON ({err.msg})") from None
+    except RecursionError:  # the C decoder's own recursion guard (nesting in the thousands)
+        raise ValueError(f"{where}: nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError as err:  # e.g. an integer over Python's 4,300-digit conversion limit
+        raise ValueError(f"{where}: not valid JSON ({quote(str(err), 100)})") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    if _depth_over(row, MAX_JSON_DEPTH):
+        raise ValueError(f"{where}: nested deeper than {MAX_JSON_DEPTH} levels")
+    return row
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether lists/objects in ``value`` nest deeper than ``limit`` (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
 
 
 def _read_parquet(src: Path) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -122,14 +154,14 @@ def _load(
 def _text_field(row: dict[str, Any], key: str, where: str) -> str:
     value = row.get(key)
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{where}: field {key!r} must be a non-empty string, got {value!r}")
+        raise ValueError(f"{where}: field {key!r} must be a non-empty string, got {quote(value)}")
     return value
 
 
 def _meta(row: dict[str, Any], where: str, index: int, fields: tuple[str, ...]) -> dict[str, Any]:
     row_id = row.get("id")
     if row_id is not None and (isinstance(row_id, bool) or not isinstance(row_id, (str, int))):
-        raise ValueError(f"{where}: field 'id' must be a string or an integer, got {row_id!r}")
+        raise ValueError(f"{where}: field 'id' must be a string or an integer, got {quote(row_id)}")
     extra = {k: v for k, v in row.items() if k not in fields and k != "id"}
     return {"id": row_id, "index": index, "source": where, "extra": extra}
 
@@ -145,7 +177,7 @@ def _mcq_options(value: Any, where: str) -> list[str]:
         if sorted(items) != expected:
             raise ValueError(
                 f"{where}: field 'options' keys must be the letters {', '.join(expected)}, "
-                f"got {', '.join(sorted(items))}"
+                f"got {clip(', '.join(sorted(items)))}"
             )
         value = [items[k] for k in expected]
     if not isinstance(value, (list, tuple)):
@@ -159,7 +191,7 @@ def _mcq_options(value: Any, where: str) -> list[str]:
         if not isinstance(option, str) or not option.strip():
             raise ValueError(
                 f"{where}: field 'options' option {LETTERS[k]} must be a non-empty string, "
-                f"got {option!r}"
+                f"got {quote(option)}"
             )
     return list(value)
 
@@ -172,9 +204,9 @@ def _mcq_answer(value: Any, n_options: int, where: str) -> str:
         if 0 <= value < n_options:
             return letters[value]
         raise ValueError(
-            f"{where}: field 'answer' must be an index in 0..{n_options - 1}, got {value}"
+            f"{where}: field 'answer' must be an index in 0..{n_options - 1}, got {quote(value)}"
         )
-    raise ValueError(f"{where}: field 'answer' must be one of A..{letters[-1]}, got {value!r}")
+    raise ValueError(f"{where}: field 'answer' must be one of A..{letters[-1]}, got {quote(value)}")
 
 
 def _mcq_problem(row: dict[str, Any], where: str, index: int) -> Problem:
@@ -246,7 +278,7 @@ def _math_answer(value: Any, where: str) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{where}: field 'answer' must be a non-empty string, got {value!r}")
+        raise ValueError(f"{where}: field 'answer' must be a non-empty string, got {quote(value)}")
     return value.strip()
 
 

@@ -137,7 +137,7 @@ def _read_parquet(src: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     try:
         rows = pq.read_table(src).to_pylist()
     except Exception as err:  # pyarrow raises its own error types for corrupt files
-        raise ValueError(f"{src}: cannot read Parquet ({err})") from err
+        raise ValueError(f"{src}: cannot read Parquet ({clip(str(err), 200)})") from err
     for n, row in enumerate(rows, start=1):
         yield f"{src} row {n}", row
 

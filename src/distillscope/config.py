@@ -176,7 +176,8 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         for part in path[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise ConfigError(f"override {quote(item, 100)}: {quote(part)} is not a section")
+                where = f"override {quote(item, 100)}"
+                raise ConfigError(f"{where}: {quote(part, 60)} is not a section")
         node[path[-1]] = value
     return out
 

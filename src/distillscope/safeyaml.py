@@ -98,18 +98,23 @@ def load_yaml(text: str, source: str) -> Any:
     """
     if len(text) > MAX_BYTES:
         raise YamlError(f"{source}: YAML over the limit: more than {MAX_BYTES:,} characters")
-    loader = _BoundedLoader(text)
+    loader = None
     try:
+        loader = _BoundedLoader(text)  # the reader already checks for unprintable characters
         return loader.get_single_data()
     except _LimitExceeded as err:
         raise YamlError(f"{source}: YAML over the limit: {err}") from None
+    except yaml.reader.ReaderError as err:
+        where = f"character {err.position + 1}"
+        raise YamlError(f"{source}: not valid YAML: unprintable character at {where}") from None
     except yaml.YAMLError as err:
         problem = getattr(err, "problem", None) or err.__class__.__name__
         raise YamlError(f"{source}: not valid YAML{_mark(err)}: {clip(problem, 100)}") from None
     except (ValueError, TypeError, OverflowError, RecursionError) as err:  # from constructors
         raise YamlError(f"{source}: not valid YAML: {clip(str(err), 100)}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def read_text_file(path: str | Path, what: str = "file", limit: int = MAX_BYTES) -> str:

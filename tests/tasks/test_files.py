@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -330,3 +331,11 @@ def test_field_errors_quote_long_values_briefly(tmp_path):
     path.write_text('{"problem": "p", "answer": ' + "9" * 5_000 + "}\n")
     with pytest.raises(ValueError, match=r"line 1: not valid JSON \('Exceeds the limit"):
         BoxedMathTask.from_file(path)
+
+
+def test_hostile_choice_completions_score_fast():
+    # Many unclosed tags made the old regex scan quadratic (0.8 s at 20,000 characters).
+    for text in ["<answer>" * (MAX_CHARS // 8), "<answer>" * 2_000 + "<answer>A</answer>"]:
+        t0 = time.perf_counter()
+        assert score_choice("A", text) == float(text.endswith("</answer>"))
+        assert time.perf_counter() - t0 < 0.05

@@ -50,6 +50,7 @@ from typing import Any
 
 from distillscope.safeyaml import clip, quote
 from distillscope.tasks.base import Problem
+from distillscope.tasks.verify import answer_block
 
 MAX_JSON_DEPTH = 64  # a JSONL row nested deeper is refused (a schema row needs 2 levels)
 MAX_CHARS = 20_000  # longer completions are runaway generations: score 0 without parsing
@@ -64,7 +65,6 @@ MCQ_INSTRUCTION = (
 )
 MATH_INSTRUCTION = "Solve the problem. Put the final answer in \\boxed{}."
 
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _LETTER_RE = re.compile(r"\(\s*([A-Za-z])\s*\)|([A-Za-z])")
 
 
@@ -226,10 +226,10 @@ def score_choice(gold_letter: str, completion: str) -> float:
     """
     if not isinstance(completion, str) or len(completion) > MAX_CHARS:
         return 0.0
-    blocks = _ANSWER_RE.findall(completion)
-    if not blocks:
+    block = answer_block(completion)  # linear time, like the Countdown verifier
+    if block is None:
         return 0.0
-    m = _LETTER_RE.fullmatch(blocks[-1].strip())
+    m = _LETTER_RE.fullmatch(block.strip())
     if m is None:
         return 0.0
     letter = (m.group(1) or m.group(2)).upper()

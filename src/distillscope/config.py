@@ -163,7 +163,8 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     try:
         value = load_yaml(raw, f"override {quote(item, 100)}")
     except YamlError as err:
-        raise ConfigError(f"{err}; quote the value if it is a string") from None
+        hint = "; quote the value if it is a string" if "not valid YAML" in str(err) else ""
+        raise ConfigError(f"{err}{hint}") from None
     return key.strip().split("."), value
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import torch
 
 from distillscope.eval.evaluate import evaluate
+from distillscope.store import read_metrics
 from distillscope.study.spec import expand, load_spec
 from distillscope.train import distill
-from distillscope.train.store import read_metrics
 
 
 def main() -> None:

@@ -171,7 +171,8 @@ def train_cmd(
 ) -> None:
     """Distil the student of CONFIG into a run directory, then evaluate it."""
     from distillscope.config import load_run_config
-    from distillscope.train import distill, run_one
+    from distillscope.study.run import run_one
+    from distillscope.train import distill
 
     cfg = load_run_config(config, overrides or [])
     with _progress() as bar:
@@ -195,13 +196,14 @@ def train_cmd(
 @app.command("eval")
 @friendly_errors
 def eval_cmd(run_dir: Path = typer.Argument(..., help="a run directory written by train")) -> None:
-    """Evaluate the trained student of RUN_DIR (METHOD §8) and write RUN_DIR/eval.json."""
+    """Evaluate the trained student of RUN_DIR (docs/method.md §8) and write RUN_DIR/eval.json."""
     from distillscope.config import load_run_config
     from distillscope.eval.evaluate import evaluate
+    from distillscope.store import CONFIG_FILE, checkpoint_dir
 
-    if not (run_dir / "checkpoint" / "model.safetensors").is_file():
+    if not (checkpoint_dir(run_dir) / "model.safetensors").is_file():
         raise FileNotFoundError(f"{run_dir} has no trained checkpoint; run `distillscope train`")
-    cfg = load_run_config(run_dir / "config.yaml")
+    cfg = load_run_config(run_dir / CONFIG_FILE)
     with console.status("evaluating"):
         metrics = evaluate(cfg, run_dir)
     _print_eval(run_dir, metrics)
@@ -304,7 +306,7 @@ def _print_status(out: Path, by: dict[str, list[str]]) -> None:
 
 def _print_eval(run_dir: Path, metrics: dict) -> None:
     if not metrics:
-        from distillscope.train.store import read_status
+        from distillscope.store import read_status
 
         st = read_status(run_dir)
         console.print(f"[red]{st['status']}[/red]: {st.get('reason', '')}")

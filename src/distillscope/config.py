@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from distillscope.safeyaml import YamlError, clip, load_yaml, load_yaml_file, quote
 
@@ -71,13 +78,15 @@ class RolloutConfig(_Section):
 
 
 class ObjectiveConfig(_Section):
-    kind: Literal[
-        "forward_kl", "reverse_kl", "jsd", "mixture", "forward_sampled", "reverse_sampled", "opd"
-    ] = Field("forward_kl", description="the token-level loss the student minimises")
+    kind: str = Field(
+        "forward_kl",
+        description="the token-level loss the student minimises (objectives.OBJECTIVES)",
+    )
     student_temperature: float = Field(1.0, gt=0, description="student temperature in the loss")
     teacher_temperature: float = Field(0.5, gt=0, description="teacher temperature in the loss")
     reduction: Literal["seq_mean", "token_mean", "sum"] = Field(
-        "seq_mean", description="per-sequence mean (METHOD Eq. 1), pooled token mean, or sum"
+        "seq_mean",
+        description="per-sequence mean (docs/method.md §1), pooled token mean, or sum",
     )
     beta: float = Field(0.5, ge=0, le=1, description="jsd: generalised JSD β")
     alpha: float = Field(0.5, ge=0, le=1, description="mixture: weight of forward KL")
@@ -89,6 +98,16 @@ class ObjectiveConfig(_Section):
     clip_max: float = Field(3.0, description="opd hard_clip upper bound")
     eps_low: float = Field(0.2, ge=0, description="opd importance-ratio clip (low)")
     eps_high: float = Field(0.2, ge=0, description="opd importance-ratio clip (high)")
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        # Imported here so that reading configs (the report, CLI help) does not load torch.
+        from distillscope.objectives.registry import OBJECTIVES
+
+        if kind not in OBJECTIVES:
+            raise ValueError(f"must be one of {', '.join(OBJECTIVES)}")
+        return kind
 
 
 class OptimConfig(_Section):
@@ -128,8 +147,20 @@ class RunConfig(_Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:
-        if self.objective.kind == "opd" and self.rollout.policy != "student":
-            raise ValueError("objective.kind=opd needs rollout.policy=student (a policy gradient)")
+        from distillscope.objectives.registry import OBJECTIVES
+
+        o = self.objective
+        kind = OBJECTIVES[o.kind]
+        if kind.needs_student_rollouts and self.rollout.policy != "student":
+            raise ValueError(
+                f"objective.kind={o.kind} needs rollout.policy=student (a policy gradient)"
+            )
+        if o.chunk_size > 0 and not kind.chunkable:
+            chunkable = ", ".join(k.name for k in OBJECTIVES.values() if k.chunkable)
+            raise ValueError(
+                f"objective.chunk_size={o.chunk_size} needs a chunkable objective.kind "
+                f"({chunkable}), got {o.kind}; set objective.chunk_size=0"
+            )
         if self.objective.clip_min >= self.objective.clip_max:
             raise ValueError("objective.clip_min must be below objective.clip_max")
         return self

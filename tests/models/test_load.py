@@ -96,7 +96,7 @@ def test_mismatched_tokenizers_name_both_paths(llama_ckpt, qwen_student):
         load_pair(llama_ckpt.path, qwen_student.path)
     message = str(err.value)
     assert str(llama_ckpt.path) in message and str(qwen_student.path) in message
-    assert "token " in message and "METHOD §1" in message
+    assert "token " in message and "docs/method.md §1" in message
 
 
 def test_pair_refuses_model_narrower_than_tokenizer(qwen_teacher, qwen_narrow):

@@ -1,4 +1,4 @@
-"""Tokenizer agreement and logit slicing (METHOD §1)."""
+"""Tokenizer agreement and logit slicing (docs/method.md §1)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_first_vocabulary_difference_is_named(words_a, words_b, reason):
         check_tokenizers_match(word_tokenizer(words_a), word_tokenizer(words_b), "T", "S")
     assert str(err.value) == (
         f"tokenizers of T and S differ: {reason}; teacher and student must share one "
-        "tokenizer (METHOD §1)"
+        "tokenizer (docs/method.md §1)"
     )
 
 

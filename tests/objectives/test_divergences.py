@@ -1,4 +1,4 @@
-"""Full-vocabulary divergences against independent references (METHOD §1–§2)."""
+"""Full-vocabulary divergences against independent references (docs/method.md §1–§2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Sampled / rollout-token KL estimators and k1/k2/k3 (METHOD §2, [P] App. A.2, Schulman)."""
+"""Sampled / rollout-token KL estimators and k1/k2/k3 (docs/method.md §2, [P] App. A.2,
+Schulman)."""
 
 from __future__ import annotations
 

@@ -107,20 +107,20 @@ def _row_logprobs(model, prompt_ids_P, prompt_mask_P, completion_L, temperature)
 
 
 def _assert_layout_consistent(r: Rollouts, max_new: int = MAX_NEW) -> None:
-    b, length = r.completion_B_L.shape
+    b, length = r.completion_B_T.shape
     positions_L = torch.arange(length)
-    assert torch.equal(r.completion_mask_B_L, (positions_L < r.lengths_B[:, None]).long())
+    assert torch.equal(r.completion_mask_B_T, (positions_L < r.lengths_B[:, None]).long())
     assert (r.lengths_B[r.truncated_B] == max_new).all()
     for i in range(b):
         n = int(r.lengths_B[i])
-        assert (r.completion_B_L[i, n:] == PAD).all()
-        ends_with_eos = bool(r.completion_B_L[i, n - 1] == EOS)
+        assert (r.completion_B_T[i, n:] == PAD).all()
+        ends_with_eos = bool(r.completion_B_T[i, n - 1] == EOS)
         assert ends_with_eos != bool(r.truncated_B[i])
-        assert not (r.completion_B_L[i, : n - 1] == EOS).any()
-    for logp in (r.logp_student_B_L, r.logp_teacher_B_L, r.logp_behavior_B_L):
+        assert not (r.completion_B_T[i, : n - 1] == EOS).any()
+    for logp in (r.logp_student_B_T, r.logp_teacher_B_T, r.logp_behavior_B_T):
         if logp is not None:
-            assert (logp[r.completion_mask_B_L == 0] == 0).all()
-            assert (logp[r.completion_mask_B_L == 1] <= 0).all()
+            assert (logp[r.completion_mask_B_T == 0] == 0).all()
+            assert (logp[r.completion_mask_B_T == 1] <= 0).all()
 
 
 CACHE_POLICIES = [
@@ -139,11 +139,11 @@ def test_kv_cache_path_matches_no_cache_reference(policy, models, prompts):
     plain = _sample(policy, models, prompts, teacher_prompt=True, use_cache=False)
     # The batch must exercise early EOS next to rows that keep going (or are truncated).
     assert (~cached.truncated_B & (cached.lengths_B < MAX_NEW)).any()
-    assert cached.lengths_B.min() < cached.completion_B_L.shape[1]
-    assert torch.equal(cached.completion_B_L, plain.completion_B_L)
-    assert torch.equal(cached.completion_mask_B_L, plain.completion_mask_B_L)
+    assert cached.lengths_B.min() < cached.completion_B_T.shape[1]
+    assert torch.equal(cached.completion_B_T, plain.completion_B_T)
+    assert torch.equal(cached.completion_mask_B_T, plain.completion_mask_B_T)
     assert torch.equal(cached.truncated_B, plain.truncated_B)
-    for name in ("logp_student_B_L", "logp_teacher_B_L", "logp_behavior_B_L"):
+    for name in ("logp_student_B_T", "logp_teacher_B_T", "logp_behavior_B_T"):
         a, b = getattr(cached, name), getattr(plain, name)
         assert (a is None) == (b is None)
         if a is not None:  # fp32 reduction orders differ; unlikely tokens have |log p| ~ 10
@@ -155,9 +155,9 @@ def test_spectrum_endpoints_sample_exactly_like_the_pure_policies(models, prompt
     for lam, pure in ((-1.0, TeacherPolicy(temperature=1.0)), (1.0, StudentPolicy(1.0))):
         spectrum = _sample(SpectrumPolicy(lam), models, prompts, seed=3)
         reference = _sample(pure, models, prompts, seed=3)
-        assert torch.equal(spectrum.completion_B_L, reference.completion_B_L)
+        assert torch.equal(spectrum.completion_B_T, reference.completion_B_T)
         torch.testing.assert_close(
-            spectrum.logp_behavior_B_L, reference.logp_behavior_B_L, atol=1e-6, rtol=0
+            spectrum.logp_behavior_B_T, reference.logp_behavior_B_T, atol=1e-6, rtol=0
         )
     assert spectrum.source == "spectrum(lam=1)" and (spectrum.source_B == SOURCE_STUDENT).all()
 
@@ -169,19 +169,19 @@ def test_recorded_logprobs_equal_an_independent_forward(models, prompts):
     _assert_layout_consistent(r)
     for i in range(r.batch_size):
         n = int(r.lengths_B[i])
-        completion = r.completion_B_L[i, :n]
+        completion = r.completion_B_T[i, :n]
         want_s = _row_logprobs(student, r.prompt_ids_B_P[i], r.prompt_mask_B_P[i], completion, 0.8)
         t_ids, t_mask = prompts["teacher_ids"][i], prompts["teacher_mask"][i]
         want_t = _row_logprobs(teacher, t_ids, t_mask, completion, 0.5)
-        torch.testing.assert_close(r.logp_student_B_L[i, :n], want_s, atol=1e-5, rtol=0)
-        torch.testing.assert_close(r.logp_teacher_B_L[i, :n], want_t, atol=1e-5, rtol=0)
+        torch.testing.assert_close(r.logp_student_B_T[i, :n], want_s, atol=1e-5, rtol=0)
+        torch.testing.assert_close(r.logp_teacher_B_T[i, :n], want_t, atol=1e-5, rtol=0)
     # The teacher really read its own (flagged) prompt: the plain one gives other numbers.
     assert torch.equal(r.teacher_prompt_ids_B_Q, prompts["teacher_ids"])
     last = r.batch_size - 1
     plain_t = _row_logprobs(
         teacher, r.prompt_ids_B_P[last], r.prompt_mask_B_P[last], completion, 0.5
     )
-    assert not torch.allclose(plain_t, r.logp_teacher_B_L[last, :n], atol=1e-3)
+    assert not torch.allclose(plain_t, r.logp_teacher_B_T[last, :n], atol=1e-3)
 
 
 def test_only_the_needed_model_runs_and_scoring_fills_the_rest(models, prompts):
@@ -200,20 +200,20 @@ def test_only_the_needed_model_runs_and_scoring_fills_the_rest(models, prompts):
     )
     assert student.training
     student.eval()
-    assert r.logp_teacher_B_L is None and r.logp_student_B_L is not None
+    assert r.logp_teacher_B_T is None and r.logp_student_B_T is not None
     assert r.source == "student" and (r.source_B == SOURCE_STUDENT).all()
     scored = score_rollouts(r, student, teacher, student_temperature=1.0, teacher_temperature=0.5)
-    assert scored.logp_student_B_L is r.logp_student_B_L  # recorded values are kept
+    assert scored.logp_student_B_T is r.logp_student_B_T  # recorded values are kept
     for i in range(r.batch_size):
         n = int(r.lengths_B[i])
         want = _row_logprobs(
-            teacher, r.prompt_ids_B_P[i], r.prompt_mask_B_P[i], r.completion_B_L[i, :n], 0.5
+            teacher, r.prompt_ids_B_P[i], r.prompt_mask_B_P[i], r.completion_B_T[i, :n], 0.5
         )
-        torch.testing.assert_close(scored.logp_teacher_B_L[i, :n], want, atol=1e-5, rtol=0)
+        torch.testing.assert_close(scored.logp_teacher_B_T[i, :n], want, atol=1e-5, rtol=0)
     _assert_layout_consistent(scored)
     # Ordinary tensors: usable as constants in a training step's autograd graph.
-    assert not any(t.is_inference() for t in (r.completion_B_L, r.logp_behavior_B_L))
-    assert not scored.logp_teacher_B_L.is_inference()
+    assert not any(t.is_inference() for t in (r.completion_B_T, r.logp_behavior_B_T))
+    assert not scored.logp_teacher_B_T.is_inference()
 
 
 def test_mixture_extremes_reduce_to_the_pure_policies(models, prompts):
@@ -223,9 +223,9 @@ def test_mixture_extremes_reduce_to_the_pure_policies(models, prompts):
     ):
         mixed = _sample(MixturePolicy(p), models, prompts, seed=5)
         reference = _sample(pure, models, prompts, seed=5)
-        assert torch.equal(mixed.completion_B_L, reference.completion_B_L)
+        assert torch.equal(mixed.completion_B_T, reference.completion_B_T)
         assert (mixed.source_B == code).all()
-        assert (mixed.logp_student_B_L is None) == (p == 0.0)
+        assert (mixed.logp_student_B_T is None) == (p == 0.0)
 
 
 def test_mixture_rows_follow_their_own_writer(models, prompts):
@@ -234,17 +234,17 @@ def test_mixture_rows_follow_their_own_writer(models, prompts):
     is_student = r.source_B == SOURCE_STUDENT
     # Each row's behaviour log-prob is its writer's log-prob (top-p 1: no renormalisation).
     torch.testing.assert_close(
-        r.logp_behavior_B_L[is_student], r.logp_student_B_L[is_student], atol=1e-5, rtol=0
+        r.logp_behavior_B_T[is_student], r.logp_student_B_T[is_student], atol=1e-5, rtol=0
     )
     torch.testing.assert_close(
-        r.logp_behavior_B_L[~is_student], r.logp_teacher_B_L[~is_student], atol=1e-5, rtol=0
+        r.logp_behavior_B_T[~is_student], r.logp_teacher_B_T[~is_student], atol=1e-5, rtol=0
     )
 
 
 def test_interleave_with_full_top_k_is_the_student(models, prompts):
     interleaved = _sample(InterleavePolicy(top_k=VOCAB), models, prompts, seed=2)
     student = _sample(StudentPolicy(), models, prompts, seed=2)
-    assert torch.equal(interleaved.completion_B_L, student.completion_B_L)
+    assert torch.equal(interleaved.completion_B_T, student.completion_B_T)
     assert interleaved.source == f"interleave(k={VOCAB})"
 
 
@@ -259,19 +259,19 @@ def test_interleave_behaviour_probability_is_exact(models, prompts):
     student, teacher = models
     r = _sample(InterleavePolicy(top_k=2), models, prompts, teacher_prompt=True, seed=4)
     _assert_layout_consistent(r)
-    p_s_B_L_V = _full_probs(student, r, "student", 1.0)
-    p_t_B_L_V = _full_probs(teacher, r, "teacher", 0.5)
-    in_top_B_L_V = torch.zeros_like(p_t_B_L_V, dtype=torch.bool)
-    in_top_B_L_V.scatter_(-1, p_t_B_L_V.topk(2, dim=-1).indices, True)
-    reject_mass_B_L = (p_s_B_L_V * ~in_top_B_L_V).sum(-1)
-    y = r.completion_B_L[..., None]
+    p_s_B_T_V = _full_probs(student, r, "student", 1.0)
+    p_t_B_T_V = _full_probs(teacher, r, "teacher", 0.5)
+    in_top_B_T_V = torch.zeros_like(p_t_B_T_V, dtype=torch.bool)
+    in_top_B_T_V.scatter_(-1, p_t_B_T_V.topk(2, dim=-1).indices, True)
+    reject_mass_B_T = (p_s_B_T_V * ~in_top_B_T_V).sum(-1)
+    y = r.completion_B_T[..., None]
     # ρ(y) = π_S(y)·1[y ∈ top-k_T] + (Σ_{u ∉ top-k_T} π_S(u))·π_T(y)
-    want_B_L = (p_s_B_L_V * in_top_B_L_V).gather(-1, y).squeeze(-1)
-    want_B_L = want_B_L + reject_mass_B_L * p_t_B_L_V.gather(-1, y).squeeze(-1)
-    mask = r.completion_mask_B_L.bool()
-    torch.testing.assert_close(r.logp_behavior_B_L.exp()[mask], want_B_L[mask], atol=1e-5, rtol=0)
+    want_B_T = (p_s_B_T_V * in_top_B_T_V).gather(-1, y).squeeze(-1)
+    want_B_T = want_B_T + reject_mass_B_T * p_t_B_T_V.gather(-1, y).squeeze(-1)
+    mask = r.completion_mask_B_T.bool()
+    torch.testing.assert_close(r.logp_behavior_B_T.exp()[mask], want_B_T[mask], atol=1e-5, rtol=0)
     # Some proposals were replaced (tokens outside the student's nucleus of acceptance exist).
-    assert (reject_mass_B_L[mask] > 0.05).any()
+    assert (reject_mass_B_T[mask] > 0.05).any()
 
 
 def test_same_seed_same_rollouts_and_other_seed_differs(models, prompts):
@@ -279,9 +279,9 @@ def test_same_seed_same_rollouts_and_other_seed_differs(models, prompts):
     a = _sample(policy, models, prompts, seed=11)
     b = _sample(policy, models, prompts, seed=11)
     c = _sample(policy, models, prompts, seed=12)
-    for name in ("completion_B_L", "source_B", "logp_behavior_B_L", "lengths_B", "truncated_B"):
+    for name in ("completion_B_T", "source_B", "logp_behavior_B_T", "lengths_B", "truncated_B"):
         assert torch.equal(getattr(a, name), getattr(b, name))
-    assert not torch.equal(a.completion_B_L, c.completion_B_L)
+    assert not torch.equal(a.completion_B_T, c.completion_B_T)
 
 
 def test_top_p_never_samples_outside_the_nucleus(models, prompts):
@@ -291,17 +291,17 @@ def test_top_p_never_samples_outside_the_nucleus(models, prompts):
     ids_B_S, mask_B_S, pos_B_S = r.sequence("student")
     with torch.no_grad():
         logits = student(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S).logits
-    probs_B_L_V = F.softmax(logits[:, r.completion_logits_slice("student")].float(), dim=-1)
-    p_token_B_L = probs_B_L_V.gather(-1, r.completion_B_L[..., None])
+    probs_B_T_V = F.softmax(logits[:, r.completion_logits_slice("student")].float(), dim=-1)
+    p_token_B_T = probs_B_T_V.gather(-1, r.completion_B_T[..., None])
     # A token is in the nucleus iff the mass of strictly more likely tokens is below top_p.
-    mass_above_B_L = (probs_B_L_V * (probs_B_L_V > p_token_B_L)).sum(-1)
-    assert (mass_above_B_L[r.completion_mask_B_L.bool()] < top_p).all()
+    mass_above_B_T = (probs_B_T_V * (probs_B_T_V > p_token_B_T)).sum(-1)
+    assert (mass_above_B_T[r.completion_mask_B_T.bool()] < top_p).all()
     # Behaviour log-prob is renormalised over the nucleus: never below the model's.
-    gain = (r.logp_behavior_B_L - r.logp_student_B_L)[r.completion_mask_B_L.bool()]
+    gain = (r.logp_behavior_B_T - r.logp_student_B_T)[r.completion_mask_B_T.bool()]
     assert (gain >= -1e-5).all() and (gain > 1e-3).any()
 
 
 def test_decoding_stops_once_every_row_has_ended(models, prompts):
     r = _sample(TeacherPolicy(), models, prompts, max_new_tokens=40)
     assert not r.truncated_B.any()
-    assert r.completion_B_L.shape[1] == int(r.lengths_B.max()) < 40
+    assert r.completion_B_T.shape[1] == int(r.lengths_B.max()) < 40

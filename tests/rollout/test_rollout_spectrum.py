@@ -1,4 +1,4 @@
-"""The λ-spectrum (METHOD §3): pure-function checks against hand-computed references."""
+"""The λ-spectrum (docs/method.md §3): pure-function checks against hand-computed references."""
 
 from __future__ import annotations
 

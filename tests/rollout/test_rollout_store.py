@@ -32,11 +32,11 @@ def _rollouts(shared_teacher_prompt: bool = False, with_student_logp: bool = Tru
         prompt_mask_B_P=prompt_mask,
         teacher_prompt_ids_B_Q=prompt_ids if shared_teacher_prompt else teacher_ids,
         teacher_prompt_mask_B_Q=prompt_mask if shared_teacher_prompt else (teacher_ids != 0).long(),
-        completion_B_L=completion,
-        completion_mask_B_L=mask,
-        logp_student_B_L=logp if with_student_logp else None,
-        logp_teacher_B_L=None,
-        logp_behavior_B_L=logp.clone(),
+        completion_B_T=completion,
+        completion_mask_B_T=mask,
+        logp_student_B_T=logp if with_student_logp else None,
+        logp_teacher_B_T=None,
+        logp_behavior_B_T=logp.clone(),
         lengths_B=mask.sum(1),
         truncated_B=torch.tensor([False, False, True]),
         source="mix(p=0.5)",
@@ -66,18 +66,18 @@ def test_sequence_concatenates_prompt_and_completion_with_real_token_positions()
     for role, width in (("student", 4), ("teacher", 5)):
         sl = r.completion_logits_slice(role)
         assert (sl.start, sl.stop) == (width - 1, width - 1 + 4)
-        assert torch.equal(r.sequence(role)[0][:, sl.start + 1], r.completion_B_L[:, 0])
+        assert torch.equal(r.sequence(role)[0][:, sl.start + 1], r.completion_B_T[:, 0])
     with pytest.raises(ValueError, match="role"):
         r.sequence("critic")
 
 
 def test_shape_mismatch_is_rejected():
     r = _rollouts()
-    with pytest.raises(ValueError, match="logp_behavior_B_L"):
+    with pytest.raises(ValueError, match="logp_behavior_B_T"):
         Rollouts(
             **{
                 **{f.name: getattr(r, f.name) for f in fields(r)},
-                "logp_behavior_B_L": torch.zeros(3, 5),
+                "logp_behavior_B_T": torch.zeros(3, 5),
             }
         )
 
@@ -142,7 +142,7 @@ def test_prompt_digest_sees_values_and_dtypes():
 
 def test_likelihood_metrics_pool_the_batch_tokens():
     r = _rollouts()
-    logp_s = r.logp_student_B_L
+    logp_s = r.logp_student_B_T
     logp_t = torch.zeros_like(logp_s)  # the teacher is certain of every token
     m = likelihood_metrics(r, logp_s, logp_t)
     probs = [0.5, 0.5, 0.25, 0.5, 0.5, 1.0, 0.1, 0.1, 0.1, 0.1]  # the 10 real tokens

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from distillscope.store import read_status
 from distillscope.study.runner import run_study, study_status
 from distillscope.study.spec import StudySpec, load_spec
-from distillscope.train.store import read_status
 
 
 def tiny_spec(tiny_pair, steps: int = 3):

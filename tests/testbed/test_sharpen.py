@@ -6,8 +6,9 @@ from transformers import LlamaForCausalLM
 from distillscope.tasks.countdown import to_alt_style
 from distillscope.tasks.registry import COUNTDOWN_3_TB
 from distillscope.testbed import sharpen as sharpen_mod
-from distillscope.testbed.build import DEFAULT_RECIPE, train_model
-from distillscope.testbed.sharpen import SharpenSpec, collect_verified, sharpen
+from distillscope.testbed.build import train_model
+from distillscope.testbed.recipe import DEFAULT_RECIPE, SharpenSpec
+from distillscope.testbed.sharpen import collect_verified, sharpen
 from distillscope.testbed.tokenizer import build_tokenizer
 
 SPEC = SharpenSpec(rounds=1, problems=6, samples=2, temperature=0.7, steps=2, batch_size=4,

@@ -3,7 +3,7 @@
 import torch
 
 from distillscope import testbed
-from distillscope.models import load_pair
+from distillscope.models import load_pair, resolve_model_path
 from distillscope.testbed.tokenizer import ALPHABET, SPECIAL_TOKENS
 
 
@@ -21,7 +21,7 @@ def test_shipped_models_load_and_share_the_character_vocabulary():
     n_t = sum(p.numel() for p in pair.teacher.parameters())
     n_s = sum(p.numel() for p in pair.student.parameters())
     assert n_t > 2 * n_s
-    assert testbed.resolve_model_path("testbed:student") == testbed.testbed_path("student")
+    assert resolve_model_path("testbed:student") == testbed.testbed_path("student")
 
 
 def test_recorded_capability_gap_meets_the_targets():

@@ -2,7 +2,8 @@ import json
 
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from distillscope.testbed.build import DEFAULT_RECIPE, build
+from distillscope.testbed.build import build
+from distillscope.testbed.recipe import DEFAULT_RECIPE
 
 
 def test_tiny_build_writes_loadable_models_and_record(tmp_path):

@@ -3,8 +3,9 @@ import json
 import pytest
 
 from distillscope.config import load_run_config
-from distillscope.train import distill, run_one
-from distillscope.train.store import read_metrics, read_status
+from distillscope.store import read_metrics, read_status
+from distillscope.study.run import run_one
+from distillscope.train import distill
 
 
 def tiny_cfg(tiny_pair, **over):

@@ -1,21 +1,14 @@
-"""``evaluate(cfg, run_dir)``: everything METHOD §8 measures on a trained student → ``eval.json``.
+"""``evaluate(cfg, run_dir)``: everything docs/method.md §8 measures on a trained student →
+``eval.json``.
 
     distillscope eval RUN_DIR
 
-- ``eval/accuracy``: first ``eval.items`` held-out items, 1 sample at T = ``eval.temperature``.
-- ``eval/pass@k``, ``eval/avg@n``: ``eval.coverage_samples`` samples per item at
-  ``eval.coverage_temperature`` (unbiased pass@k).
-- ``eval/harder_*``: the same on ``eval.harder_task`` (Countdown-4E), untrained further.
-- ``eval/skills_before``, ``eval/skills_after``, ``eval/forgetting_pp``: skill-suite mean of the
-  untrained and the trained student, and their difference (after − before) in percentage points.
-- ``eval/sparsity_*``: share of unchanged parameters, fp32 and bf16 views, τ = 1e-6 and 1e-8.
-- ``eval/len_mean``, ``eval/truncated_frac``: completion lengths on the accuracy items.
-- ``eval/teacher_style_share``: with ``eval.style``, the share of answers in the teacher's style.
+The keys it writes (``eval/accuracy``, ``eval/pass@k``, ``eval/harder_*``, forgetting, sparsity,
+lengths, style share) with their units and meanings are listed in :mod:`distillscope.metric_keys`.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
@@ -24,13 +17,11 @@ from safetensors.torch import load_file
 from distillscope.config import RunConfig
 from distillscope.eval.metrics import pass_at_k_curve, update_sparsity
 from distillscope.eval.sampling import sample_and_score
-from distillscope.models import load_model
-from distillscope.tasks import make_split, skill_suite
+from distillscope.models import load_model, resolve_model_path
+from distillscope.rollout import step_generator
+from distillscope.store import checkpoint_dir, write_eval
+from distillscope.tasks import make_split, problem_pool, resolve_task, skill_suite
 from distillscope.tasks.verify import detect_style
-from distillscope.testbed import resolve_model_path
-from distillscope.train.prompts import step_generator
-from distillscope.train.setup import problem_pool, resolve_task
-from distillscope.train.store import atomic_write_text
 
 PASS_KS = (1, 2, 5, 10, 20, 32, 64)
 SKILL_SEED = 44
@@ -51,7 +42,7 @@ def evaluate(cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None = No
     initial, tokenizer = _load_student(cfg)
     if student is None:
         student, _ = _load_student(cfg)
-        weights = load_file(run_dir / "checkpoint" / "model.safetensors")
+        weights = load_file(checkpoint_dir(run_dir) / "model.safetensors")
         student.load_state_dict(weights, strict=False)
     student.eval()
 
@@ -109,7 +100,7 @@ def evaluate(cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None = No
         out[f"eval/sparsity_bf16_tau{tau:.0e}"] = update_sparsity(
             init_state, final_state, tau, dtype=torch.bfloat16
         )
-    atomic_write_text(run_dir / "eval.json", json.dumps(out, indent=1, sort_keys=True) + "\n")
+    write_eval(run_dir, out)
     return out
 
 

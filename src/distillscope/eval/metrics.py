@@ -1,4 +1,4 @@
-"""Pure evaluation metrics: pass@k (METHOD §8) and update sparsity (METHOD §8)."""
+"""Pure evaluation metrics: pass@k (docs/method.md §8) and update sparsity (docs/method.md §8)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import torch
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k from ``n`` samples of which ``c`` are correct (Chen et al. 2021, METHOD §8).
+    """Unbiased pass@k from ``n`` samples of which ``c`` are correct (Chen et al. 2021,
+    docs/method.md §8).
 
     pass@k = 1 − C(n−c, k) / C(n, k), computed stably as 1 − Π_{i=n−c+1..n} (1 − k/i);
     1.0 when n − c < k.
@@ -53,7 +54,8 @@ def update_sparsity(
     tau: float = 1e-6,
     dtype: torch.dtype | None = None,
 ) -> float:
-    """Share of parameters that did not move: S_τ = (1/P) Σ_i 1[|θ_final − θ_init| < τ] (METHOD §8).
+    """Share of parameters that did not move: S_τ = (1/P) Σ_i 1[|θ_final − θ_init| < τ]
+    (docs/method.md §8).
 
     Tied weights (entries sharing storage in ``final_state_dict``) count once. ``dtype`` casts
     both tensors before comparing — ``torch.bfloat16`` gives the bf16 view in which sparse

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from distillscope.rollout import StudentPolicy, sample_rollouts
+from distillscope.rollout import PromptEncoder, StudentPolicy, sample_rollouts
 from distillscope.tasks import Problem, Task
-from distillscope.train.prompts import PromptEncoder
 
 
 @dataclass
@@ -58,7 +57,7 @@ def sample_and_score(
             eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
             generator=generator,
         )  # fmt: skip
-        texts += tokenizer.batch_decode(r.completion_B_L, skip_special_tokens=True)
+        texts += tokenizer.batch_decode(r.completion_B_T, skip_special_tokens=True)
         lengths += r.lengths_B.tolist()
         truncated += r.truncated_B.tolist()
     scores = [task.score(p, t) for p, t in zip(flat, texts, strict=True)]

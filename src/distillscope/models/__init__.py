@@ -10,6 +10,7 @@ from distillscope.models.load import (
     load_pair,
     resolve_dtype,
 )
+from distillscope.models.paths import resolve_model_path
 from distillscope.models.vocab import TokenizerMismatchError, check_tokenizers_match, slice_logits
 
 __all__ = [
@@ -21,5 +22,6 @@ __all__ = [
     "load_model",
     "load_pair",
     "resolve_dtype",
+    "resolve_model_path",
     "slice_logits",
 ]

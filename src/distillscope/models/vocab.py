@@ -1,7 +1,8 @@
 """Vocabulary checks for a teacher–student pair: one shared tokenizer, logits sliced to its length.
 
 Distillation compares the two models' distributions token by token, so both must split text
-into the same tokens with the same ids (METHOD §1). Their logit widths may still differ because
+into the same tokens with the same ids (docs/method.md §1). Their logit widths may still differ
+because
 checkpoints pad the embedding matrix (Qwen2.5-7B has 152,064 rows, Qwen2.5-1.5B 151,936, for a
 151,665-token tokenizer); the padded columns are sliced off before any softmax.
 """
@@ -38,7 +39,7 @@ def check_tokenizers_match(
     if reason is not None:
         raise TokenizerMismatchError(
             f"tokenizers of {name_a} and {name_b} differ: {reason}; teacher and student must "
-            "share one tokenizer (METHOD §1)"
+            "share one tokenizer (docs/method.md §1)"
         )
 
 

@@ -1,4 +1,4 @@
-"""Pure tensor objectives: what the student minimises (METHOD §1, §2, §4).
+"""Pure tensor objectives: what the student minimises (docs/method.md §1, §2, §4).
 
 Every public objective maps tensors and options to ``(loss, metrics)``: a scalar fp32 loss and a
 dict of plain floats with namespaced keys (documented in each module's docstring). None of them
@@ -7,7 +7,8 @@ sees a model, a config or a file.
 - :mod:`.divergences` — full-vocabulary forward/reverse KL, generalised JSD, KL mixture on logits;
 - :mod:`.chunked` — the same from hidden states + LM-head weights, chunk by chunk (bounded memory);
 - :mod:`.estimators` — sampled and rollout-token KL estimators, Schulman's k1/k2/k3 metrics;
-- :mod:`.opd` — on-policy distillation as a PPO-clipped policy gradient with regulations.
+- :mod:`.opd` — on-policy distillation as a PPO-clipped policy gradient with regulations;
+- :mod:`.registry` — the objective kinds a config can name, with what each needs.
 """
 
 from __future__ import annotations
@@ -44,12 +45,15 @@ from distillscope.objectives.opd import (
     opd_policy_gradient,
     regulate_advantage,
 )
+from distillscope.objectives.registry import OBJECTIVES, ObjectiveKind, objective_kind
 
 __all__ = [
     "DIVERGENCES",
+    "OBJECTIVES",
     "REDUCTIONS",
     "REGULATIONS",
     "Divergence",
+    "ObjectiveKind",
     "Reduction",
     "Regulation",
     "chunked_divergence",
@@ -59,6 +63,7 @@ __all__ = [
     "generalized_jsd",
     "kl_mixture",
     "kl_sample_metrics",
+    "objective_kind",
     "opd_policy_gradient",
     "reduce_tokens",
     "regulate_advantage",

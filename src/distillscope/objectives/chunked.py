@@ -1,4 +1,5 @@
-"""Chunked full-vocabulary divergences from hidden states and LM-head weights (METHOD §2, Memory).
+"""Chunked full-vocabulary divergences from hidden states and LM-head weights (docs/method.md §2,
+Memory).
 
 The [tokens × V] logits of two models are the memory bottleneck (V = 128,256 for Llama 3,
 151,936 for Qwen). These objectives take the final hidden states and the LM-head weights
@@ -119,8 +120,8 @@ def chunked_divergence(
 
     z_S = h_S W_Sᵀ, z_T = h_T W_Tᵀ at the masked positions, then the same loss as the plain
     objective: Σ_n w_n D(softmax(z_S,n / τ_S), softmax(z_T,n / τ_T)) with the reduction weights
-    w of ``token_weights`` (METHOD §1–§2, [P] Eq. 1). Gradients flow to ``student_hidden_B_T_H``
-    and ``student_head_V_H``; the teacher is detached.
+    w of ``token_weights`` (docs/method.md §1–§2, [P] Eq. 1). Gradients flow to
+    ``student_hidden_B_T_H`` and ``student_head_V_H``; the teacher is detached.
 
     Args:
         student_hidden_B_T_H: student final hidden states (after the last norm).
@@ -131,7 +132,8 @@ def chunked_divergence(
         divergence: "forward_kl", "reverse_kl", "jsd" (uses ``beta``) or "mixture" (``alpha``).
         chunk_size: positions per chunk; the transient logits and log-probs take a small
             multiple (about 10×) of chunk_size · V fp32 values, whatever the token count.
-        vocab_size: use only the first ``vocab_size`` rows of both heads (METHOD §1); without
+        vocab_size: use only the first ``vocab_size`` rows of both heads (docs/method.md §1);
+        without
             it, heads of different widths raise ValueError.
 
     Returns:
@@ -219,7 +221,7 @@ def chunked_forward_kl(
     reduction: Reduction = "seq_mean",
     vocab_size: int | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Chunked forward KL(π_T ‖ π_S) = Σ_v π_T (log π_T − log π_S) (METHOD §2, [P] Eq. 1).
+    """Chunked forward KL(π_T ‖ π_S) = Σ_v π_T (log π_T − log π_S) (docs/method.md §2, [P] Eq. 1).
 
     Equal to :func:`~distillscope.objectives.divergences.forward_kl` on ``h Wᵀ`` logits; see
     :func:`chunked_divergence` for the arguments.
@@ -252,7 +254,7 @@ def chunked_reverse_kl(
     reduction: Reduction = "seq_mean",
     vocab_size: int | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Chunked reverse KL(π_S ‖ π_T) = Σ_v π_S (log π_S − log π_T) (METHOD §2, [P] Eq. 1).
+    """Chunked reverse KL(π_S ‖ π_T) = Σ_v π_S (log π_S − log π_T) (docs/method.md §2, [P] Eq. 1).
 
     Equal to :func:`~distillscope.objectives.divergences.reverse_kl` on ``h Wᵀ`` logits; see
     :func:`chunked_divergence` for the arguments.

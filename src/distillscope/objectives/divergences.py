@@ -1,9 +1,9 @@
-"""Full-vocabulary token divergences between student and teacher logits (METHOD §1–§2).
+"""Full-vocabulary token divergences between student and teacher logits (docs/method.md §1–§2).
 
 Every objective here is a pure function ``(logits, logits, mask, options) -> (loss, metrics)``:
 
 - log-probabilities are ``log_softmax(z / temperature)`` in fp32 whatever the input dtype;
-- the teacher is detached (it is frozen and gets no gradient, METHOD §1);
+- the teacher is detached (it is frozen and gets no gradient, docs/method.md §1);
 - ``mask_B_T`` marks the completion tokens that count (prompt and padding are False);
 - ``reduction`` is one of
   ``"seq_mean"`` — mean over each sequence's own masked tokens, then mean over the sequences that
@@ -22,6 +22,7 @@ runs with different reductions stay comparable; all computed detached):
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Literal
 
@@ -70,7 +71,7 @@ def shared_vocab(
 
     Teacher and student share a tokenizer but may pad their LM heads to different widths (e.g.
     Qwen2.5-7B 152,064 vs 1.5B 151,936); both are cut to the tokenizer length before any
-    softmax (METHOD §1, last bullet). Returns views, no copy.
+    softmax (docs/method.md §1, last bullet). Returns views, no copy.
     """
     widths = (student_logits_B_T_V.shape[-1], teacher_logits_B_T_V.shape[-1])
     if not 1 <= vocab_size <= min(widths):
@@ -139,6 +140,45 @@ def masked_mean(values_B_T: torch.Tensor, mask_B_T: torch.Tensor) -> torch.Tenso
 # ---------------------------------------------------------------------------------------------
 
 
+def forward_kl_tokens(
+    logp_student_B_T_V: torch.Tensor, logp_teacher_B_T_V: torch.Tensor
+) -> torch.Tensor:
+    """F = Σ_v π_T (ℓ_T − ℓ_S) per position (docs/method.md §2, D in [P] Eq. 1); shape (B, T)."""
+    return (logp_teacher_B_T_V.exp() * (logp_teacher_B_T_V - logp_student_B_T_V)).sum(-1)
+
+
+def reverse_kl_tokens(
+    logp_student_B_T_V: torch.Tensor, logp_teacher_B_T_V: torch.Tensor
+) -> torch.Tensor:
+    """R = Σ_v π_S (ℓ_S − ℓ_T) per position (docs/method.md §2, D in [P] Eq. 1); shape (B, T)."""
+    return (logp_student_B_T_V.exp() * (logp_student_B_T_V - logp_teacher_B_T_V)).sum(-1)
+
+
+def mixture_tokens(
+    logp_student_B_T_V: torch.Tensor, logp_teacher_B_T_V: torch.Tensor, alpha: float
+) -> torch.Tensor:
+    """α F + (1−α) R per position (docs/method.md §2, ours); shape (B, T)."""
+    fkl_B_T = forward_kl_tokens(logp_student_B_T_V, logp_teacher_B_T_V)
+    rkl_B_T = reverse_kl_tokens(logp_student_B_T_V, logp_teacher_B_T_V)
+    return alpha * fkl_B_T + (1.0 - alpha) * rkl_B_T
+
+
+def jsd_tokens(
+    logp_student_B_T_V: torch.Tensor, logp_teacher_B_T_V: torch.Tensor, beta: float
+) -> torch.Tensor:
+    """M = β π_T + (1−β) π_S, β KL(π_T‖M) + (1−β) KL(π_S‖M) per position (GKD Eq. 1)."""
+    # log M = logsumexp(ℓ_T + log β, ℓ_S + log(1−β)): stable, and at β ∈ {0, 1} it returns
+    # the surviving log-prob exactly (log 0 = −inf drops out), so JSD is exactly 0 there.
+    log_beta = math.log(beta) if beta > 0 else -math.inf
+    log_one_minus_beta = math.log1p(-beta) if beta < 1 else -math.inf
+    logp_mix_B_T_V = torch.logaddexp(
+        logp_teacher_B_T_V + log_beta, logp_student_B_T_V + log_one_minus_beta
+    )
+    kl_teacher = (logp_teacher_B_T_V.exp() * (logp_teacher_B_T_V - logp_mix_B_T_V)).sum(-1)
+    kl_student = (logp_student_B_T_V.exp() * (logp_student_B_T_V - logp_mix_B_T_V)).sum(-1)
+    return beta * kl_teacher + (1.0 - beta) * kl_student
+
+
 def token_divergence(
     logp_student_B_T_V: torch.Tensor,
     logp_teacher_B_T_V: torch.Tensor,
@@ -151,30 +191,19 @@ def token_divergence(
 
     Works on any leading shape (``..._V`` → ``...``). With ℓ_S = log π_S and ℓ_T = log π_T:
 
-    - forward_kl: F = Σ_v π_T (ℓ_T − ℓ_S)                          (METHOD §2, D in [P] Eq. 1)
-    - reverse_kl: R = Σ_v π_S (ℓ_S − ℓ_T)                          (METHOD §2, D in [P] Eq. 1)
+    - forward_kl: F = Σ_v π_T (ℓ_T − ℓ_S)                   (docs/method.md §2, D in [P] Eq. 1)
+    - reverse_kl: R = Σ_v π_S (ℓ_S − ℓ_T)                   (docs/method.md §2, D in [P] Eq. 1)
     - jsd:  M = β π_T + (1−β) π_S,  β KL(π_T‖M) + (1−β) KL(π_S‖M)  (GKD, Agarwal et al. Eq. 1)
-    - mixture: α F + (1−α) R                                        (METHOD §2, ours)
+    - mixture: α F + (1−α) R                                 (docs/method.md §2, ours)
     """
     check_divergence(divergence, beta=beta, alpha=alpha)
-    if divergence == "forward_kl":
-        return (logp_teacher_B_T_V.exp() * (logp_teacher_B_T_V - logp_student_B_T_V)).sum(-1)
-    if divergence == "reverse_kl":
-        return (logp_student_B_T_V.exp() * (logp_student_B_T_V - logp_teacher_B_T_V)).sum(-1)
-    if divergence == "mixture":
-        fkl = token_divergence(logp_student_B_T_V, logp_teacher_B_T_V, "forward_kl")
-        rkl = token_divergence(logp_student_B_T_V, logp_teacher_B_T_V, "reverse_kl")
-        return alpha * fkl + (1.0 - alpha) * rkl
-    # jsd. log M = logsumexp(ℓ_T + log β, ℓ_S + log(1−β)): stable, and at β ∈ {0, 1} it returns
-    # the surviving log-prob exactly (log 0 = −inf drops out), so JSD is exactly 0 there.
-    log_beta = math.log(beta) if beta > 0 else -math.inf
-    log_one_minus_beta = math.log1p(-beta) if beta < 1 else -math.inf
-    logp_mix_B_T_V = torch.logaddexp(
-        logp_teacher_B_T_V + log_beta, logp_student_B_T_V + log_one_minus_beta
-    )
-    kl_teacher = (logp_teacher_B_T_V.exp() * (logp_teacher_B_T_V - logp_mix_B_T_V)).sum(-1)
-    kl_student = (logp_student_B_T_V.exp() * (logp_student_B_T_V - logp_mix_B_T_V)).sum(-1)
-    return beta * kl_teacher + (1.0 - beta) * kl_student
+    per_token = {
+        "forward_kl": forward_kl_tokens,
+        "reverse_kl": reverse_kl_tokens,
+        "jsd": functools.partial(jsd_tokens, beta=beta),
+        "mixture": functools.partial(mixture_tokens, alpha=alpha),
+    }[divergence]
+    return per_token(logp_student_B_T_V, logp_teacher_B_T_V)
 
 
 @torch.no_grad()
@@ -261,8 +290,8 @@ def forward_kl(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Forward KL, mode-covering: F = KL(π_T ‖ π_S) = Σ_v π_T(v) [log π_T(v) − log π_S(v)].
 
-    METHOD §2, the D of [P] Eq. 1, with π = softmax(z / temperature). At temperature 1 the gradient
-    w.r.t. the student logits is ∂F/∂z_S = π_S − π_T ([P] Eq. 4).
+    docs/method.md §2, the D of [P] Eq. 1, with π = softmax(z / temperature). At temperature 1 the
+    gradient w.r.t. the student logits is ∂F/∂z_S = π_S − π_T ([P] Eq. 4).
 
     Args:
         student_logits_B_T_V: student logits (any float dtype; softmax runs in fp32).
@@ -298,8 +327,8 @@ def reverse_kl(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Reverse KL, mode-seeking: R = KL(π_S ‖ π_T) = Σ_v π_S(v) [log π_S(v) − log π_T(v)].
 
-    METHOD §2, the D of [P] Eq. 1, with π = softmax(z / temperature). At temperature 1 the gradient
-    w.r.t. the student logits is ∂R/∂z_S = π_S ⊙ (log π_S − log π_T − R) ([P] Eq. 5).
+    docs/method.md §2, the D of [P] Eq. 1, with π = softmax(z / temperature). At temperature 1 the
+    gradient w.r.t. the student logits is ∂R/∂z_S = π_S ⊙ (log π_S − log π_T − R) ([P] Eq. 5).
     Arguments and return value as in :func:`forward_kl`.
     """
     return _objective(
@@ -325,7 +354,7 @@ def generalized_jsd(
     reduction: Reduction = "seq_mean",
     vocab_size: int | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Generalised Jensen–Shannon divergence of GKD (Agarwal et al. 2024, Eq. 1; METHOD §2).
+    """Generalised Jensen–Shannon divergence of GKD (Agarwal et al. 2024, Eq. 1; docs/method.md §2).
 
     M = β π_T + (1−β) π_S,   JSD_β = β KL(π_T ‖ M) + (1−β) KL(π_S ‖ M),  log M by logsumexp.
 
@@ -358,7 +387,7 @@ def kl_mixture(
     reduction: Reduction = "seq_mean",
     vocab_size: int | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Explicit mixture α · KL(π_T ‖ π_S) + (1−α) · KL(π_S ‖ π_T) (METHOD §2).
+    """Explicit mixture α · KL(π_T ‖ π_S) + (1−α) · KL(π_S ‖ π_T) (docs/method.md §2).
 
     α = 1 is :func:`forward_kl`, α = 0 is :func:`reverse_kl`. Other arguments and the return
     value as in :func:`forward_kl`.

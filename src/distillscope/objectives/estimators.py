@@ -1,4 +1,5 @@
-"""Sampled KL estimators and the k1/k2/k3 sample metrics (METHOD §2, [P] App. A.2, Schulman).
+"""Sampled KL estimators and the k1/k2/k3 sample metrics (docs/method.md §2, [P] App. A.2,
+Schulman).
 
 Instead of summing over the whole vocabulary, each completion position n uses one token y_n:
 
@@ -9,7 +10,8 @@ Instead of summing over the whole vocabulary, each completion position n uses on
 
 The ``sampled_*`` functions draw one *extra* token per position from the tempered model with a
 caller-owned ``torch.Generator`` (independent of the rollout token). The ``rollout_token_*``
-functions use the rollout's own token y_n instead (what OPD uses, METHOD §4); they are unbiased
+functions use the rollout's own token y_n instead (what OPD uses, docs/method.md §4); they are
+unbiased
 only when the rollout was sampled from the same tempered distribution the estimator assumes.
 
 ``tokens_B_T[b, t]`` is the token *scored by* ``logits[b, t]`` (the caller shifts by one).
@@ -171,7 +173,8 @@ def rollout_token_forward_kl(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Rollout-token forward KL: loss = −log π_S(y_n|h_n) at the rollout's own token y_n.
 
-    METHOD §2 ("rollout-token" variant of [P] App. A.2): an unbiased forward-KL gradient when y
+    docs/method.md §2 ("rollout-token" variant of [P] App. A.2): an unbiased forward-KL gradient
+    when y
     was sampled from π_T at ``teacher_temperature`` (OffPD); otherwise a plain NLL on the rollout.
     """
     return _sampled_objective(
@@ -201,7 +204,7 @@ def rollout_token_reverse_kl(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Rollout-token reverse KL: loss = sg[log π_S(y_n) − log π_T(y_n)] · log π_S(y_n).
 
-    METHOD §2 and §4: the per-token policy gradient OPD builds on; an unbiased reverse-KL
+    docs/method.md §2 and §4: the per-token policy gradient OPD builds on; an unbiased reverse-KL
     gradient when y was sampled from the current π_S at ``student_temperature`` (OnPD).
     """
     return _sampled_objective(
@@ -224,7 +227,7 @@ def kl_sample_metrics(
     logp_teacher_sampled_B_T: torch.Tensor,
     mask_B_T: torch.Tensor,
 ) -> dict[str, float]:
-    """Schulman's k1/k2/k3 estimates of KL(π_S ‖ π_T) from tokens y ~ π_S (METHOD §2).
+    """Schulman's k1/k2/k3 estimates of KL(π_S ‖ π_T) from tokens y ~ π_S (docs/method.md §2).
 
     With log r = log π_T(y) − log π_S(y):  k1 = −log r,  k2 = ½ (log r)²,  k3 = (r − 1) − log r
     (J. Schulman, "Approximating KL divergence", 2020). k1 and k3 are unbiased for KL(π_S‖π_T);

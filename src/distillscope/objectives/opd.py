@@ -1,4 +1,5 @@
-"""On-policy distillation as a policy gradient with per-token teacher advantages (METHOD §4, [D]).
+"""On-policy distillation as a policy gradient with per-token teacher advantages (docs/method.md
+§4, [D]).
 
 The student samples y ~ π_S; each sampled token gets the advantage
 Δℓ_t = log π_T(y_t|h_t) − log π_S(y_t|h_t) (detached), shaped by a regulation g, and the
@@ -44,11 +45,11 @@ def regulate_advantage(
     clip_min: float = -3.0,
     clip_max: float = 3.0,
 ) -> torch.Tensor:
-    """The signal regulation g of [D] (METHOD §4), elementwise on Δℓ_B_T.
+    """The signal regulation g of [D] (docs/method.md §4), elementwise on Δℓ_B_T.
 
     none: g(x) = x;   hard_clip: g(x) = clip(x, c_min, c_max);
     log_compress: g(x) = sign(x) · log(1 + |x|).
-    [D] gives no thresholds; ours default to c_min = −3, c_max = 3 (METHOD §10).
+    [D] gives no thresholds; ours default to c_min = −3, c_max = 3 (docs/method.md §10).
     """
     if regulation == "none":
         return delta_B_T
@@ -83,7 +84,7 @@ def opd_policy_gradient(
     student_temperature: float = 1.0,
     reduction: Reduction = "seq_mean",
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """PPO-clipped OPD loss with per-token teacher advantages ([D]; METHOD §4).
+    """PPO-clipped OPD loss with per-token teacher advantages ([D]; docs/method.md §4).
 
     With ℓ_θ(y_t) = log softmax(z_t / τ_S)[y_t] from the current logits:
 
@@ -91,7 +92,8 @@ def opd_policy_gradient(
         r_t  = exp(ℓ_θ(y_t) − log π_old(y_t))
         loss_t = −min(r_t A_t, clip(r_t, 1 − ε_low, 1 + ε_high) A_t)
 
-    reduced over ``mask_B_T`` by ``reduction`` (METHOD §1). With ``logp_old`` equal to the current
+    reduced over ``mask_B_T`` by ``reduction`` (docs/method.md §1). With ``logp_old`` equal to the
+    current
     log-probs (one update per rollout batch) r_t = 1 and ∇loss = −Σ w_t A_t ∇ℓ_θ(y_t): REINFORCE
     with per-token reward g(Δℓ_t). The advantage uses the *current* student log-prob, detached;
     it equals the sampler's on the first update of a batch.

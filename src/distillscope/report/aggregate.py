@@ -16,21 +16,10 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from distillscope import metric_keys
+
 ID_COLUMNS = ("run_id", "status", "reason")
 SEED = "seed"
-
-# Metrics stored as a fraction in [0, 1]; tables, figures and the scorecard show them in percent.
-_FRACTION_PREFIXES = (
-    "eval/accuracy",
-    "eval/pass@",
-    "eval/avg@",
-    "eval/harder",
-    "eval/skills_",
-    "eval/sparsity_",
-    "eval/truncated_frac",
-    "eval/teacher_style_share",
-    "train/grad_clipped_frac",
-)
 
 ROLLOUT_NAMES = {"student": "OnPD", "teacher": "OffPD", "mix": "mix", "interleave": "interleave"}
 OBJECTIVE_NAMES = {
@@ -72,8 +61,8 @@ def metric_columns(df: pd.DataFrame) -> list[str]:
 
 
 def is_fraction(metric: str) -> bool:
-    """Whether ``metric`` is stored as a fraction in [0, 1] (shown in percent)."""
-    return metric.startswith(_FRACTION_PREFIXES)
+    """Whether ``metric`` is stored as a fraction in [0, 1] (its unit in the metric registry)."""
+    return metric_keys.is_fraction(metric)
 
 
 def percent_scale(metric: str) -> float:

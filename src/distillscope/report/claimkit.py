@@ -1,6 +1,6 @@
 """Building blocks of the scorecard rules: verdicts, sub-grids, matched comparisons, significance.
 
-Conventions every rule follows (METHOD §9):
+Conventions every rule follows (docs/method.md §9):
 
 - Only finished runs (``status == "done"``) count; numbers are cell means over seeds.
 - Fractions (accuracy, pass@k, sparsity, style share) are compared in percentage points (pp).
@@ -59,10 +59,10 @@ class Verdict:
 
 @dataclass(frozen=True)
 class ClaimRule:
-    """One published claim (METHOD §9) and how a study is scored against it."""
+    """One published claim (docs/method.md §9) and how a study is scored against it."""
 
     id: int
-    claim: str  # one line, as in METHOD §9
+    claim: str  # one line, as in docs/method.md §9
     needs: str  # what a study must contain to test it (shown when it cannot)
     applicable: Callable[[pd.DataFrame], bool]
     judge: Callable[[pd.DataFrame], Verdict]

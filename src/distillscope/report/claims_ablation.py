@@ -1,4 +1,4 @@
-"""Scorecard rules on the ablations of [P]: METHOD §9 claims 10–15.
+"""Scorecard rules on the ablations of [P]: docs/method.md §9 claims 10–15.
 
 Harder variant, RLVR follow-up, teacher-style transfer, gradient clipping and sampled
 estimators. Thresholds in pp; ``claimkit`` says what makes a difference count.

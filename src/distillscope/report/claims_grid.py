@@ -1,4 +1,4 @@
-"""Scorecard rules on the main grid and the LR sweep: METHOD §9 claims 1–5 and 9.
+"""Scorecard rules on the main grid and the LR sweep: docs/method.md §9 claims 1–5 and 9.
 
 Rollout policy, KL direction and learning rate against accuracy, coverage, forgetting and
 update sparsity. Thresholds are in percentage points (pp) of the stored fractions; ``claimkit``

@@ -1,4 +1,4 @@
-"""Scorecard rules on the [D] claims about on-policy distillation: METHOD §9 claims 16–18.
+"""Scorecard rules on the [D] claims about on-policy distillation: docs/method.md §9 claims 16–18.
 
 Length exploitation under signal regulation, prompt diversity at a fixed rollout budget, and
 the teacher's informativeness. ``claimkit`` says what makes a difference count.

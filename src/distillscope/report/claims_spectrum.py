@@ -1,4 +1,4 @@
-"""Scorecard rules on the λ-spectrum of rollout policies: METHOD §9 claims 6–8.
+"""Scorecard rules on the λ-spectrum of rollout policies: docs/method.md §9 claims 6–8.
 
 λ = −1 is the teacher (OffPD), +1 the student (OnPD); OnPD/OffPD runs of the spectrum sub-grid
 count at λ = ±1. Thresholds in pp; ``claimkit`` says what makes a difference count.

@@ -27,7 +27,7 @@ from distillscope.report.figures import (
     save_figure,
     style,
 )
-from distillscope.report.store import Study, read_metrics
+from distillscope.report.study import Study, metrics_frame
 
 LOSS, GRAD, LENGTH = "train/loss", "train/grad_norm", "rollout/len_mean"
 S_PROB, T_PROB = "rollout/student_token_prob", "rollout/teacher_token_prob"
@@ -67,7 +67,7 @@ def _cell_curves(study: Study, rows: pd.DataFrame) -> list[tuple[str, float, pd.
     for _, cell in groups:
         runs = []
         for run_id in cell["run_id"]:
-            m = read_metrics(study.run_dir(run_id))
+            m = metrics_frame(study.run_dir(run_id))
             if not m.empty and "step" in m.columns:
                 keep = ["step"] + [k for k in KEYS if k in m.columns]
                 runs.append(m[keep].apply(pd.to_numeric, errors="coerce"))

@@ -27,7 +27,7 @@ from distillscope.report.figures import (
     spectrum_figure,
 )
 from distillscope.report.scorecard import ClaimResult, score_claims
-from distillscope.report.store import Study, load_study
+from distillscope.report.study import Study, load_study
 from distillscope.report.tables import (
     Table,
     experiment_tables,
@@ -45,7 +45,8 @@ HOW_TO_READ = (
     "score in percentage points (after − before, so negative means the student forgot). OnPD = "
     "on-policy (the student writes the rollouts), OffPD = off-policy (the teacher writes them), "
     "λ = a mixture between the two (−1 teacher, +1 student). The scorecard tests each published "
-    "claim (METHOD §9) with the stated rule: a difference counts only when it is at least the "
+    "claim (docs/method.md §9) with the stated rule: a difference counts only when it is at "
+    "least the "
     "rule's minimum effect and larger than twice its combined SEM. 'Not tested' means this study "
     "lacks the runs or measurements the claim needs; 'inconclusive' means it has them but the "
     "numbers fall between the rule's margins. Only finished runs enter any number; failed and "

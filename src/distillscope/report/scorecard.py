@@ -1,4 +1,4 @@
-"""The claims scorecard: each published finding of METHOD §9 scored against one study.
+"""The claims scorecard: each published finding of docs/method.md §9 scored against one study.
 
     from distillscope.report import score_claims
     for r in score_claims(results_df, study_dir):
@@ -25,7 +25,8 @@ from distillscope.report.claims_ablation import RULES_ABLATION
 from distillscope.report.claims_grid import RULES_GRID
 from distillscope.report.claims_opd import LEN_RATIO, REWARD_DROP, RULES_OPD
 from distillscope.report.claims_spectrum import RULES_SPECTRUM
-from distillscope.report.store import read_metrics, run_dir
+from distillscope.report.study import metrics_frame
+from distillscope.store import run_dir
 
 RULES: list[ClaimRule] = sorted(
     [*RULES_GRID, *RULES_SPECTRUM, *RULES_ABLATION, *RULES_OPD], key=lambda r: r.id
@@ -44,7 +45,7 @@ class ClaimResult:
 
 
 def score_claims(df: pd.DataFrame, study_dir: Path | None = None) -> list[ClaimResult]:
-    """Score METHOD §9 claims 1–18 against a results table (one row per run).
+    """Score docs/method.md §9 claims 1–18 against a results table (one row per run).
 
     Args:
         df: the study's ``results.parquet`` (all statuses; each rule keeps the finished runs it
@@ -88,7 +89,7 @@ def add_trajectory_features(df: pd.DataFrame, study_dir: Path) -> pd.DataFrame:
         if col not in df.columns:
             df[col] = math.nan
     for i in df.index[df["objective.kind"] == "opd"]:
-        ratio, drop = trajectory_features(read_metrics(run_dir(study_dir, df.at[i, "run_id"])))
+        ratio, drop = trajectory_features(metrics_frame(run_dir(study_dir, df.at[i, "run_id"])))
         df.at[i, LEN_RATIO], df.at[i, REWARD_DROP] = ratio, drop
     return df
 

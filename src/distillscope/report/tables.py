@@ -22,7 +22,7 @@ from distillscope.report.aggregate import (
 from distillscope.report.claimkit import main_grid
 from distillscope.report.scorecard import ClaimResult
 
-# (column, header) of the main cell table — METHOD §8's headline measurements.
+# (column, header) of the main cell table — docs/method.md §8's headline measurements.
 MAIN_METRICS = (
     ("eval/accuracy", "Accuracy (%)"),
     ("eval/pass@1", "pass@1 (%)"),

@@ -1,4 +1,4 @@
-"""Rollouts: who writes the completion tokens (METHOD §3).
+"""Rollouts: who writes the completion tokens (docs/method.md §3).
 
 Policies (student, teacher, λ-spectrum, sequence mixing, token interleaving), one batched
 KV-cache sampler that decodes both models in lock step, scoring of missing log-probs, rollout
@@ -19,6 +19,7 @@ from distillscope.rollout.policies import (
     TeacherPolicy,
     behavior_logprobs,
 )
+from distillscope.rollout.prompts import PromptEncoder, select_problems, step_generator, step_rng
 from distillscope.rollout.rollouts import Rollouts, position_ids
 from distillscope.rollout.sampler import (
     completion_logprobs,
@@ -34,6 +35,7 @@ __all__ = [
     "SOURCE_TEACHER",
     "InterleavePolicy",
     "MixturePolicy",
+    "PromptEncoder",
     "RolloutCache",
     "RolloutPolicy",
     "Rollouts",
@@ -50,7 +52,10 @@ __all__ = [
     "rollout_length_metrics",
     "sample_rollouts",
     "score_rollouts",
+    "select_problems",
     "spectrum_logprobs",
     "spectrum_scores",
+    "step_generator",
+    "step_rng",
     "tempered_logprobs",
 ]

@@ -1,4 +1,5 @@
-"""A disk cache of teacher rollouts shared by off-policy runs (METHOD §3 "Off-policy data reuse").
+"""A disk cache of teacher rollouts shared by off-policy runs (docs/method.md §3 "Off-policy data
+reuse").
 
 Teacher rollouts do not depend on the student, so every OffPD run that shares the teacher, the
 task, the seed, the step and the sampling settings can read one stored batch instead of

@@ -1,4 +1,5 @@
-"""Per-batch rollout diagnostics: trajectory likelihoods (METHOD §3) and lengths (METHOD §4).
+"""Per-batch rollout diagnostics: trajectory likelihoods (docs/method.md §3) and lengths
+(docs/method.md §4).
 
 Metric keys (all in the ``rollout/`` namespace, values are Python floats):
 
@@ -25,17 +26,17 @@ EARLY_EOS_TOKENS = 2
 
 
 def likelihood_metrics(
-    rollouts: Rollouts, logp_student_t1_B_L: torch.Tensor, logp_teacher_t1_B_L: torch.Tensor
+    rollouts: Rollouts, logp_student_t1_B_T: torch.Tensor, logp_teacher_t1_B_T: torch.Tensor
 ) -> dict[str, float]:
     """Likelihood of the sampled tokens under S and T ([P] Fig. 4, App. A.9).
 
     Pass log-probs at temperature 1.0 (e.g. from ``completion_logprobs(model, r, role, 1.0)``),
     as [P] does, so the numbers compare across rollout policies whatever they sampled at.
     """
-    mask_B_L = rollouts.completion_mask_B_L.bool()
+    mask_B_T = rollouts.completion_mask_B_T.bool()
     metrics = {}
-    for role, logp_B_L in (("student", logp_student_t1_B_L), ("teacher", logp_teacher_t1_B_L)):
-        logp_N = logp_B_L[mask_B_L].double()  # N = real completion tokens in the batch
+    for role, logp_B_T in (("student", logp_student_t1_B_T), ("teacher", logp_teacher_t1_B_T)):
+        logp_N = logp_B_T[mask_B_T].double()  # N = real completion tokens in the batch
         metrics[f"rollout/{role}_token_prob"] = logp_N.exp().mean().item()
         metrics[f"rollout/{role}_geo_prob"] = logp_N.mean().exp().item()
     return metrics
@@ -44,7 +45,7 @@ def likelihood_metrics(
 def rollout_length_metrics(
     rollouts: Rollouts, early_eos_tokens: int = EARLY_EOS_TOKENS
 ) -> dict[str, float]:
-    """Length, truncation and early-EOS rates of one batch (METHOD §4 "length exploitation")."""
+    """Length, truncation and early-EOS rates of one batch (docs/method.md §4, length growth)."""
     lengths_B = rollouts.lengths_B.double()
     truncated_B = rollouts.truncated_B.bool()
     early_B = ~truncated_B & (rollouts.lengths_B <= early_eos_tokens)

@@ -1,9 +1,9 @@
-"""Rollout policies ρ: who writes the completion tokens (METHOD §3).
+"""Rollout policies ρ: who writes the completion tokens (docs/method.md §3).
 
 A policy is a small frozen dataclass. The sampler (``sampler.py``) runs the models a policy
 needs, hands it the tempered log-probs ℓ_S = log_softmax(z_S / T_S) and ℓ_T = log_softmax(z_T / T_T)
 of the current position, and the policy draws the next token with :meth:`draw`, returning it with
-its exact behaviour log-prob log ρ(y) (what OPD uses as π_old, METHOD §4).
+its exact behaviour log-prob log ρ(y) (what OPD uses as π_old, docs/method.md §4).
 
 All randomness comes from the caller's ``torch.Generator``. Every policy draws one
 ``torch.multinomial`` over the whole ``[B, V]`` batch per step (interleaving a second one in
@@ -194,7 +194,7 @@ class SpectrumPolicy:
 
 @dataclass(frozen=True)
 class MixturePolicy:
-    """GKD-style sequence mixing (ours, METHOD §3): each sequence is student-written with
+    """GKD-style sequence mixing (ours, docs/method.md §3): each sequence is student-written with
     probability ``p_student``, else teacher-written, each by its own sub-policy.
 
     The per-sequence coin flips are drawn from the generator only when 0 < p < 1: a certain
@@ -253,7 +253,7 @@ class MixturePolicy:
 
 @dataclass(frozen=True)
 class InterleavePolicy:
-    """Token-level interleaving in the style of speculative KD (ours, METHOD §3).
+    """Token-level interleaving in the style of speculative KD (ours, docs/method.md §3).
 
     The student proposes y ~ π_S; if y is outside the teacher's top-k at that position it is
     replaced by a fresh draw y' ~ π_T. The behaviour probability of the final token is exact:

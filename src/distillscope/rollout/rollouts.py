@@ -1,6 +1,6 @@
 """``Rollouts``: the batch of completions a rollout policy wrote, with the log-probs of its tokens.
 
-Layout: prompts are LEFT-padded (``[B, P]``), completions RIGHT-padded (``[B, L]``), so
+Layout: prompts are LEFT-padded (``[B, P]``), completions RIGHT-padded (``[B, T]``), so
 ``concat(prompt, completion)`` is contiguous per row and a causal LM's logits at positions
 ``P-1 .. P+L-2`` predict the completion tokens. The teacher may read a different prompt
 (``[B, Q]``, e.g. the style-flagged one) in front of the same completion.
@@ -21,8 +21,8 @@ from safetensors.torch import load_file, save_file
 Role = Literal["student", "teacher"]
 
 _META_KEY = "distillscope.rollouts"
-_FORMAT_VERSION = 1
-_OPTIONAL = ("logp_student_B_L", "logp_teacher_B_L")
+_FORMAT_VERSION = 2  # 2: completion fields end in _B_T (were _B_L)
+_OPTIONAL = ("logp_student_B_T", "logp_teacher_B_T")
 _TEACHER_PROMPT = ("teacher_prompt_ids_B_Q", "teacher_prompt_mask_B_Q")
 
 
@@ -42,19 +42,19 @@ class Rollouts:
     teacher reads the same prompt."""
     teacher_prompt_mask_B_Q: torch.Tensor
     """1 on the teacher prompt's real tokens."""
-    completion_B_L: torch.Tensor
+    completion_B_T: torch.Tensor
     """Sampled tokens, the pad id after EOS."""
-    completion_mask_B_L: torch.Tensor
+    completion_mask_B_T: torch.Tensor
     """1 on generated tokens including the EOS token, 0 after it."""
-    logp_student_B_L: torch.Tensor | None
+    logp_student_B_T: torch.Tensor | None
     """log π_S(y_n | h_n) at the student's sampling temperature; None until scored."""
-    logp_teacher_B_L: torch.Tensor | None
+    logp_teacher_B_T: torch.Tensor | None
     """log π_T(y_n | h_n) at the teacher's sampling temperature, with the teacher's own prompt;
     None until scored."""
-    logp_behavior_B_L: torch.Tensor
+    logp_behavior_B_T: torch.Tensor
     """log ρ(y_n | h_n) under the policy that actually sampled (top-p included): π_old of OPD."""
     lengths_B: torch.Tensor
-    """Completion tokens per row, EOS included (= completion_mask_B_L.sum(1))."""
+    """Completion tokens per row, EOS included (= completion_mask_B_T.sum(1))."""
     truncated_B: torch.Tensor
     """True where the row hit max_new_tokens without emitting EOS."""
     source: str
@@ -63,12 +63,12 @@ class Rollouts:
     """Per row, int8: 1 student-written, 0 teacher-written, -1 written jointly by both models."""
 
     def __post_init__(self) -> None:
-        b, length = self.completion_B_L.shape
+        b, length = self.completion_B_T.shape
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, torch.Tensor) and value.shape[0] != b:
                 raise ValueError(f"Rollouts.{f.name} has batch {value.shape[0]}, expected {b}")
-        for name in ("completion_mask_B_L", "logp_behavior_B_L", *_OPTIONAL):
+        for name in ("completion_mask_B_T", "logp_behavior_B_T", *_OPTIONAL):
             value = getattr(self, name)
             if value is not None and value.shape != (b, length):
                 raise ValueError(
@@ -77,7 +77,7 @@ class Rollouts:
 
     @property
     def batch_size(self) -> int:
-        return self.completion_B_L.shape[0]
+        return self.completion_B_T.shape[0]
 
     def prompt(self, role: Role) -> tuple[torch.Tensor, torch.Tensor]:
         """(ids, mask) of the prompt ``role`` reads: ``[B, P]`` (student), ``[B, Q]`` (teacher)."""
@@ -95,18 +95,18 @@ class Rollouts:
         logits of one full forward equal those it sampled from.
         """
         ids_B_P, mask_B_P = self.prompt(role)
-        input_ids_B_S = torch.cat([ids_B_P, self.completion_B_L], dim=1)
-        attention_mask_B_S = torch.cat([mask_B_P, self.completion_mask_B_L], dim=1)
+        input_ids_B_S = torch.cat([ids_B_P, self.completion_B_T], dim=1)
+        attention_mask_B_S = torch.cat([mask_B_P, self.completion_mask_B_T], dim=1)
         return input_ids_B_S, attention_mask_B_S, position_ids(attention_mask_B_S)
 
     def completion_logits_slice(self, role: Role) -> slice:
         """Slice of the sequence axis whose logits predict the completion tokens.
 
-        ``logits_B_S_V[:, sl]`` is ``[B, L, V]`` with row n predicting ``completion_B_L[:, n]``:
+        ``logits_B_S_V[:, sl]`` is ``[B, T, V]`` with row n predicting ``completion_B_T[:, n]``:
         ``slice(P - 1, P - 1 + L)`` for a prompt of width P.
         """
         width = self.prompt(role)[0].shape[1]
-        return slice(width - 1, width - 1 + self.completion_B_L.shape[1])
+        return slice(width - 1, width - 1 + self.completion_B_T.shape[1])
 
     def to(self, device: torch.device | str) -> Rollouts:
         """A copy with every tensor on ``device`` (a shared teacher prompt stays shared)."""
@@ -138,6 +138,11 @@ class Rollouts:
                 f"{path} is not a distillscope Rollouts file (no '{_META_KEY}' header)"
             )
         meta = json.loads(header[_META_KEY])
+        if meta.get("format") != _FORMAT_VERSION:
+            raise ValueError(
+                f"{path} was written in Rollouts format {meta.get('format')}, this distillscope "
+                f"reads format {_FORMAT_VERSION}; delete the rollout cache to regenerate it"
+            )
         tensors = load_file(str(path))
         if meta["teacher_prompt_shared"]:
             tensors["teacher_prompt_ids_B_Q"] = tensors["prompt_ids_B_P"]

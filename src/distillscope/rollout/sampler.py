@@ -74,11 +74,11 @@ def sample_rollouts(
         prompt_mask_B_P=prompt_mask,
         teacher_prompt_ids_B_Q=teacher_prompt_ids,
         teacher_prompt_mask_B_Q=teacher_prompt_mask,
-        completion_B_L=out["completion"],
-        completion_mask_B_L=out["mask"],
-        logp_student_B_L=out.get("student"),
-        logp_teacher_B_L=out.get("teacher"),
-        logp_behavior_B_L=out["behavior"],
+        completion_B_T=out["completion"],
+        completion_mask_B_T=out["mask"],
+        logp_student_B_T=out.get("student"),
+        logp_teacher_B_T=out.get("teacher"),
+        logp_behavior_B_T=out["behavior"],
         lengths_B=out["mask"].sum(dim=1),
         truncated_B=out["truncated"],
         source=policy.name,
@@ -125,7 +125,7 @@ def _decode(
 
 
 def tempered_logprobs(logits_B_V: torch.Tensor, temperature: float) -> torch.Tensor:
-    """ℓ = log_softmax(z / T) in fp32 (METHOD §1: the same tempered π samples and scores)."""
+    """ℓ = log_softmax(z / T) in fp32 (docs/method.md §1: one tempered π samples and scores)."""
     return F.log_softmax(logits_B_V.float() / temperature, dim=-1)
 
 
@@ -177,20 +177,20 @@ def score_rollouts(
     student_temperature: float,
     teacher_temperature: float,
 ) -> Rollouts:
-    """A copy of ``rollouts`` with missing ``logp_student_B_L``/``logp_teacher_B_L`` filled.
+    """A copy of ``rollouts`` with missing ``logp_student_B_T``/``logp_teacher_B_T`` filled.
 
     One full forward per missing model (the teacher with its own prompt), see
     :func:`completion_logprobs`. Log-probs recorded during sampling are kept as they are.
     """
     changes = {}
-    if rollouts.logp_student_B_L is None:
+    if rollouts.logp_student_B_T is None:
         model = _require(student, "student", None)
-        changes["logp_student_B_L"] = completion_logprobs(
+        changes["logp_student_B_T"] = completion_logprobs(
             model, rollouts, "student", student_temperature
         )
-    if rollouts.logp_teacher_B_L is None:
+    if rollouts.logp_teacher_B_T is None:
         model = _require(teacher, "teacher", None)
-        changes["logp_teacher_B_L"] = completion_logprobs(
+        changes["logp_teacher_B_T"] = completion_logprobs(
             model, rollouts, "teacher", teacher_temperature
         )
     return replace(rollouts, **changes)
@@ -202,7 +202,7 @@ def completion_logprobs(
     """log π(y_n | h_n) ``[B, L]`` at ``temperature`` from one forward of ``role``'s sequence.
 
     fp32 log_softmax of logits / T gathered at the completion tokens, 0 where masked. Use it
-    at temperature 1.0 for the likelihood diagnostic (METHOD §3).
+    at temperature 1.0 for the likelihood diagnostic (docs/method.md §3).
     """
     with _eval_mode([model]), torch.inference_mode():
         ids_B_S, mask_B_S, pos_B_S = rollouts.sequence(role)
@@ -211,8 +211,8 @@ def completion_logprobs(
         ).logits
         logits_B_L_V = logits_B_S_V[:, rollouts.completion_logits_slice(role)]
         logp_B_L_V = tempered_logprobs(logits_B_L_V, temperature)
-        logp_B_L = logp_B_L_V.gather(-1, rollouts.completion_B_L[..., None]).squeeze(-1)
-        logp_B_L = logp_B_L.masked_fill(rollouts.completion_mask_B_L == 0, 0.0)
+        logp_B_L = logp_B_L_V.gather(-1, rollouts.completion_B_T[..., None]).squeeze(-1)
+        logp_B_L = logp_B_L.masked_fill(rollouts.completion_mask_B_T == 0, 0.0)
     return logp_B_L.clone()  # an ordinary tensor, usable in a later autograd graph
 
 

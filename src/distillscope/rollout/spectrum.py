@@ -1,7 +1,7 @@
 """The λ-spectrum of rollout distributions between the teacher (λ = −1) and the student (λ = +1).
 
-[P] §5.2, App. D.5; METHOD §3. Pure tensor functions over the last (vocabulary) dimension, so
-they work on ``[V]``, ``[B, V]`` or ``[B, T, V]`` alike. Inputs are *normalised* fp32 log-probs
+[P] §5.2, App. D.5; docs/method.md §3. Pure tensor functions over the last (vocabulary) dimension,
+so they work on ``[V]``, ``[B, V]`` or ``[B, T, V]`` alike. Inputs are *normalised* fp32 log-probs
 (``log_softmax`` of finite logits at each model's sampling temperature).
 """
 

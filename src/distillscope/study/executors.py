@@ -31,8 +31,8 @@ def execute_run(
     import torch
 
     from distillscope.config import RunConfig
-    from distillscope.train import run_one
-    from distillscope.train.store import read_status
+    from distillscope.store import read_status
+    from distillscope.study.run import run_one
 
     if threads is not None:
         torch.set_num_threads(max(1, threads))

@@ -23,10 +23,10 @@ import yaml
 from distillscope import __version__
 from distillscope.config import ConfigError
 from distillscope.safeyaml import YamlError, load_yaml_file
+from distillscope.store import atomic_write_text, read_status
 from distillscope.study.executors import run_pool, run_ray, run_sequential
 from distillscope.study.spec import PlannedRun, StudySpec, expand, load_spec
 from distillscope.study.table import write_table
-from distillscope.train.store import atomic_write_text, read_status
 
 FINISHED = ("done", "diverged")
 

@@ -6,7 +6,6 @@ killed at any moment and re-run ends with exactly one row per planned run.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tempfile
@@ -15,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from distillscope.store import read_eval, read_metrics, read_status
 from distillscope.study.spec import PlannedRun
-from distillscope.train.store import read_metrics, read_status
 
 #: Axis columns recorded for every run even when the study does not vary them.
 RECORDED = (
@@ -48,9 +47,8 @@ def run_row(run: PlannedRun, run_dir: Path) -> dict[str, Any]:
         row[col] = math.nan if value is None else value
     row.update({k: math.nan if v is None else v for k, v in run.axes.items()})
     row.update(run.labels)
-    eval_path = run_dir / "eval.json"
-    if status["status"] == "done" and eval_path.is_file():
-        row.update(json.loads(eval_path.read_text()))
+    if status["status"] == "done":
+        row.update(read_eval(run_dir))
     row.update(train_summary(read_metrics(run_dir)))
     return row
 

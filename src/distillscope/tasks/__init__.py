@@ -15,6 +15,7 @@ from distillscope.tasks.files import (
     MultipleChoiceTask,
     load_file_task,
 )
+from distillscope.tasks.pools import problem_pool, resolve_task, training_problems
 from distillscope.tasks.registry import get_task
 from distillscope.tasks.skills import SkillTask, skill_suite
 from distillscope.tasks.verify import check_countdown
@@ -32,6 +33,9 @@ __all__ = [
     "get_task",
     "load_file_task",
     "make_split",
+    "problem_pool",
+    "resolve_task",
     "skill_suite",
     "styled",
+    "training_problems",
 ]

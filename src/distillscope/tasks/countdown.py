@@ -1,4 +1,5 @@
-"""Countdown: combine every given number with + − × and exact ÷ to reach a target (METHOD §7).
+"""Countdown: combine every given number with + − × and exact ÷ to reach a target (docs/method.md
+§7).
 
 Problems are built forwards — draw operands, then apply random valid operations until one
 number is left — so every problem is solvable by construction and its reference solution is

@@ -1,4 +1,5 @@
-r"""Tasks read from local files: multiple-choice questions and boxed-answer math (METHOD §7).
+r"""Tasks read from local files: multiple-choice questions and boxed-answer math (docs/method.md
+§7).
 
 Real datasets cannot be bundled, so they are loaded from a local JSONL file (``.jsonl`` or
 ``.json-lines``: one JSON object per line, blank lines skipped) or Parquet file (``.parquet``),

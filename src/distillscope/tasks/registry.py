@@ -1,4 +1,5 @@
-"""Named tasks: the presets of METHOD §7, their testbed-sized variants, and the skill suite."""
+"""Named tasks: the presets of docs/method.md §7, their testbed-sized variants, and the skill
+suite."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from distillscope.tasks.base import Task
 from distillscope.tasks.countdown import PAPER_POOL, SMALL_POOL, CountdownTask
 from distillscope.tasks.skills import SKILLS, SkillTask
 
-# METHOD §7 exactly.
+# docs/method.md §7 exactly.
 COUNTDOWN_3 = CountdownTask("countdown3", 3, PAPER_POOL)
 COUNTDOWN_4 = CountdownTask("countdown4", 4, PAPER_POOL, max_target=10_000)
 COUNTDOWN_4E = CountdownTask("countdown4e", 4, SMALL_POOL)

@@ -1,9 +1,9 @@
 """The Countdown verifier: parses step equations and checks them with integer arithmetic.
 
-Accepted forms (METHOD §7): ``2+3=5,5*4=20`` (plain style), ``2p3>5;5x4>20`` (the testbed's
-alternative style), either bare or inside ``<answer>…</answer>``; any reasoning before the
-answer (``<think>…</think>``) is skipped. Nothing is ever evaluated as code. What is bounded is
-the parsed answer, not the reasoning: the text may be up to :data:`MAX_TEXT_CHARS` characters
+Accepted forms (docs/method.md §7): ``2+3=5,5*4=20`` (plain style), ``2p3>5;5x4>20`` (the
+testbed's alternative style), either bare or inside ``<answer>…</answer>``; any reasoning before
+the answer (``<think>…</think>``) is skipped. Nothing is ever evaluated as code. What is bounded
+is the parsed answer, not the reasoning: the text may be up to :data:`MAX_TEXT_CHARS` characters
 and is scanned once for its last answer block; that block (or a bare equation list) may be up to
 :data:`MAX_ANSWER_CHARS` characters, and every number up to :data:`MAX_DIGITS` ASCII digits. So
 a correct 512-token chat answer scores 1 and a hostile completion is rejected in microseconds.
@@ -94,7 +94,7 @@ def _apply(a: int, op: str, b: int) -> int | None:
 
 
 def check_countdown(numbers: list[int], target: int, text: str) -> bool:
-    """True iff ``text`` combines *all* of ``numbers`` into ``target`` (METHOD §7).
+    """True iff ``text`` combines *all* of ``numbers`` into ``target`` (docs/method.md §7).
 
     Each step must use numbers still available (every operand once; a step's result becomes
     available), the arithmetic must be right, divisions exact, and the pool must end as

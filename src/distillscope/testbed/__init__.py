@@ -1,6 +1,7 @@
 """The built-in testbed: tiny Llama teacher and student shipped inside the package.
 
-``testbed:teacher`` / ``testbed:student`` in a config resolve to these directories.
+``testbed:teacher`` / ``testbed:student`` in a config resolve to these directories
+(:func:`distillscope.models.resolve_model_path`).
 """
 
 from __future__ import annotations
@@ -17,13 +18,6 @@ def testbed_path(role: str) -> Path:
     if role not in ROLES:
         raise ValueError(f"testbed role must be one of {ROLES}, got {role!r}")
     return WEIGHTS_DIR / role
-
-
-def resolve_model_path(spec: str) -> Path:
-    """``testbed:teacher`` → the shipped directory; anything else is a filesystem path."""
-    if spec.startswith("testbed:"):
-        return testbed_path(spec.split(":", 1)[1])
-    return Path(spec).expanduser()
 
 
 def testbed_info(root: Path = WEIGHTS_DIR) -> dict:

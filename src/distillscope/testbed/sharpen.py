@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from transformers import LlamaForCausalLM
 
@@ -20,31 +19,7 @@ from distillscope.tasks.base import styled
 from distillscope.tasks.registry import COUNTDOWN_3_TB
 from distillscope.tasks.verify import detect_style
 from distillscope.testbed.generate import sample_completions
-
-
-@dataclass
-class SharpenSpec:
-    """One expert-iteration schedule.
-
-    Attributes:
-        rounds: sample-then-fine-tune rounds.
-        problems: fresh Countdown-3 training problems per round (half with the style flag).
-        samples: answers sampled per problem.
-        temperature: sampling temperature of the rounds.
-        steps, batch_size, lr: fine-tuning per round (constant LR after 20 warm-up steps).
-        replay: share of each batch drawn from the pretraining mixture.
-        seed: seeds problems, sampling and batches.
-    """
-
-    rounds: int
-    problems: int
-    samples: int
-    temperature: float
-    steps: int
-    batch_size: int
-    lr: float
-    replay: float
-    seed: int
+from distillscope.testbed.recipe import SOURCES, SharpenSpec, TrainSpec
 
 
 def collect_verified(
@@ -83,10 +58,8 @@ def sharpen(
 ) -> None:
     """Run ``spec.rounds`` of collect-then-fine-tune on ``model`` in place.
 
-    ``train`` is :func:`distillscope.testbed.build.train_model` (passed in to avoid a cycle).
+    ``train`` is :func:`distillscope.testbed.build.train_model` (passed in: build calls sharpen).
     """
-    from distillscope.testbed.build import SOURCES, TrainSpec
-
     for r in range(spec.rounds):
         model.eval()
         kept, rate = collect_verified(model, tokenizer, spec, r)

@@ -1,6 +1,5 @@
-"""Training: the distillation loop and the run directory it writes."""
+"""Training: the distillation loop and its checkpoints (train then evaluate: ``study.run``)."""
 
 from distillscope.train.distill import DivergedError, distill, lr_at
-from distillscope.train.run import run_one
 
-__all__ = ["DivergedError", "distill", "lr_at", "run_one"]
+__all__ = ["DivergedError", "distill", "lr_at"]

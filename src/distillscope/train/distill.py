@@ -1,10 +1,10 @@
-"""``distill(cfg, run_dir)``: one readable distillation loop (METHOD §1–§6).
+"""``distill(cfg, run_dir)``: one readable distillation loop (docs/method.md §1–§6).
 
     distillscope train configs/testbed-onpd-forward.yaml optim.lr=3e-4
 
 Every step, in the order it happens: pick prompts → roll out → teacher forward → student
 forward → objective → backward → clip → step → log → (checkpoint). The run directory receives
-``config.yaml``, ``metrics.jsonl`` (one row per step, keys in :mod:`distillscope.train.keys`),
+``config.yaml``, ``metrics.jsonl`` (one row per step, keys in :mod:`distillscope.metric_keys`),
 ``status.json`` and ``checkpoint/``. A killed run restarts from its last checkpoint and ends
 with the same metrics as an uninterrupted one: every random draw of step k comes from
 ``(seed, k)``, never from state carried across steps.
@@ -23,27 +23,25 @@ import torch
 from distillscope.config import RunConfig, dump_run_config
 from distillscope.objectives import kl_sample_metrics
 from distillscope.rollout import (
+    PromptEncoder,
     RolloutCache,
     Rollouts,
     likelihood_metrics,
     prompt_digest,
     rollout_length_metrics,
     sample_rollouts,
+    select_problems,
+    step_generator,
 )
+from distillscope.store import MetricsLog, write_config, write_status
+from distillscope.tasks import resolve_task, training_problems
+from distillscope.train.checkpoint import load_checkpoint, save_checkpoint
 from distillscope.train.objective import (
     chunked_loss,
     completion_token_logprobs,
-    full_vocab_loss,
+    logits_loss,
 )
-from distillscope.train.prompts import PromptEncoder, select_problems, step_generator
-from distillscope.train.setup import load_models, make_policy, resolve_task, training_problems
-from distillscope.train.store import (
-    MetricsLog,
-    atomic_write_text,
-    load_checkpoint,
-    save_checkpoint,
-    write_status,
-)
+from distillscope.train.setup import load_models, make_policy
 
 
 class DivergedError(RuntimeError):
@@ -51,7 +49,7 @@ class DivergedError(RuntimeError):
 
 
 def lr_at(cfg: RunConfig, step: int) -> float:
-    """Linear warm-up over ``optim.warmup_steps``, then constant (METHOD §6)."""
+    """Linear warm-up over ``optim.warmup_steps``, then constant (docs/method.md §6)."""
     warm = cfg.optim.warmup_steps
     return cfg.optim.lr * min(1.0, (step + 1) / warm) if warm else cfg.optim.lr
 
@@ -70,7 +68,7 @@ def distill(
     logged step (progress bars).
     """
     run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run_dir / "config.yaml", dump_run_config(cfg))
+    write_config(run_dir, dump_run_config(cfg))
     write_status(run_dir, "running", phase="train")
     torch.manual_seed(cfg.seed)
 
@@ -117,7 +115,7 @@ def distill(
         else:
             rollouts = roll()
         rollouts = rollouts.to(cfg.model.device)
-        texts = pair.tokenizer.batch_decode(rollouts.completion_B_L, skip_special_tokens=True)
+        texts = pair.tokenizer.batch_decode(rollouts.completion_B_T, skip_special_tokens=True)
         rewards = [task.score(p, t) for p, t in zip(problems, texts, strict=True)]
         timer.lap("rollout")
 
@@ -146,7 +144,7 @@ def distill(
                 "train/grad_clipped": float(grad_norm > max_norm),
                 "rollout/reward": sum(rewards) / len(rewards),
                 **rollout_length_metrics(rollouts),
-                **timer.metrics(int(rollouts.completion_mask_B_L.sum())),
+                **timer.metrics(int(rollouts.completion_mask_B_T.sum())),
             }
         )
         log.append(row)
@@ -201,25 +199,25 @@ def _forward_backward(
     """
     student.train()
     n = cfg.optim.grad_accum
-    rows_B = torch.arange(rollouts.batch_size).chunk(n)
+    micro_batch_rows = torch.arange(rollouts.batch_size).chunk(n)  # n index tensors
     totals: dict[str, float] = {}
-    for k, idx in enumerate(rows_B):
-        micro = rollouts if len(idx) == rollouts.batch_size else rollouts.rows(idx)
+    chunked = cfg.objective.chunk_size > 0
+    completion_output = completion_hidden if chunked else completion_logits
+    for k, index_b in enumerate(micro_batch_rows):
+        micro = rollouts if len(index_b) == rollouts.batch_size else rollouts.rows(index_b)
         gen = step_generator(cfg.seed, step, stream=1 + k)
         with torch.inference_mode():
-            t_out = _completion_output(
-                teacher, micro, "teacher", hidden=cfg.objective.chunk_size > 0
-            )
+            t_out = completion_output(teacher, micro, "teacher")
         t_out = t_out.clone()  # inference tensors cannot enter autograd
         timer.lap("teacher_forward")
-        s_out = _completion_output(student, micro, "student", hidden=cfg.objective.chunk_size > 0)
-        if cfg.objective.chunk_size > 0:
+        s_out = completion_output(student, micro, "student")
+        if chunked:
             loss, metrics = chunked_loss(
                 cfg.objective, s_out, _head(student), t_out, _head(teacher), micro, vocab_size
             )
             diag = {}
         else:
-            loss, metrics = full_vocab_loss(cfg.objective, s_out, t_out, micro, gen, vocab_size)
+            loss, metrics = logits_loss(cfg.objective, s_out, t_out, micro, gen, vocab_size)
             diag = _diagnostics(cfg, s_out.detach(), t_out, micro, vocab_size)
         (loss / n).backward()
         timer.lap("student_forward_backward")
@@ -228,16 +226,21 @@ def _forward_backward(
     return totals
 
 
-def _completion_output(
-    model: torch.nn.Module, r: Rollouts, role: str, hidden: bool
-) -> torch.Tensor:
-    """Logits ``[B, L, V]`` (or final hidden states ``[B, L, H]``) predicting the completion."""
+def completion_logits(model: torch.nn.Module, r: Rollouts, role: str) -> torch.Tensor:
+    """Logits ``[B, T, V]`` of ``model`` at the positions that predict the completion tokens."""
     ids_B_S, mask_B_S, pos_B_S = r.sequence(role)
-    sl = r.completion_logits_slice(role)
-    if hidden:  # the decoder body only: the LM head is applied chunk by chunk in the loss
-        out = model.model(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S)
-        return out.last_hidden_state[:, sl]
-    return model(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S).logits[:, sl]
+    logits_B_S_V = model(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S).logits
+    return logits_B_S_V[:, r.completion_logits_slice(role)]
+
+
+def completion_hidden(model: torch.nn.Module, r: Rollouts, role: str) -> torch.Tensor:
+    """Final hidden states ``[B, T, H]`` predicting the completion (the decoder body only).
+
+    The chunked objectives apply the LM head chunk by chunk, so full logits never exist.
+    """
+    ids_B_S, mask_B_S, pos_B_S = r.sequence(role)
+    out = model.model(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S)
+    return out.last_hidden_state[:, r.completion_logits_slice(role)]
 
 
 def _head(model: torch.nn.Module) -> torch.Tensor:
@@ -246,8 +249,8 @@ def _head(model: torch.nn.Module) -> torch.Tensor:
 
 def _diagnostics(
     cfg: RunConfig,
-    s_logits_B_L_V: torch.Tensor,
-    t_logits_B_L_V: torch.Tensor,
+    s_logits_B_T_V: torch.Tensor,
+    t_logits_B_T_V: torch.Tensor,
     r: Rollouts,
     vocab_size: int,
 ) -> dict[str, float]:
@@ -258,12 +261,12 @@ def _diagnostics(
 
     o = cfg.objective
     out = kl_sample_metrics(
-        token_logp(s_logits_B_L_V, o.student_temperature),
-        token_logp(t_logits_B_L_V, o.teacher_temperature),
-        r.completion_mask_B_L,
+        token_logp(s_logits_B_T_V, o.student_temperature),
+        token_logp(t_logits_B_T_V, o.teacher_temperature),
+        r.completion_mask_B_T,
     )
     out.update(
-        likelihood_metrics(r, token_logp(s_logits_B_L_V, 1.0), token_logp(t_logits_B_L_V, 1.0))
+        likelihood_metrics(r, token_logp(s_logits_B_T_V, 1.0), token_logp(t_logits_B_T_V, 1.0))
     )
     return out
 

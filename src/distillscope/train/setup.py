@@ -1,11 +1,9 @@
-"""What a run needs before its first step: models, task, training problems, rollout policy."""
+"""What a training run needs before its first step: the model pair and the rollout policy."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from distillscope.config import RolloutConfig, RunConfig
-from distillscope.models import ModelPair, load_pair
+from distillscope.models import ModelPair, load_pair, resolve_model_path
 from distillscope.rollout import (
     InterleavePolicy,
     MixturePolicy,
@@ -14,12 +12,6 @@ from distillscope.rollout import (
     StudentPolicy,
     TeacherPolicy,
 )
-from distillscope.tasks import Problem, Task, get_task, load_file_task, make_split
-from distillscope.testbed import resolve_model_path
-
-#: Size of the seeded training split ([P]: 5,000 Countdown-3 candidates, seed 42).
-TRAIN_SPLIT_SIZE = 5_000
-TRAIN_SPLIT_SEED = 42
 
 
 def load_models(cfg: RunConfig) -> ModelPair:
@@ -36,28 +28,8 @@ def load_models(cfg: RunConfig) -> ModelPair:
     )
 
 
-def resolve_task(name: str, path: Path | None = None) -> Task:
-    """A registered task by name, or a file-backed task (``mcq``/``math``) read from ``path``."""
-    if name in ("mcq", "math"):
-        if path is None:
-            raise ValueError(f"task.name={name} needs task.file (a JSONL or Parquet file)")
-        return load_file_task(name, path)
-    return get_task(name)
-
-
-def problem_pool(task: Task, seed: int, size: int) -> list[Problem]:
-    """All problems of a file-backed task, else a seeded split of a generated one."""
-    problems = getattr(task, "problems", None)
-    return list(problems()) if problems is not None else make_split(task, seed, size)
-
-
-def training_problems(task: Task) -> list[Problem]:
-    """The training split: every row of a file task, or the seeded generated split."""
-    return problem_pool(task, TRAIN_SPLIT_SEED, TRAIN_SPLIT_SIZE)
-
-
 def make_policy(cfg: RolloutConfig) -> RolloutPolicy:
-    """The rollout policy a config names, with its temperatures (METHOD §3)."""
+    """The rollout policy a config names, with its temperatures (docs/method.md §3)."""
     student = StudentPolicy(temperature=cfg.student_temperature, top_p=cfg.top_p)
     teacher = TeacherPolicy(temperature=cfg.teacher_temperature, top_p=cfg.top_p)
     if cfg.policy == "student":
@@ -65,7 +37,7 @@ def make_policy(cfg: RolloutConfig) -> RolloutPolicy:
     if cfg.policy == "teacher":
         return teacher
     if cfg.policy == "spectrum":
-        # [P] samples the spectrum with both models at temperature 1.0 (METHOD §10).
+        # [P] samples the spectrum with both models at temperature 1.0 (docs/method.md §10).
         return SpectrumPolicy(
             lam=cfg.lam,
             student_temperature=cfg.student_temperature,

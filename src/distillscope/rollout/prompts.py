@@ -1,7 +1,7 @@
 """Prompts for training and evaluation: seeded selection and tokenisation for either model.
 
-Selection follows METHOD §10: prompts of a step are drawn without replacement within the step
-and with replacement across steps, from a stream seeded by ``(seed, step)`` — so a resumed run
+Selection follows docs/method.md §10: prompts of a step are drawn without replacement within the
+step and with replacement across steps, from a stream seeded by ``(seed, step)`` — so a resumed run
 draws exactly what an uninterrupted one would have.
 """
 

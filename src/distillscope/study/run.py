@@ -7,8 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from distillscope.config import RunConfig
+from distillscope.eval.evaluate import evaluate
+from distillscope.store import write_status
 from distillscope.train.distill import DivergedError, distill
-from distillscope.train.store import write_status
 
 
 def run_one(
@@ -23,8 +24,6 @@ def run_one(
     Returns the evaluation metrics (empty when the run diverged). A failure other than
     divergence is re-raised after the status is written.
     """
-    from distillscope.eval.evaluate import evaluate  # eval samples with the trained student
-
     try:
         student = distill(cfg, run_dir, rollout_cache=rollout_cache, on_step=on_step)
         write_status(run_dir, "running", phase="eval")

@@ -1,15 +1,13 @@
 """Read a study's results store — and nothing else: the report never re-runs or imports training.
 
-    STUDY_DIR/study.yaml, results.parquet, provenance.json, runs/<run_id>/{config.yaml,
-    metrics.jsonl, eval.json, status.json}
-
-Every reader tolerates what a killed or still-running study leaves behind: missing files, a torn
-last line of ``metrics.jsonl``, runs that have a directory but no row in ``results.parquet`` yet.
+The layout and the per-run readers are :mod:`distillscope.store`; this module assembles them
+into the :class:`Study` the report shows. Every reader tolerates what a killed or still-running
+study leaves behind: missing files, a torn last line of ``metrics.jsonl``, runs that have a
+directory but no row in ``results.parquet`` yet.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,16 @@ import pandas as pd
 
 from distillscope.report.aggregate import hashable_axes
 from distillscope.safeyaml import YamlError, load_yaml
+from distillscope.store import (
+    PROVENANCE_FILE,
+    RESULTS_FILE,
+    RUNS_DIR,
+    STUDY_SPEC_FILE,
+    read_json,
+    read_metrics,
+    read_status,
+    run_dir,
+)
 
 
 @dataclass
@@ -46,22 +54,10 @@ class Study:
         return run_dir(self.root, run_id)
 
 
-def run_dir(study_dir: Path, run_id: object) -> Path | None:
-    """``study_dir/runs/<run_id>``, or None when ``run_id`` could step outside ``runs/``.
-
-    Run ids come from the results table; one with a path separator or ``..`` is shown in the
-    report but never used to read files.
-    """
-    name = str(run_id)
-    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-        return None
-    return study_dir / "runs" / name
-
-
 def load_study(study_dir: Path) -> Study:
     """Read ``study_dir``; FileNotFoundError (saying what to do) when it has no results table."""
     study_dir = Path(study_dir)
-    table = study_dir / "results.parquet"
+    table = study_dir / RESULTS_FILE
     if not table.is_file():
         raise FileNotFoundError(
             f"{study_dir} has no results.parquet; run `distillscope study` to create it first"
@@ -76,36 +72,14 @@ def load_study(study_dir: Path) -> Study:
     return Study(
         root=study_dir,
         results=results,
-        spec=_read_yaml(study_dir / "study.yaml"),
-        provenance=_read_json(study_dir / "provenance.json"),
+        spec=_read_yaml(study_dir / STUDY_SPEC_FILE),
+        provenance=read_json(study_dir / PROVENANCE_FILE),
     )
 
 
-def read_status(run_dir: Path | None) -> dict[str, Any]:
-    """``status.json`` of a run; ``{"status": "pending"}`` when there is none (not started yet)."""
-    status = _read_json(run_dir / "status.json") if run_dir is not None else {}
-    return status if "status" in status else {"status": "pending", "reason": ""}
-
-
-def read_metrics(run_dir: Path | None) -> pd.DataFrame:
-    """``metrics.jsonl`` of a run as a table, one row per optimizer step (empty when absent).
-
-    Reading stops at the first unparsable line: a crash can leave a torn last line.
-    """
-    path = run_dir / "metrics.jsonl" if run_dir is not None else None
-    if path is None or not path.is_file():
-        return pd.DataFrame()
-    rows = []
-    for line in path.read_text(errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            break
-        if isinstance(row, dict):
-            rows.append(row)
-    return pd.DataFrame(rows)
+def metrics_frame(run: Path | None) -> pd.DataFrame:
+    """``metrics.jsonl`` of a run as a table, one row per optimizer step (empty when absent)."""
+    return pd.DataFrame(read_metrics(run))
 
 
 def _complete_statuses(study_dir: Path, results: pd.DataFrame) -> pd.DataFrame:
@@ -120,7 +94,7 @@ def _complete_statuses(study_dir: Path, results: pd.DataFrame) -> pd.DataFrame:
             st = read_status(run_dir(study_dir, run_id))
             results.at[i, "status"] = st.get("status", "pending")
             results.at[i, "reason"] = st.get("reason", "")
-    runs = study_dir / "runs"
+    runs = study_dir / RUNS_DIR
     known = set(results["run_id"])
     extra = []
     if runs.is_dir():
@@ -138,16 +112,6 @@ def _complete_statuses(study_dir: Path, results: pd.DataFrame) -> pd.DataFrame:
     results["status"] = results["status"].fillna("pending").astype(str)
     results["reason"] = results["reason"].fillna("").astype(str)
     return results
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(errors="replace"))
-    except json.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

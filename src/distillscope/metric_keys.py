@@ -1,0 +1,150 @@
+"""Every metric key distillscope writes, in one place: unit, meaning, which way is better, stage.
+
+The training loop writes ``train``/``objective``/``kl``/``opd``/``rollout``/``time``/``perf`` keys
+to ``metrics.jsonl`` every step; the evaluation writes ``eval`` keys to ``eval.json``; the study
+adds per-run summaries of the step metrics to ``results.parquet``. The report reads units from
+here (a ``fraction`` is shown in percent), and the README's metric table is rendered from it::
+
+    python -m distillscope.metric_keys          # print the Markdown table the README holds
+
+Keys with ``{…}`` are families: ``{k}`` a pass@k sample count, ``{n}`` the samples per item,
+``{skill}`` a skill of the testbed suite, ``{phase}`` a phase of the step, ``{view}`` fp32/bf16,
+``{tau}`` the threshold written as ``1e-06``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Unit = Literal["fraction", "pp", "nats", "tokens", "seconds", "tokens/s", "ratio", "count", "—"]
+Better = Literal["higher", "lower", "none"]
+Stage = Literal["train", "rollout", "eval", "study"]
+
+
+@dataclass(frozen=True)
+class MetricKey:
+    """One metric key (or family of keys) and what its numbers mean."""
+
+    key: str
+    unit: Unit
+    meaning: str
+    better: Better
+    stage: Stage
+
+    def matches(self, name: str) -> bool:
+        """Whether ``name`` is this key, or a member of this family."""
+        pattern = re.sub(r"\\\{\w+\\\}", r"[^/]+", re.escape(self.key))
+        return re.fullmatch(pattern, name) is not None
+
+
+def _keys(stage: Stage, *rows: tuple[str, Unit, str, Better]) -> list[MetricKey]:
+    return [MetricKey(key, unit, meaning, better, stage) for key, unit, meaning, better in rows]
+
+
+METRICS: tuple[MetricKey, ...] = (
+    *_keys(
+        "train",
+        ("train/loss", "—", "the objective's loss this step (mean over micro-batches)", "lower"),
+        ("train/lr", "—", "learning rate this step (linear warm-up, then constant)", "none"),
+        ("train/grad_norm", "—", "global gradient norm before clipping", "none"),
+        ("train/grad_clipped", "fraction", "1 when the pre-clip norm exceeded the clip", "none"),
+        ("objective/loss", "—", "the loss value the objective returned", "lower"),
+        ("objective/tokens", "count", "completion tokens in the loss", "none"),
+        ("objective/forward_kl", "nats", "KL(π_T ‖ π_S), token mean (full vocabulary)", "lower"),
+        ("objective/reverse_kl", "nats", "KL(π_S ‖ π_T), token mean (full vocabulary)", "lower"),
+        ("objective/teacher_entropy", "nats", "H(π_T) at the loss temperature, token mean", "none"),
+        ("objective/student_entropy", "nats", "H(π_S) at the loss temperature, token mean", "none"),
+        ("objective/forward_kl_estimate", "nats", "sampled forward-KL estimate", "lower"),
+        ("objective/reverse_kl_estimate", "nats", "sampled reverse-KL estimate", "lower"),
+        ("kl/k1", "nats", "Schulman k1 = −log r on the rollout tokens", "lower"),
+        ("kl/k2", "nats", "Schulman k2 = ½ (log r)² on the rollout tokens", "lower"),
+        ("kl/k3", "nats", "Schulman k3 = (r − 1) − log r on the rollout tokens", "lower"),
+        ("opd/loss", "—", "OPD clipped policy-gradient surrogate", "lower"),
+        ("opd/raw_advantage_mean", "nats", "mean log π_T − log π_S before regulation", "higher"),
+        ("opd/raw_advantage_std", "nats", "its standard deviation", "none"),
+        ("opd/advantage_mean", "nats", "mean advantage after regulation", "higher"),
+        ("opd/advantage_std", "nats", "its standard deviation", "none"),
+        ("opd/hard_clip_frac", "fraction", "tokens whose advantage the hard clip changed", "none"),
+        ("opd/ratio_mean", "ratio", "mean importance ratio π_θ / π_old", "none"),
+        ("opd/ratio_clip_frac", "fraction", "tokens whose importance ratio was clipped", "none"),
+        ("opd/tokens", "count", "completion tokens in the OPD loss", "none"),
+        ("time/{phase}", "seconds", "wall time of one phase of the step", "lower"),
+        ("time/step", "seconds", "wall time of the whole step", "lower"),
+        ("perf/tokens_per_s", "tokens/s", "completion tokens trained per second", "higher"),
+    ),
+    *_keys(
+        "rollout",
+        ("rollout/reward", "fraction", "mean task score of this step's rollouts", "higher"),
+        ("rollout/len_mean", "tokens", "mean completion length", "none"),
+        ("rollout/len_p50", "tokens", "median completion length", "none"),
+        ("rollout/len_p90", "tokens", "90th percentile of completion length", "none"),
+        ("rollout/truncated_frac", "fraction", "completions that hit max_new_tokens", "lower"),
+        ("rollout/early_eos_frac", "fraction", "completions that ended before any answer", "lower"),
+        ("rollout/student_token_prob", "—", "mean π_S(y) of the sampled tokens (T = 1)", "none"),
+        ("rollout/teacher_token_prob", "—", "mean π_T(y) of the sampled tokens (T = 1)", "none"),
+        ("rollout/student_geo_prob", "—", "exp(mean log π_S(y)) of the sampled tokens", "none"),
+        ("rollout/teacher_geo_prob", "—", "exp(mean log π_T(y)) of the sampled tokens", "none"),
+    ),
+    *_keys(
+        "eval",
+        ("eval/accuracy", "fraction", "held-out accuracy, one sample per item", "higher"),
+        ("eval/pass@{k}", "fraction", "unbiased pass@k on the coverage items", "higher"),
+        ("eval/avg@{n}", "fraction", "mean score over the coverage samples", "higher"),
+        ("eval/harder_accuracy", "fraction", "accuracy on the harder task, untrained", "higher"),
+        ("eval/harder/pass@{k}", "fraction", "pass@k on the harder task", "higher"),
+        ("eval/harder/avg@{n}", "fraction", "mean score over the harder-task samples", "higher"),
+        ("eval/skills_before", "fraction", "skill-suite mean of the untrained student", "higher"),
+        ("eval/skills_after", "fraction", "skill-suite mean of the trained student", "higher"),
+        ("eval/forgetting_pp", "pp", "skills_after − skills_before, percentage points", "higher"),
+        ("eval/sparsity_{view}_tau{tau}", "fraction", "parameters changed by less than τ", "none"),
+        ("eval/len_mean", "tokens", "mean completion length on the accuracy items", "none"),
+        ("eval/truncated_frac", "fraction", "accuracy completions that hit the limit", "lower"),
+        ("eval/teacher_style_share", "fraction", "answers written in the teacher's style", "none"),
+        ("eval/{skill}", "fraction", "accuracy of the trained student on one skill", "higher"),
+    ),
+    *_keys(
+        "study",
+        ("train/loss_final", "—", "mean train/loss over the last 10% of steps", "lower"),
+        ("train/grad_norm_mean", "—", "mean pre-clip gradient norm", "none"),
+        ("train/grad_norm_max", "—", "largest pre-clip gradient norm", "none"),
+        ("train/grad_clipped_frac", "fraction", "steps whose gradient was clipped", "none"),
+        ("rollout/student_token_prob_mean", "—", "rollout/student_token_prob over steps", "none"),
+        ("rollout/teacher_token_prob_mean", "—", "rollout/teacher_token_prob over steps", "none"),
+        ("rollout/len_mean_final", "tokens", "rollout/len_mean over the last 10% of steps", "none"),
+        ("train/steps_done", "count", "optimizer steps logged", "none"),
+        ("time/run_s", "seconds", "training wall time of the run", "lower"),
+    ),
+)  # fmt: skip
+
+
+def metric_info(name: str) -> MetricKey | None:
+    """The registry entry of ``name``: an exact key first, else the first family it belongs to."""
+    for m in METRICS:
+        if m.key == name:
+            return m
+    return next((m for m in METRICS if m.matches(name)), None)
+
+
+def unit(name: str) -> str:
+    """The unit of ``name`` ("—" for keys not in the registry)."""
+    info = metric_info(name)
+    return info.unit if info is not None else "—"
+
+
+def is_fraction(name: str) -> bool:
+    """Whether ``name`` is stored as a fraction in [0, 1] (the report shows it in percent)."""
+    return unit(name) == "fraction"
+
+
+def markdown_table() -> str:
+    """The metric table of the README, rendered from :data:`METRICS`."""
+    lines = ["| key | stage | unit | better | meaning |", "|---|---|---|---|---|"]
+    for m in METRICS:
+        lines.append(f"| `{m.key}` | {m.stage} | {m.unit} | {m.better} | {m.meaning} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown_table(), end="")

@@ -1,0 +1,158 @@
+"""The testbed recipe: model shapes, training schedules and data mixtures of both models.
+
+:data:`DEFAULT_RECIPE` is what ``distillscope testbed build`` trains; :data:`SOURCES` names the
+example drawers a mixture weights. Kept apart from :mod:`.build` and :mod:`.sharpen` so that both
+read it without importing each other.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from transformers import LlamaConfig
+
+from distillscope.tasks.base import styled
+from distillscope.tasks.countdown import to_alt_style
+from distillscope.tasks.registry import COUNTDOWN_3_TB, COUNTDOWN_4_TB
+from distillscope.tasks.skills import skill_suite
+
+
+@dataclass
+class SharpenSpec:
+    """One expert-iteration schedule.
+
+    Attributes:
+        rounds: sample-then-fine-tune rounds.
+        problems: fresh Countdown-3 training problems per round (half with the style flag).
+        samples: answers sampled per problem.
+        temperature: sampling temperature of the rounds.
+        steps, batch_size, lr: fine-tuning per round (constant LR after 20 warm-up steps).
+        replay: share of each batch drawn from the pretraining mixture.
+        seed: seeds problems, sampling and batches.
+    """
+
+    rounds: int
+    problems: int
+    samples: int
+    temperature: float
+    steps: int
+    batch_size: int
+    lr: float
+    replay: float
+    seed: int
+
+
+@dataclass
+class ModelSpec:
+    """Shape of a testbed Llama model."""
+
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+
+    def llama_config(self, vocab_size: int, tokenizer) -> LlamaConfig:
+        return LlamaConfig(
+            vocab_size=vocab_size,
+            hidden_size=self.hidden_size,
+            intermediate_size=self.intermediate_size,
+            num_hidden_layers=self.num_hidden_layers,
+            num_attention_heads=self.num_attention_heads,
+            num_key_value_heads=self.num_attention_heads,
+            max_position_embeddings=128,
+            tie_word_embeddings=True,
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
+
+
+@dataclass
+class TrainSpec:
+    """How one testbed model is trained: steps, batch, LR schedule and the data mixture.
+
+    ``mixture`` maps a source name (see :data:`SOURCES`) to its sampling weight.
+    """
+
+    steps: int
+    batch_size: int
+    lr: float
+    seed: int
+    mixture: dict[str, float]
+    warmup: int = 100
+    min_lr_ratio: float = 0.1
+
+
+@dataclass
+class Recipe:
+    """Shapes and training of both testbed models; ``teacher_sharpen``: expert iteration."""
+
+    teacher: ModelSpec
+    student: ModelSpec
+    teacher_train: TrainSpec
+    student_train: TrainSpec
+    teacher_sharpen: SharpenSpec | None = None
+
+
+def _countdown(task, alt: bool) -> Callable[[random.Random], tuple[str, str]]:
+    def draw(rng: random.Random) -> tuple[str, str]:
+        p = task.sample(rng)
+        sol = p.meta["solution"]
+        return (styled(p.prompt), to_alt_style(sol)) if alt else (p.prompt, sol)
+
+    return draw
+
+
+def _skill(task) -> Callable[[random.Random], tuple[str, str]]:
+    def draw(rng: random.Random) -> tuple[str, str]:
+        p = task.sample(rng)
+        return p.prompt, p.answer
+
+    return draw
+
+
+SOURCES: dict[str, Callable[[random.Random], tuple[str, str]]] = {
+    "countdown3": _countdown(COUNTDOWN_3_TB, alt=False),
+    "countdown3-alt": _countdown(COUNTDOWN_3_TB, alt=True),
+    "countdown4": _countdown(COUNTDOWN_4_TB, alt=False),
+    "countdown4-alt": _countdown(COUNTDOWN_4_TB, alt=True),
+    **{t.name: _skill(t) for t in skill_suite()},
+}
+
+DEFAULT_RECIPE = Recipe(
+    teacher=ModelSpec(192, 576, 4, 6),
+    student=ModelSpec(128, 384, 3, 4),
+    teacher_train=TrainSpec(
+        steps=2000,
+        batch_size=128,
+        lr=1.5e-3,
+        seed=11,
+        mixture={
+            "countdown3": 0.45,
+            "countdown3-alt": 0.2,
+            "countdown4": 0.15,
+            "countdown4-alt": 0.05,
+            **{t.name: 0.03 for t in skill_suite()},
+        },
+    ),
+    student_train=TrainSpec(
+        steps=1500,
+        batch_size=128,
+        lr=2e-3,
+        seed=12,
+        mixture={"countdown3": 0.08, "countdown4": 0.02, **{t.name: 0.18 for t in skill_suite()}},
+    ),
+    teacher_sharpen=SharpenSpec(
+        rounds=2,
+        problems=1500,
+        samples=4,
+        temperature=0.7,
+        steps=250,
+        batch_size=128,
+        lr=3e-4,
+        replay=0.4,
+        seed=21,
+    ),
+)

@@ -1,0 +1,143 @@
+"""The arrows between distillscope's packages point one way (DESIGN "Data flow").
+
+Every ``import`` of every module is read from its source (function-level imports included) and
+checked against the allowed arrows: tasks, models, objectives, rollout and the torch-free store
+sit below train and eval; safeyaml (bounded YAML, bounded quoting) is a leaf under every reader of
+user files; train and eval never import each other; the study orchestrates them;
+the report reads only the store, the config and the metric registry; the CLI sits on top.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import distillscope
+
+SRC = Path(distillscope.__file__).parent
+
+#: unit → the units it may import (a unit is a subpackage or a top-level module).
+ALLOWED: dict[str, set[str]] = {
+    "metric_keys": set(),
+    "store": set(),
+    "safeyaml": set(),
+    "tasks": {"safeyaml"},  # task files quote row values through safeyaml.quote
+    "objectives": set(),
+    # objective kinds are validated against the objectives registry; YAML is read by safeyaml
+    "config": {"objectives", "safeyaml"},
+    "testbed": {"tasks"},
+    "models": {"testbed"},  # testbed:teacher / testbed:student name shipped directories
+    "rollout": {"tasks"},
+    "train": {"config", "store", "metric_keys", "tasks", "models", "objectives", "rollout"},
+    "eval": {"config", "store", "metric_keys", "tasks", "models", "rollout"},
+    "study": {"config", "safeyaml", "store", "metric_keys", "train", "eval"},
+    "report": {"config", "safeyaml", "store", "metric_keys"},
+    "cli": {
+        "config",
+        "store",
+        "metric_keys",
+        "tasks",
+        "models",
+        "testbed",
+        "train",
+        "eval",
+        "study",
+        "report",
+    },  # fmt: skip
+}
+
+
+def _unit(module: str) -> str | None:
+    """``distillscope.train.distill`` → ``train``; None for the package root itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every distillscope module ``path`` imports, at any depth (lazy imports count)."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+    return {m for m in found if m == "distillscope" or m.startswith("distillscope.")}
+
+
+def _graph() -> dict[str, set[str]]:
+    """unit → units it imports (self-imports dropped)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        unit = _unit(_module_name(path))
+        if unit is None or unit == "__main__":
+            continue
+        targets = {_unit(m) for m in _imports(path)} - {None, unit}
+        graph.setdefault(unit, set()).update(t for t in targets if t is not None)
+    return graph
+
+
+def test_every_unit_is_known():
+    assert set(_graph()) <= set(ALLOWED), sorted(set(_graph()) - set(ALLOWED))
+
+
+def test_imports_follow_the_allowed_arrows():
+    wrong = {
+        f"{unit} → {target}"
+        for unit, targets in _graph().items()
+        for target in targets
+        if target not in ALLOWED.get(unit, set())
+    }
+    assert not wrong, sorted(wrong)
+
+
+def test_train_and_eval_never_import_each_other():
+    graph = _graph()
+    assert "eval" not in graph.get("train", set())
+    assert "train" not in graph.get("eval", set())
+
+
+def _assert_acyclic(graph: dict[str, set[str]]) -> None:
+    """Depth-first search; raises with the cycle's path when one exists."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 finished
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                raise AssertionError("import cycle: " + " → ".join([*path, node, nxt]))
+            if nxt not in state:
+                visit(nxt, [*path, node])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+
+
+def test_no_import_cycles_between_units():
+    _assert_acyclic(_graph())
+
+
+def test_no_import_cycles_between_modules():
+    """Modules may import each other one way only (a lazy import does not hide a cycle).
+
+    Package ``__init__`` files are left out: they re-export their own modules.
+    """
+    modules = {_module_name(p): p for p in SRC.rglob("*.py") if p.name != "__init__.py"}
+    graph = {m: {t for t in _imports(p) if t in modules and t != m} for m, p in modules.items()}
+    assert graph["distillscope.testbed.sharpen"]  # the graph is not vacuous
+    _assert_acyclic(graph)

@@ -2,7 +2,8 @@
 
 Every ``import`` of every module is read from its source (function-level imports included) and
 checked against the allowed arrows: tasks, models, objectives, rollout and the torch-free store
-sit below train and eval; train and eval never import each other; the study orchestrates them;
+sit below train and eval; safeyaml (bounded YAML, bounded quoting) is a leaf under every reader of
+user files; train and eval never import each other; the study orchestrates them;
 the report reads only the store, the config and the metric registry; the CLI sits on top.
 """
 
@@ -19,16 +20,18 @@ SRC = Path(distillscope.__file__).parent
 ALLOWED: dict[str, set[str]] = {
     "metric_keys": set(),
     "store": set(),
-    "tasks": set(),
+    "safeyaml": set(),
+    "tasks": {"safeyaml"},  # task files quote row values through safeyaml.quote
     "objectives": set(),
-    "config": {"objectives"},  # objective kinds are validated against the objectives registry
+    # objective kinds are validated against the objectives registry; YAML is read by safeyaml
+    "config": {"objectives", "safeyaml"},
     "testbed": {"tasks"},
     "models": {"testbed"},  # testbed:teacher / testbed:student name shipped directories
     "rollout": {"tasks"},
     "train": {"config", "store", "metric_keys", "tasks", "models", "objectives", "rollout"},
     "eval": {"config", "store", "metric_keys", "tasks", "models", "rollout"},
-    "study": {"config", "store", "metric_keys", "train", "eval"},
-    "report": {"config", "store", "metric_keys"},
+    "study": {"config", "safeyaml", "store", "metric_keys", "train", "eval"},
+    "report": {"config", "safeyaml", "store", "metric_keys"},
     "cli": {
         "config",
         "store",

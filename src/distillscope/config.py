@@ -21,6 +21,8 @@ from pydantic import (
     model_validator,
 )
 
+from distillscope.safeyaml import YamlError, clip, load_yaml, load_yaml_file, quote
+
 
 class ConfigError(ValueError):
     """A config file or override is invalid; the message names the field and what is allowed."""
@@ -165,27 +167,36 @@ class RunConfig(_Section):
 
 
 def _format_error(err: ValidationError, source: str) -> str:
+    # Every piece that can carry user input is bounded (safeyaml.quote/clip), so the message
+    # stays one line of at most ~300 characters after the source, whatever the input held.
     first = err.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    where = clip(".".join(str(p) for p in first["loc"]), 40) or "(top level)"
+    msg = clip(first["msg"].removeprefix("Value error, "), 160)
     if first["type"] == "extra_forbidden":
-        return f"{source}: unknown field {where!r}"
+        return f"{source}: unknown field {quote(where)}"
     if not first["loc"]:  # a cross-field rule: its message already names the fields
-        return f"{source}: {first['msg'].removeprefix('Value error, ')}"
-    msg = first["msg"].removeprefix("Value error, ")
-    return f"{source}: {where}: {msg} (got {first.get('input')!r})"
+        return f"{source}: {msg}"
+    return f"{source}: {where}: {msg} (got {quote(first.get('input'), 100)})"
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:
     """``optim.lr=5e-5`` → (["optim", "lr"], "5e-5"); the value is parsed as YAML, never evaluated.
 
     Numeric strings such as ``5e-5`` (not a float in YAML 1.1) are converted by field validation.
+    The value is read with :func:`distillscope.safeyaml.load_yaml`'s limits; malformed YAML
+    (``optim.lr=[1,2``, ``name=*foo``) raises a one-line ``ConfigError`` naming the override.
     """
     if "=" not in item:
-        raise ConfigError(f"override {item!r} must look like section.field=value")
+        raise ConfigError(f"override {quote(item, 100)} must look like section.field=value")
     key, raw = item.split("=", 1)
     if raw.strip() in ("None", "none"):  # Python spelling of YAML's null
         return key.strip().split("."), None
-    return key.strip().split("."), yaml.safe_load(raw)
+    try:
+        value = load_yaml(raw, f"override {quote(item, 100)}")
+    except YamlError as err:
+        hint = "; quote the value if it is a string" if "not valid YAML" in str(err) else ""
+        raise ConfigError(f"{err}{hint}") from None
+    return key.strip().split("."), value
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -197,7 +208,8 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         for part in path[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise ConfigError(f"override {item!r}: {part!r} is not a section")
+                where = f"override {quote(item, 100)}"
+                raise ConfigError(f"{where}: {quote(part, 60)} is not a section")
         node[path[-1]] = value
     return out
 
@@ -217,12 +229,10 @@ def load_run_config(path: str | Path | None, overrides: list[str] = ()) -> RunCo
     if path is not None:
         p = Path(path)
         source = str(p)
-        if not p.is_file():
-            raise ConfigError(f"{p}: no such config file")
         try:
-            data = yaml.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{p}: not valid YAML ({err.__class__.__name__})") from None
+            data = load_yaml_file(p, "config file") or {}
+        except YamlError as err:
+            raise ConfigError(str(err)) from None
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: top level must be a mapping of sections")
     return run_config_from_dict(apply_overrides(data, list(overrides)), source)

@@ -19,7 +19,13 @@ from distillscope.tasks.registry import (
     COUNTDOWN_4E,
     get_task,
 )
-from distillscope.tasks.verify import check_countdown, detect_style
+from distillscope.tasks.verify import (
+    MAX_ANSWER_CHARS,
+    MAX_TEXT_CHARS,
+    answer_block,
+    check_countdown,
+    detect_style,
+)
 
 TASKS = [COUNTDOWN_3, COUNTDOWN_4, COUNTDOWN_4E, COUNTDOWN_3_TB]
 
@@ -82,6 +88,65 @@ def test_hostile_text_is_rejected_fast():
         t0 = time.perf_counter()
         assert not check_countdown([1, 1], 2, text)
         assert time.perf_counter() - t0 < 0.05  # generous: shared CI cores
+
+
+def _reasoning(n_words: int, rng: random.Random) -> str:
+    # A chat model's <think> trace: words, tried equations, numbers (about 1.3 tokens a word).
+    words = ["try", "maybe", "then", "so", "we", "need", "the", "target", "is", "not", "3*5=15"]
+    words += ["7+8=15", "56/7=8", "hmm", "subtract", "multiply", "8*7", "=", "<", ">", "56,", "x"]
+    return " ".join(rng.choice(words) for _ in range(n_words))
+
+
+def test_long_reasoning_before_the_answer_is_scored():
+    # Issue 9 item 8: a ~1,000-token trace (~5,000 characters) before the answer block.
+    think = f"<think>{_reasoning(1_000, random.Random(0))}</think>\n"
+    assert 4_000 < len(think) < 8_000
+    assert check_countdown([3, 5, 7], 56, think + "<answer>3+5=8,8*7=56</answer>")
+    assert check_countdown([3, 5, 7], 56, think + "<answer>3p5>8;8x7>56</answer>")
+    assert not check_countdown([3, 5, 7], 56, think + "<answer>3+5=8,8*7=57</answer>")
+    assert not check_countdown([3, 5, 7], 56, think + "<answer>3+5=8</answer>")
+    assert not check_countdown([3, 5, 7], 56, think + "3+5=8,8*7=56")  # bare list: over the bound
+    assert detect_style(think + "<answer>3p5>8;8x7>56</answer>") == "alt"
+
+
+def test_answer_and_text_bounds():
+    ok = "<answer>3+5=8,8*7=56</answer>"
+    assert check_countdown([3, 5, 7], 56, " " * (MAX_TEXT_CHARS - len(ok)) + ok)
+    assert not check_countdown([3, 5, 7], 56, " " * (MAX_TEXT_CHARS - len(ok) + 1) + ok)
+    padded = "<answer>" + " " * (MAX_ANSWER_CHARS - 5) + "3+5=8,8*7=56</answer>"
+    assert not check_countdown([3, 5, 7], 56, padded)  # the block itself is over the bound
+    assert not check_countdown([1, 1], 2, "<answer>1+1=2</answer>".replace("1", "1" * 13, 1))
+    assert not check_countdown([3, 5, 7], 56, "<answer>٣+٥=٨,٨*٧=٥٦</answer>")  # ASCII digits only
+
+
+def test_the_last_answer_block_counts():
+    assert answer_block("no tags") is None
+    assert answer_block("<answer>unclosed") is None
+    assert answer_block("<answer>a</answer> then <answer>b</answer>") == "b"
+    assert answer_block("<answer>a</answer><answer>unclosed") == "a"
+    assert answer_block("<answer>a<answer>b</answer>") == "b"  # the innermost open tag
+    assert answer_block("<answer>a</answer></answer>") == "a"
+    assert not check_countdown([3, 5, 7], 56, "<answer>3+5=8,8*7=56</answer><answer>1</answer>")
+
+
+def _best_time(fn, text: str, repeats: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(10):
+            fn(text)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def test_detect_style_is_linear():
+    # Issue 10 item 8: 80,000 characters of unclosed tags took 3.5 s (quadratic). Compare sizes
+    # N and 8N: linear time gives a ratio near 8, quadratic near 64; the bound leaves CI slack.
+    for chunk in ["<answer>", "<answer>1p2>3;", "1+2=3,", "</answer><answer>x>"]:
+        small, large = chunk * (10_000 // len(chunk)), chunk * (80_000 // len(chunk))
+        t_small, t_large = _best_time(detect_style, small), _best_time(detect_style, large)
+        assert t_large < 24 * t_small + 1e-3, (chunk, t_small, t_large)
+        assert detect_style(large) in ("plain", "alt", "mixed", "none")
 
 
 def test_style_detector():

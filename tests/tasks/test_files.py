@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -291,3 +292,50 @@ def test_mcq_score_never_raises(text):
 @given(st.one_of(st.text(max_size=200), LATEXISH, LATEXISH.map(lambda s: "\\boxed{" + s + "}")))
 def test_math_score_never_raises(text):
     assert score_boxed("\\frac{1}{2}", text) in (0.0, 1.0)
+
+
+# --- hostile files (issue 10 item 7) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("depth", [65, 100_000])
+def test_deeply_nested_row_is_one_line_naming_file_and_line(tmp_path, depth):
+    nested = "[" * depth + "]" * depth
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps(MCQ_ROWS[0]) + "\n" + f'{{"question": {nested}}}\n')
+    with pytest.raises(ValueError) as info:
+        MultipleChoiceTask.from_file(path)
+    assert str(info.value) == f"{path} line 2: nested deeper than 64 levels"
+    ok = "[" * 63 + "]" * 63  # 64 levels with the row itself: refused only by the schema
+    path.write_text(f'{{"question": {ok}}}\n')
+    with pytest.raises(ValueError, match=r"line 1: field 'question' must be a non-empty string"):
+        MultipleChoiceTask.from_file(path)
+
+
+def test_non_utf8_file_names_the_line_and_byte(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    first = (json.dumps(MATH_ROWS[0]) + "\n").encode()
+    path.write_bytes(first + b'{"problem": "caf\xe9", "answer": "1"}\n')
+    with pytest.raises(ValueError) as info:
+        BoxedMathTask.from_file(path)
+    offset = len(first) + len(b'{"problem": "caf')
+    assert str(info.value) == f"{path} line 2: not UTF-8 text at byte {offset}"
+
+
+def test_field_errors_quote_long_values_briefly(tmp_path):
+    path = write_jsonl(tmp_path / "long.jsonl", [{"problem": "p", "answer": ["x" * 100_000]}])
+    with pytest.raises(ValueError) as info:
+        BoxedMathTask.from_file(path)
+    message = str(info.value)
+    assert message.startswith(f"{path} line 1: field 'answer' must be a non-empty string, got")
+    assert message.endswith("…") and len(message) < 300 + len(str(path))
+    path.write_text('{"problem": "p", "answer": ' + "9" * 5_000 + "}\n")
+    with pytest.raises(ValueError, match=r"line 1: not valid JSON \('Exceeds the limit"):
+        BoxedMathTask.from_file(path)
+
+
+def test_hostile_choice_completions_score_fast():
+    # Many unclosed tags made the old regex scan quadratic (0.8 s at 20,000 characters).
+    for text in ["<answer>" * (MAX_CHARS // 8), "<answer>" * 2_000 + "<answer>A</answer>"]:
+        t0 = time.perf_counter()
+        assert score_choice("A", text) == float(text.endswith("</answer>"))
+        assert time.perf_counter() - t0 < 0.05

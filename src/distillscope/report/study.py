@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from distillscope.report.aggregate import hashable_axes
+from distillscope.safeyaml import YamlError, load_yaml
 from distillscope.store import (
     PROVENANCE_FILE,
     RESULTS_FILE,
@@ -118,7 +118,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        data = yaml.safe_load(path.read_text(errors="replace"))
-    except yaml.YAMLError:
+        data = load_yaml(path.read_text(errors="replace"), str(path))
+    except (OSError, YamlError):  # the report shows what it can; bounded against YAML bombs
         return {}
     return data if isinstance(data, dict) else {}

@@ -22,9 +22,10 @@ import yaml
 
 from distillscope import __version__
 from distillscope.config import ConfigError
+from distillscope.safeyaml import YamlError, load_yaml_file
 from distillscope.store import atomic_write_text, read_status
 from distillscope.study.executors import run_pool, run_ray, run_sequential
-from distillscope.study.spec import PlannedRun, StudySpec, expand
+from distillscope.study.spec import PlannedRun, StudySpec, expand, load_spec
 from distillscope.study.table import write_table
 
 FINISHED = ("done", "diverged")
@@ -35,12 +36,18 @@ def prepare(spec: StudySpec, out: Path) -> list[PlannedRun]:
     out.mkdir(parents=True, exist_ok=True)
     spec_path = out / "study.yaml"
     text = yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
-    if spec_path.is_file() and yaml.safe_load(spec_path.read_text()) != spec.model_dump(
-        mode="json"
-    ):
+    if spec_path.is_file() and _read_spec_file(spec_path) != spec.model_dump(mode="json"):
         raise ConfigError(f"{out} holds a different study; choose another --out to start anew")
     atomic_write_text(spec_path, text)
     return expand(spec)
+
+
+def _read_spec_file(spec_path: Path) -> object:
+    """The study.yaml a study directory holds, read within safeyaml's limits."""
+    try:
+        return load_yaml_file(spec_path, "study file")
+    except YamlError as err:
+        raise ConfigError(f"{err}; choose another --out to start anew") from None
 
 
 def run_study(
@@ -93,7 +100,7 @@ def study_status(out: Path) -> dict[str, list[str]]:
     spec_path = out / "study.yaml"
     if not spec_path.is_file():
         raise FileNotFoundError(f"{out} is not a study directory (no study.yaml)")
-    spec = StudySpec.model_validate(yaml.safe_load(spec_path.read_text()))
+    spec = load_spec(spec_path)
     by: dict[str, list[str]] = {}
     for r in expand(spec):
         by.setdefault(read_status(out / "runs" / r.run_id)["status"], []).append(r.run_id)

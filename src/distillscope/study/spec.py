@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from distillscope.config import ConfigError, RunConfig, apply_overrides, run_config_from_dict
+from distillscope.safeyaml import YamlError, clip, load_yaml_file, quote
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
 
@@ -88,14 +88,15 @@ def load_spec(source: str | Path) -> StudySpec:
             raise ConfigError(f"{source}: no such study file or preset (presets: {names})")
         path = preset
     try:
-        data = yaml.safe_load(path.read_text())
-        return StudySpec.model_validate(data)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML ({err.__class__.__name__})") from None
+        return StudySpec.model_validate(load_yaml_file(path, "study file"))
+    except YamlError as err:
+        raise ConfigError(str(err)) from None
     except ValidationError as err:
         first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"{path}: {where}: {first['msg']}") from None
+        where = clip(".".join(str(p) for p in first["loc"]), 60)
+        msg = clip(first["msg"].removeprefix("Value error, "), 160)
+        got = quote(first.get("input"), 100)
+        raise ConfigError(f"{path}: {where}: {msg} (got {got})") from None
 
 
 def expand(spec: StudySpec) -> list[PlannedRun]:

@@ -24,7 +24,9 @@ Math (:class:`BoxedMathTask`):
 - ``id`` (string or integer, optional): kept as ``Problem.meta["id"]``.
 
 A bad row raises ValueError naming the file, the line (JSONL) or row (Parquet) number and the
-field, e.g. ``data/sci.jsonl line 17: field 'answer' must be one of A..D, got 'E'``.
+field, e.g. ``data/sci.jsonl line 17: field 'answer' must be one of A..D, got 'E'``; every value
+quoted in a message is cut to ~200 characters. A JSONL file must be UTF-8 (else: ``not UTF-8
+text at byte N``) and no row may nest lists/objects deeper than :data:`MAX_JSON_DEPTH` levels.
 
 Scoring never raises; malformed or oversized (> :data:`MAX_CHARS` characters) completions score 0.
 
@@ -47,8 +49,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from distillscope.safeyaml import clip, quote
 from distillscope.tasks.base import Problem
+from distillscope.tasks.verify import answer_block
 
+MAX_JSON_DEPTH = 64  # a JSONL row nested deeper is refused (a schema row needs 2 levels)
 MAX_CHARS = 20_000  # longer completions are runaway generations: score 0 without parsing
 MAX_BOXED_CHARS = 1_000  # longest \boxed{} content handed to math-verify
 MATH_TIMEOUT_S = 5  # math-verify's per-call limit, enforced only in a process's main thread
@@ -61,7 +66,6 @@ MCQ_INSTRUCTION = (
 )
 MATH_INSTRUCTION = "Solve the problem. Put the final answer in \\boxed{}."
 
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _LETTER_RE = re.compile(r"\(\s*([A-Za-z])\s*\)|([A-Za-z])")
 
 
@@ -86,18 +90,46 @@ def read_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any]]]:
     if suffix in PARQUET_SUFFIXES:
         yield from _read_parquet(src)
         return
-    with src.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
+    with src.open("rb") as f:
+        offset = 0  # byte offset of the current line in the file
+        for n, raw in enumerate(f, start=1):
             where = f"{src} line {n}"
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{where}: not valid JSON ({err.msg})") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
-            yield where, row
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise ValueError(f"{where}: not UTF-8 text at byte {offset + err.start}") from None
+            offset += len(raw)
+            if not line.strip():
+                continue
+            yield where, _parse_row(line, where)
+
+
+def _parse_row(line: str, where: str) -> dict[str, Any]:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{where}: not valid JSON ({err.msg})") from None
+    except RecursionError:  # the C decoder's own recursion guard (nesting in the thousands)
+        raise ValueError(f"{where}: nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError as err:  # e.g. an integer over Python's 4,300-digit conversion limit
+        raise ValueError(f"{where}: not valid JSON ({quote(str(err), 100)})") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    if _depth_over(row, MAX_JSON_DEPTH):
+        raise ValueError(f"{where}: nested deeper than {MAX_JSON_DEPTH} levels")
+    return row
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether lists/objects in ``value`` nest deeper than ``limit`` (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
 
 
 def _read_parquet(src: Path) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -106,7 +138,7 @@ def _read_parquet(src: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     try:
         rows = pq.read_table(src).to_pylist()
     except Exception as err:  # pyarrow raises its own error types for corrupt files
-        raise ValueError(f"{src}: cannot read Parquet ({err})") from err
+        raise ValueError(f"{src}: cannot read Parquet ({clip(str(err), 200)})") from err
     for n, row in enumerate(rows, start=1):
         yield f"{src} row {n}", row
 
@@ -123,14 +155,14 @@ def _load(
 def _text_field(row: dict[str, Any], key: str, where: str) -> str:
     value = row.get(key)
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{where}: field {key!r} must be a non-empty string, got {value!r}")
+        raise ValueError(f"{where}: field {key!r} must be a non-empty string, got {quote(value)}")
     return value
 
 
 def _meta(row: dict[str, Any], where: str, index: int, fields: tuple[str, ...]) -> dict[str, Any]:
     row_id = row.get("id")
     if row_id is not None and (isinstance(row_id, bool) or not isinstance(row_id, (str, int))):
-        raise ValueError(f"{where}: field 'id' must be a string or an integer, got {row_id!r}")
+        raise ValueError(f"{where}: field 'id' must be a string or an integer, got {quote(row_id)}")
     extra = {k: v for k, v in row.items() if k not in fields and k != "id"}
     return {"id": row_id, "index": index, "source": where, "extra": extra}
 
@@ -146,7 +178,7 @@ def _mcq_options(value: Any, where: str) -> list[str]:
         if sorted(items) != expected:
             raise ValueError(
                 f"{where}: field 'options' keys must be the letters {', '.join(expected)}, "
-                f"got {', '.join(sorted(items))}"
+                f"got {clip(', '.join(sorted(items)))}"
             )
         value = [items[k] for k in expected]
     if not isinstance(value, (list, tuple)):
@@ -160,7 +192,7 @@ def _mcq_options(value: Any, where: str) -> list[str]:
         if not isinstance(option, str) or not option.strip():
             raise ValueError(
                 f"{where}: field 'options' option {LETTERS[k]} must be a non-empty string, "
-                f"got {option!r}"
+                f"got {quote(option)}"
             )
     return list(value)
 
@@ -173,9 +205,9 @@ def _mcq_answer(value: Any, n_options: int, where: str) -> str:
         if 0 <= value < n_options:
             return letters[value]
         raise ValueError(
-            f"{where}: field 'answer' must be an index in 0..{n_options - 1}, got {value}"
+            f"{where}: field 'answer' must be an index in 0..{n_options - 1}, got {quote(value)}"
         )
-    raise ValueError(f"{where}: field 'answer' must be one of A..{letters[-1]}, got {value!r}")
+    raise ValueError(f"{where}: field 'answer' must be one of A..{letters[-1]}, got {quote(value)}")
 
 
 def _mcq_problem(row: dict[str, Any], where: str, index: int) -> Problem:
@@ -195,10 +227,10 @@ def score_choice(gold_letter: str, completion: str) -> float:
     """
     if not isinstance(completion, str) or len(completion) > MAX_CHARS:
         return 0.0
-    blocks = _ANSWER_RE.findall(completion)
-    if not blocks:
+    block = answer_block(completion)  # linear time, like the Countdown verifier
+    if block is None:
         return 0.0
-    m = _LETTER_RE.fullmatch(blocks[-1].strip())
+    m = _LETTER_RE.fullmatch(block.strip())
     if m is None:
         return 0.0
     letter = (m.group(1) or m.group(2)).upper()
@@ -247,7 +279,7 @@ def _math_answer(value: Any, where: str) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{where}: field 'answer' must be a non-empty string, got {value!r}")
+        raise ValueError(f"{where}: field 'answer' must be a non-empty string, got {quote(value)}")
     return value.strip()
 
 

@@ -72,49 +72,43 @@ def chunk_rows(
     return max(1, int(memory_budget_mb * 1e6) // bytes_per_row)
 
 
-def _rowdot(x_C_V: torch.Tensor, y_C_V: torch.Tensor) -> torch.Tensor:
-    """Σ_v x[c, v] y[c, v] per row as one batched matmul, without a (C × V) temporary."""
-    rows, width = x_C_V.shape
-    return torch.bmm(x_C_V.view(rows, 1, width), y_C_V.view(rows, width, 1)).view(rows)
-
-
-def _log_probs_into(
+def _logits_into(
     hidden_C_H: torch.Tensor, head_V_H: torch.Tensor, temperature: float, out_C_V: torch.Tensor
 ) -> None:
-    """out ← log_softmax(h Wᵀ / τ) in out's (fp32 or wider) dtype, in place."""
+    """out ← h Wᵀ / τ in out's (fp32 or wider) dtype; ``out`` may be a row-strided view."""
     if hidden_C_H.dtype == out_C_V.dtype:  # the matmul writes into the buffer, 1/τ folded in
         torch.addmm(out_C_V, hidden_C_H, head_V_H.T, beta=0, alpha=1 / temperature, out=out_C_V)
     else:  # bf16/fp16 product, then one fp32 copy (softmax always in fp32, METHOD §2)
         out_C_V.copy_(hidden_C_H @ head_V_H.T)
         if temperature != 1.0:
             out_C_V.mul_(1 / temperature)
-    torch.log_softmax(out_C_V, dim=-1, out=out_C_V)
 
 
 def _closed_form(
-    logp_student_C_V: torch.Tensor,
-    logp_teacher_C_V: torch.Tensor,
-    p_student_C_V: torch.Tensor,
-    p_teacher_C_V: torch.Tensor,
+    logp_C_2_V: torch.Tensor,
+    p_C_2_V: torch.Tensor,
     spare_C_V: torch.Tensor | None,
     options: dict,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
     """Per-row divergence, the 4 metric stats, and ∂D/∂a (see module docstring) for one chunk.
 
+    ``logp_C_2_V`` holds (ℓ_S, ℓ_T) and ``p_C_2_V`` (p_S, p_T) for each row, student first.
     Returns ``(divergence_C, stats_4_C, grad_C_V, scale)`` where ``scale · grad_C_V`` is ∂D/∂a;
-    ``grad_C_V`` lives in one of the input buffers, which are overwritten.
+    ``grad_C_V`` is a view into one of the buffers, which are overwritten.
     """
-    # Four row dots give every stat: F, R and both entropies (METHOD §2, metrics of divergences).
-    teacher_self = _rowdot(p_teacher_C_V, logp_teacher_C_V)  # Σ p_T ℓ_T = −H(π_T)
-    teacher_cross = _rowdot(p_teacher_C_V, logp_student_C_V)  # Σ p_T ℓ_S
-    student_self = _rowdot(p_student_C_V, logp_student_C_V)  # Σ p_S ℓ_S = −H(π_S)
-    student_cross = _rowdot(p_student_C_V, logp_teacher_C_V)  # Σ p_S ℓ_T
+    # One batched (2 × V)(V × 2) product per row gives the four dots behind every stat:
+    # dots[c, i, j] = Σ_v p_i ℓ_j with i, j ∈ (S, T). Four separate row dots cost ~4× more.
+    dots_C_2_2 = torch.bmm(p_C_2_V, logp_C_2_V.transpose(1, 2))
+    student_self, student_cross = dots_C_2_2[:, 0, 0], dots_C_2_2[:, 0, 1]  # Σ p_S ℓ_S, Σ p_S ℓ_T
+    teacher_cross, teacher_self = dots_C_2_2[:, 1, 0], dots_C_2_2[:, 1, 1]  # Σ p_T ℓ_S, Σ p_T ℓ_T
     forward_C = teacher_self - teacher_cross
     reverse_C = student_self - student_cross
     stats_4_C = torch.stack([forward_C, reverse_C, -teacher_self, -student_self])
+    logp_student_C_V, logp_teacher_C_V = logp_C_2_V[:, 0], logp_C_2_V[:, 1]
+    p_student_C_V, p_teacher_C_V = p_C_2_V[:, 0], p_C_2_V[:, 1]
 
     divergence = options["divergence"]
-    if divergence == "forward_kl":
+    if divergence == "forward_kl":  # p_S − p_T, written over p_S
         return forward_C, stats_4_C, p_student_C_V.sub_(p_teacher_C_V), 1.0
     if divergence in ("reverse_kl", "mixture"):
         # p_S ⊙ (ℓ_S − ℓ_T − R), written over ℓ_S
@@ -136,8 +130,10 @@ def _closed_form(
         logp_mix_C_V = torch.mul(p_teacher_C_V, beta, out=spare_C_V)
         logp_mix_C_V.add_(p_student_C_V, alpha=1.0 - beta)
         logp_mix_C_V.clamp_min_(torch.finfo(logp_mix_C_V.dtype).tiny).log_()
-    kl_teacher_C = teacher_self - _rowdot(p_teacher_C_V, logp_mix_C_V)  # KL(p_T ‖ M)
-    kl_student_C = student_self - _rowdot(p_student_C_V, logp_mix_C_V)  # KL(p_S ‖ M)
+    rows, vocab = logp_mix_C_V.shape
+    mix_dots_C_2 = torch.bmm(p_C_2_V, logp_mix_C_V.view(rows, vocab, 1)).view(rows, 2)
+    kl_student_C = student_self - mix_dots_C_2[:, 0]  # KL(p_S ‖ M)
+    kl_teacher_C = teacher_self - mix_dots_C_2[:, 1]  # KL(p_T ‖ M)
     jsd_C = beta * kl_teacher_C + (1.0 - beta) * kl_student_C
     if beta in (0.0, 1.0):
         return jsd_C, stats_4_C, p_student_C_V.zero_(), 0.0
@@ -173,37 +169,43 @@ class _FusedDivergence(torch.autograd.Function):
         teacher_head_V_H = teacher_head_V_H[:vocab]
         low_precision = student_head_V_H.dtype != dtype  # bf16/fp16 inputs
 
-        grad_hidden_N_H = torch.zeros_like(student_hidden_N_H) if need_hidden_grad else None
-        grad_head_V_H = (  # full width (rows past vocab_size get 0), accumulated in fp32
-            torch.zeros(student_head_V_H.shape, dtype=dtype, device=device)
-            if need_head_grad
-            else None
-        )
+        # ∂L/∂h: every row is written by its chunk. ∂L/∂W: full width (rows past vocab_size
+        # stay 0), accumulated in fp32; the first chunk overwrites instead of adding to zeros.
+        grad_hidden_N_H = torch.empty_like(student_hidden_N_H) if need_hidden_grad else None
+        grad_head_V_H = None
+        if need_head_grad:
+            grad_head_V_H = torch.empty(student_head_V_H.shape, dtype=dtype, device=device)
+            grad_head_V_H[vocab:].zero_()
+            if rows == 0:
+                grad_head_V_H.zero_()
         chunk = min(options["chunk_size"], max(rows, 1))
-        buffers = torch.empty(
-            (_buffer_count(options["divergence"], options["beta"]), chunk, vocab),
-            dtype=dtype,
-            device=device,
+        # Student and teacher side by side, (C, 2, V): one log_softmax, one exp and one batched
+        # product serve both models (see _closed_form).
+        logp_C_2_V = torch.empty((chunk, 2, vocab), dtype=dtype, device=device)
+        p_C_2_V = torch.empty_like(logp_C_2_V)
+        spare_C_V = (
+            torch.empty((chunk, vocab), dtype=dtype, device=device)
+            if _buffer_count(options["divergence"], options["beta"]) > 4
+            else None
         )
         loss_sum = torch.zeros((), dtype=dtype, device=device)
         stat_sums_4 = torch.zeros(4, dtype=dtype, device=device)
         for start in range(0, rows, chunk):
             stop = min(start + chunk, rows)
             hidden_C_H = student_hidden_N_H[start:stop]
-            logp_s, logp_t, p_s, p_t = (b[: stop - start] for b in buffers[:4])
-            spare = buffers[4, : stop - start] if buffers.shape[0] > 4 else None
-            _log_probs_into(hidden_C_H, head_V_H, options["student_temperature"], logp_s)
-            _log_probs_into(
+            logp, p = logp_C_2_V[: stop - start], p_C_2_V[: stop - start]
+            spare = None if spare_C_V is None else spare_C_V[: stop - start]
+            _logits_into(hidden_C_H, head_V_H, options["student_temperature"], logp[:, 0])
+            _logits_into(
                 teacher_hidden_N_H[start:stop],
                 teacher_head_V_H,
                 options["teacher_temperature"],
-                logp_t,
+                logp[:, 1],
             )
-            torch.exp(logp_s, out=p_s)
-            torch.exp(logp_t, out=p_t)
-            divergence_C, stats_4_C, grad_C_V, scale = _closed_form(
-                logp_s, logp_t, p_s, p_t, spare, options
-            )
+            logp_2C_V = logp.view(-1, vocab)  # (C·2, V): row c·2 + i is model i of token c
+            torch.log_softmax(logp_2C_V, dim=-1, out=logp_2C_V)
+            torch.exp(logp, out=p)
+            divergence_C, stats_4_C, grad_C_V, scale = _closed_form(logp, p, spare, options)
             weights_C = weights_N[start:stop].to(dtype)
             loss_sum += (divergence_C * weights_C).sum()
             stat_sums_4 += stats_4_C.sum(dim=-1)
@@ -218,7 +220,14 @@ class _FusedDivergence(torch.autograd.Function):
                 grad_rows_C_H.mul_(coef_C_1.to(grad_rows_C_H.dtype))
             if need_head_grad:
                 scaled_hidden_C_H = hidden_C_H.to(dtype) * coef_C_1
-                grad_head_V_H[:vocab].addmm_(grad_C_V.T, scaled_hidden_C_H)
+                grad_head_rows_V_H = grad_head_V_H[:vocab]
+                torch.addmm(
+                    grad_head_rows_V_H,
+                    grad_C_V.T,
+                    scaled_hidden_C_H,
+                    beta=0 if start == 0 else 1,
+                    out=grad_head_rows_V_H,
+                )
         if grad_head_V_H is not None:
             grad_head_V_H = grad_head_V_H.to(student_head_V_H.dtype)
         ctx.save_for_backward(grad_hidden_N_H, grad_head_V_H)
@@ -331,16 +340,16 @@ def fused_divergence(
         mask_B_T,
         vocab_size,
     )
+    keep_B_T = mask_B_T.bool()
+    dtype = torch.promote_types(student_hidden_B_T_H.dtype, torch.float32)  # fp32, fp64 for fp64
+    weights_N = token_weights(keep_B_T, reduction, dtype)[keep_B_T]  # (N,) reduction weights
     if chunk_size is None:
-        value_bytes = torch.promote_types(student_head_V_H.dtype, torch.float32).itemsize
         chunk_size = chunk_rows(
             memory_budget_mb,
             vocab,
             buffers=_buffer_count(divergence, beta),
-            bytes_per_value=value_bytes,
+            bytes_per_value=dtype.itemsize,
         )
-    keep_B_T = mask_B_T.bool()
-    weights_N = token_weights(keep_B_T, reduction)[keep_B_T]  # (N,) reduction weights
     options = {
         "divergence": divergence,
         "chunk_size": chunk_size,

@@ -9,9 +9,12 @@ shape, forward *and* backward (∂/∂hidden and ∂/∂head of the student):
 
 - ``plain``: distillscope ``forward_kl`` on logits materialised as h Wᵀ, autograd;
 - ``chunked``: distillscope ``chunked_forward_kl`` (autograd per chunk), its default 1,024 rows;
-- ``fused``: distillscope ``fused_divergence`` (closed-form gradients, default memory budget);
+- ``fused``: distillscope ``fused_divergence`` (closed-form gradients, default 256 MB budget);
+- ``fused_1gb``: the same with ``memory_budget_mb=1024`` (fewer, larger chunks);
 - ``trl``: TRL ``GKDTrainer.generalized_jsd_loss`` (β = 0) on materialised logits;
-- ``liger``: Liger ``LigerFusedLinearJSDLoss`` (β = 0, uncompiled: the CPU path).
+- ``liger``: Liger ``LigerFusedLinearJSDLoss`` (β = 0, uncompiled: the CPU path);
+- ``matmul floor``: not a loss — only the four matmuls every mode must do (student and teacher
+  logits, ∂/∂hidden, ∂/∂head), on all N rows at once: a lower bound on any mode's time.
 
 TRL and Liger are optional, bench-only dependencies: a mode whose import fails is reported as
 skipped with the reason. Each (mode, round) runs in its own subprocess: a small warm-up call,
@@ -34,8 +37,11 @@ import sys
 import time
 from pathlib import Path
 
-MODES = ("plain", "chunked", "fused", "trl", "liger")
+MODES = ("plain", "chunked", "fused", "fused_1gb", "trl", "liger", "matmul floor")
+# (N, H, V): the first is --quick. The last is ~16× the first's work: it runs one round unless
+# --rounds is given, so that the full bench stays near 10 minutes on an idle 2-core machine.
 CASES = ((2048, 256, 32_000), (2048, 1024, 32_000), (2048, 256, 128_256), (2048, 1024, 128_256))
+DEFAULT_ROUNDS = (3, 3, 3, 1)
 SEQUENCES = 8  # N = 8 sequences × N/8 tokens, every token counted (token mean = pooled mean)
 
 
@@ -77,14 +83,30 @@ def _objective(mode: str):
             return chunked_forward_kl(h, w, h_t, w_t, mask, reduction="token_mean")[0]
 
         return chunked
-    if mode == "fused":
-        from distillscope.objectives import fused_divergence
+    if mode in ("fused", "fused_1gb"):
+        from distillscope.objectives import DEFAULT_MEMORY_BUDGET_MB, fused_divergence
+
+        budget_mb = 1024 if mode == "fused_1gb" else DEFAULT_MEMORY_BUDGET_MB
 
         def fused(h, w, h_t, w_t):
             mask = torch.ones(h.shape[:2], dtype=torch.bool)
-            return fused_divergence(h, w, h_t, w_t, mask, reduction="token_mean")[0]
+            return fused_divergence(
+                h, w, h_t, w_t, mask, reduction="token_mean", memory_budget_mb=budget_mb
+            )[0]
 
         return fused
+    if mode == "matmul floor":
+
+        def floor(h, w, h_t, w_t):
+            with torch.no_grad():
+                h, h_t = h.flatten(0, 1), h_t.flatten(0, 1)  # (N, H)
+                grad_N_V = h @ w.T  # stands in for ∂L/∂z_S: same shape, same matmuls
+                h_t @ w_t.T
+                grad_N_V @ w
+                grad_N_V.T @ h
+            return torch.zeros(())
+
+        return floor
     if mode == "trl":
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
         from trl.experimental.gkd import GKDTrainer
@@ -132,19 +154,20 @@ def worker(mode: str, tokens: int, hidden: int, vocab: int) -> dict:
         h.requires_grad_()
         w.requires_grad_()
         if size[0] == 64:  # thread pools, kernels, lazy imports
-            objective(h, w, h_t, w_t).backward()
+            _forward_backward(objective, h, w, h_t, w_t)
     _reset_peak_rss()
     rss_before = _rss_mb("VmRSS")
     start = time.perf_counter()
-    loss = objective(h, w, h_t, w_t)
-    loss.backward()
+    loss = _forward_backward(objective, h, w, h_t, w_t)
     seconds = time.perf_counter() - start
-    return {
-        "time_s": seconds,
-        "extra_mb": _rss_mb("VmHWM") - rss_before,
-        "loss": float(loss),
-        "grad_norm": float(w.grad.norm()),
-    }
+    return {"time_s": seconds, "extra_mb": _rss_mb("VmHWM") - rss_before, "loss": float(loss)}
+
+
+def _forward_backward(objective, h, w, h_t, w_t):
+    loss = objective(h, w, h_t, w_t)
+    if loss.requires_grad:
+        loss.backward()
+    return loss
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,7 +178,8 @@ def worker(mode: str, tokens: int, hidden: int, vocab: int) -> dict:
 def _run_worker(mode: str, case: tuple[int, int, int]) -> dict:
     """One subprocess; returns the worker's dict or {"skipped": reason}."""
     tokens, hidden, vocab = case
-    command = [sys.executable, __file__, "--worker", mode, "--case", f"{tokens},{hidden},{vocab}"]
+    case_arg = f"{tokens},{hidden},{vocab}"
+    command = [sys.executable, __file__, "--worker", mode, "--case", case_arg]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         lines = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
@@ -189,26 +213,27 @@ def _ratio(value: float, reference: dict | None, key: str) -> str:
     return f"{value / reference[key]:.2f}×"
 
 
-def table(all_results: dict[tuple[int, int, int], dict[str, dict]], rounds: int) -> str:
+def table(all_results: dict[tuple[int, int, int, int], dict[str, dict]]) -> str:
     """Markdown table, one row per (case, mode)."""
     lines = [
-        f"| N, H, V | mode | time (best of {rounds}) | × plain | × liger "
+        "| N, H, V | mode | time (best of rounds) | × plain | × liger "
         "| extra peak RSS | × plain | loss |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for (tokens, hidden, vocab), results in all_results.items():
+    for (tokens, hidden, vocab, rounds), results in all_results.items():
         plain, liger = results.get("plain"), results.get("liger")
         for mode, result in results.items():
-            case = f"{tokens:,}, {hidden:,}, {vocab:,}"
+            case = f"{tokens:,}, {hidden:,}, {vocab:,} ({rounds} round{'s' * (rounds > 1)})"
             if "skipped" in result:
                 lines.append(f"| {case} | {mode} | skipped: {result['skipped']} ||||||")
                 continue
+            loss = "–" if mode == "matmul floor" else f"{result['loss']:.6f}"
             lines.append(
                 f"| {case} | {mode} | {result['time_s']:.2f} s "
                 f"| {_ratio(result['time_s'], plain, 'time_s')} "
                 f"| {_ratio(result['time_s'], liger, 'time_s')} "
                 f"| {result['extra_mb']:,.0f} MB | {_ratio(result['extra_mb'], plain, 'extra_mb')} "
-                f"| {result['loss']:.6f} |"
+                f"| {loss} |"
             )
     return "\n".join(lines)
 
@@ -216,7 +241,9 @@ def table(all_results: dict[tuple[int, int, int], dict[str, dict]], rounds: int)
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="only N=2,048, H=256, V=32,000")
-    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (best time of)")
+    ap.add_argument(
+        "--rounds", type=int, help=f"interleaved rounds per case (default {DEFAULT_ROUNDS})"
+    )
     ap.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {MODES}")
     ap.add_argument("--out", type=Path, help="also write the Markdown report here")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -230,9 +257,13 @@ def main() -> None:
     import torch
 
     modes = args.modes.split(",")
-    cases = CASES[:1] if args.quick else CASES
+    count = 1 if args.quick else len(CASES)
     start = time.perf_counter()
-    all_results = {case: bench_case(case, modes, args.rounds) for case in cases}
+    all_results = {}
+    for case, rounds in zip(CASES[:count], DEFAULT_ROUNDS[:count], strict=True):
+        rounds = args.rounds or rounds
+        all_results[(*case, rounds)] = bench_case(case, modes, rounds)
+        print(table({(*case, rounds): all_results[(*case, rounds)]}), file=sys.stderr, flush=True)
     report = "\n".join(
         [
             f"Forward KL, forward+backward from hidden states ({datetime.date.today()}; "
@@ -240,7 +271,7 @@ def main() -> None:
             f"torch {torch.__version__}, {torch.get_num_threads()} threads; "
             f"`{' '.join(['python', *sys.argv])}`, {time.perf_counter() - start:.0f} s):",
             "",
-            table(all_results, args.rounds),
+            table(all_results),
         ]
     )
     print(report)

@@ -16,8 +16,8 @@ gives ∂D/∂a = p_S ⊙ (u − Σ_v p_S u) with u = ∂D/∂p_S, and ∂D/∂z
 - forward KL  F = Σ p_T (ℓ_T − ℓ_S):   u = −p_T / p_S         →  ∂F/∂a = p_S − p_T
 - reverse KL  R = Σ p_S (ℓ_S − ℓ_T):   u = ℓ_S − ℓ_T + 1      →  ∂R/∂a = p_S ⊙ (ℓ_S − ℓ_T − R)
   (at τ_S = 1 these are [P] Eq. 4–5, METHOD §2)
-- JSD_β = β KL(p_T‖M) + (1−β) KL(p_S‖M), M = β p_T + (1−β) p_S: the terms in ∂M/∂p_S cancel
-  (Σ-free: −β(1−β) p_T/M − (1−β)² p_S/M + (1−β) = 0), so u = (1−β)(ℓ_S − log M) and
+- JSD_β = β KL(p_T‖M) + (1−β) KL(p_S‖M), M = β p_T + (1−β) p_S: the terms through ∂M/∂p_S
+  cancel (−β(1−β) p_T/M − (1−β)² p_S/M + (1−β) = 0), so u = (1−β)(ℓ_S − log M) and
   ∂J/∂a = (1−β) p_S ⊙ (ℓ_S − log M − K_S),  K_S = KL(p_S‖M)  (reverse KL with M for p_T)
 - mixture  αF + (1−α)R:  ∂/∂a = α (p_S − p_T) + (1−α) p_S ⊙ (ℓ_S − ℓ_T − R)
 
@@ -25,17 +25,24 @@ The teacher gets no gradient. Each token's reduction weight w_n and 1/τ_S (and 
 the row *after* the matmuls, on the (rows × H) side, never on the (rows × V) buffers.
 
 Memory. Per chunk of C rows: four (C × V) buffers in fp32 (fp64 for fp64 inputs) —
-student log-probs, teacher log-probs, student probs, teacher probs, the gradient written into
-one of them — five for JSD, plus one (C × V) product in the input dtype when the inputs are
-bf16/fp16. :func:`chunk_rows` picks C so they fit ``memory_budget_mb``
-(:data:`DEFAULT_MEMORY_BUDGET_MB` = 256 MB: at V = 128,256 that is 131 rows, at 32,000 524).
-On top of that: ∂L/∂W (V_s × H, the size of the head, accumulated in fp32) and ∂L/∂h (N × H).
+student and teacher log-probs, student and teacher probs, the gradient written into one of
+them — five for JSD, plus one (C × V) product in the input dtype when the inputs are
+bf16/fp16. :func:`chunk_rows` picks the largest C whose buffers fit ``memory_budget_mb``, and
+the N rows are split into ⌈N / C⌉ equal chunks. On top of that: ∂L/∂W (V_s × H, the size of the
+head, accumulated in fp32) and ∂L/∂h (N × H).
+
+The default budget, :data:`DEFAULT_MEMORY_BUDGET_MB` = 256 MB, allows 500 rows at V = 32,000
+and 124 at V = 128,256. It trades time for memory at large V: each chunk re-reads the heads in
+three matmuls, and on a CPU a matmul with ~128 rows runs ~1.5× slower per row than one with
+≥ 512 (bench/bench_objectives.py shows both budgets); raise it where memory allows.
 
 No bias terms (LM heads of Llama/Qwen have none). Metric keys and values as in
 :mod:`.divergences`, so metrics never depend on the path.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -178,7 +185,10 @@ class _FusedDivergence(torch.autograd.Function):
             grad_head_V_H[vocab:].zero_()
             if rows == 0:
                 grad_head_V_H.zero_()
-        chunk = min(options["chunk_size"], max(rows, 1))
+        # Equal chunks, as few as the bound allows: no small trailing chunk (a matmul with few
+        # rows re-reads the whole head for little work), and the buffers shrink to fit.
+        chunks = max(1, math.ceil(rows / options["chunk_size"]))
+        chunk = max(1, math.ceil(rows / chunks))
         # Student and teacher side by side, (C, 2, V): one log_softmax, one exp and one batched
         # product serve both models (see _closed_form).
         logp_C_2_V = torch.empty((chunk, 2, vocab), dtype=dtype, device=device)
@@ -321,7 +331,8 @@ def fused_divergence(
         divergence: "forward_kl", "reverse_kl", "jsd" (uses ``beta``) or "mixture" (``alpha``).
         memory_budget_mb: bound on the chunk's transient (rows × V) buffers; the rows per
             chunk are :func:`chunk_rows` of it.
-        chunk_size: explicit rows per chunk, overriding the budget (tests, benchmarks).
+        chunk_size: explicit bound on the rows per chunk, overriding the budget (tests,
+            benchmarks). Either bound splits the N masked rows into ⌈N / bound⌉ equal chunks.
         vocab_size: use only the first ``vocab_size`` rows of both heads (METHOD §1); without
             it, heads of different widths raise ValueError.
 

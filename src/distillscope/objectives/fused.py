@@ -155,6 +155,33 @@ def _buffer_count(divergence: str, beta: float) -> int:
     return 5 if divergence == "jsd" and 0.0 < beta < 1.0 else 4
 
 
+def _fold_gradient(
+    grad_C_V: torch.Tensor,
+    coef_C_1: torch.Tensor,
+    hidden_C_H: torch.Tensor,
+    head_V_H: torch.Tensor,
+    grad_hidden_C_H: torch.Tensor | None,
+    grad_head_V_H: torch.Tensor | None,
+    *,
+    first: bool,
+) -> None:
+    """With G = coef ⊙ grad (∂L/∂z_S of the chunk): ∂L/∂h ← G W, ∂L/∂W += Gᵀ h, in place.
+
+    ``coef_C_1`` scales the (C × H) results, never the (C × V) gradient; the first chunk
+    overwrites ∂L/∂W instead of adding to zeros.
+    """
+    if grad_hidden_C_H is not None:
+        if grad_hidden_C_H.dtype == grad_C_V.dtype:
+            torch.mm(grad_C_V, head_V_H, out=grad_hidden_C_H)
+        else:  # bf16/fp16: in the head's dtype, as the plain path's backward
+            grad_hidden_C_H.copy_(grad_C_V.to(head_V_H.dtype) @ head_V_H)
+        grad_hidden_C_H.mul_(coef_C_1.to(grad_hidden_C_H.dtype))
+    if grad_head_V_H is not None:  # fp32 (fp64) accumulator whatever the head's dtype
+        scaled_hidden_C_H = hidden_C_H.to(grad_head_V_H.dtype) * coef_C_1
+        beta = 0 if first else 1
+        torch.addmm(grad_head_V_H, grad_C_V.T, scaled_hidden_C_H, beta=beta, out=grad_head_V_H)
+
+
 class _FusedDivergence(torch.autograd.Function):
     """Σ_n w_n D(π_S(·|n), π_T(·|n)) over N rows, chunk by chunk, with closed-form gradients."""
 
@@ -174,7 +201,6 @@ class _FusedDivergence(torch.autograd.Function):
         dtype = torch.promote_types(student_hidden_N_H.dtype, torch.float32)  # softmax dtype
         head_V_H = student_head_V_H[:vocab]  # row slices of the heads: views, no copy
         teacher_head_V_H = teacher_head_V_H[:vocab]
-        low_precision = student_head_V_H.dtype != dtype  # bf16/fp16 inputs
 
         # ∂L/∂h: every row is written by its chunk. ∂L/∂W: full width (rows past vocab_size
         # stay 0), accumulated in fp32; the first chunk overwrites instead of adding to zeros.
@@ -220,24 +246,15 @@ class _FusedDivergence(torch.autograd.Function):
             loss_sum += (divergence_C * weights_C).sum()
             stat_sums_4 += stats_4_C.sum(dim=-1)
             # ∂L/∂z_S = (w_n · scale / τ_S) ⊙ grad_C_V; the row factor goes on the (C × H) side.
-            coef_C_1 = (weights_C * (scale / options["student_temperature"]))[:, None]
-            if need_hidden_grad:
-                grad_rows_C_H = grad_hidden_N_H[start:stop]
-                if low_precision:  # the head's dtype, as the plain path's backward
-                    grad_rows_C_H.copy_(grad_C_V.to(head_V_H.dtype) @ head_V_H)
-                else:
-                    torch.mm(grad_C_V, head_V_H, out=grad_rows_C_H)
-                grad_rows_C_H.mul_(coef_C_1.to(grad_rows_C_H.dtype))
-            if need_head_grad:
-                scaled_hidden_C_H = hidden_C_H.to(dtype) * coef_C_1
-                grad_head_rows_V_H = grad_head_V_H[:vocab]
-                torch.addmm(
-                    grad_head_rows_V_H,
-                    grad_C_V.T,
-                    scaled_hidden_C_H,
-                    beta=0 if start == 0 else 1,
-                    out=grad_head_rows_V_H,
-                )
+            _fold_gradient(
+                grad_C_V,
+                (weights_C * (scale / options["student_temperature"]))[:, None],
+                hidden_C_H,
+                head_V_H,
+                None if grad_hidden_N_H is None else grad_hidden_N_H[start:stop],
+                None if grad_head_V_H is None else grad_head_V_H[:vocab],
+                first=start == 0,
+            )
         if grad_head_V_H is not None:
             grad_head_V_H = grad_head_V_H.to(student_head_V_H.dtype)
         ctx.save_for_backward(grad_hidden_N_H, grad_head_V_H)

@@ -6,6 +6,7 @@ sees a model, a config or a file.
 
 - :mod:`.divergences` — full-vocabulary forward/reverse KL, generalised JSD, KL mixture on logits;
 - :mod:`.chunked` — the same from hidden states + LM-head weights, chunk by chunk (bounded memory);
+- :mod:`.fused` — the same, fused: closed-form gradients, chunks sized by a memory budget;
 - :mod:`.estimators` — sampled and rollout-token KL estimators, Schulman's k1/k2/k3 metrics;
 - :mod:`.opd` — on-policy distillation as a PPO-clipped policy gradient with regulations;
 - :mod:`.registry` — the objective kinds a config can name, with what each needs.
@@ -39,6 +40,11 @@ from distillscope.objectives.estimators import (
     sampled_forward_kl,
     sampled_reverse_kl,
 )
+from distillscope.objectives.fused import (
+    DEFAULT_MEMORY_BUDGET_MB,
+    chunk_rows,
+    fused_divergence,
+)
 from distillscope.objectives.opd import (
     REGULATIONS,
     Regulation,
@@ -48,6 +54,7 @@ from distillscope.objectives.opd import (
 from distillscope.objectives.registry import OBJECTIVES, ObjectiveKind, objective_kind
 
 __all__ = [
+    "DEFAULT_MEMORY_BUDGET_MB",
     "DIVERGENCES",
     "OBJECTIVES",
     "REDUCTIONS",
@@ -59,7 +66,9 @@ __all__ = [
     "chunked_divergence",
     "chunked_forward_kl",
     "chunked_reverse_kl",
+    "chunk_rows",
     "forward_kl",
+    "fused_divergence",
     "generalized_jsd",
     "kl_mixture",
     "kl_sample_metrics",

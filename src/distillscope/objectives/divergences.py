@@ -101,15 +101,18 @@ def log_probs(logits_B_T_V: torch.Tensor, temperature: float) -> torch.Tensor:
     return torch.log_softmax(logits_B_T_V.float() / temperature, dim=-1)
 
 
-def token_weights(mask_B_T: torch.Tensor, reduction: str) -> torch.Tensor:
-    """Per-token weights w_B_T (fp32) such that ``loss = Σ w · value`` implements ``reduction``.
+def token_weights(
+    mask_B_T: torch.Tensor, reduction: str, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
+    """Per-token weights w_B_T (fp32, or ``dtype``) such that ``loss = Σ w · value`` implements
+    ``reduction``.
 
     seq_mean: w = m_bt / (n_b · S) with n_b the masked tokens of row b and S the rows with
     n_b ≥ 1 ([P] Eq. 1); token_mean: w = m_bt / Σ m; sum: w = m_bt. Empty rows and empty batches
     get weight 0 (no division by zero).
     """
     check_options(reduction)
-    m_B_T = mask_B_T.bool().float()
+    m_B_T = mask_B_T.bool().to(dtype)
     if reduction == "sum":
         return m_B_T
     if reduction == "token_mean":

@@ -1,0 +1,408 @@
+"""Fused full-vocabulary divergences: hidden states + LM heads → loss and closed-form gradients.
+
+The same objectives as :mod:`.divergences` (METHOD §1–§2) computed the way METHOD §2 "Memory"
+asks: from the final hidden states and the LM-head weights, a chunk of token rows at a time,
+so the [tokens × V] logits of the two models never exist at once. Unlike :mod:`.chunked`, no
+autograd graph is built per chunk: the gradient w.r.t. the chunk's student logits is written
+in closed form, folded at once into ∂L/∂h = G W and ∂L/∂W += Gᵀ h, and dropped (the pattern of
+Liger-Kernel's fused linear losses). ``backward`` only scales those two by the incoming
+gradient. One pass over the chunk does loss, metrics and gradient; the chunk's buffers are
+allocated once and reused.
+
+Closed forms. With a = z_S / τ_S, b = z_T / τ_T, ℓ_S = log_softmax(a), ℓ_T = log_softmax(b),
+p = exp(ℓ), and any D(ℓ_S) that depends on the student only through p_S, the softmax Jacobian
+gives ∂D/∂a = p_S ⊙ (u − Σ_v p_S u) with u = ∂D/∂p_S, and ∂D/∂z_S = (1/τ_S) ∂D/∂a:
+
+- forward KL  F = Σ p_T (ℓ_T − ℓ_S):   u = −p_T / p_S         →  ∂F/∂a = p_S − p_T
+- reverse KL  R = Σ p_S (ℓ_S − ℓ_T):   u = ℓ_S − ℓ_T + 1      →  ∂R/∂a = p_S ⊙ (ℓ_S − ℓ_T − R)
+  (at τ_S = 1 these are [P] Eq. 4–5, METHOD §2)
+- JSD_β = β KL(p_T‖M) + (1−β) KL(p_S‖M), M = β p_T + (1−β) p_S: the terms through ∂M/∂p_S
+  cancel (−β(1−β) p_T/M − (1−β)² p_S/M + (1−β) = 0), so u = (1−β)(ℓ_S − log M) and
+  ∂J/∂a = (1−β) p_S ⊙ (ℓ_S − log M − K_S),  K_S = KL(p_S‖M)  (reverse KL with M for p_T)
+- mixture  αF + (1−α)R:  ∂/∂a = α (p_S − p_T) + (1−α) p_S ⊙ (ℓ_S − ℓ_T − R)
+
+The teacher gets no gradient. Each token's reduction weight w_n and 1/τ_S (and 1 − β) scale
+the row *after* the matmuls, on the (rows × H) side, never on the (rows × V) buffers.
+
+Memory. Per chunk of C rows: four (C × V) buffers in fp32 (fp64 for fp64 inputs) —
+student and teacher log-probs, student and teacher probs, the gradient written into one of
+them — five for JSD, plus one (C × V) product in the input dtype when the inputs are
+bf16/fp16. :func:`chunk_rows` picks the largest C whose buffers fit ``memory_budget_mb``, and
+the N rows are split into ⌈N / C⌉ equal chunks. On top of that: ∂L/∂W (V_s × H, the size of the
+head, accumulated in fp32) and ∂L/∂h (N × H).
+
+The default budget, :data:`DEFAULT_MEMORY_BUDGET_MB` = 256 MB, allows 500 rows at V = 32,000
+and 124 at V = 128,256. It trades time for memory at large V: each chunk re-reads the heads in
+three matmuls, and on a CPU a matmul with ~128 rows runs ~1.5× slower per row than one with
+≥ 512 (bench/bench_objectives.py shows both budgets); raise it where memory allows.
+
+No bias terms (LM heads of Llama/Qwen have none). Metric keys and values as in
+:mod:`.divergences`, so metrics never depend on the path.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from distillscope.objectives.divergences import (
+    STAT_KEYS,
+    Reduction,
+    check_divergence,
+    check_options,
+    check_shape,
+    token_weights,
+)
+
+DEFAULT_MEMORY_BUDGET_MB = 256.0
+"""Default budget for a chunk's transient (rows × V) buffers; see :func:`chunk_rows`."""
+
+
+def chunk_rows(
+    memory_budget_mb: float, vocab_size: int, *, buffers: int = 4, bytes_per_value: int = 4
+) -> int:
+    """Token rows per chunk so that ``buffers`` (rows × vocab_size) buffers fit the budget.
+
+    rows = ⌊budget / (buffers · vocab_size · bytes_per_value)⌋ with budget in MB (10⁶ bytes),
+    and at least 1 (one row is the floor: a budget below one row's buffers is not honoured).
+    Non-decreasing in the budget, non-increasing in the vocabulary size and buffer count.
+    """
+    if not memory_budget_mb > 0:
+        raise ValueError(f"memory_budget_mb must be positive, got {memory_budget_mb}")
+    if vocab_size < 1 or buffers < 1 or bytes_per_value < 1:
+        raise ValueError(
+            f"vocab_size, buffers and bytes_per_value must be ≥ 1, got "
+            f"{vocab_size}, {buffers}, {bytes_per_value}"
+        )
+    bytes_per_row = buffers * vocab_size * bytes_per_value
+    return max(1, int(memory_budget_mb * 1e6) // bytes_per_row)
+
+
+def _logits_into(
+    hidden_C_H: torch.Tensor, head_V_H: torch.Tensor, temperature: float, out_C_V: torch.Tensor
+) -> None:
+    """out ← h Wᵀ / τ in out's (fp32 or wider) dtype; ``out`` may be a row-strided view."""
+    if hidden_C_H.dtype == out_C_V.dtype:  # the matmul writes into the buffer, 1/τ folded in
+        torch.addmm(out_C_V, hidden_C_H, head_V_H.T, beta=0, alpha=1 / temperature, out=out_C_V)
+    else:  # bf16/fp16 product, then one fp32 copy (softmax always in fp32, METHOD §2)
+        out_C_V.copy_(hidden_C_H @ head_V_H.T)
+        if temperature != 1.0:
+            out_C_V.mul_(1 / temperature)
+
+
+def _closed_form(
+    logp_C_2_V: torch.Tensor,
+    p_C_2_V: torch.Tensor,
+    spare_C_V: torch.Tensor | None,
+    options: dict,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+    """Per-row divergence, the 4 metric stats, and ∂D/∂a (see module docstring) for one chunk.
+
+    ``logp_C_2_V`` holds (ℓ_S, ℓ_T) and ``p_C_2_V`` (p_S, p_T) for each row, student first.
+    Returns ``(divergence_C, stats_4_C, grad_C_V, scale)`` where ``scale · grad_C_V`` is ∂D/∂a;
+    ``grad_C_V`` is a view into one of the buffers, which are overwritten.
+    """
+    # One batched (2 × V)(V × 2) product per row gives the four dots behind every stat:
+    # dots[c, i, j] = Σ_v p_i ℓ_j with i, j ∈ (S, T). Four separate row dots cost ~4× more.
+    dots_C_2_2 = torch.bmm(p_C_2_V, logp_C_2_V.transpose(1, 2))
+    student_self, student_cross = dots_C_2_2[:, 0, 0], dots_C_2_2[:, 0, 1]  # Σ p_S ℓ_S, Σ p_S ℓ_T
+    teacher_cross, teacher_self = dots_C_2_2[:, 1, 0], dots_C_2_2[:, 1, 1]  # Σ p_T ℓ_S, Σ p_T ℓ_T
+    forward_C = teacher_self - teacher_cross
+    reverse_C = student_self - student_cross
+    stats_4_C = torch.stack([forward_C, reverse_C, -teacher_self, -student_self])
+    logp_student_C_V, logp_teacher_C_V = logp_C_2_V[:, 0], logp_C_2_V[:, 1]
+    p_student_C_V, p_teacher_C_V = p_C_2_V[:, 0], p_C_2_V[:, 1]
+
+    divergence = options["divergence"]
+    if divergence == "forward_kl":  # p_S − p_T, written over p_S
+        return forward_C, stats_4_C, p_student_C_V.sub_(p_teacher_C_V), 1.0
+    if divergence in ("reverse_kl", "mixture"):
+        # p_S ⊙ (ℓ_S − ℓ_T − R), written over ℓ_S
+        grad_C_V = logp_student_C_V.sub_(logp_teacher_C_V).sub_(reverse_C[:, None])
+        if divergence == "reverse_kl":
+            return reverse_C, stats_4_C, grad_C_V.mul_(p_student_C_V), 1.0
+        alpha = options["alpha"]  # α (p_S − p_T) + (1−α) p_S ⊙ (ℓ_S − ℓ_T − R)
+        grad_C_V.mul_(1.0 - alpha).add_(alpha).mul_(p_student_C_V).sub_(p_teacher_C_V, alpha=alpha)
+        return alpha * forward_C + (1.0 - alpha) * reverse_C, stats_4_C, grad_C_V, 1.0
+
+    # jsd. log M with M = β p_T + (1−β) p_S; at β ∈ {0, 1} log M is ℓ_S / ℓ_T exactly, so the
+    # divergence and its gradient are exactly 0 there, as in the plain path.
+    beta = options["beta"]
+    if beta == 0.0:
+        logp_mix_C_V = logp_student_C_V
+    elif beta == 1.0:
+        logp_mix_C_V = logp_teacher_C_V
+    else:  # M is a sum of probabilities; where both underflow to 0 the clamp keeps 0·log M = 0
+        logp_mix_C_V = torch.mul(p_teacher_C_V, beta, out=spare_C_V)
+        logp_mix_C_V.add_(p_student_C_V, alpha=1.0 - beta)
+        logp_mix_C_V.clamp_min_(torch.finfo(logp_mix_C_V.dtype).tiny).log_()
+    rows, vocab = logp_mix_C_V.shape
+    mix_dots_C_2 = torch.bmm(p_C_2_V, logp_mix_C_V.view(rows, vocab, 1)).view(rows, 2)
+    kl_student_C = student_self - mix_dots_C_2[:, 0]  # KL(p_S ‖ M)
+    kl_teacher_C = teacher_self - mix_dots_C_2[:, 1]  # KL(p_T ‖ M)
+    jsd_C = beta * kl_teacher_C + (1.0 - beta) * kl_student_C
+    if beta in (0.0, 1.0):
+        return jsd_C, stats_4_C, p_student_C_V.zero_(), 0.0
+    # (1−β) p_S ⊙ (ℓ_S − log M − KL(p_S‖M)), written over log M
+    grad_C_V = torch.sub(logp_student_C_V, logp_mix_C_V, out=logp_mix_C_V)
+    grad_C_V.sub_(kl_student_C[:, None]).mul_(p_student_C_V)
+    return jsd_C, stats_4_C, grad_C_V, 1.0 - beta
+
+
+def _buffer_count(divergence: str, beta: float) -> int:
+    """(rows × V) buffers one chunk needs: ℓ_S, ℓ_T, p_S, p_T, and log M for a proper JSD."""
+    return 5 if divergence == "jsd" and 0.0 < beta < 1.0 else 4
+
+
+def _fold_gradient(
+    grad_C_V: torch.Tensor,
+    coef_C_1: torch.Tensor,
+    hidden_C_H: torch.Tensor,
+    head_V_H: torch.Tensor,
+    grad_hidden_C_H: torch.Tensor | None,
+    grad_head_V_H: torch.Tensor | None,
+    *,
+    first: bool,
+) -> None:
+    """With G = coef ⊙ grad (∂L/∂z_S of the chunk): ∂L/∂h ← G W, ∂L/∂W += Gᵀ h, in place.
+
+    ``coef_C_1`` scales the (C × H) results, never the (C × V) gradient; the first chunk
+    overwrites ∂L/∂W instead of adding to zeros.
+    """
+    if grad_hidden_C_H is not None:
+        if grad_hidden_C_H.dtype == grad_C_V.dtype:
+            torch.mm(grad_C_V, head_V_H, out=grad_hidden_C_H)
+        else:  # bf16/fp16: in the head's dtype, as the plain path's backward
+            grad_hidden_C_H.copy_(grad_C_V.to(head_V_H.dtype) @ head_V_H)
+        grad_hidden_C_H.mul_(coef_C_1.to(grad_hidden_C_H.dtype))
+    if grad_head_V_H is not None:  # fp32 (fp64) accumulator whatever the head's dtype
+        scaled_hidden_C_H = hidden_C_H.to(grad_head_V_H.dtype) * coef_C_1
+        beta = 0 if first else 1
+        torch.addmm(grad_head_V_H, grad_C_V.T, scaled_hidden_C_H, beta=beta, out=grad_head_V_H)
+
+
+class _FusedDivergence(torch.autograd.Function):
+    """Σ_n w_n D(π_S(·|n), π_T(·|n)) over N rows, chunk by chunk, with closed-form gradients."""
+
+    @staticmethod
+    def forward(
+        ctx,
+        student_hidden_N_H: torch.Tensor,
+        student_head_V_H: torch.Tensor,
+        teacher_hidden_N_H: torch.Tensor,
+        teacher_head_V_H: torch.Tensor,
+        weights_N: torch.Tensor,
+        options: dict,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        need_hidden_grad, need_head_grad = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        rows, vocab = student_hidden_N_H.shape[0], options["vocab_size"]
+        device = student_hidden_N_H.device
+        dtype = torch.promote_types(student_hidden_N_H.dtype, torch.float32)  # softmax dtype
+        head_V_H = student_head_V_H[:vocab]  # row slices of the heads: views, no copy
+        teacher_head_V_H = teacher_head_V_H[:vocab]
+
+        # ∂L/∂h: every row is written by its chunk. ∂L/∂W: full width (rows past vocab_size
+        # stay 0), accumulated in fp32; the first chunk overwrites instead of adding to zeros.
+        grad_hidden_N_H = torch.empty_like(student_hidden_N_H) if need_hidden_grad else None
+        grad_head_V_H = None
+        if need_head_grad:
+            grad_head_V_H = torch.empty(student_head_V_H.shape, dtype=dtype, device=device)
+            grad_head_V_H[vocab:].zero_()
+            if rows == 0:
+                grad_head_V_H.zero_()
+        # Equal chunks, as few as the bound allows: no small trailing chunk (a matmul with few
+        # rows re-reads the whole head for little work), and the buffers shrink to fit.
+        chunks = max(1, math.ceil(rows / options["chunk_size"]))
+        chunk = max(1, math.ceil(rows / chunks))
+        # Student and teacher side by side, (C, 2, V): one log_softmax, one exp and one batched
+        # product serve both models (see _closed_form).
+        logp_C_2_V = torch.empty((chunk, 2, vocab), dtype=dtype, device=device)
+        p_C_2_V = torch.empty_like(logp_C_2_V)
+        spare_C_V = (
+            torch.empty((chunk, vocab), dtype=dtype, device=device)
+            if _buffer_count(options["divergence"], options["beta"]) > 4
+            else None
+        )
+        loss_sum = torch.zeros((), dtype=dtype, device=device)
+        stat_sums_4 = torch.zeros(4, dtype=dtype, device=device)
+        for start in range(0, rows, chunk):
+            stop = min(start + chunk, rows)
+            hidden_C_H = student_hidden_N_H[start:stop]
+            logp, p = logp_C_2_V[: stop - start], p_C_2_V[: stop - start]
+            spare = None if spare_C_V is None else spare_C_V[: stop - start]
+            _logits_into(hidden_C_H, head_V_H, options["student_temperature"], logp[:, 0])
+            _logits_into(
+                teacher_hidden_N_H[start:stop],
+                teacher_head_V_H,
+                options["teacher_temperature"],
+                logp[:, 1],
+            )
+            logp_2C_V = logp.view(-1, vocab)  # (C·2, V): row c·2 + i is model i of token c
+            torch.log_softmax(logp_2C_V, dim=-1, out=logp_2C_V)
+            torch.exp(logp, out=p)
+            divergence_C, stats_4_C, grad_C_V, scale = _closed_form(logp, p, spare, options)
+            weights_C = weights_N[start:stop].to(dtype)
+            loss_sum += (divergence_C * weights_C).sum()
+            stat_sums_4 += stats_4_C.sum(dim=-1)
+            # ∂L/∂z_S = (w_n · scale / τ_S) ⊙ grad_C_V; the row factor goes on the (C × H) side.
+            _fold_gradient(
+                grad_C_V,
+                (weights_C * (scale / options["student_temperature"]))[:, None],
+                hidden_C_H,
+                head_V_H,
+                None if grad_hidden_N_H is None else grad_hidden_N_H[start:stop],
+                None if grad_head_V_H is None else grad_head_V_H[:vocab],
+                first=start == 0,
+            )
+        if grad_head_V_H is not None:
+            grad_head_V_H = grad_head_V_H.to(student_head_V_H.dtype)
+        ctx.save_for_backward(grad_hidden_N_H, grad_head_V_H)
+        ctx.mark_non_differentiable(stat_sums_4)
+        return loss_sum, stat_sums_4
+
+    @staticmethod
+    def backward(ctx, grad_loss: torch.Tensor, _grad_stats: torch.Tensor):
+        grad_hidden_N_H, grad_head_V_H = ctx.saved_tensors
+        # Skip two (size-of-input) multiplications for the usual loss.backward() (a host sync
+        # on GPU, as in Liger; cheap next to the forward's matmuls).
+        if not torch.equal(grad_loss, torch.ones_like(grad_loss)):
+            if grad_hidden_N_H is not None:
+                grad_hidden_N_H = grad_hidden_N_H * grad_loss.to(grad_hidden_N_H.dtype)
+            if grad_head_V_H is not None:
+                grad_head_V_H = grad_head_V_H * grad_loss.to(grad_head_V_H.dtype)
+        return grad_hidden_N_H, grad_head_V_H, None, None, None, None
+
+
+def _check_inputs(
+    student_hidden_B_T_H: torch.Tensor,
+    student_head_V_H: torch.Tensor,
+    teacher_hidden_B_T_H: torch.Tensor,
+    teacher_head_V_H: torch.Tensor,
+    mask_B_T: torch.Tensor,
+    vocab_size: int | None,
+) -> int:
+    """Validate shapes; return the shared vocabulary size (METHOD §1, last bullet)."""
+    if student_hidden_B_T_H.shape[:-1] != teacher_hidden_B_T_H.shape[:-1]:
+        raise ValueError(
+            f"student hidden {tuple(student_hidden_B_T_H.shape)} and teacher hidden "
+            f"{tuple(teacher_hidden_B_T_H.shape)} must cover the same (B, T) positions"
+        )
+    for who, hidden, head in (
+        ("student", student_hidden_B_T_H, student_head_V_H),
+        ("teacher", teacher_hidden_B_T_H, teacher_head_V_H),
+    ):
+        if head.ndim != 2 or head.shape[1] != hidden.shape[-1]:
+            raise ValueError(
+                f"{who} head weight {tuple(head.shape)} must be (V, H) with H = "
+                f"{hidden.shape[-1]}, the width of the {who} hidden states"
+            )
+    check_shape("mask_B_T", mask_B_T, student_hidden_B_T_H.shape[:-1])
+    widths = (student_head_V_H.shape[0], teacher_head_V_H.shape[0])
+    if vocab_size is None:
+        if widths[0] != widths[1]:
+            raise ValueError(
+                f"student and teacher head widths differ ({widths[0]} vs {widths[1]}); "
+                f"pass vocab_size=<tokenizer length> to slice both"
+            )
+        return widths[0]
+    if not 1 <= vocab_size <= min(widths):
+        raise ValueError(
+            f"vocab_size={vocab_size} must be between 1 and the smaller head width "
+            f"(student {widths[0]}, teacher {widths[1]})"
+        )
+    return vocab_size
+
+
+def fused_divergence(
+    student_hidden_B_T_H: torch.Tensor,
+    student_head_V_H: torch.Tensor,
+    teacher_hidden_B_T_H: torch.Tensor,
+    teacher_head_V_H: torch.Tensor,
+    mask_B_T: torch.Tensor,
+    *,
+    divergence: str = "forward_kl",
+    memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
+    chunk_size: int | None = None,
+    student_temperature: float = 1.0,
+    teacher_temperature: float = 1.0,
+    reduction: Reduction = "seq_mean",
+    vocab_size: int | None = None,
+    beta: float = 0.5,
+    alpha: float = 0.5,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Any divergence of :mod:`.divergences` from hidden states, fused and chunked by memory.
+
+    z_S = h_S W_Sᵀ, z_T = h_T W_Tᵀ at the masked positions, then the plain objective's loss
+    Σ_n w_n D(softmax(z_S,n / τ_S), softmax(z_T,n / τ_T)) with the reduction weights w of
+    ``token_weights`` (METHOD §1–§2, [P] Eq. 1); the gradient w.r.t. the student logits is the
+    closed form of the module docstring. Gradients flow to ``student_hidden_B_T_H`` and
+    ``student_head_V_H``; the teacher is detached.
+
+    Args:
+        student_hidden_B_T_H: student final hidden states (after the last norm).
+        student_head_V_H: student LM-head weight (``lm_head.weight``, shape (V_s, H)).
+        teacher_hidden_B_T_H: teacher final hidden states; its width H_t may differ.
+        teacher_head_V_H: teacher LM-head weight, (V_t, H_t).
+        mask_B_T: True at the completion tokens that count; only those rows are projected.
+        divergence: "forward_kl", "reverse_kl", "jsd" (uses ``beta``) or "mixture" (``alpha``).
+        memory_budget_mb: bound on the chunk's transient (rows × V) buffers; the rows per
+            chunk are :func:`chunk_rows` of it.
+        chunk_size: explicit bound on the rows per chunk, overriding the budget (tests,
+            benchmarks). Either bound splits the N masked rows into ⌈N / bound⌉ equal chunks.
+        vocab_size: use only the first ``vocab_size`` rows of both heads (METHOD §1); without
+            it, heads of different widths raise ValueError.
+
+    Returns:
+        ``(loss, metrics)`` exactly as the plain objective returns them.
+    """
+    check_options(reduction, student_temperature, teacher_temperature)
+    check_divergence(divergence, beta=beta, alpha=alpha)
+    if chunk_size is not None and chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    vocab = _check_inputs(
+        student_hidden_B_T_H,
+        student_head_V_H,
+        teacher_hidden_B_T_H,
+        teacher_head_V_H,
+        mask_B_T,
+        vocab_size,
+    )
+    keep_B_T = mask_B_T.bool()
+    dtype = torch.promote_types(student_hidden_B_T_H.dtype, torch.float32)  # fp32, fp64 for fp64
+    weights_N = token_weights(keep_B_T, reduction, dtype)[keep_B_T]  # (N,) reduction weights
+    if chunk_size is None:
+        chunk_size = chunk_rows(
+            memory_budget_mb,
+            vocab,
+            buffers=_buffer_count(divergence, beta),
+            bytes_per_value=dtype.itemsize,
+        )
+    options = {
+        "divergence": divergence,
+        "chunk_size": chunk_size,
+        "vocab_size": vocab,
+        "student_temperature": student_temperature,
+        "teacher_temperature": teacher_temperature,
+        "beta": beta,
+        "alpha": alpha,
+    }
+    if not torch.is_grad_enabled():
+        # Under no_grad, Function.forward still sees needs_input_grad=True; detaching the
+        # inputs skips the gradient work (evaluation, metrics-only calls).
+        student_hidden_B_T_H = student_hidden_B_T_H.detach()
+        student_head_V_H = student_head_V_H.detach()
+    loss, stat_sums_4 = _FusedDivergence.apply(
+        student_hidden_B_T_H[keep_B_T],  # (N, H): only completion tokens are ever projected
+        student_head_V_H,
+        teacher_hidden_B_T_H.detach()[keep_B_T],
+        teacher_head_V_H.detach(),
+        weights_N,
+        options,
+    )
+    tokens = keep_B_T.sum().float().reshape(1)
+    means_4 = stat_sums_4 / tokens.clamp_min(1.0)
+    values = torch.cat([loss.detach().reshape(1), means_4, tokens]).tolist()  # one sync
+    metrics = {"objective/loss": values[0], **dict(zip(STAT_KEYS, values[1:5], strict=True))}
+    metrics["objective/tokens"] = values[5]
+    return loss, metrics

@@ -26,7 +26,12 @@ from transformers import LlamaForCausalLM
 from distillscope.tasks.base import make_split
 from distillscope.tasks.registry import COUNTDOWN_3_TB
 from distillscope.tasks.skills import skill_suite
-from distillscope.tasks.split import held_out_problems, training_problems_from
+from distillscope.tasks.split import (
+    EVAL_FRACTION,
+    SPLIT_SEED,
+    held_out_problems,
+    training_problems_from,
+)
 from distillscope.testbed.generate import measure
 from distillscope.testbed.recipe import DEFAULT_RECIPE, SOURCES, Recipe, TrainSpec
 from distillscope.testbed.sharpen import sharpen
@@ -260,6 +265,10 @@ def build(
             "items": eval_items,
             "temperature": 0.5,
             "samples": 1,
+            "split": (
+                f"held-out partition of tasks/split.py (EVAL_FRACTION {EVAL_FRACTION}, "
+                f"SPLIT_SEED {SPLIT_SEED}): distinct items never seen in pretraining or sharpening"
+            ),
         },
     }
     (out_dir / "testbed.json").write_text(json.dumps(info, indent=2) + "\n")

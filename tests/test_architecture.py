@@ -24,7 +24,8 @@ ALLOWED: dict[str, set[str]] = {
     "tasks": {"safeyaml"},  # task files quote row values through safeyaml.quote
     "objectives": set(),
     # objective kinds are validated against the objectives registry; YAML is read by safeyaml
-    "config": {"objectives", "safeyaml"},
+    # (and task.file is checked against the file-task kinds of tasks)
+    "config": {"objectives", "safeyaml", "tasks"},
     "testbed": {"tasks"},
     "models": {"testbed"},  # testbed:teacher / testbed:student name shipped directories
     "rollout": {"tasks"},

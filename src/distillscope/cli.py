@@ -31,26 +31,55 @@ console = Console()
 err_console = Console(stderr=True, soft_wrap=True)  # one error, one line
 
 
+#: Errors a user can act on (bad config, missing or corrupt file, locked directory): exit 2.
+USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, PermissionError, KeyError)
+_debug = False
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err.args[0] if err.args else err).split())
+    return text if len(text) <= 500 else text[:499] + "…"
+
+
 def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn the errors a user can act on into one red line and exit code 2 (no traceback)."""
+    """Every error becomes one red line: exit 2 for user errors, 1 for internal ones.
+
+    ``distillscope --debug COMMAND`` re-raises instead, with the full traceback.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (ValueError, FileNotFoundError, FileExistsError, KeyError) as err:
-            msg = err.args[0] if err.args else str(err)
-            err_console.print(f"[red]error:[/red] {msg}", highlight=False)
-            raise typer.Exit(2) from None
+        except typer.Exit:
+            raise
+        except Exception as err:
+            if _debug:
+                raise
+            user = isinstance(err, USER_ERRORS)
+            what = "error" if user else f"internal error ({type(err).__name__})"
+            hint = "" if user else " — rerun with --debug for the traceback"
+            err_console.print(f"[red]{what}:[/red] {_one_line(err)}{hint}", highlight=False)
+            raise typer.Exit(2 if user else 1) from None
 
     return wrapper
 
 
-@app.callback()
-def _main(version: bool = typer.Option(False, "--version", help="print the version")) -> None:
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         console.print(f"distillscope {__version__}")
         raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="print the version"
+    ),
+    debug: bool = typer.Option(False, "--debug", help="show full tracebacks of errors"),
+) -> None:
+    global _debug
+    _debug = debug
 
 
 def _accuracy_table(title: str, measured: dict) -> Table:
@@ -110,15 +139,13 @@ def testbed_eval_cmd(
     root: Path = typer.Option(None, help="testbed directory (default: the shipped one)"),
 ) -> None:
     """Measure the testbed again: load both directories with transformers, sample, verify."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+    from distillscope.models import load_model
     from distillscope.testbed import WEIGHTS_DIR
     from distillscope.testbed.build import measure_testbed
 
     base = root or WEIGHTS_DIR
-    tok = AutoTokenizer.from_pretrained(base / "teacher")
-    teacher = AutoModelForCausalLM.from_pretrained(base / "teacher", use_safetensors=True).eval()
-    student = AutoModelForCausalLM.from_pretrained(base / "student", use_safetensors=True).eval()
+    teacher, tok = load_model(base / "teacher")  # local files only: nothing is downloaded
+    student, _ = load_model(base / "student")
     with console.status("sampling and verifying (a minute on 2 CPU cores)"):
         measured = measure_testbed(teacher, student, tok)
     console.print(_accuracy_table("measured now (200 held-out items, 1 sample at T=0.5)", measured))
@@ -168,13 +195,14 @@ def train_cmd(
     overrides: list[str] = typer.Argument(None, help="section.field=value overrides"),
     out: Path = typer.Option(Path("distillscope-runs/train"), help="run directory"),
     skip_eval: bool = typer.Option(False, help="train only; run `distillscope eval` later"),
+    overwrite: bool = typer.Option(False, help="clear a run directory of another config first"),
 ) -> None:
     """Distil the student of CONFIG into a run directory, then evaluate it."""
-    from distillscope.config import load_run_config
+    from distillscope.config import check_machine, load_run_config
     from distillscope.study.run import run_one
-    from distillscope.train import distill
 
     cfg = load_run_config(config, overrides or [])
+    check_machine(cfg)
     with _progress() as bar:
         task = bar.add_task(f"train {cfg.name}", total=cfg.optim.steps)
 
@@ -185,11 +213,10 @@ def train_cmd(
                 description=f"train {cfg.name} loss {row['train/loss']:.4f}",
             )
 
-        if skip_eval:
-            distill(cfg, out, on_step=on_step)
-            console.print(f"trained {out}; evaluate with `distillscope eval {out}`")
-            return
-        metrics = run_one(cfg, out, on_step=on_step)
+        metrics = run_one(cfg, out, on_step=on_step, overwrite=overwrite, skip_eval=skip_eval)
+    if skip_eval:
+        console.print(f"trained {out}; evaluate with `distillscope eval {out}`")
+        return
     _print_eval(out, metrics)
 
 
@@ -197,15 +224,16 @@ def train_cmd(
 @friendly_errors
 def eval_cmd(run_dir: Path = typer.Argument(..., help="a run directory written by train")) -> None:
     """Evaluate the trained student of RUN_DIR (docs/method.md §8) and write RUN_DIR/eval.json."""
-    from distillscope.config import load_run_config
-    from distillscope.eval.evaluate import evaluate
+    from distillscope.config import check_machine, load_run_config
     from distillscope.store import CONFIG_FILE, checkpoint_dir
+    from distillscope.study.run import evaluate_run
 
     if not (checkpoint_dir(run_dir) / "model.safetensors").is_file():
         raise FileNotFoundError(f"{run_dir} has no trained checkpoint; run `distillscope train`")
     cfg = load_run_config(run_dir / CONFIG_FILE)
+    check_machine(cfg)
     with console.status("evaluating"):
-        metrics = evaluate(cfg, run_dir)
+        metrics = evaluate_run(cfg, run_dir)
     _print_eval(run_dir, metrics)
 
 
@@ -226,6 +254,7 @@ def study_cmd(
     """Run a controlled study (default: the quick preset); the same --out resumes it."""
     from datetime import datetime
 
+    from distillscope.config import check_machine
     from distillscope.study.runner import run_study, study_status
     from distillscope.study.spec import expand, load_spec
 
@@ -236,9 +265,13 @@ def study_cmd(
         return
     if spec and preset:
         raise ValueError("give a study file or --preset, not both")
+    if workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {workers}")
     study = load_spec(spec or preset or "quick")
     out = out or Path("distillscope-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     runs = expand(study)
+    for r in runs:  # devices and dtypes this machine has, before any run starts
+        check_machine(r.config)
     console.print(f"study [bold]{study.name}[/bold]: {len(runs)} runs into {out} ({executor})")
     with _progress() as bar:
         runs_bar = bar.add_task("runs", total=len(runs))
@@ -289,12 +322,35 @@ def _write_report(study_dir: Path) -> None:
         raise FileNotFoundError(
             f"{study_dir} has no results.parquet; run `distillscope study` first"
         )
+    _warn_if_spec_replaced(study_dir)
     paths = write_report(study_dir)
     console.print(f"report: {paths['html']}")
 
 
+def _warn_if_spec_replaced(study_dir: Path) -> None:
+    """Warn when study.yaml no longer plans the runs of results.parquet (the file was replaced)."""
+    import pandas as pd
+
+    from distillscope.study.spec import expand, load_spec
+
+    if not (study_dir / "study.yaml").is_file():
+        return
+    spec = load_spec(study_dir / "study.yaml")
+    table_ids = set(pd.read_parquet(study_dir / "results.parquet", columns=["run_id"])["run_id"])
+    planned = {r.run_id for r in expand(spec)}
+    if table_ids != planned:
+        err_console.print(
+            f"[yellow]warning:[/yellow] {study_dir}/study.yaml (study {spec.name!r}) does not "
+            f"plan the {len(table_ids)} runs of results.parquet ({len(table_ids - planned)} "
+            "unplanned); it was replaced after the study ran, so names and claims may be wrong",
+            highlight=False,
+        )
+
+
 def _print_status(out: Path, by: dict[str, list[str]]) -> None:
-    total = sum(len(v) for v in by.values())
+    from distillscope.study.runner import UNREADABLE
+
+    total = sum(len(v) for k, v in by.items() if k != UNREADABLE)
     table = Table(title=f"study {out}: {total} runs")
     table.add_column("status")
     table.add_column("runs", justify="right")

@@ -8,14 +8,17 @@ allowed values (``load_run_config``).
 from __future__ import annotations
 
 import copy
+import difflib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    Strict,
     ValidationError,
     field_validator,
     model_validator,
@@ -28,8 +31,32 @@ class ConfigError(ValueError):
     """A config file or override is invalid; the message names the field and what is allowed."""
 
 
+def _not_bool(value: Any) -> Any:
+    # YAML reads `true` as a bool and pydantic would read it as 1.0; a number must be a number.
+    if isinstance(value, bool):
+        raise ValueError("must be a number, not a boolean")
+    return value
+
+
+#: Integers are strict (``optim.steps: true`` is an error, not 1); floats accept numeric strings
+#: (YAML 1.1 reads ``5e-5`` as a string) but never booleans, NaN or infinity.
+Int = Annotated[int, Strict()]
+Float = Annotated[float, BeforeValidator(_not_bool), Field(allow_inf_nan=False)]
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def _ignored(self, section: str, reads: dict[str, bool], setting: str) -> None:
+        """Refuse fields the chosen ``setting`` ignores when set explicitly to a non-default."""
+        for name, used in reads.items():
+            if used or name not in self.model_fields_set:
+                continue
+            value = getattr(self, name)
+            if value != type(self).model_fields[name].default:
+                raise ValueError(
+                    f"{section}.{name}={quote(value, 40)} is ignored under {setting}; remove it"
+                )
 
 
 class ModelConfig(_Section):
@@ -55,7 +82,18 @@ class TaskConfig(_Section):
     teacher_style_flag: bool = Field(
         False, description="teacher reads the style-flagged prompt, student the plain one"
     )
-    max_new_tokens: int = Field(40, ge=1, description="completion length limit (tokens)")
+    max_new_tokens: Int = Field(40, ge=1, description="completion length limit (tokens)")
+
+    @model_validator(mode="after")
+    def _file_only_for_file_tasks(self) -> TaskConfig:
+        from distillscope.tasks.files import FILE_TASKS
+
+        if self.file is not None and self.name not in FILE_TASKS:
+            raise ValueError(
+                f"task.file is read only by file tasks ({', '.join(FILE_TASKS)}), not by "
+                f"task.name={clip(self.name, 60)}; remove task.file"
+            )
+        return self
 
 
 class RolloutConfig(_Section):
@@ -64,17 +102,31 @@ class RolloutConfig(_Section):
         description="who writes the trajectories: student (OnPD), teacher (OffPD), λ-spectrum, "
         "GKD sequence mix, or token interleaving",
     )
-    lam: float = Field(1.0, ge=-2.0, le=2.0, description="λ of the spectrum policy (−1 T, +1 S)")
-    student_temperature: float = Field(1.0, gt=0, description="student sampling temperature")
-    teacher_temperature: float = Field(0.5, gt=0, description="teacher sampling temperature")
-    top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling threshold")
-    p_student: float = Field(0.5, ge=0, le=1, description="mix: share of student-written rows")
-    top_k: int = Field(5, ge=1, description="interleave: teacher top-k that accepts a token")
-    prompts_per_step: int = Field(32, ge=1, description="distinct prompts per optimizer step")
-    rollouts_per_prompt: int = Field(1, ge=1, description="completions sampled per prompt")
+    lam: Float = Field(1.0, ge=-2.0, le=2.0, description="λ of the spectrum policy (−1 T, +1 S)")
+    student_temperature: Float = Field(1.0, gt=0, description="student sampling temperature")
+    teacher_temperature: Float = Field(0.5, gt=0, description="teacher sampling temperature")
+    top_p: Float = Field(1.0, gt=0, le=1, description="nucleus sampling threshold")
+    p_student: Float = Field(0.5, ge=0, le=1, description="mix: share of student-written rows")
+    top_k: Int = Field(5, ge=1, description="interleave: teacher top-k that accepts a token")
+    prompts_per_step: Int = Field(32, ge=1, description="distinct prompts per optimizer step")
+    rollouts_per_prompt: Int = Field(1, ge=1, description="completions sampled per prompt")
     cache_teacher_rollouts: bool = Field(
         False, description="off-policy: reuse one cached set of teacher rollouts across runs"
     )
+
+    @model_validator(mode="after")
+    def _reads(self) -> RolloutConfig:
+        # What each policy reads (train/setup.make_policy): spectrum samples both models at the
+        # student temperature; cache_teacher_rollouts is a study-wide switch, never an error.
+        p = self.policy
+        reads = {
+            "lam": p == "spectrum",
+            "p_student": p == "mix",
+            "top_k": p == "interleave",
+            "teacher_temperature": p in ("teacher", "mix", "interleave"),
+        }
+        self._ignored("rollout", reads, f"rollout.policy={p}")
+        return self
 
 
 class ObjectiveConfig(_Section):
@@ -82,22 +134,22 @@ class ObjectiveConfig(_Section):
         "forward_kl",
         description="the token-level loss the student minimises (objectives.OBJECTIVES)",
     )
-    student_temperature: float = Field(1.0, gt=0, description="student temperature in the loss")
-    teacher_temperature: float = Field(0.5, gt=0, description="teacher temperature in the loss")
+    student_temperature: Float = Field(1.0, gt=0, description="student temperature in the loss")
+    teacher_temperature: Float = Field(0.5, gt=0, description="teacher temperature in the loss")
     reduction: Literal["seq_mean", "token_mean", "sum"] = Field(
         "seq_mean",
         description="per-sequence mean (docs/method.md §1), pooled token mean, or sum",
     )
-    beta: float = Field(0.5, ge=0, le=1, description="jsd: generalised JSD β")
-    alpha: float = Field(0.5, ge=0, le=1, description="mixture: weight of forward KL")
-    chunk_size: int = Field(0, ge=0, description="chunked full-vocabulary loss; 0 = plain")
+    beta: Float = Field(0.5, ge=0, le=1, description="jsd: generalised JSD β")
+    alpha: Float = Field(0.5, ge=0, le=1, description="mixture: weight of forward KL")
+    chunk_size: Int = Field(0, ge=0, description="chunked full-vocabulary loss; 0 = plain")
     regulation: Literal["none", "hard_clip", "log_compress"] = Field(
         "none", description="opd: advantage shaping g"
     )
-    clip_min: float = Field(-3.0, description="opd hard_clip lower bound")
-    clip_max: float = Field(3.0, description="opd hard_clip upper bound")
-    eps_low: float = Field(0.2, ge=0, description="opd importance-ratio clip (low)")
-    eps_high: float = Field(0.2, ge=0, description="opd importance-ratio clip (high)")
+    clip_min: Float = Field(-3.0, description="opd hard_clip lower bound")
+    clip_max: Float = Field(3.0, description="opd hard_clip upper bound")
+    eps_low: Float = Field(0.2, ge=0, description="opd importance-ratio clip (low)")
+    eps_high: Float = Field(0.2, ge=0, description="opd importance-ratio clip (high)")
 
     @field_validator("kind")
     @classmethod
@@ -109,41 +161,61 @@ class ObjectiveConfig(_Section):
             raise ValueError(f"must be one of {', '.join(OBJECTIVES)}")
         return kind
 
+    @model_validator(mode="after")
+    def _reads(self) -> ObjectiveConfig:
+        from distillscope.objectives.registry import OBJECTIVES
+
+        options = OBJECTIVES[self.kind].options
+        kind_only = ("beta", "alpha", "regulation", "clip_min", "clip_max", "eps_low", "eps_high")
+        self._ignored(
+            "objective", {n: n in options for n in kind_only}, f"objective.kind={self.kind}"
+        )
+        return self
+
 
 class OptimConfig(_Section):
-    steps: int = Field(150, ge=1, description="optimizer steps")
-    lr: float = Field(1e-5, gt=0, description="peak learning rate (constant after warm-up)")
-    warmup_steps: int = Field(10, ge=0, description="linear warm-up steps")
-    betas: tuple[float, float] = Field((0.9, 0.999), description="AdamW betas")
-    eps: float = Field(1e-8, gt=0, description="AdamW epsilon")
-    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
-    grad_clip: float | None = Field(1.0, description="global grad-norm clip; null = off")
-    grad_accum: int = Field(1, ge=1, description="micro-batches per optimizer step")
+    steps: Int = Field(150, ge=1, description="optimizer steps")
+    lr: Float = Field(1e-5, gt=0, description="peak learning rate (constant after warm-up)")
+    warmup_steps: Int = Field(10, ge=0, description="linear warm-up steps")
+    betas: tuple[Float, Float] = Field((0.9, 0.999), description="AdamW betas")
+    eps: Float = Field(1e-8, gt=0, description="AdamW epsilon")
+    weight_decay: Float = Field(0.0, ge=0, description="AdamW weight decay")
+    grad_clip: Float | None = Field(
+        1.0, gt=0, description="global grad-norm clip (> 0); null = off"
+    )
+    grad_accum: Int = Field(1, ge=1, description="micro-batches per optimizer step")
+
+    @field_validator("betas")
+    @classmethod
+    def _betas_in_range(cls, betas: tuple[float, float]) -> tuple[float, float]:
+        if not all(0.0 <= b < 1.0 for b in betas):
+            raise ValueError("AdamW betas must lie in [0, 1)")
+        return betas
 
 
 class EvalConfig(_Section):
-    items: int = Field(200, ge=1, description="held-out items for accuracy (1 sample each)")
-    temperature: float = Field(0.5, gt=0, description="accuracy sampling temperature")
-    coverage_items: int = Field(100, ge=0, description="items for pass@k; 0 = skip")
-    coverage_samples: int = Field(10, ge=1, description="samples per item for pass@k")
-    coverage_temperature: float = Field(1.0, gt=0, description="pass@k sampling temperature")
+    items: Int = Field(200, ge=1, description="held-out items for accuracy (1 sample each)")
+    temperature: Float = Field(0.5, gt=0, description="accuracy sampling temperature")
+    coverage_items: Int = Field(100, ge=0, description="items for pass@k; 0 = skip")
+    coverage_samples: Int = Field(10, ge=1, description="samples per item for pass@k")
+    coverage_temperature: Float = Field(1.0, gt=0, description="pass@k sampling temperature")
     harder_task: str | None = Field("tb-countdown4e", description="transfer task; null = skip")
-    harder_temperature: float = Field(0.5, gt=0, description="harder-task sampling temperature")
-    skill_items: int = Field(100, ge=0, description="items per skill for forgetting; 0 = skip")
-    eval_seed: int = Field(43, description="seed of the held-out split")
+    harder_temperature: Float = Field(0.5, gt=0, description="harder-task sampling temperature")
+    skill_items: Int = Field(100, ge=0, description="items per skill for forgetting; 0 = skip")
+    eval_seed: Int = Field(43, description="seed of the held-out split")
     style: bool = Field(False, description="measure the share of answers in the teacher's style")
 
 
 class RunConfig(_Section):
     name: str = Field("run", description="a label for this run")
-    seed: int = Field(42, description="seeds data order, sampling and evaluation draws")
+    seed: Int = Field(42, description="seeds data order, sampling and evaluation draws")
     model: ModelConfig = ModelConfig()
     task: TaskConfig = TaskConfig()
     rollout: RolloutConfig = RolloutConfig()
     objective: ObjectiveConfig = ObjectiveConfig()
     optim: OptimConfig = OptimConfig()
     eval: EvalConfig = EvalConfig()
-    checkpoint_every: int = Field(50, ge=0, description="steps between checkpoints; 0 = none")
+    checkpoint_every: Int = Field(50, ge=0, description="steps between checkpoints; 0 = none")
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:
@@ -173,10 +245,25 @@ def _format_error(err: ValidationError, source: str) -> str:
     where = clip(".".join(str(p) for p in first["loc"]), 40) or "(top level)"
     msg = clip(first["msg"].removeprefix("Value error, "), 160)
     if first["type"] == "extra_forbidden":
-        return f"{source}: unknown field {quote(where)}"
-    if not first["loc"]:  # a cross-field rule: its message already names the fields
-        return f"{source}: {msg}"
+        return f"{source}: unknown field {quote(where)}{_did_you_mean(first['loc'])}"
+    if not first["loc"] or isinstance(first.get("input"), dict):
+        return f"{source}: {msg}"  # a cross-field rule: its message already names the fields
     return f"{source}: {where}: {msg} (got {quote(first.get('input'), 100)})"
+
+
+def _did_you_mean(loc: tuple) -> str:
+    """``; did you mean 'optim.lr'?`` for a mistyped key, from the fields of its section."""
+    model: type[BaseModel] = RunConfig
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        annotation = getattr(field, "annotation", None)
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return ""
+        model = annotation
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return f"; did you mean {quote('.'.join([*map(str, loc[:-1]), close[0]]))}?"
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:
@@ -230,9 +317,11 @@ def load_run_config(path: str | Path | None, overrides: list[str] = ()) -> RunCo
         p = Path(path)
         source = str(p)
         try:
-            data = load_yaml_file(p, "config file") or {}
+            data = load_yaml_file(p, "config file")
         except YamlError as err:
             raise ConfigError(str(err)) from None
+        if data is None or data == {}:
+            raise ConfigError(f"{p} is empty; write at least one setting, or omit the file")
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: top level must be a mapping of sections")
     return run_config_from_dict(apply_overrides(data, list(overrides)), source)
@@ -241,3 +330,42 @@ def load_run_config(path: str | Path | None, overrides: list[str] = ()) -> RunCo
 def dump_run_config(cfg: RunConfig) -> str:
     """The resolved config as YAML (what every run writes next to its results)."""
     return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
+
+
+def check_machine(cfg: RunConfig) -> None:
+    """Refuse, before anything runs, a device this machine lacks or a dtype its device can't use.
+
+    Kept out of validation so that configs of a GPU study still load (report, status) on a
+    laptop; ``train``, ``eval`` and ``study`` call it before the first model loads.
+    """
+    import torch
+
+    m = cfg.model
+    device = _device(m.device)
+    for field, dtype in (("model.dtype", m.dtype), ("model.teacher_dtype", m.teacher_dtype)):
+        if dtype == "float16" and device.type == "cpu":
+            raise ConfigError(f"{field}=float16 does not train on the CPU; use float32 or bfloat16")
+    if device.type == "cuda":
+        count = torch.cuda.device_count()
+        if count == 0:
+            raise ConfigError(
+                f"model.device={m.device} but this machine has no CUDA device; use model.device=cpu"
+            )
+        if (device.index or 0) >= count:
+            raise ConfigError(f"model.device={m.device} but this machine has {count} CUDA devices")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"model.device={m.device} but MPS is not available; use model.device=cpu")
+
+
+def _device(name: str):
+    import torch
+
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError):
+        device = None
+    if device is None or device.type not in ("cpu", "cuda", "mps"):
+        raise ConfigError(
+            f"model.device: {quote(name, 60)} is not a device (cpu, cuda, cuda:N, mps)"
+        )
+    return device

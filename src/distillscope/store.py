@@ -5,10 +5,12 @@ read and write through it (torch checkpoints are written by :mod:`distillscope.t
 into :func:`checkpoint_dir`)::
 
     STUDY_DIR/study.yaml, results.parquet, provenance.json, rollout-cache/
+    STUDY_DIR/.lock                          held by the study process (PID, host, start)
     STUDY_DIR/runs/<run_id>/config.yaml      resolved RunConfig
+                            fingerprint.json the config's fingerprint: a run belongs to one config
                             metrics.jsonl    one JSON object per optimizer step
                             eval.json        evaluation metrics
-                            status.json      pending | running | done | failed | diverged
+                            status.json      pending | running | trained | done | failed | diverged
                             checkpoint/      student weights + optimizer state
 
 Every write is atomic (temp file + ``os.replace``), and every reader tolerates what a killed or
@@ -17,21 +19,26 @@ still-running process leaves behind: missing files, a torn last line of ``metric
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-STATUSES = ("pending", "running", "done", "failed", "diverged")
+STATUSES = ("pending", "running", "trained", "done", "failed", "diverged")
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.jsonl"
 EVAL_FILE = "eval.json"
 STATUS_FILE = "status.json"
 CHECKPOINT_DIR = "checkpoint"
+FINGERPRINT_FILE = "fingerprint.json"
+CHECKPOINT_META = "meta.json"
 
+LOCK_FILE = ".lock"
 STUDY_SPEC_FILE = "study.yaml"
 RESULTS_FILE = "results.parquet"
 PROVENANCE_FILE = "provenance.json"
@@ -75,6 +82,25 @@ def atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+class StoreError(ValueError):
+    """A run directory holds something else than asked for, or a file in it is corrupt."""
+
+
+class RunMismatchError(StoreError):
+    """A run directory belongs to another config (nothing in it was touched)."""
+
+
+def read_json_strict(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``; :class:`StoreError` naming the file when it is not one."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise StoreError(f"{path} is unreadable ({type(err).__name__}); it is corrupt") from None
+    if not isinstance(data, dict):
+        raise StoreError(f"{path} is not a JSON object; it is corrupt")
+    return data
+
+
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object from ``path``; ``{}`` when it is missing, unparsable or not an object."""
     if not path.is_file():
@@ -91,6 +117,112 @@ def read_json(path: Path) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
+#: Fields that label a run or schedule its checkpoints without changing its results; a run
+#: directory accepts a config that differs from its own only in these.
+UNFINGERPRINTED = ("name", "checkpoint_every")
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"optim": {"lr": 1e-4}}`` → ``{"optim.lr": 1e-4}``."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def config_fingerprint(config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``(sha256 hex, fingerprinted fields)`` of a resolved config (``model_dump(mode="json")``).
+
+    The hash covers every field except :data:`UNFINGERPRINTED`, in canonical JSON.
+    """
+    fields = {k: v for k, v in flatten(config).items() if k not in UNFINGERPRINTED}
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest(), fields
+
+
+def _differences(old: dict[str, Any], new: dict[str, Any], limit: int = 3) -> str:
+    keys = sorted(set(old) | set(new))
+    diff = [k for k in keys if old.get(k, "(absent)") != new.get(k, "(absent)")]
+
+    def show(v: Any) -> str:
+        text = json.dumps(v)
+        return text if len(text) <= 40 else text[:39] + "…"
+
+    parts = [f"{k}: {show(old.get(k, '(absent)'))} → {show(new.get(k, '(absent)'))}" for k in diff]
+    more = f" and {len(diff) - limit} more" if len(diff) > limit else ""
+    return ", ".join(parts[:limit]) + more
+
+
+def read_fingerprint(run: Path) -> dict[str, Any]:
+    """``fingerprint.json`` of a run (``{}`` when it has none); StoreError when corrupt."""
+    path = run / FINGERPRINT_FILE
+    return read_json_strict(path) if path.is_file() else {}
+
+
+def claim_run(run: Path, config: dict[str, Any], overwrite: bool = False) -> str:
+    """Make ``run`` the directory of ``config``; returns its fingerprint.
+
+    A run directory holding another config (or results without a fingerprint) is refused with
+    one line naming the differing fields, unless ``overwrite`` — which first deletes the run's
+    files (only a directory that looks like a run: anything else is refused, never deleted).
+    """
+    fingerprint, fields = config_fingerprint(config)
+    if overwrite and run.is_dir():
+        clear_run(run)
+    recorded = read_fingerprint(run)
+    if recorded and recorded.get("fingerprint") != fingerprint:
+        diff = _differences(recorded.get("fields", {}), fields)
+        raise RunMismatchError(
+            f"{run} holds a run of another config ({diff}); pass --overwrite to replace it "
+            "or choose another directory"
+        )
+    if not recorded and _has_results(run):
+        raise RunMismatchError(
+            f"{run} holds results of an unknown config (no {FINGERPRINT_FILE}); pass "
+            "--overwrite to replace it or choose another directory"
+        )
+    if not recorded:
+        payload = {"fingerprint": fingerprint, "fields": fields}
+        atomic_write_text(run / FINGERPRINT_FILE, json.dumps(payload, indent=1) + "\n")
+    return fingerprint
+
+
+def check_run_config(run: Path, config: dict[str, Any]) -> str:
+    """The fingerprint of ``config`` after checking that ``run`` was trained with it."""
+    fingerprint, fields = config_fingerprint(config)
+    recorded = read_fingerprint(run)
+    if recorded.get("fingerprint") != fingerprint:
+        what = _differences(recorded.get("fields", {}), fields) if recorded else "no fingerprint"
+        raise StoreError(
+            f"{run / CONFIG_FILE} does not match the config the run was trained with ({what}); "
+            "restore it or retrain with --overwrite"
+        )
+    return fingerprint
+
+
+RUN_FILES = (CONFIG_FILE, METRICS_FILE, EVAL_FILE, STATUS_FILE, FINGERPRINT_FILE)
+
+
+def _has_results(run: Path) -> bool:
+    return (run / METRICS_FILE).is_file() or checkpoint_dir(run).exists()
+
+
+def clear_run(run: Path) -> None:
+    """Delete a run's files (``--overwrite``); refuses a directory holding anything else."""
+    known = {*RUN_FILES, CHECKPOINT_DIR, ".checkpoint.tmp", ".checkpoint.old", "samples.jsonl",
+             "student"}  # fmt: skip
+    foreign = [p.name for p in run.iterdir() if p.name not in known and not p.name.startswith(".")]
+    if foreign:
+        raise StoreError(
+            f"--overwrite refused: {run} holds files that are not a run's ({foreign[0]!r}…)"
+        )
+    for p in run.iterdir():
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+
+
 def write_config(run: Path, yaml_text: str) -> None:
     """Write the run's resolved config (YAML text from ``dump_run_config``)."""
     atomic_write_text(run / CONFIG_FILE, yaml_text)
@@ -105,9 +237,26 @@ def write_status(run: Path, status: str, reason: str = "", **extra: Any) -> None
 
 
 def read_status(run: Path | None) -> dict[str, Any]:
-    """``status.json`` of a run; ``{"status": "pending", "reason": ""}`` when there is none."""
-    status = read_json(run / STATUS_FILE) if run is not None else {}
-    return status if "status" in status else {"status": "pending", "reason": ""}
+    """``status.json`` of a run; ``{"status": "pending", "reason": ""}`` when there is none.
+
+    A corrupt file counts as not finished (the run is redone from its checkpoint), with the
+    file named in ``reason`` and ``"corrupt": True``, so one bad file never blocks a study.
+    """
+    path = run / STATUS_FILE if run is not None else None
+    if path is None or not path.is_file():
+        return {"status": "pending", "reason": ""}
+    try:
+        status = read_json_strict(path)
+    except StoreError as err:
+        return {
+            "status": "pending",
+            "reason": f"{err}; the run counts as unfinished",
+            "corrupt": True,
+        }
+    if status.get("status") not in STATUSES:
+        reason = f"{path} names no known status; the run counts as unfinished"
+        return {"status": "pending", "reason": reason, "corrupt": True}
+    return status
 
 
 def read_metrics(run: Path | None) -> list[dict[str, Any]]:

@@ -12,12 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file
 
 from distillscope.config import RunConfig
 from distillscope.eval.metrics import pass_at_k_curve, update_sparsity
 from distillscope.eval.sampling import sample_and_score
-from distillscope.models import load_model, resolve_model_path
+from distillscope.models import load_model, load_weights, resolve_model_path
 from distillscope.rollout import step_generator
 from distillscope.store import checkpoint_dir, write_eval
 from distillscope.tasks import make_split, problem_pool, resolve_task, skill_suite
@@ -42,8 +41,7 @@ def evaluate(cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None = No
     initial, tokenizer = _load_student(cfg)
     if student is None:
         student, _ = _load_student(cfg)
-        weights = load_file(checkpoint_dir(run_dir) / "model.safetensors")
-        student.load_state_dict(weights, strict=False)
+        load_weights(student, checkpoint_dir(run_dir) / "model.safetensors")  # strict
     student.eval()
 
     def gen(stream: int) -> torch.Generator:

@@ -8,6 +8,7 @@ from distillscope.models.load import (
     check_model_dir,
     load_model,
     load_pair,
+    load_weights,
     resolve_dtype,
 )
 from distillscope.models.paths import resolve_model_path
@@ -21,6 +22,7 @@ __all__ = [
     "check_tokenizers_match",
     "load_model",
     "load_pair",
+    "load_weights",
     "resolve_dtype",
     "resolve_model_path",
     "slice_logits",

@@ -4,7 +4,10 @@ A model directory holds ``config.json``, safetensors weights (``model.safetensor
 sharded ``model.safetensors.index.json``) and tokenizer files — what ``save_pretrained`` writes
 and what the Hub serves. Pickled weights (``pytorch_model.bin``) can run arbitrary code when
 unpickled, so they are refused unless the caller passes ``allow_pickle=True``; code shipped with
-a checkpoint is never run unless ``trust_remote_code=True``. Nothing is downloaded.
+a checkpoint is never run unless ``trust_remote_code=True``. Nothing is downloaded: every
+Hugging Face call passes ``local_files_only=True`` and importing this module sets
+``HF_HUB_OFFLINE=1`` (unless the environment already says otherwise), so a missing local path is
+an error naming it, never a request to a model hub.
 
     from distillscope.models import load_pair, slice_logits
     pair = load_pair("ckpt/Qwen2.5-7B-Instruct", "ckpt/Qwen2.5-1.5B-Instruct", dtype="bfloat16")
@@ -14,7 +17,11 @@ a checkpoint is never run unless ``trust_remote_code=True``. Nothing is download
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers imports huggingface_hub
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from dataclasses import dataclass  # noqa: E402
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +194,29 @@ def _logit_width(model: PreTrainedModel) -> int:
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def load_weights(model: torch.nn.Module, path: str | os.PathLike) -> None:
+    """Load a safetensors state dict into ``model`` strictly: every key, every shape.
+
+    A truncated or corrupt file, a missing or unexpected tensor, or a shape that differs raises
+    :class:`ModelLoadError` in one line naming the file — never a silent partial load.
+    """
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    try:
+        state = load_file(path)
+    except Exception as err:  # safetensors raises its own error type; the cause stays chained
+        raise ModelLoadError(f"{path} is truncated or corrupt ({_first_line(err)})") from err
+    own = model.state_dict()
+    missing = sorted(set(own) - set(state))
+    unexpected = sorted(set(state) - set(own))
+    shapes = [k for k in own if k in state and state[k].shape != own[k].shape]
+    for what, keys in (("lacks", missing), ("has unexpected", unexpected), ("has resized", shapes)):
+        if keys:
+            raise ModelLoadError(
+                f"{path} {what} tensors ({keys[0]}{' …' if len(keys) > 1 else ''}); it is not "
+                "a checkpoint of this model"
+            )
+    model.load_state_dict(state, strict=True)

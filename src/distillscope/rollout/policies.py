@@ -329,6 +329,10 @@ def _interleave_logprob(
     return torch.logaddexp(accepted_B, replaced_B)
 
 
+class NonFiniteSamplingError(FloatingPointError):
+    """A model's next-token distribution held NaN or infinity (the run has diverged)."""
+
+
 def behavior_logprobs(scores_B_V: torch.Tensor, top_p: float = 1.0) -> torch.Tensor:
     """The sampling distribution log ρ = log_softmax(nucleus(log_softmax(scores), top_p)).
 
@@ -350,8 +354,15 @@ def behavior_logprobs(scores_B_V: torch.Tensor, top_p: float = 1.0) -> torch.Ten
 def sample_token(
     logp_B_V: torch.Tensor, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One draw per row from exp(logp) with ``generator``; returns ``(token_B, logp_B)``."""
-    token_B = torch.multinomial(logp_B_V.exp(), 1, generator=generator).squeeze(-1)
+    """One draw per row from exp(logp) with ``generator``; returns ``(token_B, logp_B)``.
+
+    Raises :class:`NonFiniteSamplingError` when the distribution holds NaN or infinity (one
+    reduction over the batch, checked before ``torch.multinomial`` would fail obscurely).
+    """
+    probs_B_V = logp_B_V.exp()
+    if not torch.isfinite(probs_B_V.sum()):
+        raise NonFiniteSamplingError("non-finite sampling distribution (NaN or inf logits)")
+    token_B = torch.multinomial(probs_B_V, 1, generator=generator).squeeze(-1)
     return token_B, _gather(logp_B_V, token_B)
 
 

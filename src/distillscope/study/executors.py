@@ -13,6 +13,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from distillscope.study.lock import watch_parent
+
 EXECUTORS = ("sequential", "pool", "ray")
 
 
@@ -52,7 +54,8 @@ def run_pool(jobs: list[Job], cache_dir: str, workers: int) -> Iterator[tuple[st
     """Run jobs in ``workers`` spawned processes; yields (run_id, status) as they finish."""
     threads = max(1, (os.cpu_count() or 1) // workers)
     ctx = mp.get_context("spawn")  # fork + torch threads can deadlock
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    # Workers watch their parent: a SIGKILLed study leaves no worker running its queue.
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=watch_parent) as pool:
         futures = {
             pool.submit(execute_run, cfg, d, cache_dir, threads): rid for rid, cfg, d in jobs
         }

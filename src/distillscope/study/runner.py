@@ -25,10 +25,13 @@ from distillscope.config import ConfigError
 from distillscope.safeyaml import YamlError, load_yaml_file
 from distillscope.store import atomic_write_text, read_status
 from distillscope.study.executors import run_pool, run_ray, run_sequential
+from distillscope.study.lock import StudyLock
 from distillscope.study.spec import PlannedRun, StudySpec, expand, load_spec
 from distillscope.study.table import write_table
 
 FINISHED = ("done", "diverged")
+#: study_status key listing runs whose status.json is corrupt (they also count as pending).
+UNREADABLE = "unreadable status.json"
 
 
 def prepare(spec: StudySpec, out: Path) -> list[PlannedRun]:
@@ -62,7 +65,31 @@ def run_study(
     on_run_done: Callable[[str, str], None] | None = None,
     on_step: Callable[[str, int, dict], None] | None = None,
 ) -> Path:
-    """Execute every unfinished run of ``spec`` into ``out``; returns the results table path."""
+    """Execute every unfinished run of ``spec`` into ``out``; returns the results table path.
+
+    The study directory is locked for the duration (:class:`~distillscope.study.lock.StudyLock`):
+    a second study on it fails at once naming the holder.
+    """
+    if workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    out.mkdir(parents=True, exist_ok=True)
+    with StudyLock(out):
+        return _run_locked(
+            spec, out, executor, workers, address, cpus_per_run, gpus_per_run, on_run_done, on_step
+        )
+
+
+def _run_locked(
+    spec: StudySpec,
+    out: Path,
+    executor: str,
+    workers: int,
+    address: str | None,
+    cpus_per_run: float,
+    gpus_per_run: float,
+    on_run_done: Callable[[str, str], None] | None,
+    on_step: Callable[[str, int, dict], None] | None,
+) -> Path:
     runs = prepare(spec, out)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     todo = [r for r in runs if read_status(out / "runs" / r.run_id)["status"] not in FINISHED]
@@ -103,5 +130,8 @@ def study_status(out: Path) -> dict[str, list[str]]:
     spec = load_spec(spec_path)
     by: dict[str, list[str]] = {}
     for r in expand(spec):
-        by.setdefault(read_status(out / "runs" / r.run_id)["status"], []).append(r.run_id)
+        status = read_status(out / "runs" / r.run_id)
+        by.setdefault(status["status"], []).append(r.run_id)
+        if status.get("corrupt"):  # counted as pending too; listed so that the user sees it
+            by.setdefault(UNREADABLE, []).append(r.run_id)
     return by

@@ -14,13 +14,21 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from distillscope.store import checkpoint_dir
+from distillscope.models import load_weights
+from distillscope.store import CHECKPOINT_META, StoreError, checkpoint_dir, read_json_strict
 
 
 def save_checkpoint(
-    run_dir: Path, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer
+    run_dir: Path,
+    step: int,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    fingerprint: str = "",
 ) -> None:
-    """Student weights (safetensors) and optimizer state, swapped in atomically as one directory."""
+    """Student weights (safetensors) and optimizer state, swapped in atomically as one directory.
+
+    ``meta.json`` records the step and the fingerprint of the config that trained them.
+    """
     final = checkpoint_dir(run_dir)
     tmp = run_dir / ".checkpoint.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -30,7 +38,8 @@ def save_checkpoint(
     save_file(state, tmp / "model.safetensors")
     opt_tensors, opt_meta = _flatten_optimizer(optimizer.state_dict())
     save_file(opt_tensors, tmp / "optimizer.safetensors")
-    (tmp / "meta.json").write_text(json.dumps({"step": step, "optimizer": opt_meta}))
+    meta = {"step": step, "fingerprint": fingerprint, "optimizer": opt_meta}
+    (tmp / CHECKPOINT_META).write_text(json.dumps(meta))
     old = run_dir / ".checkpoint.old"
     shutil.rmtree(old, ignore_errors=True)  # left behind by a crash between the two renames
     if final.exists():
@@ -39,19 +48,41 @@ def save_checkpoint(
     shutil.rmtree(old, ignore_errors=True)
 
 
-def load_checkpoint(run_dir: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> int:
-    """Restore the last checkpoint; returns the number of steps already done (0 when none)."""
+def load_checkpoint(
+    run_dir: Path,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    fingerprint: str = "",
+) -> int:
+    """Restore the last checkpoint; returns the number of steps already done (0 when none).
+
+    Loads strictly (every tensor, every shape) and refuses a checkpoint written under another
+    config fingerprint; a corrupt file raises one line naming it.
+    """
     ckpt = checkpoint_dir(run_dir)
-    if not (ckpt / "meta.json").is_file():  # a crash between save_checkpoint's two renames
+    if not (ckpt / CHECKPOINT_META).is_file():  # a crash between save_checkpoint's two renames
         ckpt = run_dir / ".checkpoint.old"
-    if not (ckpt / "meta.json").is_file():
+    if not (ckpt / CHECKPOINT_META).is_file():
         return 0
-    meta = json.loads((ckpt / "meta.json").read_text())
-    model.load_state_dict(load_file(ckpt / "model.safetensors"), strict=False)
-    optimizer.load_state_dict(
-        _unflatten_optimizer(load_file(ckpt / "optimizer.safetensors"), meta["optimizer"])
-    )
+    meta = read_json_strict(ckpt / CHECKPOINT_META)
+    check_checkpoint_meta(ckpt / CHECKPOINT_META, meta, fingerprint)
+    load_weights(model, ckpt / "model.safetensors")
+    path = ckpt / "optimizer.safetensors"
+    try:
+        optimizer.load_state_dict(_unflatten_optimizer(load_file(path), meta["optimizer"]))
+    except Exception as err:  # safetensors, KeyError, shape errors: all mean a corrupt file
+        raise StoreError(f"{path} is truncated or corrupt ({type(err).__name__})") from err
     return int(meta["step"])
+
+
+def check_checkpoint_meta(path: Path, meta: dict[str, Any], fingerprint: str) -> None:
+    """Refuse a checkpoint whose ``meta.json`` is malformed or names another config."""
+    if not isinstance(meta.get("step"), int) or not isinstance(meta.get("optimizer"), dict):
+        raise StoreError(f"{path} lacks the step or optimizer state; it is corrupt")
+    if fingerprint and meta.get("fingerprint") != fingerprint:
+        raise StoreError(
+            f"{path} was written by another config than the run's; retrain with --overwrite"
+        )
 
 
 def _flatten_optimizer(sd: dict[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:

@@ -17,12 +17,14 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import torch
 
 from distillscope.config import RunConfig, dump_run_config
 from distillscope.objectives import kl_sample_metrics
 from distillscope.rollout import (
+    NonFiniteSamplingError,
     PromptEncoder,
     RolloutCache,
     Rollouts,
@@ -33,7 +35,7 @@ from distillscope.rollout import (
     select_problems,
     step_generator,
 )
-from distillscope.store import MetricsLog, write_config, write_status
+from distillscope.store import MetricsLog, claim_run, write_config, write_status
 from distillscope.tasks import resolve_task, training_problems
 from distillscope.train.checkpoint import load_checkpoint, save_checkpoint
 from distillscope.train.objective import (
@@ -60,14 +62,21 @@ def distill(
     *,
     rollout_cache: Path | None = None,
     on_step: Callable[[int, dict], None] | None = None,
+    overwrite: bool = False,
 ) -> torch.nn.Module:
     """Train the student of ``cfg`` into ``run_dir``; returns the trained student.
+
+    ``run_dir`` belongs to one config (:func:`distillscope.store.claim_run`): one trained under
+    another config is refused unless ``overwrite``, which clears it first. A non-finite loss,
+    gradient norm or sampling distribution marks the run ``diverged`` (step and quantity in
+    ``status.json``) and raises :class:`DivergedError`; a finished run is ``trained``.
 
     ``rollout_cache`` (a directory shared by runs) enables reuse of teacher rollouts when
     ``rollout.cache_teacher_rollouts`` is set. ``on_step(step, row)`` is called after each
     logged step (progress bars).
     """
     run_dir.mkdir(parents=True, exist_ok=True)
+    fingerprint = claim_run(run_dir, cfg.model_dump(mode="json"), overwrite=overwrite)
     write_config(run_dir, dump_run_config(cfg))
     write_status(run_dir, "running", phase="train")
     torch.manual_seed(cfg.seed)
@@ -87,7 +96,7 @@ def distill(
         eps=cfg.optim.eps,
         weight_decay=cfg.optim.weight_decay,
     )
-    start = load_checkpoint(run_dir, student, optimizer)
+    start = load_checkpoint(run_dir, student, optimizer, fingerprint)
     log = MetricsLog(run_dir, keep_steps=start)
     cache = (
         RolloutCache(rollout_cache)
@@ -109,11 +118,14 @@ def distill(
         roll = functools.partial(
             _roll_out, cfg, policy, pair, prompt_ids, prompt_mask, teacher_ids, teacher_mask, step
         )
-        if cache is not None and cfg.rollout.policy == "teacher":
-            key = _cache_key(cfg, step, prompt_digest(prompt_ids, prompt_mask))
-            rollouts = cache.get_or_create(key, roll)
-        else:
-            rollouts = roll()
+        try:
+            if cache is not None and cfg.rollout.policy == "teacher":
+                key = _cache_key(cfg, step, prompt_digest(prompt_ids, prompt_mask))
+                rollouts = cache.get_or_create(key, roll)
+            else:
+                rollouts = roll()
+        except NonFiniteSamplingError as err:
+            _diverged(run_dir, f"step {step}: {err}")
         rollouts = rollouts.to(cfg.model.device)
         texts = pair.tokenizer.batch_decode(rollouts.completion_B_T, skip_special_tokens=True)
         rewards = [task.score(p, t) for p, t in zip(problems, texts, strict=True)]
@@ -128,9 +140,9 @@ def distill(
         max_norm = cfg.optim.grad_clip if cfg.optim.grad_clip is not None else math.inf
         grad_norm = float(torch.nn.utils.clip_grad_norm_(student.parameters(), max_norm))
         if not (math.isfinite(grad_norm) and math.isfinite(row["train/loss"])):
-            reason = f"step {step}: loss {row['train/loss']}, pre-clip grad norm {grad_norm}"
-            write_status(run_dir, "diverged", reason)
-            raise DivergedError(reason)
+            _diverged(
+                run_dir, f"step {step}: loss {row['train/loss']}, pre-clip grad norm {grad_norm}"
+            )
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         timer.lap("optimizer")
@@ -151,10 +163,16 @@ def distill(
         if on_step is not None:
             on_step(step, row)
         if cfg.checkpoint_every and ((step + 1) % cfg.checkpoint_every == 0):
-            save_checkpoint(run_dir, step + 1, student, optimizer)
-    save_checkpoint(run_dir, cfg.optim.steps, student, optimizer)
+            save_checkpoint(run_dir, step + 1, student, optimizer, fingerprint)
+    save_checkpoint(run_dir, cfg.optim.steps, student, optimizer, fingerprint)
+    write_status(run_dir, "trained")
     student.eval()
     return student
+
+
+def _diverged(run_dir: Path, reason: str) -> NoReturn:
+    write_status(run_dir, "diverged", reason)
+    raise DivergedError(reason)
 
 
 def _roll_out(

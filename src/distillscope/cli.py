@@ -56,7 +56,9 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as err:
             if _debug:
                 raise
-            user = isinstance(err, USER_ERRORS)
+            from distillscope.study.lock import StudyLockedError
+
+            user = isinstance(err, (*USER_ERRORS, StudyLockedError))
             what = "error" if user else f"internal error ({type(err).__name__})"
             hint = "" if user else " — rerun with --debug for the traceback"
             err_console.print(f"[red]{what}:[/red] {_one_line(err)}{hint}", highlight=False)
@@ -201,7 +203,10 @@ def train_cmd(
     from distillscope.config import check_machine, load_run_config
     from distillscope.study.run import run_one
 
-    cfg = load_run_config(config, overrides or [])
+    overrides = list(overrides or [])
+    if config is not None and "=" in str(config) and not config.exists():
+        config, overrides = None, [str(config), *overrides]  # `train optim.lr=3e-4`: no file
+    cfg = load_run_config(config, overrides)
     check_machine(cfg)
     with _progress() as bar:
         task = bar.add_task(f"train {cfg.name}", total=cfg.optim.steps)

@@ -56,6 +56,14 @@ class Experiment(BaseModel):
             raise ValueError("experiment names may use letters, digits, _ . - only")
         return v
 
+    @field_validator("axes")
+    @classmethod
+    def _non_empty_axes(cls, axes: dict[str, Any]) -> dict[str, Any]:
+        for name, values in axes.items():
+            if not values:
+                raise ValueError(f"axis {clip(name, 60)} has no values; give at least one")
+        return axes
+
 
 class StudySpec(BaseModel):
     """A whole study: a base RunConfig (as a mapping) and its experiments."""

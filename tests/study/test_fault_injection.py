@@ -4,10 +4,10 @@ Two ways to die: (a) the whole process tree (main process and pool worker, as an
 `kill -9 -PGID` would), (b) only the main process — its pool worker must then stop by itself
 within seconds (it polls its parent), so a re-run never shares run directories with an orphan.
 After every kill the study is re-run (and may be killed again); the final results table must
-equal an uninterrupted study's bit for bit, timing columns aside. Kill moments are drawn
-uniformly over the measured working time of a clean run (from the moment the study holds
-its directory's lock), so they land in rollouts, optimizer
-steps, checkpoint writes, evaluation and the table write alike.
+equal an uninterrupted study's bit for bit, timing columns aside. Each kill moment is drawn at
+random — the n-th logged optimizer step, a checkpoint write or swap, evaluation, or the table
+write — then watched for in the study directory and hit after a random 0–50 ms, so moments do
+not depend on the machine's speed (a moment missed because it passed too fast is not counted).
 
 The clean reference runs in-process with the sequential executor (the executors agree: see
 test_study_run.py). The CI variant kills once per mode; the ``slow`` variant ten times per mode.
@@ -95,23 +95,42 @@ def comparable(df: pd.DataFrame) -> pd.DataFrame:
     return df[keep].sort_values("run_id").reset_index(drop=True)
 
 
-def run_clean(spec_file: Path, out: Path) -> tuple[pd.DataFrame, float]:
-    """An uninterrupted study, in this process; returns its table and its working time."""
-    started = time.time()
-    table = pd.read_parquet(run_study(load_spec(spec_file), out))
-    return table, time.time() - started
+def run_clean(spec_file: Path, out: Path) -> pd.DataFrame:
+    """An uninterrupted study, in this process."""
+    return pd.read_parquet(run_study(load_spec(spec_file), out))
 
 
-def kill_and_resume(spec_file: Path, out: Path, work_s: float, kills: int, whole_tree: bool):
+MOMENTS = ("step", "checkpoint", "eval", "table")
+
+
+def moment_reached(out: Path, kind: str, step: int) -> bool:
+    """Whether the running study in ``out`` is at a moment of ``kind`` (polled every 5 ms)."""
+    runs = list((out / "runs").glob("*")) if (out / "runs").is_dir() else []
+    if kind == "step":  # the n-th optimizer step of the study has just been logged
+        lines = sum(len(m.read_bytes().splitlines()) for r in runs for m in r.glob("metrics.jsonl"))
+        return lines >= step
+    if kind == "checkpoint":  # a checkpoint is being written or swapped in
+        return any(
+            (r / ".checkpoint.tmp").exists() or (r / ".checkpoint.old").exists() for r in runs
+        )
+    if kind == "eval":
+        return any(b'"eval"' in s.read_bytes() for r in runs for s in r.glob("status.json"))
+    return any(out.glob(".results.*"))  # the table is being written
+
+
+def kill_and_resume(spec_file: Path, out: Path, kills: int, whole_tree: bool, steps: int):
     rng = random.Random(1234 + whole_tree)
-    landed = 0
+    landed = []
     for _ in range(kills):
+        kind, step = rng.choice(MOMENTS), rng.randint(1, steps)
+        delay = rng.uniform(0.0, 0.05)
         proc = launch(spec_file, out)
         wait_started(proc, out)
-        try:
-            proc.wait(timeout=rng.uniform(0.0, work_s))
-        except subprocess.TimeoutExpired:
-            landed += 1
+        while proc.poll() is None and not moment_reached(out, kind, step):
+            time.sleep(0.005)
+        time.sleep(delay)
+        if proc.poll() is None:
+            landed.append(kind)
             os.killpg(proc.pid, signal.SIGKILL) if whole_tree else proc.kill()
         proc.wait()
         proc.stderr.close()
@@ -129,11 +148,12 @@ def kill_and_resume(spec_file: Path, out: Path, work_s: float, kills: int, whole
 def test_sigkill_at_random_moments_leaves_the_uninterrupted_table(tiny_pair, tmp_path, kills):
     spec_file = tmp_path / "micro.yaml"
     spec_file.write_text(yaml.safe_dump(micro_spec(tiny_pair)))
-    clean, work_s = run_clean(spec_file, tmp_path / "clean")
+    clean = run_clean(spec_file, tmp_path / "clean")
     assert set(clean["status"]) == {"done"}
     for whole_tree in (True, False):
         out = tmp_path / ("tree" if whole_tree else "main")
-        table, landed = kill_and_resume(spec_file, out, work_s, kills, whole_tree)
-        assert landed >= (kills + 1) // 2, f"only {landed} of {kills} kills hit a running study"
+        table, landed = kill_and_resume(spec_file, out, kills, whole_tree, steps=6)
+        print(f"{'tree' if whole_tree else 'main'}: {len(landed)}/{kills} kills landed: {landed}")
+        assert len(landed) >= (kills + 1) // 2, f"only {landed} of {kills} kills hit a study"
         pd.testing.assert_frame_equal(comparable(clean), comparable(table), check_exact=True)
         assert study_status(out) == {"done": sorted(clean["run_id"])}

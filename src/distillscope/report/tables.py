@@ -69,7 +69,7 @@ class Table:
 def status_table(df: pd.DataFrame) -> Table:
     """Run counts by status (done first), with the total."""
     counts = df["status"].map(str).value_counts()
-    order = ["done", "diverged", "failed", "running", "pending"]
+    order = ["done", "diverged", "failed", "running", "trained", "pending"]
     names = [s for s in order if s in counts] + sorted(s for s in counts.index if s not in order)
     rows = [[s, str(int(counts[s]))] for s in names] + [["total", str(len(df))]]
     return Table(["Status", "Runs"], rows, numeric={1})
@@ -77,7 +77,7 @@ def status_table(df: pd.DataFrame) -> Table:
 
 def problem_runs_table(df: pd.DataFrame) -> Table | None:
     """Failed and diverged runs (and any unknown status) with their reasons; None when none."""
-    bad = df[~df["status"].map(str).isin(["done", "running", "pending"])]
+    bad = df[~df["status"].map(str).isin(["done", "running", "trained", "pending"])]
     if bad.empty:
         return None
     bad = with_labels(bad)

@@ -219,7 +219,9 @@ def train_cmd(
             )
 
         metrics = run_one(cfg, out, on_step=on_step, overwrite=overwrite, skip_eval=skip_eval)
-    if skip_eval:
+    from distillscope.store import read_status
+
+    if skip_eval and read_status(out)["status"] == "trained":
         console.print(f"trained {out}; evaluate with `distillscope eval {out}`")
         return
     _print_eval(out, metrics)

@@ -2,7 +2,7 @@
 
 References: the plain objectives of ``divergences`` on materialised logits with autograd (float32,
 values, gradients and metrics), and a float64 re-derivation written here from the definitions in
-METHOD §2 (values and gradients to ~1e-12).
+docs/method.md §2 (values and gradients to ~1e-12).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _plain(hidden, head, teacher_hidden, teacher_head, mask, divergence, vocab, 
 
 
 # ---------------------------------------------------------------------------------------------
-# An independent float64 reference, from the definitions (METHOD §1–§2, GKD Eq. 1)
+# An independent float64 reference, from the definitions (docs/method.md §1–§2, GKD Eq. 1)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -129,7 +129,7 @@ def test_closed_form_logit_gradient_matches_autograd(divergence, temperatures) -
 
 
 def test_logit_gradients_are_the_method_formulas_at_temperature_one() -> None:
-    # METHOD §2 / [P] Eq. 4–5: ∂F/∂z_S = π_S − π_T, ∂R/∂z_S = π_S ⊙ (log π_S − log π_T − R).
+    # docs/method.md §2 / [P] Eq. 4–5: ∂F/∂z_S = π_S − π_T, ∂R/∂z_S = π_S ⊙ (log π_S − log π_T − R).
     generator = torch.Generator().manual_seed(12)
     logits_s = 2 * torch.randn(1, 4, VOCAB, generator=generator, dtype=torch.float64)
     logits_t = 2 * torch.randn(1, 4, VOCAB, generator=generator, dtype=torch.float64)

@@ -1,6 +1,6 @@
 """Fused full-vocabulary divergences: hidden states + LM heads → loss and closed-form gradients.
 
-The same objectives as :mod:`.divergences` (METHOD §1–§2) computed the way METHOD §2 "Memory"
+The same objectives as :mod:`.divergences` (docs/method.md §1–§2) computed the way docs/method.md §2 "Memory"
 asks: from the final hidden states and the LM-head weights, a chunk of token rows at a time,
 so the [tokens × V] logits of the two models never exist at once. Unlike :mod:`.chunked`, no
 autograd graph is built per chunk: the gradient w.r.t. the chunk's student logits is written
@@ -15,7 +15,7 @@ gives ∂D/∂a = p_S ⊙ (u − Σ_v p_S u) with u = ∂D/∂p_S, and ∂D/∂z
 
 - forward KL  F = Σ p_T (ℓ_T − ℓ_S):   u = −p_T / p_S         →  ∂F/∂a = p_S − p_T
 - reverse KL  R = Σ p_S (ℓ_S − ℓ_T):   u = ℓ_S − ℓ_T + 1      →  ∂R/∂a = p_S ⊙ (ℓ_S − ℓ_T − R)
-  (at τ_S = 1 these are [P] Eq. 4–5, METHOD §2)
+  (at τ_S = 1 these are [P] Eq. 4–5, docs/method.md §2)
 - JSD_β = β KL(p_T‖M) + (1−β) KL(p_S‖M), M = β p_T + (1−β) p_S: the terms through ∂M/∂p_S
   cancel (−β(1−β) p_T/M − (1−β)² p_S/M + (1−β) = 0), so u = (1−β)(ℓ_S − log M) and
   ∂J/∂a = (1−β) p_S ⊙ (ℓ_S − log M − K_S),  K_S = KL(p_S‖M)  (reverse KL with M for p_T)
@@ -85,7 +85,7 @@ def _logits_into(
     """out ← h Wᵀ / τ in out's (fp32 or wider) dtype; ``out`` may be a row-strided view."""
     if hidden_C_H.dtype == out_C_V.dtype:  # the matmul writes into the buffer, 1/τ folded in
         torch.addmm(out_C_V, hidden_C_H, head_V_H.T, beta=0, alpha=1 / temperature, out=out_C_V)
-    else:  # bf16/fp16 product, then one fp32 copy (softmax always in fp32, METHOD §2)
+    else:  # bf16/fp16 product, then one fp32 copy (softmax always in fp32, docs/method.md §2)
         out_C_V.copy_(hidden_C_H @ head_V_H.T)
         if temperature != 1.0:
             out_C_V.mul_(1 / temperature)
@@ -282,7 +282,7 @@ def _check_inputs(
     mask_B_T: torch.Tensor,
     vocab_size: int | None,
 ) -> int:
-    """Validate shapes; return the shared vocabulary size (METHOD §1, last bullet)."""
+    """Validate shapes; return the shared vocabulary size (docs/method.md §1, last bullet)."""
     if student_hidden_B_T_H.shape[:-1] != teacher_hidden_B_T_H.shape[:-1]:
         raise ValueError(
             f"student hidden {tuple(student_hidden_B_T_H.shape)} and teacher hidden "
@@ -335,7 +335,7 @@ def fused_divergence(
 
     z_S = h_S W_Sᵀ, z_T = h_T W_Tᵀ at the masked positions, then the plain objective's loss
     Σ_n w_n D(softmax(z_S,n / τ_S), softmax(z_T,n / τ_T)) with the reduction weights w of
-    ``token_weights`` (METHOD §1–§2, [P] Eq. 1); the gradient w.r.t. the student logits is the
+    ``token_weights`` (docs/method.md §1–§2, [P] Eq. 1); the gradient w.r.t. the student logits is the
     closed form of the module docstring. Gradients flow to ``student_hidden_B_T_H`` and
     ``student_head_V_H``; the teacher is detached.
 
@@ -350,7 +350,7 @@ def fused_divergence(
             chunk are :func:`chunk_rows` of it.
         chunk_size: explicit bound on the rows per chunk, overriding the budget (tests,
             benchmarks). Either bound splits the N masked rows into ⌈N / bound⌉ equal chunks.
-        vocab_size: use only the first ``vocab_size`` rows of both heads (METHOD §1); without
+        vocab_size: use only the first ``vocab_size`` rows of both heads (docs/method.md §1); without
             it, heads of different widths raise ValueError.
 
     Returns:

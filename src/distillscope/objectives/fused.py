@@ -1,7 +1,7 @@
 """Fused full-vocabulary divergences: hidden states + LM heads → loss and closed-form gradients.
 
-The same objectives as :mod:`.divergences` (docs/method.md §1–§2) computed the way docs/method.md §2 "Memory"
-asks: from the final hidden states and the LM-head weights, a chunk of token rows at a time,
+The same objectives as :mod:`.divergences` (docs/method.md §1–§2) computed the way
+docs/method.md §2 "Memory" asks: from the final hidden states and the LM-head weights, a chunk of token rows at a time,
 so the [tokens × V] logits of the two models never exist at once. Unlike :mod:`.chunked`, no
 autograd graph is built per chunk: the gradient w.r.t. the chunk's student logits is written
 in closed form, folded at once into ∂L/∂h = G W and ∂L/∂W += Gᵀ h, and dropped (the pattern of
@@ -335,8 +335,8 @@ def fused_divergence(
 
     z_S = h_S W_Sᵀ, z_T = h_T W_Tᵀ at the masked positions, then the plain objective's loss
     Σ_n w_n D(softmax(z_S,n / τ_S), softmax(z_T,n / τ_T)) with the reduction weights w of
-    ``token_weights`` (docs/method.md §1–§2, [P] Eq. 1); the gradient w.r.t. the student logits is the
-    closed form of the module docstring. Gradients flow to ``student_hidden_B_T_H`` and
+    ``token_weights`` (docs/method.md §1–§2, [P] Eq. 1); the gradient w.r.t. the student logits
+    is the closed form of the module docstring. Gradients flow to ``student_hidden_B_T_H`` and
     ``student_head_V_H``; the teacher is detached.
 
     Args:
@@ -350,8 +350,8 @@ def fused_divergence(
             chunk are :func:`chunk_rows` of it.
         chunk_size: explicit bound on the rows per chunk, overriding the budget (tests,
             benchmarks). Either bound splits the N masked rows into ⌈N / bound⌉ equal chunks.
-        vocab_size: use only the first ``vocab_size`` rows of both heads (docs/method.md §1); without
-            it, heads of different widths raise ValueError.
+        vocab_size: use only the first ``vocab_size`` rows of both heads (docs/method.md §1);
+            without it, heads of different widths raise ValueError.
 
     Returns:
         ``(loss, metrics)`` exactly as the plain objective returns them.

@@ -2,9 +2,9 @@
 
 The same objectives as :mod:`.divergences` (docs/method.md §1–§2) computed the way
 docs/method.md §2 "Memory" asks: from the final hidden states and the LM-head weights, a chunk
-of token rows at a time, so the [tokens × V] logits of the two models never exist at once. Unlike :mod:`.chunked`, no
-autograd graph is built per chunk: the gradient w.r.t. the chunk's student logits is written
-in closed form, folded at once into ∂L/∂h = G W and ∂L/∂W += Gᵀ h, and dropped (the pattern of
+of token rows at a time, so the [tokens × V] logits of the two models never exist at once.
+Unlike :mod:`.chunked`, no autograd graph is built per chunk: the gradient w.r.t. the chunk's
+student logits is written in closed form, folded at once into ∂L/∂h = G W and ∂L/∂W += Gᵀ h, and dropped (the pattern of
 Liger-Kernel's fused linear losses). ``backward`` only scales those two by the incoming
 gradient. One pass over the chunk does loss, metrics and gradient; the chunk's buffers are
 allocated once and reused.

@@ -4,10 +4,10 @@ The same objectives as :mod:`.divergences` (docs/method.md §1–§2) computed t
 docs/method.md §2 "Memory" asks: from the final hidden states and the LM-head weights, a chunk
 of token rows at a time, so the [tokens × V] logits of the two models never exist at once.
 Unlike :mod:`.chunked`, no autograd graph is built per chunk: the gradient w.r.t. the chunk's
-student logits is written in closed form, folded at once into ∂L/∂h = G W and ∂L/∂W += Gᵀ h, and dropped (the pattern of
-Liger-Kernel's fused linear losses). ``backward`` only scales those two by the incoming
-gradient. One pass over the chunk does loss, metrics and gradient; the chunk's buffers are
-allocated once and reused.
+student logits is written in closed form, folded at once into ∂L/∂h = G W and ∂L/∂W += Gᵀ h, and
+dropped (the pattern of Liger-Kernel's fused linear losses). ``backward`` only scales those two
+by the incoming gradient. One pass over the chunk does loss, metrics and gradient; the chunk's
+buffers are allocated once and reused.
 
 Closed forms. With a = z_S / τ_S, b = z_T / τ_T, ℓ_S = log_softmax(a), ℓ_T = log_softmax(b),
 p = exp(ℓ), and any D(ℓ_S) that depends on the student only through p_S, the softmax Jacobian

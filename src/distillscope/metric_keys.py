@@ -72,6 +72,7 @@ METRICS: tuple[MetricKey, ...] = (
         ("opd/tokens", "count", "completion tokens in the OPD loss", "none"),
         ("time/{phase}", "seconds", "wall time of one phase of the step", "lower"),
         ("time/step", "seconds", "wall time of the whole step", "lower"),
+        ("time/teacher_saved", "seconds", "rollout + teacher forward read from cache", "higher"),
         ("perf/tokens_per_s", "tokens/s", "completion tokens trained per second", "higher"),
     ),
     *_keys(
@@ -115,6 +116,7 @@ METRICS: tuple[MetricKey, ...] = (
         ("rollout/len_mean_final", "tokens", "rollout/len_mean over the last 10% of steps", "none"),
         ("train/steps_done", "count", "optimizer steps logged", "none"),
         ("time/run_s", "seconds", "training wall time of the run", "lower"),
+        ("time/teacher_saved_s", "seconds", "time/teacher_saved summed over the run", "higher"),
     ),
 )  # fmt: skip
 

@@ -109,9 +109,20 @@ def test_cache_creates_once_per_key_and_reloads_identically(tmp_path):
     cache.get_or_create({**key, "step": 1}, make)
     assert len(calls) == 2
     names = sorted(p.name for p in (tmp_path / "cache").iterdir())
-    assert len(names) == 4 and not any(n.endswith(".tmp") for n in names)
+    assert len(names) == 6 and not any(n.endswith(".tmp") for n in names)  # value, key, cost
     digest = cache.path_for(key).stem
     assert (tmp_path / "cache" / f"{digest}.key.json").read_text().strip() == canonical_json(key)
+
+
+def test_cached_tensors_reload_bit_for_bit_with_their_cost(tmp_path):
+    cache = RolloutCache(tmp_path)
+    logits = {"micro_0": torch.randn(2, 3, 5), "micro_1": torch.randn(2, 3, 5).bfloat16()}
+    got, saved = cache.fetch_tensors({"step": 0}, lambda: logits)
+    assert saved == 0.0 and got is logits
+    again, saved = cache.fetch_tensors({"step": 0}, lambda: pytest.fail("made twice"))
+    assert saved >= 0.0 and again.keys() == logits.keys()
+    for k, t in logits.items():
+        assert again[k].dtype == t.dtype and torch.equal(again[k], t)
 
 
 def test_cache_key_must_be_plain_json(tmp_path):

@@ -5,7 +5,13 @@ KV-cache sampler that decodes both models in lock step, scoring of missing log-p
 diagnostics, and a disk cache of teacher rollouts for off-policy reuse.
 """
 
-from distillscope.rollout.cache import RolloutCache, canonical_json, key_digest, prompt_digest
+from distillscope.rollout.cache import (
+    TEACHER_LOGITS_MAX_VOCAB,
+    RolloutCache,
+    canonical_json,
+    key_digest,
+    prompt_digest,
+)
 from distillscope.rollout.metrics import likelihood_metrics, rollout_length_metrics
 from distillscope.rollout.policies import (
     SOURCE_JOINT,
@@ -39,6 +45,7 @@ __all__ = [
     "NonFiniteSamplingError",
     "PromptEncoder",
     "RolloutCache",
+    "TEACHER_LOGITS_MAX_VOCAB",
     "RolloutPolicy",
     "Rollouts",
     "SpectrumPolicy",

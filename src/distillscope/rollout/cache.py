@@ -1,9 +1,13 @@
-"""A disk cache of teacher rollouts shared by off-policy runs (docs/method.md §3 "Off-policy data
-reuse").
+"""A disk cache of teacher rollouts, and of the teacher's scores of them, shared by off-policy runs
+(docs/method.md §3 "Off-policy data reuse").
 
 Teacher rollouts do not depend on the student, so every OffPD run that shares the teacher, the
 task, the seed, the step and the sampling settings can read one stored batch instead of
-generating it again — the cost argument of [P].
+generating it again — the cost argument of [P]. Nor does the teacher's forward pass over them:
+its completion outputs (logits when V ≤ :data:`TEACHER_LOGITS_MAX_VOCAB`, final hidden states
+for the chunked objectives at any V) are stored bit for bit next to the rollouts, so a later run
+skips the teacher forward and computes the identical loss. Each entry also records how long
+making it took, which a run reading it reports as ``time/teacher_saved``.
 
     cache = RolloutCache(Path("~/.cache/distillscope/rollouts").expanduser())
     key = {"teacher": "testbed-teacher@sha", "task": "countdown3", "seed": 42, "step": 7,
@@ -18,13 +22,19 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import load_file, save_file
 
 from distillscope.rollout.rollouts import Rollouts
+
+TEACHER_LOGITS_MAX_VOCAB = 4096
+"""Largest vocabulary whose teacher completion logits are cached in full (fp32, B·T·V floats:
+16 × 24 × 4,096 × 4 B = 6.3 MB a step). Above it only hidden states are cached (chunked path)."""
 
 
 class RolloutCache:
@@ -32,7 +42,8 @@ class RolloutCache:
 
     Writes are atomic (temporary file in ``root``, then ``os.replace``), so concurrent runs
     that race on one key each leave a complete file and a crash never leaves a partial one.
-    Next to each entry, ``<hash>.key.json`` holds the key in readable form.
+    Next to each entry, ``<hash>.key.json`` holds the key in readable form and
+    ``<hash>.meta.json`` the seconds ``make`` took (``{"make_s": …}``).
     """
 
     def __init__(self, root: Path | str):
@@ -44,17 +55,46 @@ class RolloutCache:
 
     def get_or_create(self, key: dict[str, Any], make: Callable[[], Rollouts]) -> Rollouts:
         """The stored rollouts of ``key``, or ``make()``'s, stored first (``make`` runs once)."""
+        return self.fetch(key, make)[0]
+
+    def fetch(self, key: dict[str, Any], make: Callable[[], Rollouts]) -> tuple[Rollouts, float]:
+        """``(rollouts, seconds saved)``: 0.0 when ``make`` ran, its recorded time on a hit."""
+        return self._fetch(key, make, Rollouts.save, Rollouts.load)
+
+    def fetch_tensors(
+        self, key: dict[str, Any], make: Callable[[], dict[str, torch.Tensor]]
+    ) -> tuple[dict[str, torch.Tensor], float]:
+        """Like :meth:`fetch` for a dict of tensors (teacher scores), stored bit for bit."""
+        return self._fetch(
+            key,
+            make,
+            lambda tensors, path: save_file(
+                {k: v.detach().cpu().contiguous() for k, v in tensors.items()}, path
+            ),
+            load_file,
+        )
+
+    def _fetch(self, key, make, save, load):
+        """The shared get-or-make: atomic writes of the value, its readable key and its cost."""
         path = self.path_for(key)
         if path.exists():
-            return Rollouts.load(path)
-        rollouts = make()
+            meta = path.with_suffix(".meta.json")
+            saved = json.loads(meta.read_text())["make_s"] if meta.exists() else 0.0
+            return load(path), saved
+        t0 = time.perf_counter()
+        value = make()
+        make_s = time.perf_counter() - t0
         self.root.mkdir(parents=True, exist_ok=True)
-        _atomic_write(path, rollouts.save)
-        _atomic_write(
-            path.with_suffix(".key.json"),
-            lambda tmp: Path(tmp).write_text(canonical_json(key) + "\n", encoding="utf-8"),
-        )
-        return rollouts
+        _atomic_write(path, lambda tmp: save(value, tmp))
+        for suffix, text in (
+            (".key.json", canonical_json(key)),
+            (".meta.json", json.dumps({"make_s": make_s})),
+        ):
+            _atomic_write(
+                path.with_suffix(suffix),
+                lambda tmp, text=text: Path(tmp).write_text(text + "\n", encoding="utf-8"),
+            )
+        return value, 0.0
 
 
 def canonical_json(key: dict[str, Any]) -> str:

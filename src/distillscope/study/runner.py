@@ -109,7 +109,8 @@ def _run_locked(
         write_table(out, runs)  # after every run: a killed study loses at most the runs in flight
         if on_run_done is not None:
             on_run_done(run_id, status)
-    write_table(out, runs)
+    table = write_table(out, runs)
+    saved = table.get("time/teacher_saved_s")
     provenance = {
         "command": "distillscope " + " ".join(sys.argv[1:]) if sys.argv else "",
         "version": __version__,
@@ -117,6 +118,8 @@ def _run_locked(
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.node()} {platform.machine()} {platform.python_version()}",
         "executor": executor,
+        # generation + teacher forward the runs read from the shared rollout cache
+        "teacher_time_saved_s": round(float(saved.sum()), 1) if saved is not None else 0.0,
     }
     atomic_write_text(out / "provenance.json", json.dumps(provenance, indent=1) + "\n")
     return out / "results.parquet"

@@ -73,6 +73,7 @@ def train_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
         "rollout/len_mean_final": sum(r["rollout/len_mean"] for r in tail) / len(tail),
         "train/steps_done": float(len(rows)),
         "time/run_s": sum(r.get("time/step", 0.0) for r in rows),
+        "time/teacher_saved_s": sum(r.get("time/teacher_saved", 0.0) for r in rows),
     }
 
 

@@ -24,6 +24,7 @@ import torch
 from distillscope.config import RunConfig, dump_run_config
 from distillscope.objectives import kl_sample_metrics
 from distillscope.rollout import (
+    TEACHER_LOGITS_MAX_VOCAB,
     NonFiniteSamplingError,
     PromptEncoder,
     RolloutCache,
@@ -118,10 +119,12 @@ def distill(
         roll = functools.partial(
             _roll_out, cfg, policy, pair, prompt_ids, prompt_mask, teacher_ids, teacher_mask, step
         )
+        shared = cache is not None and cfg.rollout.policy == "teacher"
+        saved_s, scores = 0.0, None
         try:
-            if cache is not None and cfg.rollout.policy == "teacher":
+            if shared:
                 key = _cache_key(cfg, step, prompt_digest(prompt_ids, prompt_mask))
-                rollouts = cache.get_or_create(key, roll)
+                rollouts, saved_s = cache.fetch(key, roll)
             else:
                 rollouts = roll()
         except NonFiniteSamplingError as err:
@@ -130,11 +133,22 @@ def distill(
         texts = pair.tokenizer.batch_decode(rollouts.completion_B_T, skip_special_tokens=True)
         rewards = [task.score(p, t) for p, t in zip(problems, texts, strict=True)]
         timer.lap("rollout")
+        form = _teacher_score_form(cfg, pair.vocab_size)
+        if shared and form is not None:
+            # the teacher's scores of shared rollouts are shared too, bit for bit
+            scores, scores_saved_s = cache.fetch_tensors(
+                {**key, **_score_key(cfg, form, pair.vocab_size)},
+                functools.partial(_teacher_outputs, cfg, rollouts, teacher, form),
+            )
+            saved_s += scores_saved_s
+            timer.lap("teacher_forward")
 
         # 3–6. forwards, objective and backward, in grad_accum micro-batches
         for group in optimizer.param_groups:
             group["lr"] = lr_at(cfg, step)
-        row = _forward_backward(cfg, rollouts, student, teacher, pair.vocab_size, step, timer)
+        row = _forward_backward(
+            cfg, rollouts, student, teacher, pair.vocab_size, step, timer, teacher_scores=scores
+        )
 
         # 7. clip (log the pre-clip norm) and step
         max_norm = cfg.optim.grad_clip if cfg.optim.grad_clip is not None else math.inf
@@ -157,6 +171,7 @@ def distill(
                 "rollout/reward": sum(rewards) / len(rewards),
                 **rollout_length_metrics(rollouts),
                 **timer.metrics(int(rollouts.completion_mask_B_T.sum())),
+                "time/teacher_saved": saved_s,
             }
         )
         log.append(row)
@@ -209,24 +224,26 @@ def _forward_backward(
     vocab_size: int,
     step: int,
     timer: _PhaseTimer,
+    teacher_scores: dict[str, torch.Tensor] | None = None,
 ) -> dict[str, float]:
     """Teacher forward (no grad), student forward, objective, backward — per micro-batch.
 
-    Returns the step's metrics averaged over micro-batches (equal-sized micro-batches make the
-    mean of per-micro-batch ``seq_mean`` losses the full batch's ``seq_mean``).
+    ``teacher_scores`` (from the rollout cache: ``micro_<k>`` → the teacher's output for
+    micro-batch k) replaces the teacher forward. Returns the step's metrics averaged over
+    micro-batches (equal-sized micro-batches make the mean of per-micro-batch ``seq_mean``
+    losses the full batch's ``seq_mean``).
     """
     student.train()
     n = cfg.optim.grad_accum
-    micro_batch_rows = torch.arange(rollouts.batch_size).chunk(n)  # n index tensors
     totals: dict[str, float] = {}
     chunked = cfg.objective.chunk_size > 0
     completion_output = completion_hidden if chunked else completion_logits
-    for k, index_b in enumerate(micro_batch_rows):
-        micro = rollouts if len(index_b) == rollouts.batch_size else rollouts.rows(index_b)
+    for k, micro in enumerate(_micro_batches(rollouts, n)):
         gen = step_generator(cfg.seed, step, stream=1 + k)
-        with torch.inference_mode():
-            t_out = completion_output(teacher, micro, "teacher")
-        t_out = t_out.clone()  # inference tensors cannot enter autograd
+        if teacher_scores is None:
+            t_out = _teacher_output(teacher, micro, completion_output)
+        else:
+            t_out = teacher_scores[f"micro_{k}"].to(cfg.model.device)
         timer.lap("teacher_forward")
         s_out = completion_output(student, micro, "student")
         if chunked:
@@ -242,6 +259,36 @@ def _forward_backward(
         for key, value in {"train/loss": float(loss.detach()), **metrics, **diag}.items():
             totals[key] = totals.get(key, 0.0) + value / n
     return totals
+
+
+def _micro_batches(rollouts: Rollouts, n: int) -> list[Rollouts]:
+    """The ``n`` gradient-accumulation micro-batches of ``rollouts`` (consecutive rows)."""
+    rows_n = torch.arange(rollouts.batch_size).chunk(n)  # n index tensors
+    return [rollouts if len(i) == rollouts.batch_size else rollouts.rows(i) for i in rows_n]
+
+
+def _teacher_output(teacher: torch.nn.Module, micro: Rollouts, completion_output) -> torch.Tensor:
+    """The teacher's completion logits or hidden states, without an autograd graph."""
+    with torch.inference_mode():
+        t_out = completion_output(teacher, micro, "teacher")
+    return t_out.clone()  # inference tensors cannot enter autograd
+
+
+def _teacher_score_form(cfg: RunConfig, vocab_size: int) -> str | None:
+    """What of the teacher's output a cache entry holds: ``hidden`` states for the chunked
+    objectives (any V), full ``logits`` up to V = TEACHER_LOGITS_MAX_VOCAB, else nothing."""
+    if cfg.objective.chunk_size > 0:
+        return "hidden"
+    return "logits" if vocab_size <= TEACHER_LOGITS_MAX_VOCAB else None
+
+
+def _teacher_outputs(
+    cfg: RunConfig, rollouts: Rollouts, teacher: torch.nn.Module, form: str
+) -> dict[str, torch.Tensor]:
+    """The teacher's output for every micro-batch, as :func:`_forward_backward` would compute."""
+    output = completion_hidden if form == "hidden" else completion_logits
+    micro_n = _micro_batches(rollouts, cfg.optim.grad_accum)
+    return {f"micro_{k}": _teacher_output(teacher, m, output) for k, m in enumerate(micro_n)}
 
 
 def completion_logits(model: torch.nn.Module, r: Rollouts, role: str) -> torch.Tensor:
@@ -303,6 +350,18 @@ def _cache_key(cfg: RunConfig, step: int, prompts: str) -> dict:
         "top_p": cfg.rollout.top_p,
         "max_new_tokens": cfg.task.max_new_tokens,
         "prompts": prompts,
+    }
+
+
+def _score_key(cfg: RunConfig, form: str, vocab_size: int) -> dict:
+    """What else determines the teacher's scores of a cached batch: the form, the scoring
+    device and micro-batching, the loss temperature and the vocabulary."""
+    return {
+        "scores": form,
+        "device": str(cfg.model.device),
+        "grad_accum": cfg.optim.grad_accum,
+        "loss_temperature": cfg.objective.teacher_temperature,
+        "vocab_size": vocab_size,
     }
 
 

@@ -1,0 +1,71 @@
+"""Off-policy runs share the teacher's rollouts and its scores of them; losses stay identical."""
+
+import pytest
+from tests.train.test_distill import strip_timings, tiny_cfg
+
+from distillscope.rollout import TEACHER_LOGITS_MAX_VOCAB, key_digest
+from distillscope.store import read_metrics
+from distillscope.train import distill
+from distillscope.train.distill import _cache_key, _score_key, _teacher_score_form
+
+SHARED = {"rollout.policy": "teacher", "rollout.cache_teacher_rollouts": True, "optim.steps": 2}
+
+
+@pytest.mark.parametrize("chunk_size", [0, 5])
+def test_cached_teacher_scores_give_identical_metrics(tiny_pair, tmp_path, chunk_size):
+    cfg = tiny_cfg(
+        tiny_pair, **SHARED, **{"optim.grad_accum": 2, "objective.chunk_size": chunk_size}
+    )
+    cache = tmp_path / "cache"
+    distill(cfg, tmp_path / "plain")  # no cache: the teacher runs every step
+    distill(cfg, tmp_path / "miss", rollout_cache=cache)
+    distill(cfg, tmp_path / "hit", rollout_cache=cache)
+    plain, miss, hit = (read_metrics(tmp_path / d) for d in ("plain", "miss", "hit"))
+    assert strip_timings(hit) == strip_timings(miss) == strip_timings(plain)  # bit for bit
+    assert [r["time/teacher_saved"] for r in miss] == [0.0, 0.0]
+    assert all(r["time/teacher_saved"] > 0 for r in hit)
+    # per step: rollouts + scores, each with its key and its cost
+    assert len(list(cache.glob("*.safetensors"))) == 4
+    assert len(list(cache.glob("*.meta.json"))) == 4
+
+
+def test_a_run_with_another_objective_and_lr_reads_the_same_scores(tiny_pair, tmp_path):
+    cache = tmp_path / "cache"
+    distill(tiny_cfg(tiny_pair, **SHARED), tmp_path / "a", rollout_cache=cache)
+    other = tiny_cfg(tiny_pair, **SHARED, **{"objective.kind": "reverse_kl", "optim.lr": 3e-4})
+    distill(other, tmp_path / "b", rollout_cache=cache)
+    assert len(list(cache.glob("*.safetensors"))) == 4  # nothing new was written
+    assert all(r["time/teacher_saved"] > 0 for r in read_metrics(tmp_path / "b"))
+
+
+def _full_key(cfg, vocab_size=54):
+    form = _teacher_score_form(cfg, vocab_size)
+    return key_digest({**_cache_key(cfg, 0, "prompts"), **_score_key(cfg, form, vocab_size)})
+
+
+@pytest.mark.parametrize(
+    "setting,value",
+    [("model.teacher_dtype", "bfloat16"), ("task.name", "tb-countdown4e"),
+     ("task.teacher_style_flag", True), ("seed", 7), ("rollout.teacher_temperature", 0.7),
+     ("rollout.top_p", 0.9), ("task.max_new_tokens", 9), ("objective.teacher_temperature", 0.7),
+     ("optim.grad_accum", 2), ("objective.chunk_size", 5)],
+)  # fmt: skip
+def test_every_sampling_and_scoring_setting_invalidates(tiny_pair, setting, value):
+    base = tiny_cfg(tiny_pair, **SHARED)
+    assert _full_key(tiny_cfg(tiny_pair, **SHARED, **{setting: value})) != _full_key(base)
+
+
+def test_student_settings_and_vocab_size_in_the_key(tiny_pair):
+    base = tiny_cfg(tiny_pair, **SHARED)
+    same = tiny_cfg(tiny_pair, **SHARED, **{"optim.lr": 3e-4, "objective.kind": "reverse_kl"})
+    assert _full_key(same) == _full_key(base)
+    assert _full_key(base, vocab_size=55) != _full_key(base)
+
+
+def test_full_logits_are_cached_only_for_small_vocabularies(tiny_pair):
+    plain = tiny_cfg(tiny_pair, **SHARED)
+    assert TEACHER_LOGITS_MAX_VOCAB == 4096
+    assert _teacher_score_form(plain, 4096) == "logits"
+    assert _teacher_score_form(plain, 4097) is None
+    chunked = tiny_cfg(tiny_pair, **SHARED, **{"objective.chunk_size": 5})
+    assert _teacher_score_form(chunked, 128_256) == "hidden"

@@ -1,13 +1,15 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   — install, then run the main job (a controlled study on the built-in testbed)
 #   make test   — install, then run the test suite
+#   make bench  — install (with the bench-only extras: TRL, Liger), run every bench/ script and
+#                 rewrite its table in BENCHMARKS.md (tens of minutes on 2 cores)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # The CPU build of PyTorch, installed first when no NVIDIA GPU is present, so that the
 # package's own (ranged) torch requirement does not pull a multi-GB CUDA build.
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: setup demo test lint
+.PHONY: setup demo test lint bench
 
 setup: $(VENV)/.installed
 
@@ -23,6 +25,10 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) -m pip install -q -e ".[dev,ray,bench]"
+	$(PY) bench/update_benchmarks.py $(BENCH)
 
 lint: setup
 	$(VENV)/bin/ruff check src tests bench

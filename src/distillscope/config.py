@@ -111,7 +111,7 @@ class RolloutConfig(_Section):
     prompts_per_step: Int = Field(32, ge=1, description="distinct prompts per optimizer step")
     rollouts_per_prompt: Int = Field(1, ge=1, description="completions sampled per prompt")
     cache_teacher_rollouts: bool = Field(
-        False, description="off-policy: reuse cached teacher rollouts and teacher scores across runs"
+        False, description="off-policy: share cached teacher rollouts and their teacher scores"
     )
 
     @model_validator(mode="after")

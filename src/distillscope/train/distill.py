@@ -236,7 +236,7 @@ def _forward_backward(
     student.train()
     n = cfg.optim.grad_accum
     totals: dict[str, float] = {}
-    chunked = cfg.objective.chunk_size > 0
+    chunked = _loss_reads_hidden(cfg)
     completion_output = completion_hidden if chunked else completion_logits
     for k, micro in enumerate(_micro_batches(rollouts, n)):
         gen = step_generator(cfg.seed, step, stream=1 + k)
@@ -274,10 +274,15 @@ def _teacher_output(teacher: torch.nn.Module, micro: Rollouts, completion_output
     return t_out.clone()  # inference tensors cannot enter autograd
 
 
+def _loss_reads_hidden(cfg: RunConfig) -> bool:
+    """Whether the loss takes final hidden states (and LM heads) rather than logits."""
+    return cfg.objective.chunk_size > 0
+
+
 def _teacher_score_form(cfg: RunConfig, vocab_size: int) -> str | None:
     """What of the teacher's output a cache entry holds: ``hidden`` states for the chunked
     objectives (any V), full ``logits`` up to V = TEACHER_LOGITS_MAX_VOCAB, else nothing."""
-    if cfg.objective.chunk_size > 0:
+    if _loss_reads_hidden(cfg):
         return "hidden"
     return "logits" if vocab_size <= TEACHER_LOGITS_MAX_VOCAB else None
 

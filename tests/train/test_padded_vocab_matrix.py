@@ -13,12 +13,12 @@ import math
 
 import pytest
 
-pytestmark = pytest.mark.slow  # 74 two-step runs: ~25 s of CPU on one thread
-
 from distillscope.config import load_run_config
 from distillscope.objectives import OBJECTIVES
 from distillscope.store import read_metrics
 from distillscope.train import distill
+
+pytestmark = pytest.mark.slow  # 74 two-step runs: ~25 s of CPU on one thread
 
 # ``distillscope.train.distill`` the attribute is the function; this is its module.
 distill_module = importlib.import_module("distillscope.train.distill")

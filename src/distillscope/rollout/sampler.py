@@ -166,8 +166,12 @@ def _decode(
 
 
 def tempered_logprobs(logits_B_V: torch.Tensor, temperature: float) -> torch.Tensor:
-    """ℓ = log_softmax(z / T) in fp32 (docs/method.md §1: one tempered π samples and scores)."""
-    return F.log_softmax(logits_B_V.float() / temperature, dim=-1)
+    """ℓ = log_softmax(z / T) in fp32 (docs/method.md §1: one tempered π samples and scores).
+
+    At T = 1 the division (an exact no-op that would copy ``[B, V]``) is skipped.
+    """
+    z_B_V = logits_B_V.float()
+    return F.log_softmax(z_B_V if temperature == 1.0 else z_B_V / temperature, dim=-1)
 
 
 class _Decoder:

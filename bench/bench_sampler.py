@@ -75,6 +75,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="testbed and V = 32k at B = 128 only")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--vocab", type=int, help="only the Llama cases of this vocabulary size")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)  # a shared machine: more threads only spin
@@ -100,6 +101,8 @@ def main() -> None:
     cases = [(32_000, 128, 24)]
     if not args.quick:
         cases += [(32_000, 32, 256), (128_256, 128, 24), (128_256, 32, 256)]
+    if args.vocab:
+        cases = [c for c in cases if c[0] == args.vocab]
     for vocab, batch, n in cases:
         model = random_llama(vocab)
         ids, mask = prompts(vocab, batch)

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
-from distillscope.models import TokenizerMismatchError, check_tokenizers_match, slice_logits
+from distillscope.models import (
+    SpecialTokensWarning,
+    TokenizerMismatchError,
+    check_tokenizers_match,
+    load_pair,
+    slice_logits,
+    stop_token_ids,
+)
 
 
 def word_tokenizer(words: dict[str, int], pad: str = "<pad>") -> PreTrainedTokenizerFast:
@@ -40,10 +49,36 @@ def test_first_vocabulary_difference_is_named(words_a, words_b, reason):
     )
 
 
-def test_special_token_ids_must_agree():
+def test_special_token_differences_warn_naming_the_difference():
     same_vocab_other_pad = word_tokenizer({"a": 3}, pad="<eos>")
-    with pytest.raises(TokenizerMismatchError, match="pad_token_id is 0 in T but 2 in S"):
+    with pytest.warns(SpecialTokensWarning, match="pad_token_id is 0 in T but 2 in S"):
         check_tokenizers_match(word_tokenizer({"a": 3}), same_vocab_other_pad, "T", "S")
+
+
+def test_instruct_teacher_and_base_student_load_with_a_warning_and_both_stop_ids(
+    tmp_path, padded_qwen_pair
+):
+    """Same vocabulary, eos ``<|im_end|>`` (Instruct) vs ``<|endoftext|>`` (base)."""
+    teacher_dir, student_dir = padded_qwen_pair
+    base = AutoTokenizer.from_pretrained(student_dir)
+    base.eos_token = "<|endoftext|>"
+    shutil.copytree(student_dir, tmp_path / "base", ignore=shutil.ignore_patterns("tokenizer*"))
+    base.save_pretrained(tmp_path / "base")
+    with pytest.warns(SpecialTokensWarning, match="eos_token_id is 2 in .* but 0 in"):
+        pair = load_pair(teacher_dir, tmp_path / "base")
+    assert pair.vocab_size == 3000
+    assert pair.tokenizer.eos_token == "<|endoftext|>"
+    assert pair.teacher_tokenizer.eos_token == "<|im_end|>"
+    assert pair.stop_ids == (0, 2)  # <|endoftext|>, <|im_end|>
+
+
+def test_stop_ids_collect_eos_lists_from_generation_configs(padded_qwen_pair):
+    teacher_dir, _ = padded_qwen_pair
+    model = AutoModelForCausalLM.from_pretrained(teacher_dir)
+    model.generation_config.eos_token_id = [2, 7]
+    tok = word_tokenizer({"a": 3})  # eos <eos> = 2, no ChatML tokens
+    assert stop_token_ids([tok], [model]) == (0, 2, 7)  # config.eos_token_id lists 0 and 2
+    assert stop_token_ids([tok]) == (2,)
 
 
 def test_slice_logits_drops_padded_columns():

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from distillscope.models import stop_token_ids
 from distillscope.rollout import PromptEncoder, StudentPolicy, sample_rollouts
 from distillscope.tasks import Problem, Task
 
@@ -54,8 +55,8 @@ def sample_and_score(
         r = sample_rollouts(
             StudentPolicy(temperature=temperature), model, None, ids.to(model.device),
             mask.to(model.device), max_new_tokens=max_new_tokens,
-            eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-            generator=generator,
+            eos_token_id=stop_token_ids([tokenizer], [model]), pad_token_id=tokenizer.pad_token_id,
+            generator=generator, vocab_size=len(tokenizer),
         )  # fmt: skip
         texts += tokenizer.batch_decode(r.completion_B_T, skip_special_tokens=True)
         lengths += r.lengths_B.tolist()

@@ -12,11 +12,18 @@ from distillscope.models.load import (
     resolve_dtype,
 )
 from distillscope.models.paths import resolve_model_path
-from distillscope.models.vocab import TokenizerMismatchError, check_tokenizers_match, slice_logits
+from distillscope.models.vocab import (
+    SpecialTokensWarning,
+    TokenizerMismatchError,
+    check_tokenizers_match,
+    slice_logits,
+    stop_token_ids,
+)
 
 __all__ = [
     "ModelLoadError",
     "ModelPair",
+    "SpecialTokensWarning",
     "TokenizerMismatchError",
     "check_model_dir",
     "check_tokenizers_match",
@@ -26,4 +33,5 @@ __all__ = [
     "resolve_dtype",
     "resolve_model_path",
     "slice_logits",
+    "stop_token_ids",
 ]

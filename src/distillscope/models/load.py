@@ -34,7 +34,7 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
-from distillscope.models.vocab import check_tokenizers_match
+from distillscope.models.vocab import check_tokenizers_match, stop_token_ids
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -60,12 +60,17 @@ class ModelPair:
         student: as loaded (``from_pretrained`` leaves it in eval mode; call ``.train()``).
         tokenizer: the student's tokenizer (identical to the teacher's vocabulary and specials).
         vocab_size: ``len(tokenizer)``; slice both models' logits to it (:func:`slice_logits`).
+        teacher_tokenizer: the teacher's own tokenizer (same vocabulary; its chat template and
+            special tokens may differ, e.g. an Instruct teacher of a base student).
+        stop_ids: every id that ends a completion, for either model (:func:`stop_token_ids`).
     """
 
     teacher: PreTrainedModel
     student: PreTrainedModel
     tokenizer: PreTrainedTokenizerBase
     vocab_size: int
+    teacher_tokenizer: PreTrainedTokenizerBase | None = None
+    stop_ids: tuple[int, ...] = ()
 
 
 def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
@@ -160,8 +165,8 @@ def load_pair(
     :func:`load_model` for both; ``teacher_dtype`` / ``teacher_device`` override ``dtype`` /
     ``device`` for the teacher only (e.g. a bf16 teacher on its own GPU). Raises
     :class:`~distillscope.models.vocab.TokenizerMismatchError` naming both paths when the
-    vocabularies or special token ids differ, and :class:`ModelLoadError` when a model's output
-    layer is narrower than the shared tokenizer.
+    vocabularies differ (special tokens that differ only warn), and :class:`ModelLoadError`
+    when a model's output layer is narrower than the shared tokenizer.
     """
     teacher_kw = dict(kw)
     if teacher_dtype is not None:
@@ -182,7 +187,14 @@ def load_pair(
                 f"model in {path} has {width} output logits but the tokenizer has "
                 f"{vocab_size} tokens; the checkpoint does not match its tokenizer"
             )
-    return ModelPair(teacher=teacher, student=student, tokenizer=student_tok, vocab_size=vocab_size)
+    return ModelPair(
+        teacher=teacher,
+        student=student,
+        tokenizer=student_tok,
+        vocab_size=vocab_size,
+        teacher_tokenizer=teacher_tok,
+        stop_ids=stop_token_ids((student_tok, teacher_tok), (student, teacher)),
+    )
 
 
 def _logit_width(model: PreTrainedModel) -> int:

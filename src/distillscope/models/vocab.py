@@ -9,38 +9,76 @@ checkpoints pad the embedding matrix (Qwen2.5-7B has 152,064 rows, Qwen2.5-1.5B 
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import torch
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-# Special tokens whose ids must agree: generation stops at eos, batches pad with pad, etc.
+# Special tokens compared between the two tokenizers (a difference is reported, not refused).
 _NAMED_SPECIALS = ("bos_token_id", "eos_token_id", "pad_token_id", "unk_token_id")
+#: Tokens that end a chat turn or a document in common checkpoints (Qwen, Llama 3); each one the
+#: tokenizer knows is a stop id, besides its eos token and the models' configured eos ids.
+STOP_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>")
 
 
 class TokenizerMismatchError(ValueError):
     """Teacher and student tokenizers differ; the message names both checkpoints and why."""
 
 
+class SpecialTokensWarning(UserWarning):
+    """Same vocabulary, different special tokens (e.g. an Instruct teacher and a base student)."""
+
+
 def check_tokenizers_match(
     tok_a: PreTrainedTokenizerBase, tok_b: PreTrainedTokenizerBase, name_a: str, name_b: str
 ) -> None:
-    """Raise :class:`TokenizerMismatchError` unless ``tok_a`` and ``tok_b`` are interchangeable.
+    """Raise :class:`TokenizerMismatchError` unless ``tok_a`` and ``tok_b`` share a vocabulary.
 
-    Interchangeable means the same token→id map (added tokens included) and the same special
-    token ids (bos, eos, pad, unk and the full set of special ids). ``name_a`` / ``name_b``
-    (usually the checkpoint paths) appear in the message with the first difference found.
+    Sharing means the same token→id map (added tokens included): token by token the two models
+    then score the same strings. Special tokens may still differ, as between an Instruct teacher
+    (eos ``<|im_end|>``) and its base student (eos ``<|endoftext|>``): that is accepted with a
+    :class:`SpecialTokensWarning` naming the first difference (bos, eos, pad, unk, then the set
+    of special ids); generation stops at every stop id of both (:func:`stop_token_ids`).
+    ``name_a`` / ``name_b`` (usually the checkpoint paths) appear in the messages.
     """
     reason = _first_vocab_difference(tok_a.get_vocab(), tok_b.get_vocab(), name_a, name_b)
-    if reason is None:
-        reason = _first_special_difference(tok_a, tok_b, name_a, name_b)
     if reason is not None:
         raise TokenizerMismatchError(
             f"tokenizers of {name_a} and {name_b} differ: {reason}; teacher and student must "
             "share one tokenizer (docs/method.md §1)"
         )
+    special = _first_special_difference(tok_a, tok_b, name_a, name_b)
+    if special is not None:
+        warnings.warn(
+            f"tokenizers of {name_a} and {name_b} share one vocabulary but their special tokens "
+            f"differ: {special}; the student's are used for padding, and every stop id of both "
+            "ends generation",
+            SpecialTokensWarning,
+            stacklevel=2,
+        )
+
+
+def stop_token_ids(
+    tokenizers: Iterable[PreTrainedTokenizerBase], models: Iterable[PreTrainedModel] = ()
+) -> tuple[int, ...]:
+    """Every id that ends a completion, sorted: each tokenizer's eos, each of :data:`STOP_TOKENS`
+    a tokenizer knows, and each model's ``eos_token_id`` in its generation config and config
+    (an int or a list there)."""
+    ids: set[int] = set()
+    for tok in tokenizers:
+        if tok.eos_token_id is not None:
+            ids.add(int(tok.eos_token_id))
+        vocab = tok.get_vocab()
+        ids.update(vocab[t] for t in STOP_TOKENS if t in vocab)
+    for model in models:
+        for cfg in (getattr(model, "generation_config", None), model.config):
+            eos = getattr(cfg, "eos_token_id", None) if cfg is not None else None
+            ids.update(int(i) for i in ([eos] if isinstance(eos, int) else eos or ()))
+    return tuple(sorted(ids))
 
 
 def _first_vocab_difference(

@@ -6,9 +6,10 @@ of the current position, and the policy draws the next token with :meth:`draw`, 
 its exact behaviour log-prob log ρ(y) (what OPD uses as π_old, docs/method.md §4).
 
 All randomness comes from the caller's ``torch.Generator``. Every policy draws one
-``torch.multinomial`` over the whole ``[B, V]`` batch per step (interleaving a second one in
-steps where a proposal is rejected), so policies that coincide (λ = ±1, mixture p ∈ {0, 1},
-interleave with k = V) consume the generator identically and write the same tokens.
+inverse-CDF sample (:func:`sample_token`) over the whole ``[B, V]`` batch per step
+(interleaving a second one in steps where a proposal is rejected), so policies that
+coincide (λ = ±1, mixture p ∈ {0, 1}, interleave with k = V) consume the generator
+identically and write the same tokens.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ class StudentPolicy:
         active_B: torch.Tensor,
         generator: torch.Generator,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        return sample_token(behavior_logprobs(logp_student_B_V, self.top_p), generator)
+        return sample_token(behavior_logprobs(logp_student_B_V, self.top_p, True), generator)
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ class TeacherPolicy:
         active_B: torch.Tensor,
         generator: torch.Generator,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        return sample_token(behavior_logprobs(logp_teacher_B_V, self.top_p), generator)
+        return sample_token(behavior_logprobs(logp_teacher_B_V, self.top_p, True), generator)
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,9 @@ class SpectrumPolicy:
         generator: torch.Generator,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         z_B_V = spectrum_scores(logp_student_B_V, logp_teacher_B_V, self.lam, self.alpha, self.c)
-        return sample_token(behavior_logprobs(z_B_V, self.top_p), generator)
+        # At λ = ±1, z is ℓ_S or ℓ_T itself: already normalised, exactly as the pure policy.
+        normalized = abs(self.lam) == 1.0
+        return sample_token(behavior_logprobs(z_B_V, self.top_p, normalized), generator)
 
 
 @dataclass(frozen=True)
@@ -245,8 +248,8 @@ class MixturePolicy:
             return self.student.draw(logp_student_B_V, None, source_B, active_B, generator)
         if logp_student_B_V is None:
             return self.teacher.draw(None, logp_teacher_B_V, source_B, active_B, generator)
-        logp_s_B_V = behavior_logprobs(logp_student_B_V, self.student.top_p)
-        logp_t_B_V = behavior_logprobs(logp_teacher_B_V, self.teacher.top_p)
+        logp_s_B_V = behavior_logprobs(logp_student_B_V, self.student.top_p, True)
+        logp_t_B_V = behavior_logprobs(logp_teacher_B_V, self.teacher.top_p, True)
         is_student_B1 = (source_B == SOURCE_STUDENT)[:, None]
         return sample_token(torch.where(is_student_B1, logp_s_B_V, logp_t_B_V), generator)
 
@@ -298,8 +301,8 @@ class InterleavePolicy:
         active_B: torch.Tensor,
         generator: torch.Generator,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        logp_prop_B_V = behavior_logprobs(logp_student_B_V, self.student.top_p)
-        logp_repl_B_V = behavior_logprobs(logp_teacher_B_V, self.teacher.top_p)
+        logp_prop_B_V = behavior_logprobs(logp_student_B_V, self.student.top_p, True)
+        logp_repl_B_V = behavior_logprobs(logp_teacher_B_V, self.teacher.top_p, True)
         token_B, _ = sample_token(logp_prop_B_V, generator)
         k = min(self.top_k, logp_teacher_B_V.shape[-1])
         topk_idx_B_K = logp_teacher_B_V.topk(k, dim=-1).indices
@@ -333,14 +336,18 @@ class NonFiniteSamplingError(FloatingPointError):
     """A model's next-token distribution held NaN or infinity (the run has diverged)."""
 
 
-def behavior_logprobs(scores_B_V: torch.Tensor, top_p: float = 1.0) -> torch.Tensor:
+def behavior_logprobs(
+    scores_B_V: torch.Tensor, top_p: float = 1.0, normalized: bool = False
+) -> torch.Tensor:
     """The sampling distribution log ρ = log_softmax(nucleus(log_softmax(scores), top_p)).
 
     Scores are unnormalised log-weights (for a pure policy, ℓ itself). Top-p keeps the smallest
     set of most likely tokens whose mass reaches ``top_p`` (the top token always) and
     renormalises over it [Holtzman et al. 2020]; ``top_p = 1.0`` skips the filter entirely.
+    ``normalized=True`` says the scores already are log-probs (a ``log_softmax`` output), so the
+    first normalisation is skipped: one pass over ``[B, V]`` less per token, the same ρ.
     """
-    logp_B_V = F.log_softmax(scores_B_V, dim=-1)
+    logp_B_V = scores_B_V if normalized else F.log_softmax(scores_B_V, dim=-1)
     if top_p >= 1.0:
         return logp_B_V
     sorted_B_V, order_B_V = logp_B_V.sort(dim=-1, descending=True)
@@ -356,14 +363,39 @@ def sample_token(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """One draw per row from exp(logp) with ``generator``; returns ``(token_B, logp_B)``.
 
-    Raises :class:`NonFiniteSamplingError` when the distribution holds NaN or infinity (one
-    reduction over the batch, checked before ``torch.multinomial`` would fail obscurely).
+    Inverse CDF with one u ~ U[0, 1) per row: token = min{v : F(v) > u·F(V)}, F the running
+    sum of exp(logp), found in two levels (the block of ``_BLOCK`` tokens by the float64
+    running sum of block masses, then the token inside that block), so only one block per row
+    is summed token by token. A token of probability 0 (outside the nucleus) is never drawn.
+    One uniform per row instead of ``torch.multinomial``'s one exponential per vocabulary
+    entry: several times less work per token on CPU at V ≥ 32k. Raises
+    :class:`NonFiniteSamplingError` when the distribution holds NaN or infinity.
     """
-    probs_B_V = logp_B_V.exp()
-    if not torch.isfinite(probs_B_V.sum()):
+    p_B_V = logp_B_V.exp()
+    b, v = p_B_V.shape
+    if not torch.isfinite(p_B_V.sum()):
         raise NonFiniteSamplingError("non-finite sampling distribution (NaN or inf logits)")
-    token_B = torch.multinomial(probs_B_V, 1, generator=generator).squeeze(-1)
+    n_blocks = -(-v // _BLOCK)
+    if n_blocks * _BLOCK != v:
+        p_B_V = F.pad(p_B_V, (0, n_blocks * _BLOCK - v))
+    p_B_N_K = p_B_V.view(b, n_blocks, _BLOCK)
+    mass_B_N = p_B_N_K.sum(dim=-1, dtype=torch.float64)
+    cdf_B_N = mass_B_N.cumsum(dim=-1)
+    u_B1 = torch.rand((b, 1), generator=generator, dtype=torch.float64, device=p_B_V.device)
+    target_B1 = u_B1 * cdf_B_N[:, -1:]
+    block_B1 = torch.searchsorted(cdf_B_N, target_B1, right=True).clamp(max=n_blocks - 1)
+    inner_B_K = p_B_N_K.gather(1, block_B1[:, :, None].expand(b, 1, _BLOCK)).squeeze(1)
+    inner_cdf_B_K = inner_B_K.cumsum(dim=-1, dtype=torch.float64)
+    rest_B1 = target_B1 - (cdf_B_N - mass_B_N).gather(-1, block_B1)
+    # Rounding must not carry the target past the block's last token of positive mass.
+    rest_B1 = torch.minimum(rest_B1, inner_cdf_B_K[:, -1:] * (1.0 - 2.0**-40))
+    offset_B1 = torch.searchsorted(inner_cdf_B_K, rest_B1, right=True).clamp(max=_BLOCK - 1)
+    token_B = (block_B1 * _BLOCK + offset_B1).squeeze(-1).clamp(max=v - 1)
     return token_B, _gather(logp_B_V, token_B)
+
+
+#: Tokens per block of :func:`sample_token`'s two-level search.
+_BLOCK = 256
 
 
 def _gather(values_B_V: torch.Tensor, token_B: torch.Tensor) -> torch.Tensor:

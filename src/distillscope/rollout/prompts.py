@@ -39,35 +39,54 @@ class PromptEncoder:
     """Turns problems into left-padded token batches for the student and the teacher.
 
     ``prompt_format="testbed"`` uses the compact prompt with ``<bos>``; ``"chat"`` renders the
-    task's chat messages with each tokenizer's chat template. With ``teacher_style_flag`` the
-    teacher reads the style-flagged prompt and the student the plain one.
+    task's chat messages with each model's own chat template (``teacher_tokenizer``'s for the
+    teacher when given: an Instruct teacher and a base student may differ). With
+    ``teacher_style_flag`` the teacher reads the style-flagged prompt and the student the plain
+    one. Both tokenizers share one vocabulary, so the ids of either are valid for both models.
     """
 
     task: Task
     tokenizer: PreTrainedTokenizerBase
     prompt_format: str = "testbed"
     teacher_style_flag: bool = False
+    teacher_tokenizer: PreTrainedTokenizerBase | None = None
+
+    @property
+    def teacher_prompt_differs(self) -> bool:
+        """True when the teacher reads its own prompt (style flag, or another chat template)."""
+        if self.teacher_style_flag:
+            return True
+        if self.prompt_format != "chat" or self.teacher_tokenizer is None:
+            return False
+        return self.teacher_tokenizer.chat_template != self.tokenizer.chat_template
+
+    def _tokenizer(self, role: str) -> PreTrainedTokenizerBase:
+        if role == "teacher" and self.teacher_tokenizer is not None:
+            return self.teacher_tokenizer
+        return self.tokenizer
 
     def texts(self, problems: list[Problem], role: str) -> list[str]:
         flag = role == "teacher" and self.teacher_style_flag
         if self.prompt_format == "testbed":
             return [styled(p.prompt) if flag else p.prompt for p in problems]
+        tokenizer = self._tokenizer(role)
         out = []
         for p in problems:
             msgs = self.task.chat_messages(p)
             if flag:
                 msgs = [*msgs[:-1], {**msgs[-1], "content": styled(msgs[-1]["content"])}]
             out.append(
-                self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+                tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
             )
         return out
 
     def encode(
         self, problems: list[Problem], role: str = "student"
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """(ids_B_P, mask_B_P), left padded."""
-        self.tokenizer.padding_side = "left"
+        """(ids_B_P, mask_B_P), left padded, encoded by ``role``'s own tokenizer (pads masked)."""
+        tokenizer = self._tokenizer(role)
+        tokenizer.padding_side = "left"
         texts = self.texts(problems, role)
         special = self.prompt_format == "testbed"  # chat templates carry their own BOS
-        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=special)
+        enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=special)
         return enc["input_ids"], enc["attention_mask"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -38,18 +38,29 @@ def sample_rollouts(
     teacher_prompt_ids: torch.Tensor | None = None,
     teacher_prompt_mask: torch.Tensor | None = None,
     max_new_tokens: int,
-    eos_token_id: int,
+    eos_token_id: int | Sequence[int],
     pad_token_id: int,
     generator: torch.Generator,
+    vocab_size: int | None = None,
     use_cache: bool = True,
+    stop_check_every: int | None = None,
 ) -> Rollouts:
     """Sample one completion per prompt row with ``policy``; every random draw uses ``generator``.
 
     ``prompt_ids``/``prompt_mask`` ``[B, P]`` are the student's left-padded prompts; the teacher
     reads ``teacher_prompt_ids``/``teacher_prompt_mask`` ``[B, Q]`` if given, else the same.
     ``generator`` must live on the models' device. A model the policy does not need is not run
-    (and may be None); its ``logp_*_B_L`` stays None for :func:`score_rollouts`. Decoding stops
-    once every row has emitted EOS; the returned tensors are ordinary (not inference) tensors.
+    (and may be None); its ``logp_*_B_L`` stays None for :func:`score_rollouts`.
+
+    ``vocab_size`` V is the shared tokenizer's length: both models' logits are sliced to their
+    first V columns before any softmax, so padded embedding rows are never drawn, scored or mixed
+    (docs/method.md §1); None means the models' own logit width (which must then agree).
+    ``eos_token_id`` is one stop id or several (``<|im_end|>`` and ``<|endoftext|>``); a row ends
+    at the first one it emits. Decoding stops once every row has ended, checked every
+    ``stop_check_every`` tokens (default: every token on CPU, where the check is free; every 8
+    on an accelerator, where it is a host synchronisation). The draws do not depend on it: the
+    extra steps only write pad columns, which are trimmed. Returned tensors are ordinary (not
+    inference) tensors.
     """
     if teacher_prompt_ids is None:
         teacher_prompt_ids, teacher_prompt_mask = prompt_ids, prompt_mask
@@ -59,14 +70,25 @@ def sample_rollouts(
     decoders: dict[Role, _Decoder] = {}
     if run_student:
         model = _require(student, "student", policy)
-        decoders["student"] = _Decoder(model, prompt_ids, prompt_mask, use_cache)
+        decoders["student"] = _Decoder(model, prompt_ids, prompt_mask, use_cache, max_new_tokens)
     if run_teacher:
         model = _require(teacher, "teacher", policy)
-        decoders["teacher"] = _Decoder(model, teacher_prompt_ids, teacher_prompt_mask, use_cache)
+        decoders["teacher"] = _Decoder(
+            model, teacher_prompt_ids, teacher_prompt_mask, use_cache, max_new_tokens
+        )
+    vocab = _shared_vocab_size(decoders, vocab_size)
+    stop_ids = torch.as_tensor(
+        [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id),
+        dtype=torch.long,
+        device=prompt_ids.device,
+    )
+    if stop_check_every is None:
+        stop_check_every = 1 if prompt_ids.device.type == "cpu" else 8
     with _eval_mode([d.model for d in decoders.values()]), torch.inference_mode():
         steps = _decode(
-            policy, decoders, source_B, generator, max_new_tokens, eos_token_id, pad_token_id
-        )
+            policy, decoders, source_B, generator, max_new_tokens, stop_ids, pad_token_id,
+            vocab, stop_check_every,
+        )  # fmt: skip
     # Clone outside inference mode: inference tensors could not be saved for a later backward.
     out = {name: t.clone() for name, t in steps.items()}
     return Rollouts(
@@ -92,48 +114,74 @@ def _decode(
     source_B: torch.Tensor,
     generator: torch.Generator,
     max_new_tokens: int,
-    eos_token_id: int,
+    stop_ids: torch.Tensor,
     pad_token_id: int,
+    vocab_size: int,
+    stop_check_every: int,
 ) -> dict[str, torch.Tensor]:
-    """The decoding loop; returns ``[B, L]`` columns stacked (and ``truncated`` ``[B]``)."""
+    """The decoding loop; returns ``[B, L]`` columns (and ``truncated`` ``[B]``).
+
+    Columns are written into preallocated ``[B, max_new_tokens]`` buffers and trimmed to the
+    longest row at the end; no host synchronisation happens except the stop check.
+    """
     temperature = {"student": policy.student_temperature, "teacher": policy.teacher_temperature}
     logits = {role: d.start() for role, d in decoders.items()}
     active_B = torch.ones_like(source_B, dtype=torch.bool)
-    columns: dict[str, list[torch.Tensor]] = {k: [] for k in ("completion", "mask", "behavior")}
-    columns.update({role: [] for role in decoders})
-    for _ in range(max_new_tokens):
-        logp = {role: tempered_logprobs(logits[role], temperature[role]) for role in decoders}
+    shape, device = (source_B.shape[0], max_new_tokens), source_B.device
+    out = {
+        "completion": torch.full(shape, pad_token_id, dtype=torch.long, device=device),
+        "mask": torch.zeros(shape, dtype=torch.long, device=device),
+    }
+    for name in ("behavior", *decoders):
+        out[name] = torch.zeros(shape, dtype=torch.float32, device=device)
+    steps = max_new_tokens
+    for n in range(max_new_tokens):
+        logp = {
+            role: tempered_logprobs(logits[role][:, :vocab_size], temperature[role])
+            for role in decoders
+        }
         token_B, logp_behavior_B = policy.draw(
             logp.get("student"), logp.get("teacher"), source_B, active_B, generator
         )
         token_B = token_B.masked_fill(~active_B, pad_token_id)
-        columns["completion"].append(token_B)
-        columns["mask"].append(active_B.long())
-        columns["behavior"].append(logp_behavior_B.masked_fill(~active_B, 0.0))
+        out["completion"][:, n] = token_B
+        out["mask"][:, n] = active_B
+        out["behavior"][:, n] = logp_behavior_B.masked_fill(~active_B, 0.0)
         for role, logp_B_V in logp.items():
             logp_B = logp_B_V.gather(-1, token_B[:, None]).squeeze(-1)
-            columns[role].append(logp_B.masked_fill(~active_B, 0.0))
-        mask_B = active_B.long()
-        active_B = active_B & (token_B != eos_token_id)
-        # A CPU-GPU sync per token, paid to stop as soon as every row is finished.
-        if not bool(active_B.any()):
+            out[role][:, n] = logp_B.masked_fill(~active_B, 0.0)
+        keep_B = active_B.long()
+        active_B = active_B & ~torch.isin(token_B, stop_ids)
+        if n + 1 == max_new_tokens:
             break
-        logits = {role: d.append(token_B, mask_B) for role, d in decoders.items()}
-    out = {name: torch.stack(cols, dim=1) for name, cols in columns.items()}
+        # The only host synchronisation: stop once every row has ended.
+        if (n + 1) % stop_check_every == 0 and not bool(active_B.any()):
+            steps = n + 1
+            break
+        logits = {role: d.append(token_B, keep_B) for role, d in decoders.items()}
+    width = max(1, int(out["mask"][:, :steps].sum(dim=1).max()))
+    out = {name: t[:, :width] for name, t in out.items()}
     out["truncated"] = active_B
     return out
 
 
 def tempered_logprobs(logits_B_V: torch.Tensor, temperature: float) -> torch.Tensor:
-    """ℓ = log_softmax(z / T) in fp32 (docs/method.md §1: one tempered π samples and scores)."""
-    return F.log_softmax(logits_B_V.float() / temperature, dim=-1)
+    """ℓ = log_softmax(z / T) in fp32 (docs/method.md §1: one tempered π samples and scores).
+
+    At T = 1 the division (an exact no-op that would copy ``[B, V]``) is skipped.
+    """
+    z_B_V = logits_B_V.float()
+    return F.log_softmax(z_B_V if temperature == 1.0 else z_B_V / temperature, dim=-1)
 
 
 class _Decoder:
-    """One model's decoding state: its own prompt, the growing attention mask and KV cache.
+    """One model's decoding state: its own prompt, attention mask and KV cache.
 
-    With a cache each step feeds only the new token with the full ``[B, S]`` attention mask
-    and its position id; without one the whole sequence is re-run (the reference path).
+    Token ids and the attention mask live in buffers preallocated for the whole completion
+    (no growth by concatenation); a running count of real tokens gives the next position id
+    (cumsum(mask) − 1 at the last column). With a cache each step feeds only the new token;
+    without one the whole sequence is re-run (the reference path). Either way the head is
+    applied to the last position only (``logits_to_keep=1``), so no ``[B, S, V]`` tensor exists.
     """
 
     def __init__(
@@ -142,31 +190,70 @@ class _Decoder:
         ids_B_P: torch.Tensor,
         mask_B_P: torch.Tensor,
         use_cache: bool,
+        max_new_tokens: int,
     ):
         self.model = model
-        self.ids_B_S = ids_B_P
-        self.mask_B_S = mask_B_P.long()
+        b, p = ids_B_P.shape
+        self.width = p
+        self.ids_B_S = ids_B_P.new_zeros((b, p + max_new_tokens))
+        self.mask_B_S = mask_B_P.new_zeros((b, p + max_new_tokens), dtype=torch.long)
+        self.ids_B_S[:, :p] = ids_B_P
+        self.mask_B_S[:, :p] = mask_B_P
+        self.real_B = self.mask_B_S[:, :p].sum(dim=1)
         self.cache = DynamicCache(config=model.config) if use_cache else None
 
     def start(self) -> torch.Tensor:
         """Logits ``[B, V]`` for the first completion token (fills the cache with the prompt)."""
-        return self._last_logits(self.ids_B_S, position_ids(self.mask_B_S))
+        mask_B_P = self.mask_B_S[:, : self.width]
+        return self._last_logits(self.ids_B_S[:, : self.width], position_ids(mask_B_P))
 
     def append(self, token_B: torch.Tensor, keep_B: torch.Tensor) -> torch.Tensor:
         """Append ``token_B`` (attended where ``keep_B`` = 1); logits ``[B, V]`` for the next."""
-        self.ids_B_S = torch.cat([self.ids_B_S, token_B[:, None]], dim=1)
-        self.mask_B_S = torch.cat([self.mask_B_S, keep_B[:, None]], dim=1)
-        pos_B_S = position_ids(self.mask_B_S)
+        self.ids_B_S[:, self.width] = token_B
+        self.mask_B_S[:, self.width] = keep_B
+        self.width += 1
+        self.real_B += keep_B
         if self.cache is not None:
-            return self._last_logits(token_B[:, None], pos_B_S[:, -1:])
-        return self._last_logits(self.ids_B_S, pos_B_S)
+            pos_B_1 = (self.real_B - 1).clamp(min=0)[:, None]
+            return self._last_logits(token_B[:, None], pos_B_1)
+        mask_B_S = self.mask_B_S[:, : self.width]
+        return self._last_logits(self.ids_B_S[:, : self.width], position_ids(mask_B_S))
 
     def _last_logits(self, ids_B_T: torch.Tensor, pos_B_T: torch.Tensor) -> torch.Tensor:
         kwargs = _cache_kwargs(self.model, self.cache)
+        kwargs.update(_last_logits_kwargs(type(self.model)))
         out = self.model(
-            input_ids=ids_B_T, attention_mask=self.mask_B_S, position_ids=pos_B_T, **kwargs
+            input_ids=ids_B_T,
+            attention_mask=self.mask_B_S[:, : self.width],
+            position_ids=pos_B_T,
+            **kwargs,
         )
         return out.logits[:, -1]  # [B, V]: the next-token logits of every row
+
+
+def _shared_vocab_size(decoders: dict[Role, _Decoder], vocab_size: int | None) -> int:
+    """V: ``vocab_size`` if given (checked against each model's logit width), else the width."""
+    widths = {role: _logit_width(d.model) for role, d in decoders.items()}
+    if vocab_size is None:
+        if len(set(widths.values())) > 1:
+            raise ValueError(
+                f"the models' logit widths differ ({widths}); pass vocab_size=len(tokenizer) "
+                "so that both are sliced to the shared tokenizer"
+            )
+        return next(iter(widths.values()))
+    for role, width in widths.items():
+        if width < vocab_size:
+            raise ValueError(
+                f"the {role} has {width} logit columns but vocab_size is {vocab_size}; "
+                "its output layer is narrower than the tokenizer"
+            )
+    return vocab_size
+
+
+def _logit_width(model: PreTrainedModel) -> int:
+    """Columns of the model's logits (its padded vocabulary size)."""
+    head = model.get_output_embeddings()
+    return head.weight.shape[0] if head is not None else model.config.vocab_size
 
 
 def score_rollouts(
@@ -221,6 +308,17 @@ def _cache_kwargs(model: PreTrainedModel, cache: DynamicCache | None) -> dict:
     if cache is None:
         return {"use_cache": False}
     return {_cache_kwarg_name(type(model)): cache, "use_cache": True}
+
+
+@functools.cache
+def _last_logits_kwargs(model_cls: type) -> dict:
+    """Keep only the last position's logits: ``logits_to_keep=1`` (transformers ≥ 4.50;
+    ``num_logits_to_keep`` in 4.45–4.49). A model without either computes all positions."""
+    params = inspect.signature(model_cls.forward).parameters
+    for name in ("logits_to_keep", "num_logits_to_keep"):
+        if name in params:
+            return {name: 1}
+    return {}
 
 
 @functools.cache

@@ -86,8 +86,9 @@ def distill(
     task = resolve_task(cfg.task.name, cfg.task.file)
     pool = training_problems(task)
     encoder = PromptEncoder(
-        task, pair.tokenizer, cfg.task.prompt_format, cfg.task.teacher_style_flag
-    )
+        task, pair.tokenizer, cfg.task.prompt_format, cfg.task.teacher_style_flag,
+        teacher_tokenizer=pair.teacher_tokenizer,
+    )  # fmt: skip
     policy = make_policy(cfg.rollout)
     student, teacher = pair.student, pair.teacher
     optimizer = torch.optim.AdamW(
@@ -112,7 +113,7 @@ def distill(
         problems = [p for p in problems for _ in range(cfg.rollout.rollouts_per_prompt)]
         prompt_ids, prompt_mask = encoder.encode(problems, "student")
         teacher_ids, teacher_mask = (
-            encoder.encode(problems, "teacher") if cfg.task.teacher_style_flag else (None, None)
+            encoder.encode(problems, "teacher") if encoder.teacher_prompt_differs else (None, None)
         )
 
         # 2. roll out (trajectories are constants: no gradient through sampling)
@@ -210,9 +211,10 @@ def _roll_out(
         teacher_prompt_ids=teacher_ids,
         teacher_prompt_mask=teacher_mask,
         max_new_tokens=cfg.task.max_new_tokens,
-        eos_token_id=pair.tokenizer.eos_token_id,
+        eos_token_id=pair.stop_ids or pair.tokenizer.eos_token_id,
         pad_token_id=pair.tokenizer.pad_token_id,
         generator=step_generator(cfg.seed, step),
+        vocab_size=pair.vocab_size,
     )
 
 

@@ -1,0 +1,82 @@
+"""Every rollout policy × every objective kind trains on a padded Qwen2-like pair and an
+unpadded Llama pair with chat prompts (docs/method.md §1: one vocabulary V = len(tokenizer)).
+
+The Qwen2 pair pads its logits past the tokenizer (teacher 3,072, tied student 3,008, for
+3,000 tokens), so any policy that draws, scores or mixes unsliced logits either crashes or
+samples an id ≥ V; the Llama pair's teacher renders a chat template of its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+import pytest
+
+from distillscope.config import load_run_config
+from distillscope.objectives import OBJECTIVES
+from distillscope.store import read_metrics
+from distillscope.train import distill
+
+pytestmark = pytest.mark.slow  # 74 two-step runs: ~25 s of CPU on one thread
+
+# ``distillscope.train.distill`` the attribute is the function; this is its module.
+distill_module = importlib.import_module("distillscope.train.distill")
+V = 3000  # len(tokenizer) of both pairs (tests/conftest.py)
+POLICIES = {
+    "student": {"rollout.policy": "student"},
+    "teacher": {"rollout.policy": "teacher"},
+    "spectrum0.5": {"rollout.policy": "spectrum", "rollout.lam": 0.5},
+    "spectrum1.5": {"rollout.policy": "spectrum", "rollout.lam": 1.5},
+    "mix": {"rollout.policy": "mix", "rollout.p_student": 0.5},
+    "interleave": {"rollout.policy": "interleave", "rollout.top_k": 3},
+}
+CASES = [
+    (policy, kind)
+    for policy in POLICIES
+    for kind, entry in OBJECTIVES.items()
+    if policy == "student" or not entry.needs_student_rollouts
+]
+
+
+def matrix_cfg(pair, policy: str, kind: str):
+    teacher, student = pair
+    items = [
+        f"model.teacher={teacher}", f"model.student={student}", "optim.steps=2",
+        "optim.lr=1e-3", "rollout.prompts_per_step=2", "task.max_new_tokens=6",
+        "task.prompt_format=chat", f"objective.kind={kind}",
+    ] + [f"{k}={v}" for k, v in POLICIES[policy].items()]  # fmt: skip
+    return load_run_config(None, items)
+
+
+@pytest.fixture
+def sampled_ids(monkeypatch) -> list:
+    """Every completion the training loop samples, recorded as it happens."""
+    seen = []
+    original = distill_module.sample_rollouts
+
+    def recording(*args, **kwargs):
+        rollouts = original(*args, **kwargs)
+        seen.append(rollouts)
+        return rollouts
+
+    monkeypatch.setattr(distill_module, "sample_rollouts", recording)
+    return seen
+
+
+@pytest.mark.parametrize("pair_name", ["padded_qwen_pair", "chat_llama_pair"])
+@pytest.mark.parametrize("policy,kind", CASES)
+def test_policy_objective_trains_on_one_vocabulary(
+    request, tmp_path, sampled_ids, pair_name, policy, kind
+):
+    pair = request.getfixturevalue(pair_name)
+    distill(matrix_cfg(pair, policy, kind), tmp_path)
+    rows = read_metrics(tmp_path)
+    assert [r["step"] for r in rows] == [0, 1]
+    for row in rows:
+        assert math.isfinite(row["train/loss"])
+        assert {"kl/k1", "kl/k2", "kl/k3"} <= row.keys()
+        assert {"rollout/student_token_prob", "rollout/teacher_token_prob"} <= row.keys()
+    assert len(sampled_ids) == 2
+    for r in sampled_ids:
+        assert int(r.completion_B_T.max()) < V

@@ -1,4 +1,4 @@
-"""Time and memory of full-vocabulary forward KL from hidden states, side by side (issue 11).
+"""Time and memory of full-vocabulary forward KL from hidden states, side by side.
 
     python bench/bench_objectives.py --quick                 # N=2,048, H=256, V=32,000 only
     python bench/bench_objectives.py --out /tmp/bench-objectives.md   # all four cases

@@ -1,4 +1,4 @@
-"""Fuzz the config loader (issue 10 item 7): random YAML-ish files and override strings.
+"""Fuzz the config loader: random YAML-ish files and override strings.
 
 ``load_run_config`` must either return a ``RunConfig`` or raise ``ConfigError`` with one line of
 at most ~300 characters beyond the file's own name — never another exception, never a message

@@ -1,4 +1,4 @@
-"""Bounded YAML and bounded quoting (issue 10 items 2, 3 and 7): one test per reported error."""
+"""Bounded YAML and bounded quoting: one test per reported error."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A study directory's study.yaml is read within safeyaml's limits (issue 10 items 2 and 7)."""
+"""A study directory's study.yaml is read within safeyaml's limits."""
 
 from __future__ import annotations
 

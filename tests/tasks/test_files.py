@@ -294,7 +294,7 @@ def test_math_score_never_raises(text):
     assert score_boxed("\\frac{1}{2}", text) in (0.0, 1.0)
 
 
-# --- hostile files (issue 10 item 7) ------------------------------------------------------------
+# --- hostile files ------------------------------------------------------------
 
 
 @pytest.mark.parametrize("depth", [65, 100_000])

@@ -1,4 +1,4 @@
-"""Fuzz the file-task loaders (issue 10 item 7): random JSONL rows, random bytes, bad Parquet.
+"""Fuzz the file-task loaders: random JSONL rows, random bytes, bad Parquet.
 
 Loading must either succeed or raise the loader's own ``ValueError`` (not a subclass such as
 ``UnicodeDecodeError``, never ``RecursionError``) with one line that starts with the file's path.

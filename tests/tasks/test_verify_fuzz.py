@@ -1,4 +1,4 @@
-"""Fuzz the Countdown verifier with hostile completions (issue 10 item 7).
+"""Fuzz the Countdown verifier with hostile completions.
 
 Every completion is checked two ways, independently of ``distillscope.tasks.verify``:
 

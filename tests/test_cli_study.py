@@ -97,3 +97,12 @@ def test_config_lists_every_field_with_its_description():
     assert dict((r[0], r[1]) for r in rows)["rollout.policy"] == (
         "student | teacher | spectrum | mix | interleave"
     )
+
+
+def test_train_takes_overrides_without_a_config_file_and_checks_paths_first(tmp_path):
+    out = tmp_path / "r"
+    res = runner.invoke(
+        app, ["train", "--out", str(out), "--", f"model.teacher={tmp_path / 'gone'}"]
+    )
+    assert res.exit_code == 2 and f"{tmp_path / 'gone'} does not exist" in res.output
+    assert len(res.output.strip().splitlines()) == 1 and not out.exists()

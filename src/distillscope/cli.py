@@ -205,12 +205,14 @@ def train_cmd(
     """Distil the student of CONFIG into a run directory, then evaluate it."""
     from distillscope.config import check_machine, load_run_config
     from distillscope.study.run import run_one
+    from distillscope.train import preflight
 
     overrides = list(overrides or [])
     if config is not None and "=" in str(config) and not config.exists():
         config, overrides = None, [str(config), *overrides]  # `train optim.lr=3e-4`: no file
     cfg = load_run_config(config, overrides)
     check_machine(cfg)
+    preflight(cfg)  # a missing model or a bad task file: one line, before anything is written
     with _progress() as bar:
         task = bar.add_task(f"train {cfg.name}: loading teacher and student", total=cfg.optim.steps)
 

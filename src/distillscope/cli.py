@@ -446,6 +446,9 @@ def _print_eval(run_dir: Path, metrics: dict) -> None:
     for key, value in sorted(metrics.items()):
         table.add_row(key, f"{value:.4f}")
     console.print(table)
+    console.print(f"what the student wrote: {run_dir / 'samples.jsonl'}")
+    if (run_dir / "student").is_dir():
+        console.print(f"the student (from_pretrained): {run_dir / 'student'}")
 
 
 def main() -> None:

@@ -3,7 +3,10 @@
 distillscope train configs/testbed-onpd-forward.yaml optim.lr=3e-4 --out runs/a
 distillscope eval runs/a              # evaluate (again) a trained run
 distillscope study                    # the quick preset on the shipped testbed, then report
+distillscope study --preset paper-qwen model.teacher=DIR model.student=DIR
 distillscope study status DIR         # progress of a study
+distillscope presets [show NAME]      # the shipped study presets, or one's YAML to copy
+distillscope config                   # every run-config field: type, default, description
 distillscope report DIR               # (re)write DIR/report/ from the results store
 distillscope testbed info            # sizes and build-time accuracies of the shipped testbed
 distillscope testbed eval            # measure the shipped testbed again (HF generate)
@@ -202,14 +205,16 @@ def train_cmd(
     """Distil the student of CONFIG into a run directory, then evaluate it."""
     from distillscope.config import check_machine, load_run_config
     from distillscope.study.run import run_one
+    from distillscope.train import preflight
 
     overrides = list(overrides or [])
     if config is not None and "=" in str(config) and not config.exists():
         config, overrides = None, [str(config), *overrides]  # `train optim.lr=3e-4`: no file
     cfg = load_run_config(config, overrides)
     check_machine(cfg)
+    preflight(cfg)  # a missing model or a bad task file: one line, before anything is written
     with _progress() as bar:
-        task = bar.add_task(f"train {cfg.name}", total=cfg.optim.steps)
+        task = bar.add_task(f"train {cfg.name}: loading teacher and student", total=cfg.optim.steps)
 
         def on_step(step: int, row: dict) -> None:
             bar.update(
@@ -218,7 +223,12 @@ def train_cmd(
                 description=f"train {cfg.name} loss {row['train/loss']:.4f}",
             )
 
-        metrics = run_one(cfg, out, on_step=on_step, overwrite=overwrite, skip_eval=skip_eval)
+        def on_eval(message: str) -> None:
+            bar.update(task, description=f"evaluate {cfg.name}: {message}")
+
+        metrics = run_one(
+            cfg, out, on_step=on_step, overwrite=overwrite, skip_eval=skip_eval, on_eval=on_eval
+        )
     from distillscope.store import read_status
 
     if skip_eval and read_status(out)["status"] == "trained":
@@ -239,16 +249,21 @@ def eval_cmd(run_dir: Path = typer.Argument(..., help="a run directory written b
         raise FileNotFoundError(f"{run_dir} has no trained checkpoint; run `distillscope train`")
     cfg = load_run_config(run_dir / CONFIG_FILE)
     check_machine(cfg)
-    with console.status("evaluating"):
-        metrics = evaluate_run(cfg, run_dir)
+    with console.status("evaluating") as status:
+        metrics = evaluate_run(
+            cfg, run_dir, on_eval=lambda message: status.update(f"evaluating: {message}")
+        )
     _print_eval(run_dir, metrics)
 
 
 @app.command("study")
 @friendly_errors
 def study_cmd(
-    spec: str = typer.Argument(None, help="study YAML, or `status` to show a study's progress"),
-    status_dir: Path = typer.Argument(None, help="with `status`: the study directory"),
+    args: list[str] = typer.Argument(
+        None,
+        help="[STUDY.yaml] [section.field=value …] — overrides apply to every run; "
+        "or `status DIR` to show a study's progress",
+    ),
     preset: str = typer.Option(None, help="smoke | quick | paper | paper-llama | paper-qwen"),
     out: Path = typer.Option(None, help="study directory (default distillscope-runs/<time>)"),
     executor: str = typer.Option("pool", help="pool (local processes) | sequential | ray"),
@@ -258,27 +273,37 @@ def study_cmd(
     gpus_per_run: float = typer.Option(0.0, help="ray: GPUs requested per run"),
     report: bool = typer.Option(True, help="write the report when the study ends"),
 ) -> None:
-    """Run a controlled study (default: the quick preset); the same --out resumes it."""
+    """Run a controlled study (default: the quick preset); the same --out resumes it.
+
+    distillscope study --preset paper-qwen model.teacher=/models/q7b model.student=/models/q1.5b
+    """
     from datetime import datetime
 
     from distillscope.config import check_machine
     from distillscope.study.runner import run_study, study_status
     from distillscope.study.spec import expand, load_spec
+    from distillscope.train import preflight_all
 
-    if spec == "status":
-        if status_dir is None:
+    args = list(args or [])
+    if args[:1] == ["status"]:
+        if len(args) != 2:
             raise ValueError("usage: distillscope study status DIR")
-        _print_status(status_dir, study_status(status_dir))
+        _print_status(Path(args[1]), study_status(Path(args[1])))
         return
-    if spec and preset:
+    files = [a for a in args if "=" not in a]
+    overrides = [a for a in args if "=" in a]
+    if len(files) > 1:
+        raise ValueError(f"give one study file, got {files[:3]}; overrides look like key=value")
+    if files and preset:
         raise ValueError("give a study file or --preset, not both")
     if workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
-    study = load_spec(spec or preset or "quick")
+    study = load_spec(files[0] if files else preset or "quick", overrides)
     out = out or Path("distillscope-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     runs = expand(study)
     for r in runs:  # devices and dtypes this machine has, before any run starts
         check_machine(r.config)
+    preflight_all([r.config for r in runs])  # one line naming a bad path, before any output
     console.print(f"study [bold]{study.name}[/bold]: {len(runs)} runs into {out} ({executor})")
     with _progress() as bar:
         runs_bar = bar.add_task("runs", total=len(runs))
@@ -311,8 +336,49 @@ def study_cmd(
             on_step=on_step,
         )
     console.print(f"results table: {out / 'results.parquet'}")
+    by = study_status(out)
+    failed, total = len(by.get("failed", [])), sum(len(v) for v in by.values())
+    if failed:
+        console.print(f"[red]{failed} of {total} runs failed[/red] (reasons: runs/*/status.json)")
+    if total and failed == total:
+        raise typer.Exit(1)  # nothing to report on
     if report:
         _write_report(out)
+
+
+@app.command("config")
+@friendly_errors
+def config_cmd() -> None:
+    """List every run-config field: dotted name, type or allowed values, default, description."""
+    from distillscope.config import config_fields
+
+    # Plain lines, one per field, so that `distillscope config | grep device` works.
+    print("# run config fields: YAML sections, or section.field=value overrides")
+    for name, kind, default, description in config_fields():
+        print(f"{name} ({kind}; default {default}): {description}")
+
+
+@app.command("presets")
+@friendly_errors
+def presets_cmd(
+    action: str = typer.Argument(None, help="`show` to print a preset's YAML"),
+    name: str = typer.Argument(None, help="with `show`: the preset"),
+) -> None:
+    """List the shipped study presets; `presets show NAME` prints one to copy and edit."""
+    from distillscope.study.spec import list_presets, preset_path
+
+    if action is None:
+        table = Table(title="study presets (distillscope study --preset NAME [key=value …])")
+        table.add_column("preset")
+        table.add_column("description")
+        for preset, description in list_presets().items():
+            table.add_row(preset, description)
+        console.print(table)
+        return
+    if action != "show" or name is None:
+        raise ValueError("usage: distillscope presets [show NAME]")
+    # print, not console.print: the YAML must come out byte for byte (no wrapping, no markup)
+    print(preset_path(name).read_text(), end="")
 
 
 @app.command("report")
@@ -380,6 +446,9 @@ def _print_eval(run_dir: Path, metrics: dict) -> None:
     for key, value in sorted(metrics.items()):
         table.add_row(key, f"{value:.4f}")
     console.print(table)
+    console.print(f"what the student wrote: {run_dir / 'samples.jsonl'}")
+    if (run_dir / "student").is_dir():
+        console.print(f"the student (from_pretrained): {run_dir / 'student'}")
 
 
 def main() -> None:

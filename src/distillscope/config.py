@@ -1,6 +1,7 @@
 """One typed config tree: every run — from the CLI, a preset or a study grid — is a ``RunConfig``.
 
-Each field carries a one-line description; the CLI help and the docs show the same text.
+Each field carries a one-line description; ``distillscope config`` lists every field with its
+type, default and that text (:func:`config_fields`).
 Unknown keys and bad values are rejected on load with a message that names the field and the
 allowed values (``load_run_config``).
 """
@@ -9,8 +10,9 @@ from __future__ import annotations
 
 import copy
 import difflib
+import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -68,7 +70,10 @@ class ModelConfig(_Section):
     teacher_dtype: Literal["float32", "bfloat16", "float16"] = Field(
         "float32", description="teacher weights dtype (inference only)"
     )
-    device: str = Field("cpu", description="torch device for both models, e.g. cpu or cuda:0")
+    device: str = Field("cpu", description="torch device of the student, e.g. cpu or cuda:0")
+    teacher_device: str | None = Field(
+        None, description="torch device of the teacher, e.g. cuda:1; null = model.device"
+    )
     allow_pickle: bool = Field(False, description="allow loading pickled .bin weights")
     trust_remote_code: bool = Field(False, description="let transformers run model code")
 
@@ -204,6 +209,9 @@ class EvalConfig(_Section):
     skill_items: Int = Field(100, ge=0, description="items per skill for forgetting; 0 = skip")
     eval_seed: Int = Field(43, description="seed of the held-out split")
     style: bool = Field(False, description="measure the share of answers in the teacher's style")
+    samples_per_block: int = Field(
+        20, ge=0, description="items per evaluation block written to samples.jsonl; 0 = none"
+    )
 
 
 class RunConfig(_Section):
@@ -325,6 +333,31 @@ def load_run_config(path: str | Path | None, overrides: list[str] = ()) -> RunCo
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: top level must be a mapping of sections")
     return run_config_from_dict(apply_overrides(data, list(overrides)), source)
+
+
+def config_fields(
+    model: type[BaseModel] = RunConfig, prefix: str = ""
+) -> list[tuple[str, str, str, str]]:
+    """``(dotted name, type or allowed values, default, description)`` of every leaf field."""
+    rows = []
+    for name, info in model.model_fields.items():
+        kind = info.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            rows += config_fields(kind, f"{prefix}{name}.")
+            continue
+        if get_origin(kind) is Literal:
+            shown = " | ".join(str(a) for a in get_args(kind))
+        else:
+            shown = str(kind) if get_origin(kind) else getattr(kind, "__name__", str(kind))
+            shown = shown.replace("pathlib.", "").replace("typing.", "")
+        rows.append((f"{prefix}{name}", shown, _shown_default(info), info.description or ""))
+    return rows
+
+
+def _shown_default(info: Any) -> str:
+    if info.default_factory is not None:
+        return json.dumps(info.default_factory())
+    return "null" if info.default is None else json.dumps(info.default, default=str)
 
 
 def dump_run_config(cfg: RunConfig) -> str:

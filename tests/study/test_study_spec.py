@@ -65,3 +65,12 @@ def test_presets_load_and_expand():
 def test_unknown_preset_lists_the_presets():
     with pytest.raises(ConfigError, match="quick"):
         load_spec("nonexistent-preset")
+
+
+def test_command_line_overrides_apply_to_every_run_of_a_preset():
+    spec = load_spec("paper-qwen", ["model.teacher=/m/t", "model.student=/m/s"])
+    runs = expand(spec)
+    assert len(runs) == len(expand(load_spec("paper-qwen")))
+    assert {(r.config.model.teacher, r.config.model.student) for r in runs} == {("/m/t", "/m/s")}
+    with pytest.raises(ConfigError, match="optim.lr is an axis of experiment main"):
+        load_spec("paper-qwen", ["optim.lr=1e-4"])

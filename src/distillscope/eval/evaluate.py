@@ -9,15 +9,17 @@ lengths, style share) with their units and meanings are listed in :mod:`distills
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 from distillscope.config import RunConfig
 from distillscope.eval.metrics import pass_at_k_curve, update_sparsity
+from distillscope.eval.samples import SampleLog
 from distillscope.eval.sampling import sample_and_score
 from distillscope.models import load_model, load_weights, resolve_model_path
-from distillscope.rollout import step_generator
+from distillscope.rollout import model_generator
 from distillscope.store import checkpoint_dir, write_eval
 from distillscope.tasks import make_split, problem_pool, resolve_task, skill_suite
 from distillscope.tasks.verify import detect_style
@@ -35,9 +37,21 @@ def _load_student(cfg: RunConfig):
     )  # fmt: skip
 
 
-def evaluate(cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None = None) -> dict:
-    """Evaluate the trained student of ``run_dir`` (or ``student``) and write ``eval.json``."""
+def evaluate(
+    cfg: RunConfig,
+    run_dir: Path,
+    student: torch.nn.Module | None = None,
+    on_block: Callable[[str], None] | None = None,
+) -> dict:
+    """Evaluate the trained student of ``run_dir`` (or ``student``) and write ``eval.json``.
+
+    Also writes ``samples.jsonl`` (:mod:`distillscope.eval.samples`). ``on_block(message)`` is
+    called as each block starts (progress: loading, accuracy, coverage, harder, skills).
+    """
     e = cfg.eval
+    say = on_block or (lambda message: None)
+    task = resolve_task(cfg.task.name, cfg.task.file)  # a bad task file fails before loading
+    say("loading the student")
     initial, tokenizer = _load_student(cfg)
     if student is None:
         student, _ = _load_student(cfg)
@@ -45,20 +59,24 @@ def evaluate(cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None = No
     student.eval()
 
     def gen(stream: int) -> torch.Generator:
-        return step_generator(cfg.seed, 0, stream=EVAL_STREAM + stream)
+        return model_generator(student, cfg.seed, 0, stream=EVAL_STREAM + stream)
 
     common = dict(max_new_tokens=cfg.task.max_new_tokens, prompt_format=cfg.task.prompt_format)
 
-    def draw(task, problems, n: int, temperature: float, stream: int):
-        return sample_and_score(
+    log = SampleLog(tokenizer, cfg.task.prompt_format, e.samples_per_block)
+
+    def draw(block: str, task, problems, n: int, temperature: float, stream: int):
+        say(f"{block}: {len(problems)} items × {n} samples")
+        res = sample_and_score(
             student, tokenizer, task, problems, n=n, temperature=temperature,
             generator=gen(stream), **common,
         )  # fmt: skip
+        log.add(block, task, problems, res)
+        return res
 
     out: dict[str, float] = {}
-    task = resolve_task(cfg.task.name, cfg.task.file)
     held_out = problem_pool(task, e.eval_seed, max(e.items, e.coverage_items))
-    acc = draw(task, held_out[: e.items], 1, e.temperature, 0)
+    acc = draw("accuracy", task, held_out[: e.items], 1, e.temperature, 0)
     out["eval/accuracy"] = acc.accuracy()
     flat_len = [x for row in acc.lengths for x in row]
     out["eval/len_mean"] = sum(flat_len) / len(flat_len)
@@ -68,7 +86,12 @@ def evaluate(cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None = No
         out["eval/teacher_style_share"] = sum(s == "alt" for s in styles) / len(styles)
     if e.coverage_items:
         cov = draw(
-            task, held_out[: e.coverage_items], e.coverage_samples, e.coverage_temperature, 1
+            "coverage",
+            task,
+            held_out[: e.coverage_items],
+            e.coverage_samples,
+            e.coverage_temperature,
+            1,
         )
         out.update(_coverage("eval", cov, e.coverage_samples))
 
@@ -76,17 +99,23 @@ def evaluate(cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None = No
         harder = resolve_task(e.harder_task)
         items = problem_pool(harder, e.eval_seed, max(e.items, e.coverage_items))
         out["eval/harder_accuracy"] = draw(
-            harder, items[: e.items], 1, e.harder_temperature, 2
+            "harder", harder, items[: e.items], 1, e.harder_temperature, 2
         ).accuracy()
         if e.coverage_items:
             h_cov = draw(
-                harder, items[: e.coverage_items], e.coverage_samples, e.harder_temperature, 3
+                "harder_coverage",
+                harder,
+                items[: e.coverage_items],
+                e.coverage_samples,
+                e.harder_temperature,
+                3,
             )
             out.update(_coverage("eval/harder", h_cov, e.coverage_samples))
 
     if e.skill_items:
+        say(f"skills: {e.skill_items} items per skill, before and after")
         before = skill_scores(initial, tokenizer, e.skill_items, e.temperature, gen(4), common)
-        after = skill_scores(student, tokenizer, e.skill_items, e.temperature, gen(4), common)
+        after = skill_scores(student, tokenizer, e.skill_items, e.temperature, gen(4), common, log)
         out["eval/skills_before"] = sum(before.values()) / len(before)
         out["eval/skills_after"] = sum(after.values()) / len(after)
         out["eval/forgetting_pp"] = 100.0 * (out["eval/skills_after"] - out["eval/skills_before"])
@@ -99,6 +128,7 @@ def evaluate(cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None = No
             init_state, final_state, tau, dtype=torch.bfloat16
         )
     write_eval(run_dir, out)
+    log.write(run_dir)
     return out
 
 
@@ -110,9 +140,12 @@ def _coverage(prefix: str, samples, n: int) -> dict[str, float]:
 
 
 def skill_scores(
-    model, tokenizer, items: int, temperature: float, generator, common
+    model, tokenizer, items: int, temperature: float, generator, common, log=None
 ) -> dict[str, float]:
-    """Accuracy per skill of the testbed's skill suite (the forgetting benchmark)."""
+    """Accuracy per skill of the testbed's skill suite (the forgetting benchmark).
+
+    With ``log`` (a :class:`SampleLog`) the samples join block ``skill/<name>``.
+    """
     scores = {}
     for skill in skill_suite():
         problems = make_split(skill, SKILL_SEED, items)
@@ -127,4 +160,6 @@ def skill_scores(
             **common,
         )
         scores[skill.name] = res.accuracy()
+        if log is not None:
+            log.add(f"skill/{skill.name}", skill, problems, res)
     return scores

@@ -26,7 +26,13 @@ from distillscope.rollout.policies import (
     TeacherPolicy,
     behavior_logprobs,
 )
-from distillscope.rollout.prompts import PromptEncoder, select_problems, step_generator, step_rng
+from distillscope.rollout.prompts import (
+    PromptEncoder,
+    model_generator,
+    select_problems,
+    step_generator,
+    step_rng,
+)
 from distillscope.rollout.rollouts import Rollouts, position_ids
 from distillscope.rollout.sampler import (
     completion_logprobs,
@@ -65,6 +71,7 @@ __all__ = [
     "spectrum_logprobs",
     "spectrum_scores",
     "step_generator",
+    "model_generator",
     "step_rng",
     "tempered_logprobs",
 ]

@@ -21,10 +21,22 @@ def step_rng(seed: int, step: int, stream: int = 0) -> random.Random:
     return random.Random(f"{seed}/{step}/{stream}")
 
 
-def step_generator(seed: int, step: int, stream: int = 0) -> torch.Generator:
-    """An independent torch generator for one (seed, step, stream)."""
+def step_generator(
+    seed: int, step: int, stream: int = 0, device: torch.device | str = "cpu"
+) -> torch.Generator:
+    """An independent torch generator for one (seed, step, stream), living on ``device``.
+
+    Sampling draws on the device of the logits they sample from, so the generator must live on
+    the model's device (``model_generator``). The same seed gives the same draws on CPU; a CUDA
+    generator's stream differs from the CPU one (README "Real checkpoints", determinism).
+    """
     mixed = (seed * 1_000_003 + step * 9_176 + stream * 7_919) % (2**63 - 1)
-    return torch.Generator().manual_seed(mixed)
+    return torch.Generator(device=torch.device(device)).manual_seed(mixed)
+
+
+def model_generator(model: torch.nn.Module, seed: int, step: int, stream: int = 0):
+    """``step_generator`` on the device of ``model``'s parameters."""
+    return step_generator(seed, step, stream, device=next(model.parameters()).device)
 
 
 def select_problems(pool: list[Problem], n: int, seed: int, step: int) -> list[Problem]:

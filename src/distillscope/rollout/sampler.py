@@ -192,13 +192,19 @@ class _Decoder:
         use_cache: bool,
         max_new_tokens: int,
     ):
+        # The decoder works on its model's device; logits go back to the prompts' device (where
+        # the policy and its generator draw), one [B, V] row per step.
         self.model = model
+        self.home = ids_B_P.device
+        self.device = next(model.parameters()).device
         b, p = ids_B_P.shape
         self.width = p
-        self.ids_B_S = ids_B_P.new_zeros((b, p + max_new_tokens))
-        self.mask_B_S = mask_B_P.new_zeros((b, p + max_new_tokens), dtype=torch.long)
-        self.ids_B_S[:, :p] = ids_B_P
-        self.mask_B_S[:, :p] = mask_B_P
+        self.ids_B_S = ids_B_P.new_zeros((b, p + max_new_tokens), device=self.device)
+        self.mask_B_S = mask_B_P.new_zeros(
+            (b, p + max_new_tokens), dtype=torch.long, device=self.device
+        )
+        self.ids_B_S[:, :p] = ids_B_P.to(self.device)
+        self.mask_B_S[:, :p] = mask_B_P.to(self.device)
         self.real_B = self.mask_B_S[:, :p].sum(dim=1)
         self.cache = DynamicCache(config=model.config) if use_cache else None
 
@@ -209,6 +215,7 @@ class _Decoder:
 
     def append(self, token_B: torch.Tensor, keep_B: torch.Tensor) -> torch.Tensor:
         """Append ``token_B`` (attended where ``keep_B`` = 1); logits ``[B, V]`` for the next."""
+        token_B, keep_B = token_B.to(self.device), keep_B.to(self.device)
         self.ids_B_S[:, self.width] = token_B
         self.mask_B_S[:, self.width] = keep_B
         self.width += 1
@@ -228,7 +235,7 @@ class _Decoder:
             position_ids=pos_B_T,
             **kwargs,
         )
-        return out.logits[:, -1]  # [B, V]: the next-token logits of every row
+        return out.logits[:, -1].to(self.home)  # [B, V]: the next-token logits of every row
 
 
 def _shared_vocab_size(decoders: dict[Role, _Decoder], vocab_size: int | None) -> int:
@@ -292,15 +299,17 @@ def completion_logprobs(
     at temperature 1.0 for the likelihood diagnostic (docs/method.md §3).
     """
     with _eval_mode([model]), torch.inference_mode():
-        ids_B_S, mask_B_S, pos_B_S = rollouts.sequence(role)
+        home = rollouts.completion_B_T.device
+        on_model = rollouts.to(next(model.parameters()).device)  # once, if the devices differ
+        ids_B_S, mask_B_S, pos_B_S = on_model.sequence(role)
         logits_B_S_V = model(
             input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S
         ).logits
         logits_B_L_V = logits_B_S_V[:, rollouts.completion_logits_slice(role)]
         logp_B_L_V = tempered_logprobs(logits_B_L_V, temperature)
-        logp_B_L = logp_B_L_V.gather(-1, rollouts.completion_B_T[..., None]).squeeze(-1)
-        logp_B_L = logp_B_L.masked_fill(rollouts.completion_mask_B_T == 0, 0.0)
-    return logp_B_L.clone()  # an ordinary tensor, usable in a later autograd graph
+        logp_B_L = logp_B_L_V.gather(-1, on_model.completion_B_T[..., None]).squeeze(-1)
+        logp_B_L = logp_B_L.masked_fill(on_model.completion_mask_B_T == 0, 0.0)
+    return logp_B_L.to(home).clone()  # an ordinary tensor, usable in a later autograd graph
 
 
 def _cache_kwargs(model: PreTrainedModel, cache: DynamicCache | None) -> dict:

@@ -30,12 +30,13 @@ def run_one(
     on_step: Callable[[int, dict], None] | None = None,
     overwrite: bool = False,
     skip_eval: bool = False,
+    on_eval: Callable[[str], None] | None = None,
 ) -> dict:
     """``distill`` then ``evaluate``; status ends ``done``, ``diverged`` or ``failed`` (+ reason).
 
     Returns the evaluation metrics (empty when the run diverged or ``skip_eval``, which leaves
     the status ``trained``). A failure other than divergence is re-raised after the status is
-    written.
+    written. ``on_step`` and ``on_eval`` report progress (see ``distill`` and ``evaluate``).
     """
     try:
         student = distill(
@@ -48,10 +49,15 @@ def run_one(
     except Exception as err:
         _failed(run_dir, err)
         raise
-    return {} if skip_eval else evaluate_run(cfg, run_dir, student)
+    return {} if skip_eval else evaluate_run(cfg, run_dir, student, on_eval)
 
 
-def evaluate_run(cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None = None) -> dict:
+def evaluate_run(
+    cfg: RunConfig,
+    run_dir: Path,
+    student: torch.nn.Module | None = None,
+    on_eval: Callable[[str], None] | None = None,
+) -> dict:
     """Evaluate a run (its checkpoint unless ``student`` is given); status ends ``done``.
 
     Without ``student``, the checkpoint must have been written under ``cfg``'s fingerprint.
@@ -62,7 +68,7 @@ def evaluate_run(cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None 
         check_checkpoint_meta(meta, read_json_strict(meta), fingerprint)
     write_status(run_dir, "running", phase="eval")
     try:
-        metrics = evaluate(cfg, run_dir, student)
+        metrics = evaluate(cfg, run_dir, student, on_eval)
     except Exception as err:
         _failed(run_dir, err)
         raise

@@ -28,6 +28,7 @@ from distillscope.study.executors import run_pool, run_ray, run_sequential
 from distillscope.study.lock import StudyLock
 from distillscope.study.spec import PlannedRun, StudySpec, expand, load_spec
 from distillscope.study.table import write_table
+from distillscope.train import preflight_all
 
 FINISHED = ("done", "diverged")
 #: study_status key listing runs whose status.json is corrupt (they also count as pending).
@@ -72,6 +73,8 @@ def run_study(
     """
     if workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
+    # A missing model or a bad task file stops the study before it writes anything.
+    preflight_all([r.config for r in _unfinished(expand(spec), out)])
     out.mkdir(parents=True, exist_ok=True)
     with StudyLock(out):
         return _run_locked(
@@ -92,7 +95,7 @@ def _run_locked(
 ) -> Path:
     runs = prepare(spec, out)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    todo = [r for r in runs if read_status(out / "runs" / r.run_id)["status"] not in FINISHED]
+    todo = _unfinished(runs, out)
     jobs = [
         (r.run_id, r.config.model_dump(mode="json"), str(out / "runs" / r.run_id)) for r in todo
     ]
@@ -123,6 +126,10 @@ def _run_locked(
     }
     atomic_write_text(out / "provenance.json", json.dumps(provenance, indent=1) + "\n")
     return out / "results.parquet"
+
+
+def _unfinished(runs: list[PlannedRun], out: Path) -> list[PlannedRun]:
+    return [r for r in runs if read_status(out / "runs" / r.run_id)["status"] not in FINISHED]
 
 
 def study_status(out: Path) -> dict[str, list[str]]:

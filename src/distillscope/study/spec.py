@@ -33,7 +33,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from distillscope.config import ConfigError, RunConfig, apply_overrides, run_config_from_dict
+from distillscope.config import (
+    ConfigError,
+    RunConfig,
+    apply_overrides,
+    parse_override,
+    run_config_from_dict,
+)
 from distillscope.safeyaml import YamlError, clip, load_yaml_file, quote
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
@@ -86,15 +92,60 @@ class PlannedRun:
     config: RunConfig = field(compare=False)
 
 
-def load_spec(source: str | Path) -> StudySpec:
-    """Read a study spec from a YAML path or a preset name (``smoke``, ``quick``, ``paper`` …)."""
+def preset_path(name: str) -> Path:
+    """The YAML file of the preset ``name``; the error lists the presets that exist."""
+    path = PRESETS_DIR / f"{name}.yaml"
+    if not path.is_file():
+        names = sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+        raise ConfigError(f"{name}: no such study file or preset (presets: {names})")
+    return path
+
+
+def list_presets() -> dict[str, str]:
+    """Preset name → its one-paragraph description."""
+    return {p.stem: load_spec(p).description for p in sorted(PRESETS_DIR.glob("*.yaml"))}
+
+
+def load_spec(source: str | Path, overrides: list[str] = ()) -> StudySpec:
+    """Read a study spec from a YAML path or a preset name (``smoke``, ``quick``, ``paper`` …).
+
+    ``overrides`` (``model.teacher=/models/q7b``) apply to every run, see :func:`with_overrides`.
+    """
     path = Path(source)
     if not path.is_file():
-        preset = PRESETS_DIR / f"{source}.yaml"
-        if not preset.is_file():
-            names = sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
-            raise ConfigError(f"{source}: no such study file or preset (presets: {names})")
-        path = preset
+        path = preset_path(str(source))
+    spec = _read_spec(path)
+    return with_overrides(spec, list(overrides)) if overrides else spec
+
+
+def with_overrides(spec: StudySpec, overrides: list[str]) -> StudySpec:
+    """``spec`` with ``section.field=value`` overrides applied to every run.
+
+    They set the base config and replace the same key in any experiment's ``overrides``; a key
+    that is an axis of an experiment is refused (the override would collapse the grid).
+    """
+    keys = [".".join(parse_override(item)[0]) for item in overrides]
+    experiments = []
+    for exp in spec.experiments:
+        clash = [k for k in keys if k in exp.axes or _bundle_sets(exp, k)]
+        if clash:
+            raise ConfigError(
+                f"override {clash[0]} is an axis of experiment {exp.name} of study {spec.name}; "
+                "copy the study (distillscope presets show NAME) and edit the axis instead"
+            )
+        mine = {k: v for k, v in exp.overrides.items() if k not in keys}
+        experiments.append(exp.model_copy(update={"overrides": mine}))
+    base = apply_overrides(spec.base, overrides)
+    return spec.model_copy(update={"base": base, "experiments": experiments})
+
+
+def _bundle_sets(exp: Experiment, key: str) -> bool:
+    """Whether a bundle axis of ``exp`` (label → settings) sets ``key``."""
+    bundles = [v for axis in exp.axes.values() if isinstance(axis, dict) for v in axis.values()]
+    return any(isinstance(b, dict) and key in b for b in bundles)
+
+
+def _read_spec(path: Path) -> StudySpec:
     try:
         return StudySpec.model_validate(load_yaml_file(path, "study file"))
     except YamlError as err:

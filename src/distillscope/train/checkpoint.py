@@ -1,4 +1,5 @@
-"""Torch checkpoints of a run: student weights and optimizer state, swapped in atomically.
+"""Torch checkpoints of a run: student weights and optimizer state, swapped in atomically; and
+the final student as a Hugging Face directory (``RUN/student/``) that ``from_pretrained`` loads.
 
 The rest of the run directory (config, status, metrics, evaluation) is :mod:`distillscope.store`.
 """
@@ -16,6 +17,10 @@ from safetensors.torch import load_file, save_file
 
 from distillscope.models import load_weights
 from distillscope.store import CHECKPOINT_META, StoreError, checkpoint_dir, read_json_strict
+
+STUDENT_DIR = "student"
+#: end-of-turn tokens that stop generation when the tokenizer knows them (ChatML, Llama 3)
+STOP_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>")
 
 
 def save_checkpoint(
@@ -105,3 +110,37 @@ def _unflatten_optimizer(tensors: dict[str, torch.Tensor], meta: dict[str, Any])
     for pid, keys in meta["state"].items():
         state[int(pid)] = {k: tensors[f"{pid}.{k}"] if v is None else v for k, v in keys.items()}
     return {"state": state, "param_groups": meta["param_groups"]}
+
+
+def export_student(run_dir: Path, model, tokenizer) -> Path:
+    """Write ``run_dir/student/``: config, safetensors weights, tokenizer, generation config.
+
+    ``AutoModelForCausalLM.from_pretrained(run_dir / "student")`` and
+    ``AutoTokenizer.from_pretrained(run_dir / "student")`` load it; its generation config stops
+    at every end token the tokenizer knows (:func:`stop_token_ids`). Swapped in atomically.
+    """
+    final = run_dir / STUDENT_DIR
+    tmp = run_dir / ".student.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)  # safetensors; tied embeddings are written once
+    tokenizer.save_pretrained(tmp)
+    gen = model.generation_config
+    gen.eos_token_id = stop_token_ids(tokenizer, gen.eos_token_id)
+    gen.pad_token_id = tokenizer.pad_token_id
+    gen.save_pretrained(tmp)
+    old = run_dir / ".student.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.replace(final, old)
+    os.replace(tmp, final)
+    shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def stop_token_ids(tokenizer, configured: int | list[int] | None = None) -> list[int]:
+    """The tokenizer's EOS, the ids already ``configured``, and any known end-of-turn token."""
+    ids = [] if configured is None else [configured] if isinstance(configured, int) else configured
+    ids = [*ids, tokenizer.eos_token_id]
+    vocab = tokenizer.get_vocab()
+    ids += [vocab[t] for t in STOP_TOKENS if t in vocab]
+    return sorted({int(i) for i in ids if i is not None})

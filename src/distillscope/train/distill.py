@@ -5,9 +5,9 @@
 Every step, in the order it happens: pick prompts → roll out → teacher forward → student
 forward → objective → backward → clip → step → log → (checkpoint). The run directory receives
 ``config.yaml``, ``metrics.jsonl`` (one row per step, keys in :mod:`distillscope.metric_keys`),
-``status.json`` and ``checkpoint/``. A killed run restarts from its last checkpoint and ends
-with the same metrics as an uninterrupted one: every random draw of step k comes from
-``(seed, k)``, never from state carried across steps.
+``status.json``, ``checkpoint/`` and, at the end, ``student/`` (a Hugging Face directory). A
+killed run restarts from its last checkpoint and ends with the same metrics as an uninterrupted
+one: every random draw of step k comes from ``(seed, k)``, never from state carried across steps.
 """
 
 from __future__ import annotations
@@ -30,21 +30,21 @@ from distillscope.rollout import (
     RolloutCache,
     Rollouts,
     likelihood_metrics,
+    model_generator,
     prompt_digest,
     rollout_length_metrics,
     sample_rollouts,
     select_problems,
-    step_generator,
 )
 from distillscope.store import MetricsLog, claim_run, write_config, write_status
-from distillscope.tasks import resolve_task, training_problems
-from distillscope.train.checkpoint import load_checkpoint, save_checkpoint
+from distillscope.tasks import training_problems
+from distillscope.train.checkpoint import export_student, load_checkpoint, save_checkpoint
 from distillscope.train.objective import (
     chunked_loss,
     completion_token_logprobs,
     logits_loss,
 )
-from distillscope.train.setup import load_models, make_policy
+from distillscope.train.setup import load_models, make_policy, preflight
 
 
 class DivergedError(RuntimeError):
@@ -76,6 +76,7 @@ def distill(
     ``rollout.cache_teacher_rollouts`` is set. ``on_step(step, row)`` is called after each
     logged step (progress bars).
     """
+    task = preflight(cfg)  # a bad path or task file fails before anything is written
     run_dir.mkdir(parents=True, exist_ok=True)
     fingerprint = claim_run(run_dir, cfg.model_dump(mode="json"), overwrite=overwrite)
     write_config(run_dir, dump_run_config(cfg))
@@ -83,7 +84,6 @@ def distill(
     torch.manual_seed(cfg.seed)
 
     pair = load_models(cfg)
-    task = resolve_task(cfg.task.name, cfg.task.file)
     pool = training_problems(task)
     encoder = PromptEncoder(
         task, pair.tokenizer, cfg.task.prompt_format, cfg.task.teacher_style_flag,
@@ -111,9 +111,13 @@ def distill(
         # 1. prompts: distinct within the step, drawn from a (seed, step) stream
         problems = select_problems(pool, cfg.rollout.prompts_per_step, cfg.seed, step)
         problems = [p for p in problems for _ in range(cfg.rollout.rollouts_per_prompt)]
-        prompt_ids, prompt_mask = encoder.encode(problems, "student")
+        # Every tensor of the step lives on the student's device (the sampler moves the
+        # teacher's inputs to the teacher's device and its logits back, one row per token).
+        prompt_ids, prompt_mask = _to(encoder.encode(problems, "student"), cfg.model.device)
         teacher_ids, teacher_mask = (
-            encoder.encode(problems, "teacher") if encoder.teacher_prompt_differs else (None, None)
+            _to(encoder.encode(problems, "teacher"), cfg.model.device)
+            if encoder.teacher_prompt_differs
+            else (None, None)
         )
 
         # 2. roll out (trajectories are constants: no gradient through sampling)
@@ -182,6 +186,7 @@ def distill(
             save_checkpoint(run_dir, step + 1, student, optimizer, fingerprint)
     save_checkpoint(run_dir, cfg.optim.steps, student, optimizer, fingerprint)
     write_status(run_dir, "trained")
+    export_student(run_dir, student, pair.tokenizer)  # RUN/student/: from_pretrained loads it
     student.eval()
     return student
 
@@ -213,9 +218,13 @@ def _roll_out(
         max_new_tokens=cfg.task.max_new_tokens,
         eos_token_id=pair.stop_ids or pair.tokenizer.eos_token_id,
         pad_token_id=pair.tokenizer.pad_token_id,
-        generator=step_generator(cfg.seed, step),
+        generator=model_generator(pair.student, cfg.seed, step),
         vocab_size=pair.vocab_size,
     )
+
+
+def _to(tensors: tuple[torch.Tensor, ...], device: str) -> tuple[torch.Tensor, ...]:
+    return tuple(t.to(device) for t in tensors)
 
 
 def _forward_backward(
@@ -240,17 +249,19 @@ def _forward_backward(
     totals: dict[str, float] = {}
     chunked = _loss_reads_hidden(cfg)
     completion_output = completion_hidden if chunked else completion_logits
+    s_device = _device(student)
+    t_head = _head(teacher).to(s_device) if chunked else None  # a copy only across devices
     for k, micro in enumerate(_micro_batches(rollouts, n)):
-        gen = step_generator(cfg.seed, step, stream=1 + k)
+        gen = model_generator(student, cfg.seed, step, stream=1 + k)
         if teacher_scores is None:
-            t_out = _teacher_output(teacher, micro, completion_output)
+            t_out = _teacher_output(teacher, micro, completion_output).to(s_device)
         else:
-            t_out = teacher_scores[f"micro_{k}"].to(cfg.model.device)
+            t_out = teacher_scores[f"micro_{k}"].to(s_device)
         timer.lap("teacher_forward")
         s_out = completion_output(student, micro, "student")
         if chunked:
             loss, metrics = chunked_loss(
-                cfg.objective, s_out, _head(student), t_out, _head(teacher), micro, vocab_size
+                cfg.objective, s_out, _head(student), t_out, t_head, micro, vocab_size
             )
             diag = {}
         else:
@@ -271,8 +282,8 @@ def _micro_batches(rollouts: Rollouts, n: int) -> list[Rollouts]:
 
 def _teacher_output(teacher: torch.nn.Module, micro: Rollouts, completion_output) -> torch.Tensor:
     """The teacher's completion logits or hidden states, without an autograd graph."""
-    with torch.inference_mode():
-        t_out = completion_output(teacher, micro, "teacher")
+    with torch.inference_mode():  # the teacher may sit on its own device
+        t_out = completion_output(teacher, micro.to(_device(teacher)), "teacher")
     return t_out.clone()  # inference tensors cannot enter autograd
 
 
@@ -313,6 +324,10 @@ def completion_hidden(model: torch.nn.Module, r: Rollouts, role: str) -> torch.T
     ids_B_S, mask_B_S, pos_B_S = r.sequence(role)
     out = model.model(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S)
     return out.last_hidden_state[:, r.completion_logits_slice(role)]
+
+
+def _device(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
 
 
 def _head(model: torch.nn.Module) -> torch.Tensor:

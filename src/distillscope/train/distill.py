@@ -83,7 +83,7 @@ def distill(
 
     pair = load_models(cfg)
     task = resolve_task(cfg.task.name, cfg.task.file)
-    pool = training_problems(task)
+    pool = training_problems(task, cfg.task.eval_fraction)
     encoder = PromptEncoder(
         task, pair.tokenizer, cfg.task.prompt_format, cfg.task.teacher_style_flag
     )

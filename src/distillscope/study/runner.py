@@ -131,7 +131,7 @@ def _run_locked(
 
 
 def study_status(out: Path) -> dict[str, list[str]]:
-    """Run ids by status for the study in ``out``."""
+    """Run ids (baselines included), sorted, by status for the study in ``out``."""
     spec_path = out / "study.yaml"
     if not spec_path.is_file():
         raise FileNotFoundError(f"{out} is not a study directory (no study.yaml)")
@@ -143,4 +143,4 @@ def study_status(out: Path) -> dict[str, list[str]]:
         by.setdefault(status["status"], []).append(rid)
         if status.get("corrupt"):  # counted as pending too; listed so that the user sees it
             by.setdefault(UNREADABLE, []).append(rid)
-    return by
+    return {status: sorted(ids) for status, ids in by.items()}

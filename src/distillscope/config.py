@@ -88,6 +88,18 @@ class TaskConfig(_Section):
         False, description="teacher reads the style-flagged prompt, student the plain one"
     )
     max_new_tokens: Int = Field(40, ge=1, description="completion length limit (tokens)")
+    eval_fraction: Float = Field(
+        0.2, gt=0, lt=1, description="file tasks without a split column: share held out"
+    )
+
+    @model_validator(mode="after")
+    def _fixed_split(self) -> TaskConfig:
+        if self.eval_fraction != 0.2 and self.name not in ("mcq", "math"):
+            raise ValueError(
+                f"task.eval_fraction={self.eval_fraction} applies to file tasks (mcq, math); "
+                f"{clip(self.name, 60)} uses the fixed split its testbed was built on: remove it"
+            )
+        return self
 
     @model_validator(mode="after")
     def _file_only_for_file_tasks(self) -> TaskConfig:

@@ -104,6 +104,10 @@ METRICS: tuple[MetricKey, ...] = (
         ("eval/truncated_frac", "fraction", "accuracy completions that hit the limit", "lower"),
         ("eval/teacher_style_share", "fraction", "answers written in the teacher's style", "none"),
         ("eval/{skill}", "fraction", "accuracy of the trained student on one skill", "higher"),
+        ("split/eval_items", "count", "distinct held-out items (accuracy ∪ pass@k)", "none"),
+        ("split/overlap", "count", "of those, items in the training pool (0)", "lower"),
+        ("split/harder/eval_items", "count", "distinct held-out harder-task items", "none"),
+        ("split/harder/overlap", "count", "of those, items in the training pool (0)", "lower"),
     ),
     *_keys(
         "study",

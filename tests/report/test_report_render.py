@@ -175,3 +175,18 @@ def test_status_from_run_dirs_completes_the_table(synth, tmp_path):
     (root / "runs" / "late-run" / "status.json").write_text(json.dumps({"status": "running"}))
     html = write_report(root)["html"].read_text()
     assert '<td class="label">running</td>' in html
+
+
+def test_baseline_rows_are_read_apart_and_never_a_cell(synth, tmp_path):
+    from distillscope.report.study import load_study
+
+    rows = [synth.run_row("main", "student", "forward_kl", synth.LOW, 42, **{"eval/accuracy": 0.5})]
+    rows.append(
+        {"run_id": "baseline", "experiment": "baseline", "status": "done", "reason": "",
+         "seed": 42, "task.name": "countdown3", "eval/accuracy": 0.125}
+    )  # fmt: skip
+    root = synth.write_study(tmp_path / "s", rows)
+    study = load_study(root)
+    assert list(study.results["run_id"]) == [rows[0]["run_id"]]
+    assert list(study.baselines["eval/accuracy"]) == [0.125]
+    assert "baseline" not in write_report(root)["markdown"].read_text()

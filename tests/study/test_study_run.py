@@ -12,39 +12,15 @@ import yaml
 
 from distillscope.store import read_status
 from distillscope.study.runner import run_study, study_status
-from distillscope.study.spec import StudySpec, load_spec
+from distillscope.study.spec import load_spec
 
 
-def tiny_spec(tiny_pair, steps: int = 3):
-    teacher, student = tiny_pair
-    return StudySpec.model_validate(
-        {
-            "name": "tiny",
-            "base": {
-                "model": {"teacher": str(teacher), "student": str(student)},
-                "task": {"max_new_tokens": 6},
-                "rollout": {"prompts_per_step": 4},
-                "optim": {"steps": steps, "warmup_steps": 1, "lr": 1e-3},
-                "checkpoint_every": 2,
-                "eval": {
-                    "items": 4,
-                    "coverage_items": 2,
-                    "coverage_samples": 2,
-                    "skill_items": 2,
-                    "harder_task": None,
-                },
-            },  # fmt: skip
-            "experiments": [
-                {
-                    "name": "main",
-                    "axes": {
-                        "rollout.policy": ["student", "teacher"],
-                        "objective.kind": ["forward_kl", "reverse_kl"],
-                    },
-                }
-            ],
-        }
-    )
+def tiny_spec(tiny_study, steps: int = 3):
+    axes = {
+        "rollout.policy": ["student", "teacher"],
+        "objective.kind": ["forward_kl", "reverse_kl"],
+    }
+    return tiny_study(axes, steps=steps)
 
 
 def comparable(df: pd.DataFrame) -> pd.DataFrame:
@@ -57,15 +33,16 @@ def test_smoke_preset_sequential_and_pool_give_identical_tables(tmp_path):
     spec = load_spec("smoke")  # the shipped testbed, end to end
     seq = pd.read_parquet(run_study(spec, tmp_path / "seq"))
     pool = pd.read_parquet(run_study(spec, tmp_path / "pool", executor="pool", workers=2))
-    assert len(seq) == 4 and set(seq["status"]) == {"done"}
+    assert len(seq) == 5 and set(seq["status"]) == {"done"}  # 4 runs and the baseline
+    assert list(seq["experiment"]).count("baseline") == 1
     pd.testing.assert_frame_equal(comparable(seq), comparable(pool))
     assert "eval/accuracy" in seq and "rollout.policy" in seq and "train/grad_norm_mean" in seq
 
 
 @pytest.mark.slow
-def test_ray_executor_matches_sequential(tiny_pair, tmp_path):
+def test_ray_executor_matches_sequential(tiny_study, tmp_path):
     pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'distillscope[ray]'")
-    spec = tiny_spec(tiny_pair)
+    spec = tiny_spec(tiny_study)
     seq = pd.read_parquet(run_study(spec, tmp_path / "seq"))
     import ray
 
@@ -78,9 +55,9 @@ def test_ray_executor_matches_sequential(tiny_pair, tmp_path):
 
 
 @pytest.mark.slow
-def test_killed_study_resumes_to_the_same_table(tiny_pair, tmp_path):
+def test_killed_study_resumes_to_the_same_table(tiny_study, tmp_path):
     """Kill a real `distillscope study` process mid-run (SIGKILL), re-run, compare tables."""
-    spec = tiny_spec(tiny_pair, steps=6)
+    spec = tiny_spec(tiny_study, steps=6)
     clean = pd.read_parquet(run_study(spec, tmp_path / "clean"))
 
     spec_file = tmp_path / "tiny.yaml"
@@ -108,4 +85,4 @@ def test_killed_study_resumes_to_the_same_table(tiny_pair, tmp_path):
     resumed = pd.read_parquet(run_study(spec, out))
     assert len(resumed) == len(clean)
     pd.testing.assert_frame_equal(comparable(clean), comparable(resumed))
-    assert study_status(out) == {"done": sorted(clean["run_id"])}
+    assert {k: sorted(v) for k, v in study_status(out).items()} == {"done": sorted(clean["run_id"])}

@@ -92,6 +92,8 @@ def test_run_one_writes_eval_and_status(tiny_pair, tmp_path):
         "eval/sparsity_bf16_tau1e-06",
     ):
         assert key in metrics
+    assert metrics["split/eval_items"] == 4 and metrics["split/overlap"] == 0  # items ∪ coverage
+    assert metrics["split/harder/eval_items"] == 4 and metrics["split/harder/overlap"] == 0
     assert 0.0 <= metrics["eval/sparsity_fp32_tau1e-06"] < 0.5  # lr 1e-3 moves most weights
     assert metrics["eval/sparsity_bf16_tau1e-06"] >= metrics["eval/sparsity_fp32_tau1e-06"]
 

@@ -4,7 +4,16 @@
     distillscope eval RUN_DIR
 
 The keys it writes (``eval/accuracy``, ``eval/pass@k``, ``eval/harder_*``, forgetting, sparsity,
-lengths, style share) with their units and meanings are listed in :mod:`distillscope.metric_keys`.
+lengths, style share, the ``split/*`` records) with their units and meanings are listed in
+:mod:`distillscope.metric_keys`.
+
+Accuracy, coverage and the harder variant read only held-out problems
+(:func:`distillscope.tasks.evaluation_problems`); each block records how many items it used and
+how many of them share an identity with the run's training pool (``split/overlap``), and a
+non-zero overlap stops the evaluation with :class:`SplitOverlapError`: it is a bug, never a
+result (docs/method.md §7). The skill suite is the exception on purpose: it measures retention
+of what the student already knew, so it is drawn from the whole skill space (no training source
+draws skill problems).
 """
 
 from __future__ import annotations
@@ -21,7 +30,14 @@ from distillscope.eval.sampling import sample_and_score
 from distillscope.models import load_model, load_weights, resolve_model_path
 from distillscope.rollout import model_generator
 from distillscope.store import checkpoint_dir, write_eval
-from distillscope.tasks import make_split, problem_pool, resolve_task, skill_suite
+from distillscope.tasks import (
+    evaluation_problems,
+    make_split,
+    resolve_task,
+    skill_suite,
+    training_problems,
+)
+from distillscope.tasks.split import overlap
 from distillscope.tasks.verify import detect_style
 
 PASS_KS = (1, 2, 5, 10, 20, 32, 64)
@@ -37,23 +53,34 @@ def _load_student(cfg: RunConfig):
     )  # fmt: skip
 
 
+class SplitOverlapError(RuntimeError):
+    """An evaluation item shares its identity with a training problem (a bug in the split)."""
+
+
 def evaluate(
     cfg: RunConfig,
     run_dir: Path,
     student: torch.nn.Module | None = None,
     on_block: Callable[[str], None] | None = None,
+    *,
+    untrained: bool = False,
 ) -> dict:
     """Evaluate the trained student of ``run_dir`` (or ``student``) and write ``eval.json``.
 
     Also writes ``samples.jsonl`` (:mod:`distillscope.eval.samples`). ``on_block(message)`` is
     called as each block starts (progress: loading, accuracy, coverage, harder, skills).
+    ``untrained=True`` evaluates the untrained student itself (a study's baseline, same items and
+    generator streams as a run's evaluation): no checkpoint is read, forgetting is 0 by
+    definition and the sparsity keys, which describe an update, are not written.
     """
     e = cfg.eval
     say = on_block or (lambda message: None)
     task = resolve_task(cfg.task.name, cfg.task.file)  # a bad task file fails before loading
     say("loading the student")
     initial, tokenizer = _load_student(cfg)
-    if student is None:
+    if untrained:
+        student = initial
+    elif student is None:
         student, _ = _load_student(cfg)
         load_weights(student, checkpoint_dir(run_dir) / "model.safetensors")  # strict
     student.eval()
@@ -75,7 +102,10 @@ def evaluate(
         return res
 
     out: dict[str, float] = {}
-    held_out = problem_pool(task, e.eval_seed, max(e.items, e.coverage_items))
+    fraction = cfg.task.eval_fraction
+    train_pool = training_problems(task, fraction)
+    held_out = evaluation_problems(task, e.eval_seed, max(e.items, e.coverage_items), fraction)
+    out.update(split_record("split", held_out, train_pool, task.name))
     acc = draw("accuracy", task, held_out[: e.items], 1, e.temperature, 0)
     out["eval/accuracy"] = acc.accuracy()
     flat_len = [x for row in acc.lengths for x in row]
@@ -97,7 +127,8 @@ def evaluate(
 
     if e.harder_task:
         harder = resolve_task(e.harder_task)
-        items = problem_pool(harder, e.eval_seed, max(e.items, e.coverage_items))
+        items = evaluation_problems(harder, e.eval_seed, max(e.items, e.coverage_items))
+        out.update(split_record("split/harder", items, train_pool, harder.name))
         out["eval/harder_accuracy"] = draw(
             "harder", harder, items[: e.items], 1, e.harder_temperature, 2
         ).accuracy()
@@ -115,14 +146,18 @@ def evaluate(
     if e.skill_items:
         say(f"skills: {e.skill_items} items per skill, before and after")
         before = skill_scores(initial, tokenizer, e.skill_items, e.temperature, gen(4), common)
-        after = skill_scores(student, tokenizer, e.skill_items, e.temperature, gen(4), common, log)
+        after = (
+            before
+            if untrained
+            else skill_scores(student, tokenizer, e.skill_items, e.temperature, gen(4), common, log)
+        )
         out["eval/skills_before"] = sum(before.values()) / len(before)
         out["eval/skills_after"] = sum(after.values()) / len(after)
         out["eval/forgetting_pp"] = 100.0 * (out["eval/skills_after"] - out["eval/skills_before"])
         out.update({f"eval/{name}": v for name, v in after.items()})
 
     init_state, final_state = initial.state_dict(), student.state_dict()
-    for tau in (1e-6, 1e-8):
+    for tau in () if untrained else (1e-6, 1e-8):
         out[f"eval/sparsity_fp32_tau{tau:.0e}"] = update_sparsity(init_state, final_state, tau)
         out[f"eval/sparsity_bf16_tau{tau:.0e}"] = update_sparsity(
             init_state, final_state, tau, dtype=torch.bfloat16
@@ -130,6 +165,17 @@ def evaluate(
     write_eval(run_dir, out)
     log.write(run_dir)
     return out
+
+
+def split_record(prefix: str, items: list, train_pool: list, name: str) -> dict[str, int]:
+    """``{prefix}/eval_items`` and ``{prefix}/overlap`` (0), or :class:`SplitOverlapError`."""
+    shared = overlap(items, train_pool)
+    if shared:
+        raise SplitOverlapError(
+            f"{shared} of {len(items)} evaluation items of {name} are in the run's training "
+            "pool: the held-out split is broken (a bug; please report it)"
+        )
+    return {f"{prefix}/eval_items": len(items), f"{prefix}/overlap": 0}
 
 
 def _coverage(prefix: str, samples, n: int) -> dict[str, float]:

@@ -36,6 +36,8 @@ class Study:
     results: pd.DataFrame  # one row per run (results.parquet, completed from runs/*/status.json)
     spec: dict[str, Any] = field(default_factory=dict)  # study.yaml
     provenance: dict[str, Any] = field(default_factory=dict)  # provenance.json
+    # the untrained student's rows (experiment "baseline", distillscope.study.table): not cells
+    baselines: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def name(self) -> str:
@@ -69,9 +71,11 @@ def load_study(study_dir: Path) -> Study:
         )
     results["run_id"] = results["run_id"].astype(str)
     results = hashable_axes(_complete_statuses(study_dir, results))
+    is_baseline = results["run_id"].str.fullmatch(r"baseline(-\d+)?")
     return Study(
         root=study_dir,
-        results=results,
+        results=results[~is_baseline].reset_index(drop=True),
+        baselines=results[is_baseline].reset_index(drop=True),
         spec=_read_yaml(study_dir / STUDY_SPEC_FILE),
         provenance=read_json(study_dir / PROVENANCE_FILE),
     )

@@ -5,8 +5,10 @@
     distillscope study my-study.yaml --executor pool --workers 2
     distillscope study status DIR
 
-Re-running on an existing directory resumes: runs whose status is ``done`` or ``diverged`` are
-skipped, interrupted ones restart from their last checkpoint.
+Before the runs, the study evaluates its baseline(s), the untrained student
+(:mod:`distillscope.study.baseline`), in this process. Re-running on an existing directory
+resumes: runs whose status is ``done`` or ``diverged`` are skipped, interrupted ones restart from
+their last checkpoint, a finished baseline is not evaluated again.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from distillscope import __version__
 from distillscope.config import ConfigError
 from distillscope.safeyaml import YamlError, load_yaml_file
 from distillscope.store import atomic_write_text, read_status
+from distillscope.study.baseline import plan_baselines, run_baseline
 from distillscope.study.executors import run_pool, run_ray, run_sequential
 from distillscope.study.lock import StudyLock
 from distillscope.study.spec import PlannedRun, StudySpec, expand, load_spec
@@ -95,6 +98,10 @@ def _run_locked(
 ) -> Path:
     runs = prepare(spec, out)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    baselines = plan_baselines(runs)
+    for b in baselines:
+        run_baseline(b, out / "runs" / b.run_id)
+    write_table(out, runs, baselines)
     todo = _unfinished(runs, out)
     jobs = [
         (r.run_id, r.config.model_dump(mode="json"), str(out / "runs" / r.run_id)) for r in todo
@@ -109,10 +116,11 @@ def _run_locked(
     else:
         raise ConfigError(f"--executor must be sequential, pool or ray, got {executor!r}")
     for run_id, status in results:
-        write_table(out, runs)  # after every run: a killed study loses at most the runs in flight
+        # after every run: a killed study loses at most the runs in flight
+        write_table(out, runs, baselines)
         if on_run_done is not None:
             on_run_done(run_id, status)
-    table = write_table(out, runs)
+    table = write_table(out, runs, baselines)
     saved = table.get("time/teacher_saved_s")
     provenance = {
         "command": "distillscope " + " ".join(sys.argv[1:]) if sys.argv else "",
@@ -133,15 +141,16 @@ def _unfinished(runs: list[PlannedRun], out: Path) -> list[PlannedRun]:
 
 
 def study_status(out: Path) -> dict[str, list[str]]:
-    """Run ids by status for the study in ``out``."""
+    """Run ids (baselines included), sorted, by status for the study in ``out``."""
     spec_path = out / "study.yaml"
     if not spec_path.is_file():
         raise FileNotFoundError(f"{out} is not a study directory (no study.yaml)")
     spec = load_spec(spec_path)
     by: dict[str, list[str]] = {}
-    for r in expand(spec):
-        status = read_status(out / "runs" / r.run_id)
-        by.setdefault(status["status"], []).append(r.run_id)
+    runs = expand(spec)
+    for rid in [r.run_id for r in runs] + [b.run_id for b in plan_baselines(runs)]:
+        status = read_status(out / "runs" / rid)
+        by.setdefault(status["status"], []).append(rid)
         if status.get("corrupt"):  # counted as pending too; listed so that the user sees it
-            by.setdefault(UNREADABLE, []).append(r.run_id)
-    return by
+            by.setdefault(UNREADABLE, []).append(rid)
+    return {status: sorted(ids) for status, ids in by.items()}

@@ -60,6 +60,8 @@ class Experiment(BaseModel):
     def _safe_name(cls, v: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", v):
             raise ValueError("experiment names may use letters, digits, _ . - only")
+        if v == "baseline":
+            raise ValueError("'baseline' names the study's untrained-student rows; rename it")
         return v
 
     @field_validator("axes")

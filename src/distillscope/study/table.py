@@ -2,6 +2,19 @@
 
 Rebuilding from the store rather than appending rows makes the table idempotent: a study
 killed at any moment and re-run ends with exactly one row per planned run.
+
+After the runs come the **baseline rows** (:mod:`distillscope.study.baseline`), one per distinct
+evaluation in the study: the untrained student, evaluated on the same items with the same
+sampling settings and seeds as the runs. A baseline row has
+
+- ``run_id`` = ``baseline`` (``baseline-<k>`` when the study has several), ``experiment`` =
+  ``baseline``, ``status`` = ``done`` once evaluated (``failed`` + ``reason`` otherwise);
+- ``seed`` and ``task.name`` set (match a run to its baseline on them), every other axis and
+  recorded column empty (NaN/None): the baseline is not a cell of any grid — tables, figures and
+  claims must exclude ``experiment == "baseline"`` from cells and read effects against it;
+- the same evaluation columns as the runs (``eval/*``, ``split/*``), with ``eval/forgetting_pp``
+  = 0 and ``eval/skills_before`` = ``eval/skills_after`` by definition, and no sparsity
+  (``eval/sparsity_*`` NaN: there is no update) and no training summaries (NaN).
 """
 
 from __future__ import annotations
@@ -15,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from distillscope.store import read_eval, read_metrics, read_status
+from distillscope.study.baseline import PlannedBaseline, baseline_row
 from distillscope.study.spec import PlannedRun
 
 #: Axis columns recorded for every run even when the study does not vary them.
@@ -77,9 +91,13 @@ def train_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
-def write_table(study_dir: Path, runs: list[PlannedRun]) -> pd.DataFrame:
-    """Rebuild ``results.parquet`` from the run directories, atomically."""
-    df = pd.DataFrame([run_row(r, study_dir / "runs" / r.run_id) for r in runs])
+def write_table(
+    study_dir: Path, runs: list[PlannedRun], baselines: list[PlannedBaseline] = ()
+) -> pd.DataFrame:
+    """Rebuild ``results.parquet`` from the run directories, atomically: runs, then baselines."""
+    rows = [run_row(r, study_dir / "runs" / r.run_id) for r in runs]
+    rows += [baseline_row(b, study_dir / "runs" / b.run_id) for b in baselines]
+    df = pd.DataFrame(rows)
     fd, tmp = tempfile.mkstemp(dir=study_dir, prefix=".results.", suffix=".parquet")
     os.close(fd)
     df.to_parquet(tmp, index=False)

@@ -15,7 +15,12 @@ from distillscope.tasks.files import (
     MultipleChoiceTask,
     load_file_task,
 )
-from distillscope.tasks.pools import problem_pool, resolve_task, training_problems
+from distillscope.tasks.pools import (
+    evaluation_problems,
+    file_split,
+    resolve_task,
+    training_problems,
+)
 from distillscope.tasks.registry import get_task
 from distillscope.tasks.skills import SkillTask, skill_suite
 from distillscope.tasks.verify import check_countdown
@@ -30,10 +35,11 @@ __all__ = [
     "SkillTask",
     "Task",
     "check_countdown",
+    "evaluation_problems",
+    "file_split",
     "get_task",
     "load_file_task",
     "make_split",
-    "problem_pool",
     "resolve_task",
     "skill_suite",
     "styled",

@@ -40,6 +40,9 @@ def problem_identity(problem: Problem) -> str:
     given = problem.meta.get("identity")
     if given is not None:
         return str(given)
+    row_id = problem.meta.get("id")  # a file task's row id (built-in tasks have none)
+    if row_id is not None:
+        return f"id:{row_id}"
     text = problem.prompt.removeprefix(STYLE_FLAG)
     return "text:" + _SPACE.sub(" ", text).strip().lower()
 

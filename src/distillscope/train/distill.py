@@ -84,7 +84,7 @@ def distill(
     torch.manual_seed(cfg.seed)
 
     pair = load_models(cfg)
-    pool = training_problems(task)
+    pool = training_problems(task, cfg.task.eval_fraction)
     encoder = PromptEncoder(
         task, pair.tokenizer, cfg.task.prompt_format, cfg.task.teacher_style_flag,
         teacher_tokenizer=pair.teacher_tokenizer,

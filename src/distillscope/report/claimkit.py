@@ -1,21 +1,33 @@
 """Building blocks of the scorecard rules: verdicts, sub-grids, matched comparisons, significance.
 
-Conventions every rule follows (docs/method.md §9):
+Conventions every rule follows (docs/method.md §9, §10 "Scorecard statistics"):
 
-- Only finished runs (``status == "done"``) count; numbers are cell means over seeds.
+- Only finished runs (``status == "done"``) count; numbers are cell means over seeds. Baseline
+  rows (``experiment == "baseline"``, the untrained student) are never part of a cell: they are
+  the reference that shows whether the students learned (``learned``).
 - Fractions (accuracy, pass@k, sparsity, style share) are compared in percentage points (pp).
-- A difference between two cells *counts* when it is at least the rule's minimum effect **and**,
-  where both cells have ≥ 2 seeds, larger than 2 × the combined SEM √(SEM_a² + SEM_b²).
-  With single-seed cells only the minimum effect applies.
 - Comparisons are *matched*: OnPD is compared with OffPD only within cells that agree on every
-  other axis (KL direction, LR, task …), and so on for each axis.
+  other axis (KL direction, LR, task …); matched differences are pooled into one contrast
+  (``pooled_pair``) so that each verdict rests on one test, not on a count of per-cell tests.
+- A difference is *beyond its margin* m when the one-sided (1 − α) Welch t-interval of the
+  difference lies above m (``beyond``): diff − t₁₋α(ν)·SEM > m, SEM = √(SEM_a² + SEM_b²),
+  ν by Welch–Satterthwaite. A cell with one seed has no SEM, so nothing involving it is ever
+  beyond uncertainty, nor is a contrast with no seed variance at all (a degenerate table).
+  α = ``ALPHA`` per verdict (halved when a verdict has two routes).
+- A difference is *within* ±m (equivalence, TOST) when the two-sided (1 − 2α) interval lies
+  inside (−m, m) (``within``). No-effect claims also need ``learned``: the study's students
+  beat the untrained student by ≥ ``LEARNED_PP`` beyond uncertainty; otherwise the verdict is
+  "inconclusive" with evidence starting ``no power``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache, wraps
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -31,6 +43,14 @@ from distillscope.report.aggregate import (
 
 VERDICTS = ("supported", "contradicted", "inconclusive")
 NOT_TESTED = "not tested"
+NOT_IMPLEMENTED = "not implemented"  # the study cannot measure what the claim needs
+ERROR = "error"  # the rule raised: a bug, shown with its message, never a verdict
+
+#: False-verdict rate each verdict of a rule is built to keep (one-sided tests at ALPHA).
+ALPHA = 0.05
+#: Students "learned" when their mean accuracy beats the untrained student by this many pp.
+LEARNED_PP = 5.0
+BASELINE = "baseline"  # experiment name (and run_id prefix) of the untrained-student rows
 
 # Columns that encode the same axis: comparing along one of them ignores all of them when matching.
 _FAMILIES = {
@@ -42,6 +62,40 @@ _FAMILIES = {
     "optim.grad_clip": ("optim.grad_clip",),
     "_clip": ("optim.grad_clip", "_clip"),
 }
+
+
+_MEMO: dict[tuple, tuple[tuple, object]] | None = None
+
+
+def memo(fn: Callable) -> Callable:
+    """Within ``scoring_pass``, compute ``fn(df, *args)`` once per table object and arguments.
+
+    The rules ask for the same sub-grids and matched pairs many times; the table (kept alive
+    in the memo, so its id cannot be reused) is read-only during a pass.
+    """
+
+    @wraps(fn)
+    def wrapper(df: pd.DataFrame, *args: object) -> object:
+        if _MEMO is None:
+            return fn(df, *args)
+        ids = tuple(id(a) if isinstance(a, pd.DataFrame) else a for a in args)
+        key = (fn.__qualname__, id(df), ids)
+        if key not in _MEMO:
+            _MEMO[key] = ((df, args), fn(df, *args))
+        return _MEMO[key][1]
+
+    return wrapper
+
+
+@contextmanager
+def scoring_pass() -> Iterator[None]:
+    """Scope of ``memo``: one scoring of one table."""
+    global _MEMO
+    _MEMO = {}
+    try:
+        yield
+    finally:
+        _MEMO = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +120,9 @@ class ClaimRule:
     needs: str  # what a study must contain to test it (shown when it cannot)
     applicable: Callable[[pd.DataFrame], bool]
     judge: Callable[[pd.DataFrame], Verdict]
+    #: Metric keys the claim needs that no code of distillscope writes (not in the metric
+    #: registry; checked by a test): while non-empty the claim is "not implemented".
+    unmeasured: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +134,8 @@ class Pair:
     a_sem: float
     b: float
     b_sem: float
+    a_dof: float = math.nan  # degrees of freedom of a_sem (seeds − 1); NaN when unknown
+    b_dof: float = math.nan
 
     @property
     def diff(self) -> float:
@@ -85,23 +144,82 @@ class Pair:
 
     @property
     def sem(self) -> float:
-        """Combined SEM √(SEM_a² + SEM_b²); NaN when neither side has ≥ 2 seeds."""
-        parts = [s for s in (self.a_sem, self.b_sem) if not math.isnan(s)]
-        return math.sqrt(sum(s * s for s in parts)) if parts else math.nan
+        """Combined SEM √(SEM_a² + SEM_b²); NaN when either side has no SEM (one seed)."""
+        return math.sqrt(self.a_sem**2 + self.b_sem**2)
+
+    @property
+    def dof(self) -> float:
+        """Welch–Satterthwaite degrees of freedom of ``sem`` (NaN when unknown)."""
+        return welch_dof([self.a_sem**2, self.b_sem**2], [self.a_dof, self.b_dof])
 
 
-def counts(diff: float, sem: float, min_effect: float) -> bool:
-    """Whether a difference counts: |diff| ≥ min_effect and |diff| > 2 × SEM (when known)."""
-    if math.isnan(diff) or abs(diff) < min_effect:
-        return False
-    return math.isnan(sem) or abs(diff) > 2.0 * sem
+def welch_dof(variances: Sequence[float], dofs: Sequence[float]) -> float:
+    """ν = (Σ vᵢ)² / Σ (vᵢ² / νᵢ) (Welch–Satterthwaite); parts with vᵢ = 0 carry no weight."""
+    parts = [(v, d) for v, d in zip(variances, dofs, strict=True) if not v == 0.0]
+    if not parts:
+        return math.inf  # no variance at all: the interval has zero width
+    if any(math.isnan(v) or math.isnan(d) or d <= 0 for v, d in parts):
+        return math.nan
+    return sum(v for v, _ in parts) ** 2 / sum(v * v / d for v, d in parts)
 
 
-def sign(pair: Pair, min_effect: float) -> int:
-    """+1 when a beats b by a difference that counts, −1 for the reverse, 0 otherwise."""
-    if not counts(pair.diff, pair.sem, min_effect):
-        return 0
-    return 1 if pair.diff > 0 else -1
+@lru_cache(maxsize=4096)
+def _t_quantile(p: float, dof: float) -> float:
+    if math.isinf(dof):
+        return NormalDist().inv_cdf(p)
+    # CDF of Student's t by Simpson's rule on [0, x], then bisection on x.
+    c = math.exp(math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2)) / math.sqrt(dof * math.pi)
+
+    def cdf(x: float) -> float:
+        grid = np.linspace(0.0, x, 801)
+        f = c * (1.0 + grid * grid / dof) ** (-(dof + 1) / 2)
+        h = x / 800
+        return 0.5 + h / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
+
+    lo, hi = 0.0, 1.0
+    while cdf(hi) < p:
+        lo, hi = hi, hi * 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def t_quantile(p: float, dof: float) -> float:
+    """The p-quantile (p ≥ 0.5) of Student's t with ``dof`` degrees of freedom (∞: normal)."""
+    return _t_quantile(float(p), round(float(dof), 3))
+
+
+def bounds(pair: Pair, alpha: float) -> tuple[float, float]:
+    """One-sided (1 − alpha) lower and upper confidence bounds of a − b (NaN when unknown)."""
+    sem, dof = pair.sem, pair.dof
+    if math.isnan(pair.diff) or math.isnan(sem) or math.isnan(dof) or sem == 0.0:
+        return math.nan, math.nan  # no seed variance at all (degenerate table): no evidence
+    half = t_quantile(1.0 - alpha, dof) * sem
+    return pair.diff - half, pair.diff + half
+
+
+def beyond(pair: Pair, margin: float, alpha: float = ALPHA) -> int:
+    """+1 when a − b > margin beyond uncertainty (lower bound > margin), −1 when a − b < −margin
+    (upper bound < −margin), 0 otherwise or when the SEM is undefined (a one-seed cell)."""
+    lo, hi = bounds(pair, alpha)
+    if lo > margin:
+        return 1
+    if hi < -margin:
+        return -1
+    return 0
+
+
+def within(pair: Pair, margin: float, alpha: float = ALPHA) -> bool:
+    """Equivalence by two one-sided tests (TOST): both (1 − alpha) bounds inside (−m, m)."""
+    lo, hi = bounds(pair, alpha)
+    return -margin < lo and hi < margin
+
+
+def interval(pair: Pair, alpha: float = ALPHA) -> str:
+    """``[+1.2, +4.5]``: the two one-sided (1 − alpha) bounds of a − b, for the evidence."""
+    lo, hi = bounds(pair, alpha)
+    return "[no SEM: one seed]" if math.isnan(lo) else f"[{pp(lo)}, {pp(hi)}]"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,9 +252,10 @@ def plain_rows(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+@memo
 def main_grid(df: pd.DataFrame) -> pd.DataFrame:
     """The finished OnPD/OffPD × forward/reverse KL runs of the main grid, with labels."""
-    rows = plain_rows(experiment_rows(done(df), "main"))
+    rows = plain_rows(experiment_rows(finished(df), "main"))
     rows = where(
         where(rows, "rollout.policy", ["student", "teacher"]),
         "objective.kind",
@@ -147,9 +266,10 @@ def main_grid(df: pd.DataFrame) -> pd.DataFrame:
     return with_labels(rows)
 
 
+@memo
 def spectrum_grid(df: pd.DataFrame) -> pd.DataFrame:
     """Finished full-vocabulary forward/reverse KL runs with a known λ (the λ-spectrum sub-grid)."""
-    rows = plain_rows(experiment_rows(done(df), "spectrum"))
+    rows = plain_rows(experiment_rows(finished(df), "spectrum"))
     if "rollout.policy" not in rows.columns or "objective.kind" not in rows.columns:
         return rows.iloc[0:0]
     rows = with_labels(where(rows, "objective.kind", ["forward_kl", "reverse_kl"]))
@@ -168,10 +288,89 @@ def both_kls(rows: pd.DataFrame) -> bool:
 
 
 def pooled_pair(pairs: Sequence[Pair], key: str) -> Pair:
-    """Matched pairs averaged into one (a = mean of a, b = mean of b, SEMs pooled)."""
+    """Matched pairs averaged into one contrast: a = mean of a, b = mean of b, SEM_a =
+    √(Σ SEM_aᵢ²) / k (likewise b), degrees of freedom by Welch–Satterthwaite over the cells.
+
+    Pairs without a SEM (a one-seed side) are left out when any pair has one; with none the
+    contrast's SEM is undefined, so it is never beyond uncertainty.
+    """
+    measured = [p for p in pairs if not math.isnan(p.sem)]
+    pairs = measured or pairs  # one-seed cells carry no uncertainty: left out when others have
+    k = len(pairs)
+    if k == 0:
+        return Pair(key, math.nan, math.nan, math.nan, math.nan)
     a, a_sem = pooled([p.a for p in pairs], [p.a_sem for p in pairs])
     b, b_sem = pooled([p.b for p in pairs], [p.b_sem for p in pairs])
-    return Pair(key, a, a_sem, b, b_sem)
+    a_dof = welch_dof([p.a_sem**2 for p in pairs], [p.a_dof for p in pairs])
+    b_dof = welch_dof([p.b_sem**2 for p in pairs], [p.b_dof for p in pairs])
+    return Pair(key, a, a_sem, b, b_sem, a_dof, b_dof)
+
+
+def sample_pair(a: Sequence[float], b: Sequence[float], key: str) -> Pair:
+    """Two groups of cell means compared as samples (cells as replicates; Welch's t).
+
+    For sub-grids with one seed per cell: the spread of the cells within a group is the noise
+    (it also holds any real variation inside a group, so the test is conservative).
+    """
+    xa = np.array([v for v in a if not math.isnan(v)], dtype=float)
+    xb = np.array([v for v in b if not math.isnan(v)], dtype=float)
+
+    def side(x: np.ndarray) -> tuple[float, float, float]:
+        if len(x) == 0:
+            return math.nan, math.nan, math.nan
+        if len(x) < 2:
+            return float(x.mean()), math.nan, math.nan
+        return float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x))), float(len(x) - 1)
+
+    (ma, sa, da), (mb, sb, db) = side(xa), side(xb)
+    return Pair(key, ma, sa, mb, sb, da, db)
+
+
+def finished(df: pd.DataFrame) -> pd.DataFrame:
+    """Finished runs of the study's experiments: baseline rows (the untrained student) left out."""
+    rows = done(df)
+    return rows[~is_baseline(rows)]
+
+
+def is_baseline(df: pd.DataFrame) -> pd.Series:
+    """Which rows are the untrained-student baseline (``experiment == "baseline"``)."""
+    if "experiment" not in df.columns:
+        return pd.Series(False, index=df.index)
+    ids = df["run_id"].map(str) if "run_id" in df.columns else pd.Series("", index=df.index)
+    return (df["experiment"].map(str) == BASELINE) & ids.str.startswith(BASELINE)
+
+
+@memo
+def learned(df: pd.DataFrame, rows: pd.DataFrame) -> tuple[bool, str]:
+    """Whether the students of ``rows`` beat the untrained student (the study's baseline rows).
+
+    Pair = accuracy of the finished runs of ``rows`` taken as a sample (mean, SEM over runs:
+    differences between cells only widen it) vs the baseline's mean; a single baseline row is
+    a fixed reference. The students learned when the pair is ≥ LEARNED_PP above beyond
+    uncertainty (``beyond``). Returns (learned, sentence).
+    """
+    acc = "eval/accuracy"
+    base = done(df)
+    base = base[is_baseline(base)]
+    if base.empty or not has(base, acc):
+        return False, "no power (no baseline): the study has no untrained-student row"
+    if not has(rows, acc):
+        return False, "no power: the compared runs have no eval/accuracy"
+    runs = pd.to_numeric(finished(rows)[acc], errors="coerce").dropna() * 100.0
+    vals = pd.to_numeric(base[acc], errors="coerce").dropna() * 100.0
+    p = sample_pair(list(runs), list(vals), "runs vs untrained")
+    if len(vals) == 1:
+        p = Pair(p.key, p.a, p.a_sem, p.b, 0.0, p.a_dof, math.inf)
+    text = (
+        f"students {num(p.a)}% ({len(runs)} runs) vs untrained {num(p.b)}% (Δ {pp(p.diff)} pp, "
+        f"{1 - ALPHA:.0%} bounds {interval(p)})"
+    )
+    if beyond(p, LEARNED_PP) == 1:
+        return True, text
+    return False, (
+        f"no power: students did not beat the untrained student by ≥ {LEARNED_PP:g} pp beyond "
+        f"uncertainty — {text}"
+    )
 
 
 def has(df: pd.DataFrame, *metrics: str) -> bool:
@@ -222,6 +421,7 @@ def cell_key(row: pd.Series, columns: Sequence[str]) -> str:
     return ", ".join(parts) if parts else "all"
 
 
+@memo
 def paired(
     df: pd.DataFrame, metric: str, axis: str, a: object, b: object, min_runs: int = 1
 ) -> list[Pair]:
@@ -254,9 +454,15 @@ def paired(
                     a_sem=ra[f"{metric}:sem"] * scale,
                     b=rb[f"{metric}:mean"] * scale,
                     b_sem=rb[f"{metric}:sem"] * scale,
+                    a_dof=_dof(ra[f"{metric}:n"]),
+                    b_dof=_dof(rb[f"{metric}:n"]),
                 )
             )
     return out
+
+
+def _dof(n: float) -> float:
+    return float(n) - 1.0 if n >= 2 else math.nan
 
 
 def cell_means(df: pd.DataFrame, metric: str, by: Sequence[str]) -> pd.DataFrame:
@@ -278,6 +484,7 @@ def match_keys(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
     return frame[list(columns)].apply(lambda col: col.map(str)).agg("|".join, axis=1)
 
 
+@memo
 def series_over(df: pd.DataFrame, metric: str, x: str) -> list[tuple[str, pd.DataFrame]]:
     """Cell means of ``metric`` against axis ``x``, one series per setting of the other axes.
 
@@ -320,6 +527,8 @@ def spread(rows: pd.DataFrame) -> Pair:
         a_sem=float(hi["sem"]),
         b=float(lo["mean"]),
         b_sem=float(lo["sem"]),
+        a_dof=_dof(hi["runs"]),
+        b_dof=_dof(lo["runs"]),
     )
 
 

@@ -36,6 +36,7 @@ class Study:
     results: pd.DataFrame  # one row per run (results.parquet, completed from runs/*/status.json)
     spec: dict[str, Any] = field(default_factory=dict)  # study.yaml
     provenance: dict[str, Any] = field(default_factory=dict)  # provenance.json
+    calibration: dict[str, Any] | None = None  # calibration.json (report.calibrate), if run
 
     @property
     def name(self) -> str:
@@ -74,7 +75,17 @@ def load_study(study_dir: Path) -> Study:
         results=results,
         spec=_read_yaml(study_dir / STUDY_SPEC_FILE),
         provenance=read_json(study_dir / PROVENANCE_FILE),
+        calibration=read_calibration(study_dir),
     )
+
+
+CALIBRATION_FILE = "calibration.json"
+
+
+def read_calibration(study_dir: Path) -> dict[str, Any] | None:
+    """The study's ``calibration.json`` (written by ``report --calibrate``), else None."""
+    data = read_json(Path(study_dir) / CALIBRATION_FILE)
+    return data if isinstance(data, dict) and "false_rate" in data else None
 
 
 def metrics_frame(run: Path | None) -> pd.DataFrame:

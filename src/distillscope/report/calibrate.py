@@ -97,6 +97,33 @@ def _typical(rows: pd.DataFrame, metric: str) -> float:
     return 0.6 if unit(metric) == "fraction" else 0.0 if unit(metric) == "pp" else 1.0
 
 
+#: Typical values of the metrics the rules read, for a design that has no measurements yet.
+TYPICAL = {
+    "eval/accuracy": 0.6,
+    "eval/pass@1": 0.6,
+    "eval/pass@10": 0.75,
+    "eval/harder/pass@10": 0.4,
+    "eval/forgetting_pp": -2.0,
+    "eval/sparsity_bf16_tau1e-06": 0.8,
+    "eval/sparsity_fp32_tau1e-06": 0.3,
+    "eval/teacher_style_share": 0.5,
+    "train/grad_clipped_frac": 0.9,
+    "train/grad_norm_mean": 3.0,
+    "train/grad_norm_max": 9.0,
+    "rollout/student_token_prob_mean": 0.5,
+    "rollout/teacher_token_prob_mean": 0.5,
+}
+
+
+def planned_table(plan_rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """A results table for planned runs (``study.table.plan_row``) plus a baseline row, every
+    metric at its ``TYPICAL`` value: the design of a study before it runs (no seed variance,
+    so ``noise_model`` falls back to ``DEFAULT_SD``)."""
+    rows = [{**r, "status": "done", **TYPICAL} for r in plan_rows]
+    rows.append({"run_id": "baseline", "experiment": "baseline", "status": "done", **TYPICAL})
+    return pd.DataFrame(rows)
+
+
 def design(df: pd.DataFrame) -> pd.DataFrame:
     """The study's rows without measurements: ids, experiment, axes; every run finished."""
     keep = [c for c in df.columns if c not in metric_columns(df)]
@@ -224,6 +251,27 @@ def draw(
     return out.assign(**values)
 
 
+def setup(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, float], dict[str, float]]:
+    """(design, metrics, noise SD, typical value) of a study's table: what ``draw`` needs."""
+    d = design(df)
+    metrics = [m for m in metric_columns(df) if pd.to_numeric(df[m], errors="coerce").notna().any()]
+    if "objective.kind" in d.columns and (d["objective.kind"].map(str) == "opd").any():
+        metrics += [m for m in TRAJ if m not in metrics]
+    finished_runs = done(df)
+    finished_runs = finished_runs[~is_baseline(finished_runs)]
+    noise = noise_model(df, metrics)
+    typical = {m: _typical(finished_runs, m) for m in metrics}
+    if ACC in typical:
+        typical[ACC] = float(np.clip(typical[ACC], LEARNED_BY + 0.1, 0.9))
+    return d, metrics, noise, typical
+
+
+def simulate(df: pd.DataFrame, scenario: str, seed: int = 0) -> pd.DataFrame:
+    """One synthetic table with the design and noise of ``df`` under ``scenario``."""
+    d, metrics, noise, typical = setup(df)
+    return draw(d, scenario, metrics, noise, typical, np.random.default_rng(seed))
+
+
 def _false(claim: int, scenario: str, verdict: str) -> bool:
     if verdict not in ("supported", "contradicted"):
         return False
@@ -244,16 +292,7 @@ def calibrate(
     (they have no noise). ``claims`` restricts the rules scored (default: all).
     """
     rules = [r for r in RULES if claims is None or r.id in claims]
-    d = design(df)
-    metrics = [m for m in metric_columns(df) if pd.to_numeric(df[m], errors="coerce").notna().any()]
-    if "objective.kind" in d.columns and (d["objective.kind"].map(str) == "opd").any():
-        metrics += [m for m in TRAJ if m not in metrics]
-    finished_runs = done(df)
-    finished_runs = finished_runs[~is_baseline(finished_runs)]
-    noise = noise_model(df, metrics)
-    typical = {m: _typical(finished_runs, m) for m in metrics}
-    if ACC in typical:
-        typical[ACC] = float(np.clip(typical[ACC], LEARNED_BY + 0.1, 0.9))
+    d, metrics, noise, typical = setup(df)
     rng = np.random.default_rng(seed)
     rates: dict[str, dict[str, dict[str, float]]] = {}
     for scenario in SCENARIOS:

@@ -18,12 +18,14 @@ from distillscope.report import RULES, score_claims
 from distillscope.report.claimkit import (
     NOT_IMPLEMENTED,
     VERDICTS,
+)
+from distillscope.report.scorecard import add_trajectory_features, trajectory_features
+from distillscope.report.stats import (
     Pair,
     beyond,
     t_quantile,
     within,
 )
-from distillscope.report.scorecard import add_trajectory_features, trajectory_features
 
 SCORED = {*VERDICTS, "not tested", NOT_IMPLEMENTED}
 DECIDED = {"supported", "contradicted"}

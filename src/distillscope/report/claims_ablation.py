@@ -13,27 +13,29 @@ import pandas as pd
 
 from distillscope.report.aggregate import objective_label, with_labels
 from distillscope.report.claimkit import (
-    ALPHA,
     ClaimRule,
-    Pair,
     Verdict,
-    beyond,
     cell_means,
     describe_pairs,
     experiment_rows,
     finished,
     has,
-    interval,
     learned,
     main_grid,
-    num,
     paired,
     plain_rows,
+    spectrum_grid,
+    where,
+)
+from distillscope.report.stats import (
+    ALPHA,
+    Pair,
+    beyond,
+    interval,
+    num,
     pooled_pair,
     pp,
     sample_pair,
-    spectrum_grid,
-    where,
     within,
 )
 

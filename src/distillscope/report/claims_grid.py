@@ -15,12 +15,9 @@ import pandas as pd
 
 from distillscope.report.aggregate import percent_scale, with_labels
 from distillscope.report.claimkit import (
-    ALPHA,
     LEARNED_PP,
     ClaimRule,
-    Pair,
     Verdict,
-    beyond,
     both_kls,
     both_rollouts,
     cell_key,
@@ -28,16 +25,21 @@ from distillscope.report.claimkit import (
     experiment_rows,
     finished,
     has,
-    interval,
     learned,
     main_grid,
     match_columns,
     match_keys,
     memo,
     n_values,
-    num,
     paired,
     plain_rows,
+)
+from distillscope.report.stats import (
+    ALPHA,
+    Pair,
+    beyond,
+    interval,
+    num,
     pooled_pair,
     pp,
     within,

@@ -12,24 +12,26 @@ import math
 import pandas as pd
 
 from distillscope.report.claimkit import (
-    ALPHA,
     ClaimRule,
-    Pair,
     Verdict,
-    beyond,
     cell_means,
     describe_pairs,
     experiment_rows,
     finished,
     has,
-    interval,
     match_columns,
     match_keys,
-    num,
     plain_rows,
+    where,
+)
+from distillscope.report.stats import (
+    ALPHA,
+    Pair,
+    beyond,
+    interval,
+    num,
     pooled_pair,
     pp,
-    where,
 )
 
 ACC = "eval/accuracy"

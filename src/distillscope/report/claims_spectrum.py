@@ -12,20 +12,22 @@ import math
 import pandas as pd
 
 from distillscope.report.claimkit import (
-    ALPHA,
     ClaimRule,
-    Pair,
     Verdict,
-    beyond,
-    interval,
     learned,
     memo,
-    num,
-    pp,
-    sample_pair,
     series_over,
     spearman,
     spectrum_grid,
+)
+from distillscope.report.stats import (
+    ALPHA,
+    Pair,
+    beyond,
+    interval,
+    num,
+    pp,
+    sample_pair,
     t_quantile,
     within,
 )

@@ -157,7 +157,18 @@ def _c12(df: pd.DataFrame) -> Verdict:
         _cell_pair(f"{o['_rollout']} + {objective_label(o['objective.kind'])}", o, target)
         for o in others
     ]
-    rest = pooled_pair(gaps, "others vs OnPD + reverse KL")
+    others_mean = pooled_pair(
+        [_cell_pair(g.key, o, o) for g, o in zip(gaps, others, strict=True)], "others"
+    )  # the target cell enters once, not once per gap
+    rest = Pair(
+        "others vs OnPD + reverse KL",
+        others_mean.a,
+        others_mean.a_sem,
+        target["mean"],
+        target["sem"],
+        others_mean.a_dof,
+        gaps[0].b_dof,
+    )
     ev = f"OnPD + reverse KL {num(target['mean'])}%; " + "; ".join(
         f"{g.key}: {num(g.a)}% (gap {pp(g.diff)} pp {interval(g)})" for g in gaps
     )

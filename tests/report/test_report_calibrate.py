@@ -4,6 +4,7 @@ and ``distillscope report --calibrate`` prints them (black box, through the CLI)
 from __future__ import annotations
 
 import json
+import shutil
 
 import pandas as pd
 import pytest
@@ -79,9 +80,13 @@ def test_calibration_meets_targets_on_a_three_seed_main_grid():
             assert set(cal["rates"][scenario][c]) == {"inconclusive"}
 
 
-def test_report_cli_prints_false_verdict_rates(synth, tmp_path):
-    rows = synth.grid("main", synth.main_cells(synth.PAPER_ACC), spread=0.02)
-    root = synth.write_study(tmp_path / "study", [*rows, synth.baseline_row()])
+def test_report_cli_prints_false_verdict_rates(tmp_path):
+    # A study directory as `distillscope study --preset quick` leaves it (study.yaml, results
+    # table of its planned runs plus the baseline row), numbers drawn with the published effects.
+    root = tmp_path / "study"
+    root.mkdir()
+    shutil.copy(PRESETS_DIR / "quick.yaml", root / "study.yaml")
+    simulate(_design("quick"), "planted", seed=0).to_parquet(root / "results.parquet")
     runner = CliRunner()
     result = runner.invoke(app, ["report", str(root)])
     assert result.exit_code == 0, result.output

@@ -383,8 +383,24 @@ def presets_cmd(
 
 @app.command("report")
 @friendly_errors
-def report_cmd(study_dir: Path = typer.Argument(..., help="a study directory")) -> None:
+def report_cmd(
+    study_dir: Path = typer.Argument(..., help="a study directory"),
+    calibrate: bool = typer.Option(
+        False, help="first measure each scorecard rule's false-verdict rate by simulation"
+    ),
+    draws: int = typer.Option(200, min=1, help="with --calibrate: synthetic tables per scenario"),
+) -> None:
     """Write STUDY_DIR/report/ (HTML, Markdown, figures, scorecard) from the results store."""
+    if calibrate:
+        from distillscope.report.calibrate import write_calibration
+
+        if not (study_dir / "results.parquet").is_file():
+            raise FileNotFoundError(
+                f"{study_dir} has no results.parquet; run `distillscope study` first"
+            )
+        with console.status(f"calibrating the scorecard ({draws} draws per scenario)"):
+            path = write_calibration(study_dir, draws)
+        console.print(f"calibration: {path}")
     _write_report(study_dir)
 
 

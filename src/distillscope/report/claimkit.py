@@ -1,21 +1,32 @@
 """Building blocks of the scorecard rules: verdicts, sub-grids, matched comparisons, significance.
 
-Conventions every rule follows (docs/method.md §9):
+Conventions every rule follows (docs/method.md §9, §10 "Scorecard statistics"):
 
-- Only finished runs (``status == "done"``) count; numbers are cell means over seeds.
+- Only finished runs (``status == "done"``) count; numbers are cell means over seeds. Baseline
+  rows (``experiment == "baseline"``, the untrained student) are never part of a cell: they are
+  the reference that shows whether the students learned (``learned``).
 - Fractions (accuracy, pass@k, sparsity, style share) are compared in percentage points (pp).
-- A difference between two cells *counts* when it is at least the rule's minimum effect **and**,
-  where both cells have ≥ 2 seeds, larger than 2 × the combined SEM √(SEM_a² + SEM_b²).
-  With single-seed cells only the minimum effect applies.
 - Comparisons are *matched*: OnPD is compared with OffPD only within cells that agree on every
-  other axis (KL direction, LR, task …), and so on for each axis.
+  other axis (KL direction, LR, task …); matched differences are pooled into one contrast
+  (``pooled_pair``) so that each verdict rests on one test, not on a count of per-cell tests.
+- A difference is *beyond its margin* m when the one-sided (1 − α) Welch t-interval of the
+  difference lies above m (``beyond``): diff − t₁₋α(ν)·SEM > m, SEM = √(SEM_a² + SEM_b²),
+  ν by Welch–Satterthwaite. A cell with one seed has no SEM, so nothing involving it is ever
+  beyond uncertainty, nor is a contrast with no seed variance at all (a degenerate table).
+  α = ``ALPHA`` per verdict (halved when a verdict has two routes).
+- A difference is *within* ±m (equivalence, TOST) when the two-sided (1 − 2α) interval lies
+  inside (−m, m) (``within``). No-effect claims also need ``learned``: the study's students
+  beat the untrained student by ≥ ``LEARNED_PP`` beyond uncertainty; otherwise the verdict is
+  "inconclusive" with evidence starting ``no power``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import wraps
 
 import numpy as np
 import pandas as pd
@@ -28,9 +39,24 @@ from distillscope.report.aggregate import (
     percent_scale,
     with_labels,
 )
+from distillscope.report.stats import (
+    ALPHA,
+    Pair,
+    beyond,
+    interval,
+    num,
+    pp,
+    sample_pair,
+)
 
 VERDICTS = ("supported", "contradicted", "inconclusive")
 NOT_TESTED = "not tested"
+NOT_IMPLEMENTED = "not implemented"  # the study cannot measure what the claim needs
+ERROR = "error"  # the rule raised: a bug, shown with its message, never a verdict
+
+#: Students "learned" when their mean accuracy beats the untrained student by this many pp.
+LEARNED_PP = 5.0
+BASELINE = "baseline"  # experiment name (and run_id prefix) of the untrained-student rows
 
 # Columns that encode the same axis: comparing along one of them ignores all of them when matching.
 _FAMILIES = {
@@ -42,6 +68,40 @@ _FAMILIES = {
     "optim.grad_clip": ("optim.grad_clip",),
     "_clip": ("optim.grad_clip", "_clip"),
 }
+
+
+_MEMO: dict[tuple, tuple[tuple, object]] | None = None
+
+
+def memo(fn: Callable) -> Callable:
+    """Within ``scoring_pass``, compute ``fn(df, *args)`` once per table object and arguments.
+
+    The rules ask for the same sub-grids and matched pairs many times; the table (kept alive
+    in the memo, so its id cannot be reused) is read-only during a pass.
+    """
+
+    @wraps(fn)
+    def wrapper(df: pd.DataFrame, *args: object) -> object:
+        if _MEMO is None:
+            return fn(df, *args)
+        ids = tuple(id(a) if isinstance(a, pd.DataFrame) else a for a in args)
+        key = (fn.__qualname__, id(df), ids)
+        if key not in _MEMO:
+            _MEMO[key] = ((df, args), fn(df, *args))
+        return _MEMO[key][1]
+
+    return wrapper
+
+
+@contextmanager
+def scoring_pass() -> Iterator[None]:
+    """Scope of ``memo``: one scoring of one table."""
+    global _MEMO
+    _MEMO = {}
+    try:
+        yield
+    finally:
+        _MEMO = None
 
 
 @dataclass(frozen=True)
@@ -66,42 +126,9 @@ class ClaimRule:
     needs: str  # what a study must contain to test it (shown when it cannot)
     applicable: Callable[[pd.DataFrame], bool]
     judge: Callable[[pd.DataFrame], Verdict]
-
-
-@dataclass(frozen=True)
-class Pair:
-    """Cell means of one metric on the two sides of a matched comparison (display units)."""
-
-    key: str  # the matched cell, e.g. "forward KL, 5e-05 (high)"
-    a: float
-    a_sem: float
-    b: float
-    b_sem: float
-
-    @property
-    def diff(self) -> float:
-        """a − b."""
-        return self.a - self.b
-
-    @property
-    def sem(self) -> float:
-        """Combined SEM √(SEM_a² + SEM_b²); NaN when neither side has ≥ 2 seeds."""
-        parts = [s for s in (self.a_sem, self.b_sem) if not math.isnan(s)]
-        return math.sqrt(sum(s * s for s in parts)) if parts else math.nan
-
-
-def counts(diff: float, sem: float, min_effect: float) -> bool:
-    """Whether a difference counts: |diff| ≥ min_effect and |diff| > 2 × SEM (when known)."""
-    if math.isnan(diff) or abs(diff) < min_effect:
-        return False
-    return math.isnan(sem) or abs(diff) > 2.0 * sem
-
-
-def sign(pair: Pair, min_effect: float) -> int:
-    """+1 when a beats b by a difference that counts, −1 for the reverse, 0 otherwise."""
-    if not counts(pair.diff, pair.sem, min_effect):
-        return 0
-    return 1 if pair.diff > 0 else -1
+    #: Metric keys the claim needs that no code of distillscope writes (not in the metric
+    #: registry; checked by a test): while non-empty the claim is "not implemented".
+    unmeasured: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,9 +161,10 @@ def plain_rows(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+@memo
 def main_grid(df: pd.DataFrame) -> pd.DataFrame:
     """The finished OnPD/OffPD × forward/reverse KL runs of the main grid, with labels."""
-    rows = plain_rows(experiment_rows(done(df), "main"))
+    rows = plain_rows(experiment_rows(finished(df), "main"))
     rows = where(
         where(rows, "rollout.policy", ["student", "teacher"]),
         "objective.kind",
@@ -147,9 +175,10 @@ def main_grid(df: pd.DataFrame) -> pd.DataFrame:
     return with_labels(rows)
 
 
+@memo
 def spectrum_grid(df: pd.DataFrame) -> pd.DataFrame:
     """Finished full-vocabulary forward/reverse KL runs with a known λ (the λ-spectrum sub-grid)."""
-    rows = plain_rows(experiment_rows(done(df), "spectrum"))
+    rows = plain_rows(experiment_rows(finished(df), "spectrum"))
     if "rollout.policy" not in rows.columns or "objective.kind" not in rows.columns:
         return rows.iloc[0:0]
     rows = with_labels(where(rows, "objective.kind", ["forward_kl", "reverse_kl"]))
@@ -167,11 +196,51 @@ def both_kls(rows: pd.DataFrame) -> bool:
     return {"forward_kl", "reverse_kl"} <= kinds
 
 
-def pooled_pair(pairs: Sequence[Pair], key: str) -> Pair:
-    """Matched pairs averaged into one (a = mean of a, b = mean of b, SEMs pooled)."""
-    a, a_sem = pooled([p.a for p in pairs], [p.a_sem for p in pairs])
-    b, b_sem = pooled([p.b for p in pairs], [p.b_sem for p in pairs])
-    return Pair(key, a, a_sem, b, b_sem)
+def finished(df: pd.DataFrame) -> pd.DataFrame:
+    """Finished runs of the study's experiments: baseline rows (the untrained student) left out."""
+    rows = done(df)
+    return rows[~is_baseline(rows)]
+
+
+def is_baseline(df: pd.DataFrame) -> pd.Series:
+    """Which rows are the untrained-student baseline (``experiment == "baseline"``)."""
+    if "experiment" not in df.columns:
+        return pd.Series(False, index=df.index)
+    ids = df["run_id"].map(str) if "run_id" in df.columns else pd.Series("", index=df.index)
+    return (df["experiment"].map(str) == BASELINE) & ids.str.startswith(BASELINE)
+
+
+@memo
+def learned(df: pd.DataFrame, rows: pd.DataFrame) -> tuple[bool, str]:
+    """Whether the students of ``rows`` beat the untrained student (the study's baseline rows).
+
+    Pair = accuracy of the finished runs of ``rows`` taken as a sample (mean, SEM over runs:
+    differences between cells only widen it) vs the baseline's mean; a single baseline row is
+    a fixed reference. The students learned when the pair is ≥ LEARNED_PP above beyond
+    uncertainty (``beyond``). Returns (learned, sentence).
+    """
+    acc = "eval/accuracy"
+    base = done(df)
+    base = base[is_baseline(base)]
+    if base.empty or not has(base, acc):
+        return False, "no power (no baseline): the study has no untrained-student row"
+    if not has(rows, acc):
+        return False, "no power: the compared runs have no eval/accuracy"
+    runs = pd.to_numeric(finished(rows)[acc], errors="coerce").dropna() * 100.0
+    vals = pd.to_numeric(base[acc], errors="coerce").dropna() * 100.0
+    p = sample_pair(list(runs), list(vals), "runs vs untrained")
+    if len(vals) == 1:
+        p = Pair(p.key, p.a, p.a_sem, p.b, 0.0, p.a_dof, math.inf)
+    text = (
+        f"students {num(p.a)}% ({len(runs)} runs) vs untrained {num(p.b)}% (Δ {pp(p.diff)} pp, "
+        f"{1 - ALPHA:.0%} bounds {interval(p)})"
+    )
+    if beyond(p, LEARNED_PP) == 1:
+        return True, text
+    return False, (
+        f"no power: students did not beat the untrained student by ≥ {LEARNED_PP:g} pp beyond "
+        f"uncertainty — {text}"
+    )
 
 
 def has(df: pd.DataFrame, *metrics: str) -> bool:
@@ -222,6 +291,7 @@ def cell_key(row: pd.Series, columns: Sequence[str]) -> str:
     return ", ".join(parts) if parts else "all"
 
 
+@memo
 def paired(
     df: pd.DataFrame, metric: str, axis: str, a: object, b: object, min_runs: int = 1
 ) -> list[Pair]:
@@ -254,9 +324,15 @@ def paired(
                     a_sem=ra[f"{metric}:sem"] * scale,
                     b=rb[f"{metric}:mean"] * scale,
                     b_sem=rb[f"{metric}:sem"] * scale,
+                    a_dof=_dof(ra[f"{metric}:n"]),
+                    b_dof=_dof(rb[f"{metric}:n"]),
                 )
             )
     return out
+
+
+def _dof(n: float) -> float:
+    return float(n) - 1.0 if n >= 2 else math.nan
 
 
 def cell_means(df: pd.DataFrame, metric: str, by: Sequence[str]) -> pd.DataFrame:
@@ -278,6 +354,7 @@ def match_keys(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
     return frame[list(columns)].apply(lambda col: col.map(str)).agg("|".join, axis=1)
 
 
+@memo
 def series_over(df: pd.DataFrame, metric: str, x: str) -> list[tuple[str, pd.DataFrame]]:
     """Cell means of ``metric`` against axis ``x``, one series per setting of the other axes.
 
@@ -300,17 +377,6 @@ def series_over(df: pd.DataFrame, metric: str, x: str) -> list[tuple[str, pd.Dat
     return out
 
 
-def pooled(means: Sequence[float], sems: Sequence[float]) -> tuple[float, float]:
-    """Mean of cell means and its SEM √(Σ SEM²) / k (NaN when some cell has no SEM)."""
-    ms = [m for m in means if not math.isnan(m)]
-    if not ms:
-        return math.nan, math.nan
-    ss = list(sems)
-    if any(math.isnan(s) for s in ss) or len(ss) != len(ms):
-        return float(np.mean(ms)), math.nan
-    return float(np.mean(ms)), math.sqrt(sum(s * s for s in ss)) / len(ss)
-
-
 def spread(rows: pd.DataFrame) -> Pair:
     """The highest and the lowest cell of a series as a pair (a = max, b = min)."""
     hi, lo = rows.loc[rows["mean"].idxmax()], rows.loc[rows["mean"].idxmin()]
@@ -320,6 +386,8 @@ def spread(rows: pd.DataFrame) -> Pair:
         a_sem=float(hi["sem"]),
         b=float(lo["mean"]),
         b_sem=float(lo["sem"]),
+        a_dof=_dof(hi["runs"]),
+        b_dof=_dof(lo["runs"]),
     )
 
 
@@ -333,16 +401,6 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     if rx.std() == 0 or ry.std() == 0:
         return math.nan
     return float(np.corrcoef(rx, ry)[0, 1])
-
-
-def pp(value: float, digits: int = 1) -> str:
-    """``+3.2`` with sign; ``n/a`` for NaN."""
-    return "n/a" if math.isnan(value) else f"{value:+.{digits}f}"
-
-
-def num(value: float, digits: int = 1) -> str:
-    """``72.3``; ``n/a`` for NaN."""
-    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
 
 
 def describe_pairs(pairs: Sequence[Pair], unit: str = "pp", digits: int = 1) -> str:

@@ -1,7 +1,8 @@
 """Scorecard rules on the ablations of [P]: docs/method.md §9 claims 10–15.
 
 Harder variant, RLVR follow-up, teacher-style transfer, gradient clipping and sampled
-estimators. Thresholds in pp; ``claimkit`` says what makes a difference count.
+estimators. Margins are named constants (pp) from which each rule's prose is rendered;
+``claimkit`` says what "beyond" and "within" mean.
 """
 
 from __future__ import annotations
@@ -10,26 +11,32 @@ import math
 
 import pandas as pd
 
-from distillscope.report.aggregate import done, objective_label, with_labels
+from distillscope.report.aggregate import objective_label, with_labels
 from distillscope.report.claimkit import (
     ClaimRule,
-    Pair,
     Verdict,
     cell_means,
     describe_pairs,
     experiment_rows,
+    finished,
     has,
+    learned,
     main_grid,
-    mean_diff,
-    num,
     paired,
     plain_rows,
-    pooled,
-    pooled_pair,
-    pp,
-    sign,
     spectrum_grid,
     where,
+)
+from distillscope.report.stats import (
+    ALPHA,
+    Pair,
+    beyond,
+    interval,
+    num,
+    pooled_pair,
+    pp,
+    sample_pair,
+    within,
 )
 
 ACC = "eval/accuracy"
@@ -41,15 +48,17 @@ CLIPPED, NORM_MEAN, NORM_MAX = (
     "train/grad_norm_max",
 )
 KINDS = ("forward_kl", "reverse_kl")
+CI = f"one-sided {1 - ALPHA:.0%} t-interval"
 
 
 # 10 -----------------------------------------------------------------------------------------
+C10_MARGIN = 1.0  # pp the on-policy side must gain on the harder variant
 R10 = (
     "Harder-variant metric = eval/harder/pass@K at the largest K measured (else "
     "eval/harder_accuracy). Per KL direction, on-policy (OnPD, else the spectrum's λ > 0) minus "
-    "off-policy (OffPD, else λ < 0), averaged over matched cells. Supported: the gain is ≥ 3 pp "
-    "beyond 2×SEM under both directions. Contradicted: off-policy better by ≥ 3 pp beyond "
-    "2×SEM under either. Else inconclusive."
+    "off-policy (OffPD, else λ < 0), pooled over matched cells. Supported: the gain is > "
+    f"{C10_MARGIN:g} pp beyond its {CI} under both directions. Contradicted: off-policy better "
+    f"(gain < 0) beyond a {1 - ALPHA / 2:.1%} interval under either. Else inconclusive."
 )
 
 
@@ -79,79 +88,53 @@ def _on_off(df: pd.DataFrame, metric: str, kind: str) -> tuple[Pair, str] | None
     if pos.empty or neg.empty:
         return None
     cp, cn = (cell_means(x, metric, ["_lam"]) for x in (pos, neg))
-    p = Pair(
-        "λ>0 vs λ<0",
-        *pooled(list(cp["mean"]), list(cp["sem"])),
-        *pooled(list(cn["mean"]), list(cn["sem"])),
-    )
+    p = sample_pair(list(cp["mean"]), list(cn["mean"]), "λ>0 vs λ<0")
     return p, f"λ>0 {num(p.a)} vs λ<0 {num(p.b)}"
 
 
 def _c10_applicable(df: pd.DataFrame) -> bool:
-    metric = _harder_metric(done(df))
+    metric = _harder_metric(finished(df))
     return metric is not None and all(_on_off(df, metric, k) is not None for k in KINDS)
 
 
 def _c10(df: pd.DataFrame) -> Verdict:
-    metric = _harder_metric(done(df))
+    metric = _harder_metric(finished(df))
     parts, signs = [], []
     for kind in KINDS:
         pair, text = _on_off(df, metric, kind)
         rel = 100.0 * pair.diff / pair.b if pair.b else math.nan
         parts.append(
-            f"{objective_label(kind)}: on − off {pp(pair.diff)} pp ({pp(rel, 0)}% "
-            f"relative) [{text}]"
+            f"{objective_label(kind)}: on − off {pp(pair.diff)} pp {interval(pair)} "
+            f"({pp(rel, 0)}% relative) [{text}]"
         )
-        signs.append(sign(pair, 3.0))
+        signs.append((beyond(pair, 0.0, ALPHA / 2), beyond(pair, C10_MARGIN)))
     ev = f"{metric}: " + "; ".join(parts)
-    if -1 in signs:
+    if any(worse == -1 for worse, _ in signs):
         return Verdict("contradicted", ev, R10)
-    return Verdict("supported" if all(s == 1 for s in signs) else "inconclusive", ev, R10)
+    found = all(gain == 1 for _, gain in signs)
+    return Verdict("supported" if found else "inconclusive", ev, R10)
 
 
 # 11 -----------------------------------------------------------------------------------------
-R11 = (
-    "Matched OnPD vs OffPD cells of the main grid. If OnPD leads on the harder variant by ≥ 3 pp "
-    "beyond 2×SEM in no cell, there is no advantage to carry ⇒ inconclusive. Otherwise: OnPD's "
-    "final RLVR reward higher by ≥ 0.1 (beyond 2×SEM) in every cell ⇒ contradicted; else "
-    "supported."
-)
-
-
-def _c11_applicable(df: pd.DataFrame) -> bool:
-    m = main_grid(df)
-    metric = _harder_metric(m)
-    return (
-        metric is not None and has(m, RLVR) and bool(paired(m, RLVR, "_rollout", "OnPD", "OffPD"))
-    )
+R11 = "Needs an RLVR stage after distillation (rlvr/reward_final); distillscope has none yet."
 
 
 def _c11(df: pd.DataFrame) -> Verdict:
-    m = main_grid(df)
-    before = paired(m, _harder_metric(m), "_rollout", "OnPD", "OffPD")
-    after = paired(m, RLVR, "_rollout", "OnPD", "OffPD")
-    ev = (
-        f"harder variant before RLVR: {describe_pairs(before)}. Final RLVR reward: "
-        f"{describe_pairs(after, unit='reward', digits=2)}"
-    )
-    if not any(sign(p, 3.0) == 1 for p in before):
-        return Verdict("inconclusive", ev, R11)
-    if all(sign(p, 0.1) == 1 for p in after):
-        return Verdict("contradicted", ev, R11)
-    return Verdict("supported", ev, R11)
+    raise NotImplementedError("distillscope runs no RLVR stage; no code writes " + RLVR)
 
 
 # 12 -----------------------------------------------------------------------------------------
+C12_MARGIN = 20.0  # pp by which OnPD + reverse KL stays below each other configuration
 R12 = (
     "Teacher-style share of the student's answers per rollout × KL (style runs, pooled over "
-    "other axes). Supported: OnPD + reverse KL ≥ 20 pp below each other configuration (beyond "
-    "2×SEM) and each other configuration ≥ 30%. Contradicted: OnPD + reverse KL within 5 pp "
-    "of (or above) the mean of the other three. Else inconclusive."
+    f"other axes). Supported: each other configuration's share exceeds OnPD + reverse KL's by > "
+    f"{C12_MARGIN:g} pp beyond its {CI}. Contradicted: OnPD + reverse KL's share above the mean "
+    f"of the other three beyond its {CI}. Else inconclusive."
 )
 
 
 def _style_cells(df: pd.DataFrame) -> pd.DataFrame:
-    rows = experiment_rows(done(df), "style")
+    rows = experiment_rows(finished(df), "style")
     if "task.teacher_style_flag" in rows.columns:
         rows = rows[rows["task.teacher_style_flag"].fillna(False).astype(bool)]
     rows = where(where(rows, "rollout.policy", ["student", "teacher"]), "objective.kind", KINDS)
@@ -160,31 +143,50 @@ def _style_cells(df: pd.DataFrame) -> pd.DataFrame:
     return cell_means(with_labels(rows), STYLE, ["_rollout", "objective.kind"])
 
 
+def _cell_pair(key: str, a: pd.Series, b: pd.Series) -> Pair:
+    dof = [r["runs"] - 1 if r["runs"] > 1 else math.nan for r in (a, b)]
+    return Pair(key, a["mean"], a["sem"], b["mean"], b["sem"], *dof)
+
+
 def _c12(df: pd.DataFrame) -> Verdict:
     cells = _style_cells(df)
     get = {(r["_rollout"], r["objective.kind"]): r for _, r in cells.iterrows()}
     target = get[("OnPD", "reverse_kl")]
     others = [get[k] for k in get if k != ("OnPD", "reverse_kl")]
-    ev = "; ".join(
-        f"{r['_rollout']} + {objective_label(r['objective.kind'])}: {num(r['mean'])}%"
-        for r in [target, *others]
+    gaps = [
+        _cell_pair(f"{o['_rollout']} + {objective_label(o['objective.kind'])}", o, target)
+        for o in others
+    ]
+    others_mean = pooled_pair(
+        [_cell_pair(g.key, o, o) for g, o in zip(gaps, others, strict=True)], "others"
+    )  # the target cell enters once, not once per gap
+    rest = Pair(
+        "others vs OnPD + reverse KL",
+        others_mean.a,
+        others_mean.a_sem,
+        target["mean"],
+        target["sem"],
+        others_mean.a_dof,
+        gaps[0].b_dof,
     )
-    gaps = [Pair("gap", o["mean"], o["sem"], target["mean"], target["sem"]) for o in others]
-    rest = sum(o["mean"] for o in others) / len(others)
-    if target["mean"] >= rest - 5.0:
+    ev = f"OnPD + reverse KL {num(target['mean'])}%; " + "; ".join(
+        f"{g.key}: {num(g.a)}% (gap {pp(g.diff)} pp {interval(g)})" for g in gaps
+    )
+    if beyond(rest, 0.0) == -1:
         return Verdict("contradicted", ev, R12)
-    if all(sign(g, 20.0) == 1 for g in gaps) and all(o["mean"] >= 30.0 for o in others):
+    if all(beyond(g, C12_MARGIN) == 1 for g in gaps):
         return Verdict("supported", ev, R12)
     return Verdict("inconclusive", ev, R12)
 
 
 # 13 -----------------------------------------------------------------------------------------
+C13_ACTIVE, C13_RARE = 80.0, 50.0  # % of steps clipped: "throughout" / clearly not
 R13 = (
-    "Main grid with clipping on. Active throughout: ≥ 80% of steps clipped in every cell. "
-    "Larger/spikier: reverse-KL pre-clip norm above forward KL (beyond 2×SEM) in every matched "
-    "cell, for the mean norm or the max norm. Supported: both. Contradicted: < 50% of steps "
-    "clipped in every cell, or forward-KL norms above reverse KL (mean and max) in every cell. "
-    "Else inconclusive."
+    f"Main grid with clipping on. Active: the pooled share of clipped steps > {C13_ACTIVE:g}% "
+    f"beyond its {CI}. Larger norms: reverse-KL − forward-KL mean pre-clip norm, pooled over "
+    f"matched cells, > 0 beyond its {CI}. Supported: both. Contradicted: the clipped share < "
+    f"{C13_RARE:g}%, or the norm difference < 0, beyond {1 - ALPHA / 2:.1%} intervals. Else "
+    "inconclusive."
 )
 
 
@@ -195,31 +197,46 @@ def _c13_applicable(df: pd.DataFrame) -> bool:
 
 def _c13(df: pd.DataFrame) -> Verdict:
     m = main_grid(df)
-    clipped = cell_means(m, CLIPPED, ["_rollout", "_kl", "_lr"])
-    p_mean = paired(m, NORM_MEAN, "objective.kind", "reverse_kl", "forward_kl")
-    p_max = paired(m, NORM_MAX, "objective.kind", "reverse_kl", "forward_kl")
-    ev = (
-        f"steps clipped {num(clipped['mean'].min())}–{num(clipped['mean'].max())}% per cell. "
-        f"Mean pre-clip norm reverse vs forward: {describe_pairs(p_mean, '', 2)}. Max: "
-        f"{describe_pairs(p_max, '', 2) or 'not recorded'}"
+    cells = cell_means(m, CLIPPED, ["_rollout", "_kl", "_lr"])
+    share = pooled_pair(
+        [
+            Pair(
+                "",
+                r["mean"],
+                r["sem"],
+                0.0,
+                0.0,
+                r["runs"] - 1 if r["runs"] > 1 else math.nan,
+                math.inf,
+            )
+            for _, r in cells.iterrows()
+        ],
+        "clipped share",
     )
-    bigger = any(p and all(sign(x, 0.0) == 1 for x in p) for p in (p_mean, p_max))
-    smaller = all(sign(x, 0.0) == -1 for x in p_mean) and all(sign(x, 0.0) == -1 for x in p_max)
-    if (clipped["mean"] < 50.0).all() or smaller:
+    norms = pooled_pair(paired(m, NORM_MEAN, "objective.kind", "reverse_kl", "forward_kl"), "norm")
+    ev = (
+        f"steps clipped {num(share.a)}% {interval(share)} (cells {num(cells['mean'].min())}–"
+        f"{num(cells['mean'].max())}%). Mean pre-clip norm reverse − forward {pp(norms.diff, 2)} "
+        f"{interval(norms)}"
+    )
+    active = Pair("active", share.a, share.a_sem, C13_ACTIVE, 0.0, share.a_dof, math.inf)
+    rare = Pair("rare", share.a, share.a_sem, C13_RARE, 0.0, share.a_dof, math.inf)
+    if beyond(rare, 0.0, ALPHA / 2) == -1 or beyond(norms, 0.0, ALPHA / 2) == -1:
         return Verdict("contradicted", ev, R13)
-    if (clipped["mean"] >= 80.0).all() and bigger:
+    if beyond(active, 0.0) == 1 and beyond(norms, 0.0) == 1:
         return Verdict("supported", ev, R13)
     return Verdict("inconclusive", ev, R13)
 
 
 # 14 -----------------------------------------------------------------------------------------
+C14_MARGIN = 5.0  # pp: a clip-on − clip-off accuracy gap larger than this is deterioration
 R14 = (
-    "Accuracy with clipping (main grid) minus without (optim.grad_clip off), per matched "
-    "rollout×LR cell; diverged runs without clipping count as deterioration. Forward KL stays "
-    "effective: no drop ≥ 5 pp beyond 2×SEM, no diverged run. Reverse KL deteriorates: some drop "
-    "≥ 5 pp beyond 2×SEM or a diverged run. Supported: both. Contradicted: forward KL drops ≥ 5 "
-    "pp in every cell or diverges in ≥ half its runs, or reverse KL drops < 2 pp everywhere "
-    "without diverging. Else inconclusive."
+    "Δ = accuracy with clipping (main grid) − without (optim.grad_clip off), pooled over "
+    "matched rollout×LR cells, per KL direction (the study's LR label is not part of the match). "
+    f"Forward KL stays effective: Δ within ±{C14_MARGIN:g} pp (TOST), students learned, no "
+    f"no-clip run diverged. Reverse KL deteriorates: Δ > {C14_MARGIN:g} pp beyond its {CI}, or "
+    "≥ half its no-clip runs diverged or failed. Supported: both. Contradicted: forward KL's Δ > "
+    f"{C14_MARGIN:g} pp beyond its {CI}, or ≥ half its no-clip runs diverged. Else inconclusive."
 )
 
 
@@ -232,7 +249,8 @@ def _no_clip(df: pd.DataFrame, kind: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows = where(rows, "rollout.policy", ["student", "teacher"])
     clip = main_grid(df)
     clip = clip[clip["objective.kind"] == kind] if not clip.empty else clip
-    both = pd.concat([with_labels(done(rows)), clip], ignore_index=True)
+    both = pd.concat([with_labels(finished(rows)), clip], ignore_index=True)
+    both = both.drop(columns=[c for c in both.columns if c.endswith("_label")])
     both["_clip"] = both["optim.grad_clip"].notna().map({True: "on", False: "off"})
     return rows, both
 
@@ -247,45 +265,57 @@ def _c14_applicable(df: pd.DataFrame) -> bool:
 
 
 def _c14(df: pd.DataFrame) -> Verdict:
-    parts, drops, diverged = [], {}, {}
+    parts, pooled_by, bad_by = [], {}, {}
     for kind in KINDS:
-        runs, _ = _no_clip(df, kind)
+        runs, both = _no_clip(df, kind)
         pairs = _clip_pairs(df, kind)
         bad = int(runs["status"].isin(["diverged", "failed"]).sum()) if "status" in runs else 0
-        drops[kind], diverged[kind] = pairs, (bad, len(runs))
+        pooled_by[kind] = pooled_pair(pairs, "clip on vs off")
+        bad_by[kind] = (bad, len(runs))
         parts.append(
-            f"{objective_label(kind)}: clip on vs off {describe_pairs(pairs)}; "
-            f"{bad}/{len(runs)} no-clip runs diverged or failed"
+            f"{objective_label(kind)}: clip on − off pooled {pp(pooled_by[kind].diff)} pp "
+            f"{interval(pooled_by[kind])} [{describe_pairs(pairs)}]; {bad}/{len(runs)} no-clip "
+            "runs diverged or failed"
         )
     ev = ". ".join(parts)
-    f_pairs, r_pairs = drops["forward_kl"], drops["reverse_kl"]
-    f_bad, f_n = diverged["forward_kl"]
-    r_bad, _ = diverged["reverse_kl"]
-    f_broken = (f_pairs and all(sign(p, 5.0) == 1 for p in f_pairs)) or 2 * f_bad >= f_n
-    r_fine = all(p.diff < 2.0 for p in r_pairs) and r_bad == 0
-    if f_broken or r_fine:
+    f, r = pooled_by["forward_kl"], pooled_by["reverse_kl"]
+    (f_bad, f_n), (r_bad, r_n) = bad_by["forward_kl"], bad_by["reverse_kl"]
+    if beyond(f, C14_MARGIN) == 1 or 2 * f_bad >= f_n:
         return Verdict("contradicted", ev, R14)
-    f_ok = f_bad == 0 and all(sign(p, 5.0) != 1 for p in f_pairs)
-    r_worse = r_bad > 0 or any(sign(p, 5.0) == 1 for p in r_pairs)
-    return Verdict("supported" if f_ok and r_worse else "inconclusive", ev, R14)
+    r_worse = beyond(r, C14_MARGIN) == 1 or 2 * r_bad >= r_n
+    if not (f_bad == 0 and within(f, C14_MARGIN) and r_worse):
+        return Verdict("inconclusive", ev, R14)
+    power, text = learned(df, main_grid(df))
+    return Verdict("supported" if power else "inconclusive", f"{ev}; {text}", R14)
 
 
 # 15 -----------------------------------------------------------------------------------------
+C15_MARGIN = 3.0  # pp: a forward − reverse difference within ± this is "no difference"
 R15 = (
-    "Picture = sign of forward − reverse accuracy averaged over matched rollout×LR cells, "
-    "counted at ≥ 3 pp beyond 2×SEM (0 = no difference). Reference: the study's full-vocabulary "
-    "runs, else the published picture (+, forward better). Supported: the sampled estimators "
-    "give the same sign. Contradicted: the opposite non-zero sign. Else inconclusive."
+    "Picture = forward − reverse accuracy pooled over matched rollout×LR cells: forward better "
+    f"or reverse better when Δ ≠ 0 beyond its {1 - ALPHA / 2:.1%} interval, flat when Δ is "
+    f"within ±{C15_MARGIN:g} pp (TOST), else unknown. Reference: the study's full-vocabulary "
+    "runs, else the published picture (forward better). Supported: the sampled estimators show "
+    "the reference's sign, or both are flat and the students learned. Contradicted: the "
+    f"opposite sign, or one flat and the other beyond ±{C15_MARGIN:g} pp. Else inconclusive."
 )
 
 SAMPLED = ("forward_sampled", "reverse_sampled")
 
 
 def _sampled_pairs(df: pd.DataFrame) -> list[Pair]:
-    rows = plain_rows(experiment_rows(done(df), "sampled"))
+    rows = plain_rows(experiment_rows(finished(df), "sampled"))
     if "objective.kind" not in rows.columns or not has(rows, ACC):
         return []
     return paired(with_labels(rows), ACC, "objective.kind", *SAMPLED)
+
+
+def picture(pair: Pair) -> str:
+    """ "+", "−", "flat" or "unknown": the sign of a forward − reverse contrast (see R15)."""
+    sign = beyond(pair, 0.0, ALPHA / 2)
+    if sign:
+        return "+" if sign > 0 else "−"
+    return "flat" if within(pair, C15_MARGIN) else "unknown"
 
 
 def _c15(df: pd.DataFrame) -> Verdict:
@@ -293,22 +323,31 @@ def _c15(df: pd.DataFrame) -> Verdict:
     m = main_grid(df)
     f_pairs = paired(m, ACC, "objective.kind", *KINDS) if has(m, ACC) else []
     sampled = pooled_pair(s_pairs, "sampled")
-    ref_sign = sign(pooled_pair(f_pairs, "full"), 3.0) if f_pairs else 1
-    ref = (
-        f"full vocabulary {pp(mean_diff(f_pairs))} pp"
+    full = pooled_pair(f_pairs, "full")
+    ref = picture(full) if f_pairs else "+"
+    ref_text = (
+        f"full vocabulary {pp(full.diff)} pp {interval(full)} ({ref})"
         if f_pairs
-        else "published picture: forward KL better"
+        else "published picture: forward KL better (+)"
     )
+    got = picture(sampled)
     ev = (
-        f"sampled forward − reverse {pp(sampled.diff)} pp [{describe_pairs(s_pairs)}]; "
-        f"reference: {ref}"
+        f"sampled forward − reverse {pp(sampled.diff)} pp {interval(sampled)} ({got}) "
+        f"[{describe_pairs(s_pairs)}]; reference: {ref_text}"
     )
-    s = sign(sampled, 3.0)
-    if s == ref_sign:
-        return Verdict("supported", ev, R15)
-    if s == -ref_sign and s != 0:
+    if "unknown" in (ref, got):
+        return Verdict("inconclusive", ev, R15)
+    if {ref, got} == {"+", "−"}:
         return Verdict("contradicted", ev, R15)
-    return Verdict("inconclusive", ev, R15)
+    if "flat" in (ref, got) and ref != got:
+        other = full if got == "flat" else sampled
+        if beyond(other, C15_MARGIN, ALPHA / 2) != 0:
+            return Verdict("contradicted", ev, R15)
+        return Verdict("inconclusive", ev, R15)
+    if ref == "flat":
+        power, text = learned(df, finished(df))
+        return Verdict("supported" if power else "inconclusive", f"{ev}; {text}", R15)
+    return Verdict("supported", ev, R15)
 
 
 RULES_ABLATION = [
@@ -324,8 +363,9 @@ RULES_ABLATION = [
         11,
         "That advantage does not reliably survive a later RLVR stage.",
         "main grid with eval/harder/* and rlvr/reward_final (RLVR follow-up)",
-        _c11_applicable,
+        lambda df: True,
         _c11,
+        unmeasured=(RLVR,),
     ),
     ClaimRule(
         12,

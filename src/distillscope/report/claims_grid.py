@@ -1,41 +1,55 @@
 """Scorecard rules on the main grid and the LR sweep: docs/method.md §9 claims 1–5 and 9.
 
 Rollout policy, KL direction and learning rate against accuracy, coverage, forgetting and
-update sparsity. Thresholds are in percentage points (pp) of the stored fractions; ``claimkit``
-says what makes a difference count (minimum effect and 2 × combined SEM).
+update sparsity. Margins are named constants in percentage points (pp) of the stored
+fractions; each rule's prose is rendered from them. ``claimkit`` says what "beyond its margin"
+and "within" mean (one-sided t-intervals at ALPHA, TOST).
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
-from distillscope.report.aggregate import done, with_labels
+from distillscope.report.aggregate import percent_scale, with_labels
 from distillscope.report.claimkit import (
+    LEARNED_PP,
     ClaimRule,
-    Pair,
     Verdict,
     both_kls,
     both_rollouts,
+    cell_key,
     describe_pairs,
     experiment_rows,
+    finished,
     has,
+    learned,
     main_grid,
-    mean_diff,
+    match_columns,
+    match_keys,
+    memo,
     n_values,
-    num,
     paired,
     plain_rows,
+)
+from distillscope.report.stats import (
+    ALPHA,
+    Pair,
+    beyond,
+    interval,
+    num,
+    pooled_pair,
     pp,
-    series_over,
-    sign,
+    within,
 )
 
 ACC = "eval/accuracy"
 FORGET = "eval/forgetting_pp"
-SPARSITY = "eval/sparsity_fp32_tau1e-06"
-SPARSITY_BF16 = "eval/sparsity_bf16_tau1e-06"
+SPARSITY_FP32 = "eval/sparsity_fp32_tau1e-06"
+SPARSITY = "eval/sparsity_bf16_tau1e-06"  # the published view (docs/method.md §10 "Sparsity")
+CI = f"one-sided {1 - ALPHA:.0%} t-interval"
 
 
 def _lr_ends(m: pd.DataFrame) -> tuple[float, float]:
@@ -44,11 +58,13 @@ def _lr_ends(m: pd.DataFrame) -> tuple[float, float]:
 
 
 # 1 ------------------------------------------------------------------------------------------
+C1_MARGIN = 10.0  # pp: a rollout gain smaller than this is "no gain"
 R1 = (
-    "Δ = acc(OnPD) − acc(OffPD) per matched KL×LR cell; a Δ counts when |Δ| ≥ 5 pp and > "
-    "2×SEM. Contradicted: one policy better by a counting Δ in every cell (a consistent gain). "
-    "Supported: the best OnPD cell and the best OffPD cell differ by no counting margin, and at "
-    "most half of the cells favour the same policy by a counting Δ. Else inconclusive."
+    "Δ = best OnPD cell − best OffPD cell (highest mean accuracy over the matched KL×LR cells, "
+    "as the claim compares them). Supported: the students learned (≥ "
+    f"{LEARNED_PP:g} pp over the untrained student) and Δ is within ±{C1_MARGIN:g} pp (TOST, "
+    f"{CI}s). Contradicted: |Δ| > {C1_MARGIN:g} pp beyond its {CI} (α/2 per side). Else "
+    "inconclusive."
 )
 
 
@@ -57,33 +73,38 @@ def _c1_applicable(df: pd.DataFrame) -> bool:
     return both_rollouts(m) and bool(paired(m, ACC, "_rollout", "OnPD", "OffPD"))
 
 
+def no_effect(
+    df: pd.DataFrame, rows: pd.DataFrame, pair: Pair, margin: float, rule: str, ev: str
+) -> Verdict:
+    """The verdict of a no-effect claim on one pooled contrast (equivalence + power)."""
+    if beyond(pair, margin, ALPHA / 2) != 0:
+        return Verdict("contradicted", ev, rule)
+    power, text = learned(df, rows)
+    if not power:
+        return Verdict("inconclusive", f"{text}. {ev}", rule)
+    if within(pair, margin):
+        return Verdict("supported", f"{ev}; {text}", rule)
+    return Verdict("inconclusive", f"{ev}; {text}", rule)
+
+
 def _c1(df: pd.DataFrame) -> Verdict:
     m = main_grid(df)
     pairs = paired(m, ACC, "_rollout", "OnPD", "OffPD")
-    signs = [sign(p, 5.0) for p in pairs]
-    on = max(pairs, key=lambda p: p.a)
-    off = max(pairs, key=lambda p: p.b)
-    best = Pair("best cells", on.a, on.a_sem, off.b, off.b_sem)
+    on, off = max(pairs, key=lambda x: x.a), max(pairs, key=lambda x: x.b)
+    p = Pair("best cells", on.a, on.a_sem, off.b, off.b_sem, on.a_dof, off.b_dof)
     ev = (
-        f"best cell OnPD {num(best.a)}% ({on.key}) vs OffPD {num(best.b)}% ({off.key}); "
-        f"mean Δ over {len(pairs)} matched cells {pp(mean_diff(pairs))} pp, counting Δ "
-        f"favour OnPD in {signs.count(1)}, OffPD in {signs.count(-1)}. {describe_pairs(pairs)}"
+        f"best OnPD cell {num(p.a)}% ({on.key}) vs best OffPD cell {num(p.b)}% ({off.key}): "
+        f"Δ {pp(p.diff)} pp {interval(p)}. {describe_pairs(pairs)}"
     )
-    if all(s == 1 for s in signs) or all(s == -1 for s in signs):
-        return Verdict("contradicted", ev, R1)
-    lopsided = max(signs.count(1), signs.count(-1)) * 2 > len(signs)
-    if sign(best, 5.0) == 0 and not lopsided:
-        return Verdict("supported", ev, R1)
-    return Verdict("inconclusive", ev, R1)
+    return no_effect(df, m, p, C1_MARGIN, R1, ev)
 
 
 # 2 ------------------------------------------------------------------------------------------
+C2_MARGIN = 5.0  # pp by which forward KL must beat reverse KL
 R2 = (
-    "Δ_KL = acc(forward) − acc(reverse) per matched rollout×LR cell (counts at ≥ 5 pp and > "
-    "2×SEM). Supported: reverse never better by a counting Δ, forward-KL range over cells ≤ 5 "
-    "pp, reverse-KL range larger, and mean |Δ_KL| > mean |Δ_rollout| (when both rollouts "
-    "exist). Contradicted: reverse better by a counting Δ in ≥ half the cells, or the forward "
-    "range exceeds the reverse range by ≥ 5 pp. Else inconclusive."
+    f"Δ_KL = acc(forward KL) − acc(reverse KL), pooled over matched rollout×LR cells. "
+    f"Supported: Δ_KL > {C2_MARGIN:g} pp beyond its {CI}. Contradicted: Δ_KL < 0 beyond its "
+    f"{CI} (reverse KL better). Else inconclusive."
 )
 
 
@@ -92,41 +113,36 @@ def _c2_applicable(df: pd.DataFrame) -> bool:
     return both_kls(m) and bool(paired(m, ACC, "objective.kind", "forward_kl", "reverse_kl"))
 
 
-def _range(rows: pd.DataFrame) -> float:
-    means = rows.groupby([c for c in ("_rollout", "_lr") if c in rows], dropna=False)[ACC].mean()
-    return float(means.max() - means.min()) * 100.0 if len(means) else math.nan
-
-
 def _c2(df: pd.DataFrame) -> Verdict:
     m = main_grid(df)
     pairs = paired(m, ACC, "objective.kind", "forward_kl", "reverse_kl")
-    signs = [sign(p, 5.0) for p in pairs]
-    range_f = _range(m[m["objective.kind"] == "forward_kl"])
-    range_r = _range(m[m["objective.kind"] == "reverse_kl"])
-    eff_kl = float(pd.Series([abs(p.diff) for p in pairs]).mean())
-    ro = paired(m, ACC, "_rollout", "OnPD", "OffPD") if both_rollouts(m) else []
-    eff_ro = float(pd.Series([abs(p.diff) for p in ro]).mean()) if ro else math.nan
-    fwd, rev = [p.a for p in pairs], [p.b for p in pairs]
-    ev = (
-        f"forward KL {num(min(fwd))}–{num(max(fwd))}% (range {num(range_f)} pp), reverse KL "
-        f"{num(min(rev))}–{num(max(rev))}% (range {num(range_r)} pp) over {len(pairs)} matched "
-        f"cells; mean |Δ_KL| {num(eff_kl)} pp vs mean |Δ_rollout| {num(eff_ro)} pp. "
-        f"{describe_pairs(pairs)}"
+    p = pooled_pair(pairs, "forward vs reverse")
+    ro = (
+        pooled_pair(paired(m, ACC, "_rollout", "OnPD", "OffPD"), "rollout")
+        if both_rollouts(m)
+        else None
     )
-    if signs.count(-1) * 2 >= len(signs) or range_f >= range_r + 5.0:
+    ev = (
+        f"pooled Δ_KL {pp(p.diff)} pp {interval(p)} over {len(pairs)} matched cells"
+        + (f"; rollout Δ {pp(ro.diff)} pp for comparison" if ro is not None else "")
+        + f". {describe_pairs(pairs)}"
+    )
+    if beyond(p, 0.0) == -1:
         return Verdict("contradicted", ev, R2)
-    kl_dominates = math.isnan(eff_ro) or eff_kl > eff_ro
-    if -1 not in signs and range_f <= 5.0 and range_r > range_f and kl_dominates:
+    if beyond(p, C2_MARGIN) == 1:
         return Verdict("supported", ev, R2)
     return Verdict("inconclusive", ev, R2)
 
 
 # 3 ------------------------------------------------------------------------------------------
+C3_MARGIN = 5.0  # pp more forgetting at the high LR
+C3_LOW = 4.0  # pp: the low LR's skill change must be within ± this (published ≤ 1.3 pp)
 R3 = (
-    "low/high LR = smallest/largest LR of the main grid. Supported: every low-LR cell changes "
-    "the skill score by ≤ 3 pp (|forgetting_pp|) and in every matched rollout×KL cell the high "
-    "LR loses ≥ 5 pp more (beyond 2×SEM). Contradicted: in every matched cell the high LR "
-    "loses < 2 pp more than the low LR. Else inconclusive."
+    f"low/high LR = smallest/largest LR of the main grid; forgetting_pp = skills after − before. "
+    f"Δ = forgetting_pp(low) − forgetting_pp(high), pooled over matched rollout×KL cells. "
+    f"Supported: Δ > {C3_MARGIN:g} pp beyond its {CI} and the low LR's pooled change within "
+    f"±{C3_LOW:g} pp (TOST). Contradicted: Δ < 0 beyond its {CI} (the low LR forgets more). "
+    "Else inconclusive."
 )
 
 
@@ -145,26 +161,27 @@ def _c3(df: pd.DataFrame) -> Verdict:
     pairs = _lr_pairs(m, FORGET)  # diff = f(low) − f(high) = extra pp lost at the high LR
     if not pairs:
         return Verdict("inconclusive", "no rollout×KL cell ran at both learning rates", R3)
-    low_ok = all(abs(p.a) <= 3.0 for p in pairs)
+    p = pooled_pair(pairs, "low vs high")
+    low = Pair("low LR", p.a, p.a_sem, 0.0, 0.0, p.a_dof, math.inf)
     ev = (
-        f"skill change low LR {num(min(p.a for p in pairs))}…{num(max(p.a for p in pairs))} pp,"
-        f" high LR {num(min(p.b for p in pairs))}…{num(max(p.b for p in pairs))} pp (after − "
-        f"before). Low vs high: {describe_pairs(pairs)}"
+        f"pooled extra forgetting at the high LR {pp(p.diff)} pp {interval(p)}; low-LR change "
+        f"{pp(low.diff)} pp {interval(low)}. Low vs high: {describe_pairs(pairs)}"
     )
-    if low_ok and all(sign(p, 5.0) == 1 for p in pairs):
-        return Verdict("supported", ev, R3)
-    if all(p.diff < 2.0 for p in pairs):
+    if beyond(p, 0.0) == -1:
         return Verdict("contradicted", ev, R3)
+    if beyond(p, C3_MARGIN) == 1 and within(low, C3_LOW):
+        return Verdict("supported", ev, R3)
     return Verdict("inconclusive", ev, R3)
 
 
 # 4 ------------------------------------------------------------------------------------------
+C4_MARGIN = 10.0  # pp sparser at the low LR
 R4 = (
-    "Sparsity = fp32, τ = 1e-6. Supported: in every matched rollout×KL cell the low LR is ≥ 10 "
-    "pp sparser than the high LR (beyond 2×SEM), and OffPD is nowhere less sparse than OnPD by "
-    "a counting margin (≥ 1 pp, > 2×SEM; part skipped when one rollout is missing). "
-    "Contradicted: the low LR is < 2 pp sparser in every cell, or OffPD is less sparse by a "
-    "counting margin in every matched pair. Else inconclusive."
+    f"Sparsity in the bf16 view (τ = 1e-6; both checkpoints cast to bf16). Δ_LR = sparsity(low "
+    f"LR) − sparsity(high LR) and Δ_ro = sparsity(OffPD) − sparsity(OnPD), each pooled over "
+    f"matched cells. Supported: Δ_LR > {C4_MARGIN:g} pp beyond its {CI} and Δ_ro not < 0 beyond "
+    f"its {CI} (part skipped when one rollout is missing). Contradicted: Δ_LR < 0 or Δ_ro < 0 "
+    f"beyond {1 - ALPHA / 2:.1%} intervals. Else inconclusive."
 )
 
 
@@ -173,41 +190,43 @@ def _c4(df: pd.DataFrame) -> Verdict:
     lr_pairs = _lr_pairs(m, SPARSITY)
     if not lr_pairs:
         return Verdict("inconclusive", "no rollout×KL cell ran at both learning rates", R4)
+    p = pooled_pair(lr_pairs, "low vs high")
     ro = paired(m, SPARSITY, "_rollout", "OffPD", "OnPD") if both_rollouts(m) else []
-    ev = (
-        f"sparsity low LR {num(min(p.a for p in lr_pairs))}–{num(max(p.a for p in lr_pairs))}%,"
-        f" high LR {num(min(p.b for p in lr_pairs))}–{num(max(p.b for p in lr_pairs))}%. "
-        f"Low vs high: {describe_pairs(lr_pairs)}."
-    )
-    if has(m, SPARSITY_BF16):
-        bf = _lr_pairs(m, SPARSITY_BF16)
-        ev += f" bf16 view: {describe_pairs(bf)}."
+    q = pooled_pair(ro, "OffPD vs OnPD") if ro else None
+    ev = f"bf16 view: low vs high LR pooled {pp(p.diff)} pp {interval(p)} "
+    ev += f"[{describe_pairs(lr_pairs)}]."
+    if has(m, SPARSITY_FP32):
+        fp = pooled_pair(_lr_pairs(m, SPARSITY_FP32), "fp32")
+        ev += f" fp32 view (not judged): {pp(fp.diff)} pp."
     ev += (
-        f" OffPD vs OnPD: {describe_pairs(ro)}."
-        if ro
+        f" OffPD vs OnPD pooled {pp(q.diff)} pp {interval(q)}."
+        if q is not None
         else " OffPD-vs-OnPD part not tested (needs both rollouts)."
     )
-    off_less = [sign(p, 1.0) == -1 for p in ro]
-    if all(p.diff < 2.0 for p in lr_pairs) or (ro and all(off_less)):
+    off_less = q is not None and beyond(q, 0.0, ALPHA / 2) == -1
+    if beyond(p, 0.0, ALPHA / 2) == -1 or off_less:
         return Verdict("contradicted", ev, R4)
-    if all(sign(p, 10.0) == 1 for p in lr_pairs) and not any(off_less):
+    if beyond(p, C4_MARGIN) == 1 and not (q is not None and beyond(q, 0.0) == -1):
         return Verdict("supported", ev, R4)
     return Verdict("inconclusive", ev, R4)
 
 
 # 5 ------------------------------------------------------------------------------------------
+C5_SPARSITY = 5.0  # pp the fitted sparsity falls over the swept LR range
+C5_FORGET = 3.0  # pp the fitted forgetting_pp falls over the swept LR range
 R5 = (
-    "Per sweep series (rollout×KL), cells sorted by LR. Monotone: no step where sparsity rises "
-    "or forgetting_pp rises (less forgetting) by ≥ 2 pp beyond 2×SEM. Trend: lowest vs highest "
-    "LR, sparsity falls ≥ 5 pp and forgetting_pp falls ≥ 3 pp (beyond 2×SEM). Supported: every "
-    "series monotone with the trend, and OffPD forgets at most 1 pp more than OnPD on average "
-    "(when both exist). Contradicted: some series' trend reversed by those margins. Else "
-    "inconclusive."
+    f"Per sweep series (rollout×KL), a least-squares line of the metric against log10 LR over "
+    f"the runs; change = slope × log10 range, t-interval from the residuals. Sparsity is the "
+    f"bf16 view. Supported: in every series sparsity falls by > {C5_SPARSITY:g} pp and "
+    f"forgetting_pp falls by > {C5_FORGET:g} pp beyond {CI}s, and OffPD does not forget more "
+    f"than OnPD beyond its {CI}. Contradicted: some series' change has the opposite sign beyond "
+    f"its interval (α split over the series). Else inconclusive."
 )
 
 
+@memo
 def _sweep(df: pd.DataFrame) -> pd.DataFrame:
-    rows = plain_rows(experiment_rows(done(df), "lr_sweep"))
+    rows = plain_rows(experiment_rows(finished(df), "lr_sweep"))
     return with_labels(rows) if "optim.lr" in rows.columns else rows.iloc[0:0]
 
 
@@ -216,61 +235,63 @@ def _c5_applicable(df: pd.DataFrame) -> bool:
     return n_values(s, "optim.lr") >= 3 and (has(s, FORGET) or has(s, SPARSITY))
 
 
-def _trend(rows: pd.DataFrame) -> tuple[Pair, list[Pair]]:
-    """(first vs last cell, consecutive steps) of a series sorted by LR: a = later, b = earlier."""
-    steps = [
-        Pair(
-            "step",
-            rows["mean"].iloc[i + 1],
-            rows["sem"].iloc[i + 1],
-            rows["mean"].iloc[i],
-            rows["sem"].iloc[i],
-        )
-        for i in range(len(rows) - 1)
-    ]
-    ends = Pair(
-        "ends",
-        rows["mean"].iloc[-1],
-        rows["sem"].iloc[-1],
-        rows["mean"].iloc[0],
-        rows["sem"].iloc[0],
-    )
-    return ends, steps
+def trend(x: np.ndarray, y: np.ndarray, key: str) -> Pair:
+    """Fitted change of y over the range of x (least squares) as a pair: a = change, b = 0."""
+    ok = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[ok], y[ok]
+    if len(x) < 3 or np.ptp(x) == 0:
+        return Pair(key, math.nan, math.nan, 0.0, 0.0)
+    xc = x - x.mean()
+    slope = float((xc * (y - y.mean())).sum() / (xc * xc).sum())
+    resid = y - y.mean() - slope * xc
+    dof = len(x) - 2
+    se = math.sqrt(float((resid * resid).sum()) / dof / float((xc * xc).sum())) if dof else math.nan
+    span = float(np.ptp(x))
+    return Pair(key, slope * span, se * span, 0.0, 0.0, float(dof), math.inf)
 
 
 def _c5(df: pd.DataFrame) -> Verdict:
     s = _sweep(df)
-    parts, ok, reversed_ = [], True, False
-    for metric, name, trend_min in ((SPARSITY, "sparsity", 5.0), (FORGET, "forgetting_pp", 3.0)):
-        for key, rows in series_over(s, metric, "optim.lr"):
-            if len(rows) < 3:
+    parts, trends = [], []
+    match = match_columns(s, "optim.lr")
+    varying = [c for c in match if s[c].map(str).nunique() > 1]
+    series = list(s.groupby(match_keys(s, match), sort=True)) if not s.empty else []
+    for metric, name, margin in (
+        (SPARSITY, "sparsity", C5_SPARSITY),
+        (FORGET, "forgetting_pp", C5_FORGET),
+    ):
+        if not has(s, metric):
+            continue
+        for _, runs in series:
+            if runs["optim.lr"].nunique() < 3:
                 continue
-            ends, steps = _trend(rows)
-            values = ", ".join(
-                f"{lr:.0e}: {num(v)}" for lr, v in zip(rows["optim.lr"], rows["mean"], strict=True)
-            )
-            parts.append(f"{name} [{key}] {values}")
-            ok &= all(sign(p, 2.0) != 1 for p in steps) and sign(ends, trend_min) == -1
-            reversed_ |= sign(ends, trend_min) == 1
-    off_more = math.nan
-    if both_rollouts(s):
-        pairs = paired(s, FORGET, "_rollout", "OffPD", "OnPD")
-        off_more = -mean_diff(pairs)  # pp OffPD forgets beyond OnPD
-        parts.append(f"OffPD forgets {pp(off_more)} pp more than OnPD on average")
+            key = cell_key(runs.iloc[0], varying)
+            x = np.log10(runs["optim.lr"].astype(float).to_numpy())
+            y = pd.to_numeric(runs[metric], errors="coerce").to_numpy(dtype=float)
+            y = y * percent_scale(metric)
+            t = trend(x, y, f"{name} [{key}]")
+            trends.append((t, margin))
+            parts.append(f"{name} [{key}] change over the LR range {pp(t.a)} pp {interval(t)}")
+    q = None
+    if both_rollouts(s) and has(s, FORGET):
+        q = pooled_pair(paired(s, FORGET, "_rollout", "OffPD", "OnPD"), "OffPD vs OnPD")
+        parts.append(f"OffPD − OnPD forgetting_pp {pp(q.diff)} pp {interval(q)}")
     ev = "; ".join(parts) if parts else "no series with ≥ 3 learning rates"
-    if reversed_:
+    k = max(len(trends), 1)
+    if any(beyond(t, 0.0, ALPHA / k) == 1 for t, _ in trends):
         return Verdict("contradicted", ev, R5)
-    if parts and ok and not (off_more > 1.0):
+    falls = trends and all(beyond(t, m) == -1 for t, m in trends)
+    if falls and not (q is not None and beyond(q, 0.0) == -1):
         return Verdict("supported", ev, R5)
     return Verdict("inconclusive", ev, R5)
 
 
 # 9 ------------------------------------------------------------------------------------------
+C9_MARGIN = 3.0  # pp more coverage gain under forward KL
 R9 = (
-    "Per run, coverage gain g = pass@K − pass@1 (K = 10, else the largest k measured). Δg = "
-    "g(forward) − g(reverse) per matched rollout×LR cell. Supported: mean Δg ≥ 3 pp, no cell "
-    "where reverse KL's g or pass@K is higher by ≥ 3 pp beyond 2×SEM. Contradicted: mean Δg ≤ "
-    "−3 pp. Else inconclusive."
+    f"Per run, coverage gain g = pass@K − pass@1 (K = 10, else the largest k measured). Δg = "
+    f"g(forward) − g(reverse), pooled over matched rollout×LR cells. Supported: Δg > "
+    f"{C9_MARGIN:g} pp beyond its {CI}. Contradicted: Δg < 0 beyond its {CI}. Else inconclusive."
 )
 
 
@@ -295,17 +316,15 @@ def _c9(df: pd.DataFrame) -> Verdict:
     gain = f"eval/pass@{k}_gain"  # a fraction: shown in pp
     m = m.assign(**{gain: m[f"eval/pass@{k}"] - m["eval/pass@1"]})
     pairs = paired(m, gain, "objective.kind", "forward_kl", "reverse_kl")
-    top = paired(m, f"eval/pass@{k}", "objective.kind", "forward_kl", "reverse_kl")
     one = paired(m, "eval/pass@1", "objective.kind", "forward_kl", "reverse_kl")
-    d = mean_diff(pairs)
+    p = pooled_pair(pairs, "Δg")
     ev = (
-        f"mean Δg {pp(d)} pp over {len(pairs)} cells. pass@1 forward vs reverse: "
-        f"{describe_pairs(one)}. pass@{k}: {describe_pairs(top)}"
+        f"pooled Δg {pp(p.diff)} pp {interval(p)} over {len(pairs)} cells. pass@1 forward vs "
+        f"reverse: {describe_pairs(one)}"
     )
-    if d <= -3.0:
+    if beyond(p, 0.0) == -1:
         return Verdict("contradicted", ev, R9)
-    worse = any(sign(p, 3.0) == -1 for p in pairs + top)
-    if d >= 3.0 and not worse:
+    if beyond(p, C9_MARGIN) == 1:
         return Verdict("supported", ev, R9)
     return Verdict("inconclusive", ev, R9)
 
@@ -339,7 +358,7 @@ RULES_GRID = [
         4,
         "LR governs sparsity: 85–90% (low LR) vs 52–60% (high LR); OffPD at least as "
         "sparse as OnPD in every matched pair.",
-        "main grid at two learning rates, eval/sparsity_fp32_tau1e-06",
+        f"main grid at two learning rates, {SPARSITY}",
         lambda df: _two_lrs(df, SPARSITY),
         _c4,
     ),

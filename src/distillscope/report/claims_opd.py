@@ -1,31 +1,37 @@
 """Scorecard rules on the [D] claims about on-policy distillation: docs/method.md §9 claims 16–18.
 
 Length exploitation under signal regulation, prompt diversity at a fixed rollout budget, and
-the teacher's informativeness. ``claimkit`` says what makes a difference count.
+the teacher's informativeness. Margins are named constants; ``claimkit`` says what "beyond"
+means.
 """
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
-from distillscope.report.aggregate import done
 from distillscope.report.claimkit import (
     ClaimRule,
-    Pair,
     Verdict,
     cell_means,
     describe_pairs,
     experiment_rows,
+    finished,
     has,
     match_columns,
     match_keys,
-    mean_diff,
-    num,
     plain_rows,
-    pp,
-    sign,
-    spearman,
     where,
+)
+from distillscope.report.stats import (
+    ALPHA,
+    Pair,
+    beyond,
+    interval,
+    num,
+    pooled_pair,
+    pp,
 )
 
 ACC = "eval/accuracy"
@@ -33,17 +39,30 @@ ACC = "eval/accuracy"
 
 # 16 -----------------------------------------------------------------------------------------
 LEN_RATIO, REWARD_DROP = "traj/len_ratio", "traj/reward_drop_pp"
+C16_GROWTH = 1.5  # last/first-quarter length ratio (or its inverse) that counts as drift
+C16_DROP = 5.0  # pp the last quarter's reward falls below the best quarter
 R16 = (
     "From metrics.jsonl of each OPD run: length exploitation = mean response length of the "
-    "last quarter of steps ≥ 1.5× (or ≤ 1/1.5×) the first quarter AND the rollout reward of the "
-    "last quarter ≥ 5 pp below its best quarter. Supported: no regulated run flagged and ≥ 1 "
-    "unregulated run flagged. Contradicted: regulated runs flagged at least as often as "
-    "unregulated ones (and some are). Else inconclusive."
+    f"last quarter of steps ≥ {C16_GROWTH:g}× (or ≤ 1/{C16_GROWTH:g}×) the first quarter AND "
+    f"the rollout reward of the last quarter ≥ {C16_DROP:g} pp below its best quarter. Flag "
+    f"rates compared by Fisher's exact test (one-sided, level {ALPHA:g}). Supported: no "
+    "regulated run flagged and unregulated runs flagged more often (significant). "
+    "Contradicted: regulated runs flagged more often (significant). Else inconclusive."
 )
 
 
+def fisher_greater(hit_a: int, n_a: int, hit_b: int, n_b: int) -> float:
+    """One-sided Fisher exact p-value that group a's hit rate exceeds group b's."""
+    hits, n = hit_a + hit_b, n_a + n_b
+    total = math.comb(n, hits)
+    return (
+        sum(math.comb(n_a, k) * math.comb(n_b, hits - k) for k in range(hit_a, min(n_a, hits) + 1))
+        / total
+    )
+
+
 def _opd_runs(df: pd.DataFrame) -> pd.DataFrame:
-    rows = where(done(df), "objective.kind", ["opd"])
+    rows = where(finished(df), "objective.kind", ["opd"])
     if "objective.regulation" not in rows.columns or not has(rows, LEN_RATIO, REWARD_DROP):
         return rows.iloc[0:0]
     return rows
@@ -57,7 +76,8 @@ def _c16_applicable(df: pd.DataFrame) -> bool:
 def _c16(df: pd.DataFrame) -> Verdict:
     rows = _opd_runs(df)
     ratio = rows[LEN_RATIO].astype(float)
-    flagged = ((ratio >= 1.5) | (ratio <= 1 / 1.5)) & (rows[REWARD_DROP].astype(float) >= 5.0)
+    grown = (ratio >= C16_GROWTH) | (ratio <= 1 / C16_GROWTH)
+    flagged = grown & (rows[REWARD_DROP].astype(float) >= C16_DROP)
     rate = flagged.groupby(rows["objective.regulation"] != "none").agg(["sum", "count"])
     u_hit, u_n = (int(x) for x in rate.loc[False])
     r_hit, r_n = (int(x) for x in rate.loc[True])
@@ -66,26 +86,27 @@ def _c16(df: pd.DataFrame) -> Verdict:
         f"last/first quarter {num(ratio.min(), 2)}–{num(ratio.max(), 2)}; reward drop up to "
         f"{num(rows[REWARD_DROP].astype(float).max())} pp"
     )
-    if r_hit > 0 and r_hit / r_n >= u_hit / u_n:
+    if fisher_greater(r_hit, r_n, u_hit, u_n) < ALPHA:
         return Verdict("contradicted", ev, R16)
-    if r_hit == 0 and u_hit > 0:
+    if r_hit == 0 and fisher_greater(u_hit, u_n, r_hit, r_n) < ALPHA:
         return Verdict("supported", ev, R16)
     return Verdict("inconclusive", ev, R16)
 
 
 # 17 -----------------------------------------------------------------------------------------
 P_COL, G_COL = "rollout.prompts_per_step", "rollout.rollouts_per_prompt"
+C17_MARGIN = 3.0  # pp the most-prompts setting must gain within a budget
 R17 = (
     "Budget = prompts × rollouts per step. Within each budget, accuracy of the most-prompts "
-    "setting minus the fewest-prompts setting. Supported: mean gain ≥ 3 pp, ≥ 1 budget where it "
-    "counts (≥ 3 pp beyond 2×SEM) and none where it counts negative. Contradicted: mean gain ≤ "
-    "−3 pp with ≥ 1 counting negative budget. Else inconclusive."
+    "setting minus the fewest-prompts setting, pooled over budgets. Supported: the gain > "
+    f"{C17_MARGIN:g} pp beyond its one-sided {1 - ALPHA:.0%} t-interval (needs ≥ 2 seeds per "
+    "setting). Contradicted: the gain < 0 beyond that interval. Else inconclusive."
 )
 
 
 def _budget_pairs(df: pd.DataFrame) -> list[Pair]:
     """Most-prompts vs fewest-prompts cell per budget, matched on every other axis."""
-    rows = plain_rows(experiment_rows(done(df), "diversity"))
+    rows = plain_rows(experiment_rows(finished(df), "diversity"))
     if P_COL not in rows.columns or G_COL not in rows.columns or not has(rows, ACC):
         return []
     rows = rows.assign(_budget=rows[P_COL] * rows[G_COL])
@@ -99,57 +120,31 @@ def _budget_pairs(df: pd.DataFrame) -> list[Pair]:
                 f"budget {hi['_budget']:g}: {hi[P_COL]:g}×{hi[G_COL]:g} vs "
                 f"{lo[P_COL]:g}×{lo[G_COL]:g}"
             )
-            out.append(Pair(key, hi["mean"], hi["sem"], lo["mean"], lo["sem"]))
+            dof = [r["runs"] - 1 if r["runs"] > 1 else math.nan for r in (hi, lo)]
+            out.append(Pair(key, hi["mean"], hi["sem"], lo["mean"], lo["sem"], *dof))
     return out
 
 
 def _c17(df: pd.DataFrame) -> Verdict:
     pairs = _budget_pairs(df)
-    d = mean_diff(pairs)
-    signs = [sign(p, 3.0) for p in pairs]
-    ev = f"mean gain {pp(d)} pp. {describe_pairs(pairs)}"
-    if d <= -3.0 and -1 in signs:
+    p = pooled_pair(pairs, "more prompts")
+    ev = f"pooled gain {pp(p.diff)} pp {interval(p)}. {describe_pairs(pairs)}"
+    if beyond(p, 0.0) == -1:
         return Verdict("contradicted", ev, R17)
-    if d >= 3.0 and 1 in signs and -1 not in signs:
+    if beyond(p, C17_MARGIN) == 1:
         return Verdict("supported", ev, R17)
     return Verdict("inconclusive", ev, R17)
 
 
 # 18 -----------------------------------------------------------------------------------------
 INFO = "eval/informativeness"
-R18 = (
-    "Per teacher (model.teacher), mean informativeness I and the student's mean accuracy. "
-    "Supported: teachers exist on both sides of I = 0 and every teacher with I > 0 yields "
-    "higher accuracy than every teacher with I ≤ 0. Contradicted: a teacher with I ≤ 0 yields "
-    "≥ 3 pp more accuracy than the best teacher with I > 0. Else inconclusive."
-)
-
-
-def _teachers(df: pd.DataFrame) -> pd.DataFrame:
-    rows = done(df)
-    if "model.teacher" not in rows.columns or not has(rows, INFO, ACC):
-        return pd.DataFrame()
-    info = cell_means(rows, INFO, ["model.teacher"]).rename(columns={"mean": "I"})
-    acc = cell_means(rows, ACC, ["model.teacher"]).rename(columns={"mean": "acc"})
-    return info[["model.teacher", "I"]].merge(acc[["model.teacher", "acc"]], on="model.teacher")
+R18 = "Needs eval/informativeness of each teacher; distillscope does not measure it yet."
 
 
 def _c18(df: pd.DataFrame) -> Verdict:
-    t = _teachers(df)
-    rho = spearman(t["I"], t["acc"])
-    ev = (
-        "; ".join(
-            f"{r['model.teacher']}: I = {r['I']:.3f}, accuracy {num(r['acc'])}%"
-            for _, r in t.iterrows()
-        )
-        + f"; Spearman ρ(I, accuracy) = {num(rho, 2)}"
+    raise NotImplementedError(
+        "distillscope does not measure informativeness; no code writes " + INFO
     )
-    pos, neg = t[t["I"] > 0], t[t["I"] <= 0]
-    if not neg.empty and not pos.empty and neg["acc"].max() >= pos["acc"].max() + 3.0:
-        return Verdict("contradicted", ev, R18)
-    if not neg.empty and not pos.empty and pos["acc"].min() > neg["acc"].max():
-        return Verdict("supported", ev, R18)
-    return Verdict("inconclusive", ev, R18)
 
 
 RULES_OPD = [
@@ -173,7 +168,8 @@ RULES_OPD = [
         18,
         "[D] Informativeness I > 0 is needed; a stronger but mismatched teacher can have lower I.",
         "≥ 2 teachers (model.teacher) with eval/informativeness",
-        lambda df: len(_teachers(df)) >= 2,
+        lambda df: True,
         _c18,
+        unmeasured=(INFO,),
     ),
 ]

@@ -45,15 +45,25 @@ HOW_TO_READ = (
     "score in percentage points (after − before, so negative means the student forgot). OnPD = "
     "on-policy (the student writes the rollouts), OffPD = off-policy (the teacher writes them), "
     "λ = a mixture between the two (−1 teacher, +1 student). The scorecard tests each published "
-    "claim (docs/method.md §9) with the stated rule: a difference counts only when it is at "
-    "least the "
-    "rule's minimum effect and larger than twice its combined SEM. 'Not tested' means this study "
-    "lacks the runs or measurements the claim needs; 'inconclusive' means it has them but the "
-    "numbers fall between the rule's margins. Only finished runs enter any number; failed and "
-    "diverged runs are listed with their reasons."
+    "claim (docs/method.md §9) with the stated rule: an effect counts only when its one-sided "
+    "97.5% t-bound over seeds lies beyond the rule's margin, and 'no effect' only when the "
+    "95% interval lies inside the margin and the students learned (beat the untrained student) — "
+    "else 'inconclusive' ('no power' when they did not learn). Beside each verdict is its "
+    "rule's false-verdict rate, measured by `distillscope report DIR --calibrate` on synthetic "
+    "tables of this study's design and seed noise (until then the column says so). 'Not tested' "
+    "means this study lacks the runs or measurements the claim needs; 'not implemented' that "
+    "distillscope cannot yet measure them; 'error' that the rule failed (a bug). Only finished "
+    "runs enter any number; failed and diverged runs are listed with their reasons."
 )
 _NOWRAP = ("Rollout", "Objective", "LR", "Status", "Run")
-VERDICT_MARK = {"supported": "✓", "contradicted": "✗", "inconclusive": "?", "not tested": "–"}
+VERDICT_MARK = {
+    "supported": "✓",
+    "contradicted": "✗",
+    "inconclusive": "?",
+    "not tested": "–",
+    "not implemented": "–",
+    "error": "!",
+}
 
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:15px;
@@ -73,6 +83,8 @@ tr.verdict-contradicted .verdict{background:#fbe0cc;color:#8a3300}
 tr.verdict-inconclusive .verdict{background:#fff3c4;color:#5c4a00}
 tr.verdict-not-tested .verdict{background:#ececec;color:#444}
 tr.verdict-not-tested td{color:#666}td.small{font-size:.85em;color:#333}
+tr.verdict-not-implemented .verdict{background:#ececec;color:#444}
+tr.verdict-error .verdict{background:#f6c6c6;color:#7a0000}
 figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #e2e2e2}
 figcaption{font-size:.9em;color:#444;margin-top:.3em}.counts span{margin-right:1.2em}
 details{margin:.6em 0}summary{cursor:pointer;font-weight:600}
@@ -92,7 +104,7 @@ def write_report(study_dir: Path) -> dict[str, Path]:
     fig_dir.mkdir(parents=True, exist_ok=True)
     for old in fig_dir.glob("*.png"):  # a re-report must not show figures whose data is gone
         old.unlink()
-    claims = score_claims(study.results, study.root)
+    claims = score_claims(study.scored, study.root)
     figures = _figures(study, fig_dir)
     html_path, md_path = out / "report.html", out / "report.md"
     html_path.write_text(render_html(study, claims, figures), encoding="utf-8")
@@ -158,7 +170,7 @@ def _sections(study: Study, claims: list[ClaimResult]) -> dict[str, Table | None
     return {
         "status": status_table(study.results),
         "problems": problem_runs_table(study.results),
-        "scorecard": scorecard_table(claims),
+        "scorecard": scorecard_table(claims, study.calibration),
         "main": main_table(study.results),
     }
 

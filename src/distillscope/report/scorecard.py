@@ -5,22 +5,31 @@
         print(r.id, r.verdict, r.evidence)
 
 Every claim ends as *supported*, *contradicted*, *inconclusive* (the study tests it but the
-numbers are within the rule's margins) or *not tested* (the study lacks the axes or metrics; the
-result says what would be needed). Each rule states its thresholds in ``ClaimResult.rule``;
-what makes a difference count (minimum effect and 2 × combined SEM over seeds) is in
-``claimkit``.
+numbers are not beyond the rule's margins; "no power" when the students did not learn), *not
+tested* (the study lacks the axes or metrics; the result says what would be needed), *not
+implemented* (no code measures what the claim needs) or *error* (the rule raised: a bug, shown
+with its message). Each rule states its margins in ``ClaimResult.rule``; the statistics are
+in ``claimkit``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from distillscope.report.aggregate import hashable_axes
-from distillscope.report.claimkit import NOT_TESTED, ClaimRule, Verdict
+from distillscope.report.claimkit import (
+    ERROR,
+    NOT_IMPLEMENTED,
+    NOT_TESTED,
+    ClaimRule,
+    Verdict,
+    scoring_pass,
+)
 from distillscope.report.claims_ablation import RULES_ABLATION
 from distillscope.report.claims_grid import RULES_GRID
 from distillscope.report.claims_opd import LEN_RATIO, REWARD_DROP, RULES_OPD
@@ -44,34 +53,47 @@ class ClaimResult:
     rule: str
 
 
-def score_claims(df: pd.DataFrame, study_dir: Path | None = None) -> list[ClaimResult]:
+def score_claims(
+    df: pd.DataFrame,
+    study_dir: Path | None = None,
+    strict: bool = False,
+    claims: Collection[int] | None = None,
+) -> list[ClaimResult]:
     """Score docs/method.md §9 claims 1–18 against a results table (one row per run).
 
     Args:
         df: the study's ``results.parquet`` (all statuses; each rule keeps the finished runs it
-            needs and may count diverged ones).
+            needs and may count diverged ones; baseline rows are the untrained student).
         study_dir: when given, per-step trajectories are read from ``runs/*/metrics.jsonl`` for
             the claims that need them (claim 16); nothing else is read.
+        strict: re-raise a rule's exception (tests); otherwise the claim's verdict is "error"
+            with the message — a rule that raises is a bug and never yields a verdict.
 
     Returns:
-        One ClaimResult per claim, in claim order. A rule that raises on unexpected data is
-        reported as inconclusive with the error, never propagated: one odd column must not cost
-        the whole report.
+        One ClaimResult per claim, in claim order.
     """
     df = hashable_axes(df)
     if study_dir is not None:
         df = add_trajectory_features(df, Path(study_dir))
-    out = []
-    for rule in RULES:
-        try:
-            if not rule.applicable(df):
-                out.append(ClaimResult(rule.id, rule.claim, NOT_TESTED, f"needs {rule.needs}", "—"))
-                continue
-            v: Verdict = rule.judge(df)
-        except (KeyError, ValueError, TypeError, ZeroDivisionError, IndexError) as err:
-            v = Verdict("inconclusive", f"could not be scored: {type(err).__name__}: {err}", "—")
-        out.append(ClaimResult(rule.id, rule.claim, v.verdict, v.evidence, v.rule))
-    return out
+    with scoring_pass():
+        return [score_one(r, df, strict) for r in RULES if claims is None or r.id in claims]
+
+
+def score_one(rule: ClaimRule, df: pd.DataFrame, strict: bool = False) -> ClaimResult:
+    """One claim scored; see ``score_claims``."""
+    if rule.unmeasured:
+        text = f"no code of distillscope writes {', '.join(rule.unmeasured)} yet"
+        return ClaimResult(rule.id, rule.claim, NOT_IMPLEMENTED, text, "—")
+    try:
+        if not rule.applicable(df):
+            return ClaimResult(rule.id, rule.claim, NOT_TESTED, f"needs {rule.needs}", "—")
+        v: Verdict = rule.judge(df)
+    except Exception as err:
+        if strict:
+            raise
+        text = f"the rule raised {type(err).__name__}: {err} (a bug in distillscope)"
+        return ClaimResult(rule.id, rule.claim, ERROR, text, "—")
+    return ClaimResult(rule.id, rule.claim, v.verdict, v.evidence, v.rule)
 
 
 def add_trajectory_features(df: pd.DataFrame, study_dir: Path) -> pd.DataFrame:

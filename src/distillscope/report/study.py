@@ -38,6 +38,14 @@ class Study:
     provenance: dict[str, Any] = field(default_factory=dict)  # provenance.json
     # the untrained student's rows (experiment "baseline", distillscope.study.table): not cells
     baselines: pd.DataFrame = field(default_factory=pd.DataFrame)
+    calibration: dict[str, Any] | None = None  # calibration.json (report.calibrate), if run
+
+    @property
+    def scored(self) -> pd.DataFrame:
+        """The runs with the baseline rows: what the scorecard reads (students vs untrained)."""
+        if self.baselines.empty:
+            return self.results
+        return pd.concat([self.results, self.baselines], ignore_index=True)
 
     @property
     def name(self) -> str:
@@ -78,7 +86,17 @@ def load_study(study_dir: Path) -> Study:
         baselines=results[is_baseline].reset_index(drop=True),
         spec=_read_yaml(study_dir / STUDY_SPEC_FILE),
         provenance=read_json(study_dir / PROVENANCE_FILE),
+        calibration=read_calibration(study_dir),
     )
+
+
+CALIBRATION_FILE = "calibration.json"
+
+
+def read_calibration(study_dir: Path) -> dict[str, Any] | None:
+    """The study's ``calibration.json`` (written by ``report --calibrate``), else None."""
+    data = read_json(Path(study_dir) / CALIBRATION_FILE)
+    return data if isinstance(data, dict) and "false_rate" in data else None
 
 
 def metrics_frame(run: Path | None) -> pd.DataFrame:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -53,7 +54,14 @@ _LABELLED = {
     "lr_label",
 }
 _ROLLOUT_ORDER = {"OnPD": 0, "OffPD": 1}
-VERDICT_ORDER = ("supported", "contradicted", "inconclusive", "not tested")
+VERDICT_ORDER = (
+    "supported",
+    "contradicted",
+    "inconclusive",
+    "not tested",
+    "not implemented",
+    "error",
+)
 
 
 @dataclass
@@ -95,11 +103,35 @@ def problem_runs_table(df: pd.DataFrame) -> Table | None:
     return Table(["Run", "Status", "Configuration", "Reason"], rows)
 
 
-def scorecard_table(results: Sequence[ClaimResult]) -> Table:
-    """One row per claim: id, claim, verdict, evidence, rule; rows carry ``verdict-…`` classes."""
-    rows = [[str(r.id), r.claim, r.verdict, r.evidence, r.rule] for r in results]
+def scorecard_table(
+    results: Sequence[ClaimResult], calibration: dict[str, Any] | None = None
+) -> Table:
+    """One row per claim: id, claim, verdict, its rule's false-verdict rate, evidence, rule.
+
+    The rate is the worst share of false verdicts over the null and degenerate synthetic
+    tables of ``calibration`` (``report.calibrate``); "not calibrated" without one.
+    """
+    rows = [
+        [str(r.id), r.claim, r.verdict, false_rate_text(r, calibration), r.evidence, r.rule]
+        for r in results
+    ]
     classes = ["verdict-" + r.verdict.replace(" ", "-") for r in results]
-    return Table(["#", "Claim", "Verdict", "Evidence", "Rule"], rows, classes)
+    columns = ["#", "Claim", "Verdict", "False-verdict rate", "Evidence", "Rule"]
+    return Table(columns, rows, classes)
+
+
+def false_rate_text(result: ClaimResult, calibration: dict[str, Any] | None) -> str:
+    """``3.0% (200 draws); power 91%`` for a scored claim, ``—`` when no rule applies."""
+    if result.verdict in ("not tested", "not implemented", "error"):
+        return "—"
+    if calibration is None:
+        return "not calibrated"
+    rate = calibration.get("false_rate", {}).get(str(result.id))
+    if rate is None:
+        return "not calibrated"
+    power = calibration.get("power", {}).get(str(result.id))
+    text = f"{100 * rate:.1f}% ({calibration.get('draws', '?')} draws)"
+    return text + (f"; power {100 * power:.0f}%" if power is not None else "")
 
 
 def verdict_counts(results: Sequence[ClaimResult]) -> dict[str, int]:

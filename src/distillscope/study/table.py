@@ -46,21 +46,27 @@ def _get(cfg_dict: dict[str, Any], dotted: str) -> Any:
     return node
 
 
-def run_row(run: PlannedRun, run_dir: Path) -> dict[str, Any]:
-    """One results row: ids, status, axes, evaluation metrics and training summaries."""
-    status = read_status(run_dir)
+def plan_row(run: PlannedRun, status: str = "planned", reason: str = "") -> dict[str, Any]:
+    """The columns of a run's row known before it runs: ids, status, axes and labels."""
     cfg = run.config.model_dump(mode="json")
     row: dict[str, Any] = {
         "run_id": run.run_id,
         "experiment": run.experiment,
-        "status": status["status"],
-        "reason": status.get("reason", ""),
+        "status": status,
+        "reason": reason,
     }
     for col in RECORDED:
         value = _get(cfg, col)
         row[col] = math.nan if value is None else value
     row.update({k: math.nan if v is None else v for k, v in run.axes.items()})
     row.update(run.labels)
+    return row
+
+
+def run_row(run: PlannedRun, run_dir: Path) -> dict[str, Any]:
+    """One results row: ids, status, axes, evaluation metrics and training summaries."""
+    status = read_status(run_dir)
+    row = plan_row(run, status["status"], status.get("reason", ""))
     if status["status"] == "done":
         row.update(read_eval(run_dir))
     row.update(train_summary(read_metrics(run_dir)))

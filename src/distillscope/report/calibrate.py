@@ -1,0 +1,331 @@
+"""The scorecard calibrated by simulation: how often each rule gives a false verdict.
+
+    from distillscope.report.calibrate import calibrate
+    cal = calibrate(results_df, draws=200, seed=0)   # → dict, written as calibration.json
+    cal["false_rate"]["2"], cal["power"]["2"]
+
+Synthetic tables keep the study's exact design (the same rows: experiments, cells, seeds,
+baseline) and replace every metric by a model value plus Gaussian seed noise:
+
+- **noise**: per metric, the pooled within-cell standard deviation of the study's finished runs,
+  √(Σ (nᵢ − 1) sᵢ² / Σ (nᵢ − 1)) over cells with nᵢ ≥ 2 seeds; a metric with no such cell gets
+  ``DEFAULT_SD`` for its unit (3 pp for fractions, 3 pp for pp-valued metrics, else 5% of its
+  typical size).
+- **null**: no axis has any effect; every run's accuracy is ``LEARNED_BY`` above the untrained
+  student, so that no-effect claims have power.
+- **zeros** / **constant**: degenerate tables (every value 0; every value the same, no noise).
+- **planted**: the published effects of docs/method.md §9 (``planted_offsets``), so that each
+  claim is true.
+
+A verdict is *false* under null, zeros and constant when it is "supported" or "contradicted" —
+except "supported" for the no-effect claims (``NO_EFFECT_CLAIMS``) under the null, where the
+claim is true. A rule's false-verdict rate is its worst rate over those scenarios; its power
+is its "supported" rate under the planted effects. Seeded and deterministic; torch-free.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from distillscope.metric_keys import unit
+from distillscope.report.aggregate import (
+    cell_columns,
+    done,
+    hashable_axes,
+    metric_columns,
+    with_labels,
+)
+from distillscope.report.claimkit import is_baseline
+from distillscope.report.scorecard import RULES, score_claims
+from distillscope.report.study import CALIBRATION_FILE, load_study
+from distillscope.store import atomic_write_text
+
+SCENARIOS = ("null", "zeros", "constant", "planted")
+NULL_SCENARIOS = ("null", "zeros", "constant")
+NO_EFFECT_CLAIMS = (1, 7, 15)
+DEFAULT_DRAWS = 200
+#: Seed-noise standard deviation by unit when no cell has two seeds (stored units).
+DEFAULT_SD = {"fraction": 0.03, "pp": 3.0}
+DEFAULT_REL_SD = 0.05  # other units: this fraction of the metric's typical size
+LEARNED_BY = 0.30  # simulated students' accuracy above the untrained student (fraction)
+ACC = "eval/accuracy"
+#: Trajectory features of OPD runs (claim 16) with their null value and noise.
+TRAJ = {"traj/len_ratio": (1.0, 0.1), "traj/reward_drop_pp": (0.0, 2.0)}
+
+
+def noise_model(df: pd.DataFrame, metrics: list[str]) -> dict[str, float]:
+    """Per-metric seed noise (SD, stored units) pooled over the study's cells with ≥ 2 seeds."""
+    rows = done(df)
+    rows = rows[~is_baseline(rows)]
+    cells = cell_columns(rows)
+    out = {}
+    for m in metrics:
+        if m in TRAJ:
+            out[m] = TRAJ[m][1]
+            continue
+        sd = math.nan
+        if m in rows.columns and cells:
+            vals = pd.to_numeric(rows[m], errors="coerce")
+            g = vals.groupby([rows[c].map(str) for c in cells])
+            var, n = g.var(ddof=1), g.count()
+            ok = (n >= 2) & var.notna()
+            ok = ok if float(var[ok].sum()) > 0 else ok & False  # all-equal seeds: no estimate
+            if ok.any():
+                sd = math.sqrt(float((var[ok] * (n[ok] - 1)).sum() / (n[ok] - 1).sum()))
+        out[m] = sd if not math.isnan(sd) else _default_sd(m, _typical(rows, m))
+    return out
+
+
+def _default_sd(metric: str, typical: float) -> float:
+    return DEFAULT_SD.get(unit(metric), DEFAULT_REL_SD * max(abs(typical), 1e-3))
+
+
+def _typical(rows: pd.DataFrame, metric: str) -> float:
+    """The metric's median over finished runs (defaults: 0.6 for fractions, else 0 or 1)."""
+    if metric in TRAJ:
+        return TRAJ[metric][0]
+    vals = pd.to_numeric(rows.get(metric, pd.Series(dtype=float)), errors="coerce").dropna()
+    if len(vals):
+        return float(vals.median())
+    return 0.6 if unit(metric) == "fraction" else 0.0 if unit(metric) == "pp" else 1.0
+
+
+#: Typical values of the metrics the rules read, for a design that has no measurements yet.
+TYPICAL = {
+    "eval/accuracy": 0.6,
+    "eval/pass@1": 0.6,
+    "eval/pass@10": 0.75,
+    "eval/harder/pass@10": 0.4,
+    "eval/forgetting_pp": -2.0,
+    "eval/sparsity_bf16_tau1e-06": 0.8,
+    "eval/sparsity_fp32_tau1e-06": 0.3,
+    "eval/teacher_style_share": 0.5,
+    "train/grad_clipped_frac": 0.9,
+    "train/grad_norm_mean": 3.0,
+    "train/grad_norm_max": 9.0,
+    "rollout/student_token_prob_mean": 0.5,
+    "rollout/teacher_token_prob_mean": 0.5,
+}
+
+
+def planned_table(plan_rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """A results table for planned runs (``study.table.plan_row``) plus a baseline row, every
+    metric at its ``TYPICAL`` value: the design of a study before it runs (no seed variance,
+    so ``noise_model`` falls back to ``DEFAULT_SD``)."""
+    rows = [{**r, "status": "done", **TYPICAL} for r in plan_rows]
+    rows.append({"run_id": "baseline", "experiment": "baseline", "status": "done", **TYPICAL})
+    return pd.DataFrame(rows)
+
+
+def design(df: pd.DataFrame) -> pd.DataFrame:
+    """The study's rows without measurements: ids, experiment, axes; every run finished."""
+    keep = [c for c in df.columns if c not in metric_columns(df)]
+    out = hashable_axes(df[keep].copy())
+    out["status"] = "done"
+    if "reason" in out.columns:
+        out["reason"] = ""
+    return out.reset_index(drop=True)
+
+
+def _lr_position(d: pd.DataFrame) -> np.ndarray:
+    """Per row, log-LR position in [0, 1] within its experiment (0 = lowest LR)."""
+    pos = np.zeros(len(d))
+    if "optim.lr" not in d.columns:
+        return pos
+    lr = pd.to_numeric(d["optim.lr"], errors="coerce")
+    exp = d["experiment"].map(str) if "experiment" in d.columns else pd.Series("", index=d.index)
+    for _, idx in d.groupby(exp).groups.items():
+        x = np.log10(lr.loc[idx].to_numpy(dtype=float))
+        span = np.nanmax(x) - np.nanmin(x) if np.isfinite(x).any() else 0.0
+        pos[d.index.get_indexer(idx)] = np.nan_to_num((x - np.nanmin(x)) / span) if span else 0.0
+    return pos
+
+
+def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.ndarray]:
+    """Per metric, offsets (stored units) that plant the published effects of §9 in design d.
+
+    Forward KL 72% vs reverse KL 10 pp (OnPD) / 30 pp (OffPD) lower (35–72%); λ-spectrum reverse KL
+    35% → 72% from λ = −2 to +2; forgetting −1 pp (low LR) → −12.6 pp (high LR), OffPD
+    0.5 pp less; bf16 sparsity 87.5% → 56% with LR; pass@10 gain 10 pp larger under forward
+    KL; harder variant +12.5% (relative) on-policy; style share 10% for OnPD + reverse KL vs 70%;
+    95% of steps clipped, reverse-KL norms 2× forward; token probabilities moving ±2 SD per
+    unit λ; unregulated OPD length ×2 with a 15 pp reward drop; most prompts +6 pp per budget;
+    without clipping reverse KL −15 pp.
+    """
+    L = with_labels(d)
+    n = len(d)
+    col = lambda c, fill="": L[c].map(str) if c in L.columns else pd.Series(fill, index=L.index)  # noqa: E731
+    kind, exp, policy = col("objective.kind"), col("experiment"), col("rollout.policy")
+    lam = pd.to_numeric(L["_lam"], errors="coerce").fillna(0.0).to_numpy()
+    reverse = kind.isin(["reverse_kl", "reverse_sampled"]).to_numpy()
+    spectrum = (exp == "spectrum").to_numpy()
+    on = ((policy == "student").to_numpy() | (lam > 0)) & ~(policy == "teacher").to_numpy()
+    teacher = (policy == "teacher").to_numpy()
+    pos = _lr_position(d)
+    clip_off = d["optim.grad_clip"].isna().to_numpy() if "optim.grad_clip" in d else np.zeros(n)
+    acc = np.where(reverse, np.where(teacher, -0.30, -0.10), 0.0)  # reverse KL prefers OnPD
+    acc = np.where(reverse & spectrum, -0.37 + 0.0925 * (np.clip(lam, -2, 2) + 2), acc)
+    acc = acc + np.where(reverse & clip_off, -0.15, 0.0)
+    if "rollout.prompts_per_step" in d.columns:
+        p = np.log2(pd.to_numeric(d["rollout.prompts_per_step"], errors="coerce").to_numpy())
+        lo, hi = np.nanmin(p), np.nanmax(p)
+        acc = acc + np.where(
+            (exp == "diversity").to_numpy() & (hi > lo),
+            0.06 * (p - lo) / (hi - lo if hi > lo else 1.0),
+            0.0,
+        )
+    opd_none = (kind == "opd").to_numpy() & (col("objective.regulation") == "none").to_numpy()
+    typical = {m: noise.get(m, 0.0) for m in noise}
+    out: dict[str, np.ndarray] = {ACC: acc, "eval/pass@1": acc}
+    out["eval/pass@10"] = acc + np.where(reverse, 0.05, 0.15)
+    out["eval/forgetting_pp"] = -1.0 - 11.6 * pos + np.where(policy == "teacher", 0.5, 0.0)
+    for view, shift in (("bf16", 0.0), ("fp32", -0.3)):
+        out[f"eval/sparsity_{view}_tau1e-06"] = 0.875 + shift - 0.315 * pos
+    out["eval/harder_accuracy"] = np.where(on, 0.05, 0.0)
+    out["eval/harder/pass@10"] = np.where(on, 0.06, 0.0)
+    style = (policy == "student").to_numpy() & (kind == "reverse_kl").to_numpy()
+    out["eval/teacher_style_share"] = np.where(style, 0.10, 0.70)
+    out["train/grad_clipped_frac"] = np.full(n, 0.95)
+    out["train/grad_norm_mean"] = np.where(reverse, 1.0, 0.0)  # × typical norm, see _values
+    for key, sgn in (("student", 1.0), ("teacher", -1.0)):
+        m = f"rollout/{key}_token_prob_mean"
+        out[m] = sgn * 2.0 * typical.get(m, 0.01) * np.where(spectrum, lam, 0.0)
+    out["traj/len_ratio"] = np.where(opd_none, 1.0, 0.0)
+    out["traj/reward_drop_pp"] = np.where(opd_none, 15.0, 0.0)
+    return out
+
+
+#: Planted metrics set to a level (not an offset from the study's typical value).
+_LEVELS = (
+    "eval/forgetting_pp",
+    "eval/sparsity_bf16_tau1e-06",
+    "eval/sparsity_fp32_tau1e-06",
+    "eval/teacher_style_share",
+    "train/grad_clipped_frac",
+)
+
+
+def draw(
+    d: pd.DataFrame,
+    scenario: str,
+    metrics: list[str],
+    noise: dict[str, float],
+    typical: dict[str, float],
+    rng: np.random.Generator,
+) -> pd.DataFrame:
+    """One synthetic results table of design ``d`` under ``scenario`` (see module docstring)."""
+    out = d.copy()
+    base = is_baseline(out).to_numpy()
+    opd = out["objective.kind"].map(str).eq("opd").to_numpy() if "objective.kind" in out else None
+    planted = planted_offsets(d, noise) if scenario == "planted" else {}
+    values = {}
+    for m in metrics:
+        if scenario in ("zeros", "constant"):
+            level = 0.0 if scenario == "zeros" else typical[m]
+            values[m] = np.full(len(d), level)
+            continue
+        v = np.full(len(d), typical[m])
+        if m in planted:
+            if m in _LEVELS:
+                v = planted[m].astype(float)
+            elif m == "train/grad_norm_mean":
+                v = typical[m] * (1.0 + planted[m])
+            else:
+                v = v + planted[m]
+        v = v + rng.normal(0.0, noise[m], len(d))
+        if unit(m) == "fraction":
+            v = np.clip(v, 0.0, 1.0)
+        values[m] = v
+    if ACC in values and scenario not in ("zeros", "constant"):
+        values[ACC] = np.where(base, typical[ACC] - LEARNED_BY, values[ACC])
+    for m in TRAJ:
+        if m in values and opd is not None:
+            values[m] = np.where(opd, values[m], np.nan)
+    return out.assign(**values)
+
+
+def setup(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, float], dict[str, float]]:
+    """(design, metrics, noise SD, typical value) of a study's table: what ``draw`` needs."""
+    d = design(df)
+    metrics = [m for m in metric_columns(df) if pd.to_numeric(df[m], errors="coerce").notna().any()]
+    if "objective.kind" in d.columns and (d["objective.kind"].map(str) == "opd").any():
+        metrics += [m for m in TRAJ if m not in metrics]
+    finished_runs = done(df)
+    finished_runs = finished_runs[~is_baseline(finished_runs)]
+    noise = noise_model(df, metrics)
+    typical = {m: _typical(finished_runs, m) for m in metrics}
+    if ACC in typical:
+        typical[ACC] = float(np.clip(typical[ACC], LEARNED_BY + 0.1, 0.9))
+    return d, metrics, noise, typical
+
+
+def simulate(df: pd.DataFrame, scenario: str, seed: int = 0) -> pd.DataFrame:
+    """One synthetic table with the design and noise of ``df`` under ``scenario``."""
+    d, metrics, noise, typical = setup(df)
+    return draw(d, scenario, metrics, noise, typical, np.random.default_rng(seed))
+
+
+def _false(claim: int, scenario: str, verdict: str) -> bool:
+    if verdict not in ("supported", "contradicted"):
+        return False
+    return not (scenario == "null" and claim in NO_EFFECT_CLAIMS and verdict == "supported")
+
+
+def calibrate(
+    df: pd.DataFrame,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
+    claims: Collection[int] | None = None,
+) -> dict[str, Any]:
+    """Verdict rates of every rule on ``draws`` synthetic tables per scenario (JSON-ready).
+
+    Returns ``{"draws", "seed", "noise", "rates": {scenario: {claim: {verdict: rate}}},
+    "false_rate": {claim: worst false rate over NULL_SCENARIOS}, "power": {claim: supported
+    rate under "planted"}}`` with claims as strings; the degenerate scenarios are drawn once
+    (they have no noise). ``claims`` restricts the rules scored (default: all).
+    """
+    rules = [r for r in RULES if claims is None or r.id in claims]
+    d, metrics, noise, typical = setup(df)
+    rng = np.random.default_rng(seed)
+    rates: dict[str, dict[str, dict[str, float]]] = {}
+    for scenario in SCENARIOS:
+        n = 1 if scenario in ("zeros", "constant") else draws
+        counts: dict[int, dict[str, int]] = {r.id: {} for r in rules}
+        for _ in range(n):
+            table = draw(d, scenario, metrics, noise, typical, rng)
+            for r in score_claims(table, claims=[r.id for r in rules]):
+                counts[r.id][r.verdict] = counts[r.id].get(r.verdict, 0) + 1
+        rates[scenario] = {
+            str(c): {v: k / n for v, k in sorted(vs.items())} for c, vs in counts.items()
+        }
+    false_rate = {
+        str(r.id): max(
+            sum(x for v, x in rates[s][str(r.id)].items() if _false(r.id, s, v))
+            for s in NULL_SCENARIOS
+        )
+        for r in rules
+    }
+    power = {str(r.id): rates["planted"][str(r.id)].get("supported", 0.0) for r in rules}
+    return {
+        "draws": draws,
+        "seed": seed,
+        "noise": noise,
+        "rates": rates,
+        "false_rate": false_rate,
+        "power": power,
+    }
+
+
+def write_calibration(study_dir: Path, draws: int = DEFAULT_DRAWS, seed: int = 0) -> Path:
+    """Calibrate the scorecard against the study in ``study_dir``; writes calibration.json."""
+    study = load_study(Path(study_dir))
+    path = study.root / CALIBRATION_FILE
+    atomic_write_text(path, json.dumps(calibrate(study.scored, draws, seed), indent=1))
+    return path

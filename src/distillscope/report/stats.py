@@ -1,0 +1,192 @@
+"""Statistics of the scorecard: matched pairs of cell means, t-bounds, equivalence (TOST).
+
+A ``Pair`` holds two cell means (display units), their SEMs and degrees of freedom. A contrast
+is *beyond* a margin m when its one-sided (1 − α) t-bound lies beyond m (``beyond``), *within*
+±m when both one-sided bounds lie inside (``within``, two one-sided tests). A side without a
+SEM (one seed) or a contrast without any seed variance never decides. Torch- and scipy-free:
+Student's t quantiles come from Simpson's rule on the density (``t_quantile``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
+
+import numpy as np
+
+#: Level of each one-sided test (a one-sided 97.5% bound = one end of a two-sided 95% CI): the
+#: false rate each verdict of a rule is built to keep, with room under the 5% target.
+ALPHA = 0.025
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Cell means of one metric on the two sides of a matched comparison (display units)."""
+
+    key: str  # the matched cell, e.g. "forward KL, 5e-05 (high)"
+    a: float
+    a_sem: float
+    b: float
+    b_sem: float
+    a_dof: float = math.nan  # degrees of freedom of a_sem (seeds − 1); NaN when unknown
+    b_dof: float = math.nan
+
+    @property
+    def diff(self) -> float:
+        """a − b."""
+        return self.a - self.b
+
+    @property
+    def sem(self) -> float:
+        """Combined SEM √(SEM_a² + SEM_b²); NaN when either side has no SEM (one seed)."""
+        return math.sqrt(self.a_sem**2 + self.b_sem**2)
+
+    @property
+    def dof(self) -> float:
+        """Welch–Satterthwaite degrees of freedom of ``sem`` (NaN when unknown)."""
+        return welch_dof([self.a_sem**2, self.b_sem**2], [self.a_dof, self.b_dof])
+
+
+def welch_dof(variances: Sequence[float], dofs: Sequence[float]) -> float:
+    """ν = (Σ vᵢ)² / Σ (vᵢ² / νᵢ) (Welch–Satterthwaite); parts with vᵢ = 0 carry no weight."""
+    parts = [(v, d) for v, d in zip(variances, dofs, strict=True) if not v == 0.0]
+    if not parts:
+        return math.inf  # no variance at all: the interval has zero width
+    if any(math.isnan(v) or math.isnan(d) or d <= 0 for v, d in parts):
+        return math.nan
+    return sum(v for v, _ in parts) ** 2 / sum(v * v / d for v, d in parts)
+
+
+@lru_cache(maxsize=4096)
+def _t_quantile(p: float, dof: float) -> float:
+    if math.isinf(dof):
+        return NormalDist().inv_cdf(p)
+    # CDF of Student's t by Simpson's rule on [0, x], then bisection on x.
+    c = math.exp(math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2)) / math.sqrt(dof * math.pi)
+
+    def cdf(x: float) -> float:
+        grid = np.linspace(0.0, x, 801)
+        f = c * (1.0 + grid * grid / dof) ** (-(dof + 1) / 2)
+        h = x / 800
+        return 0.5 + h / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
+
+    lo, hi = 0.0, 1.0
+    while cdf(hi) < p:
+        lo, hi = hi, hi * 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def t_quantile(p: float, dof: float) -> float:
+    """The p-quantile (p ≥ 0.5) of Student's t with ``dof`` degrees of freedom (∞: normal)."""
+    return _t_quantile(float(p), round(float(dof), 3))
+
+
+def bounds(pair: Pair, alpha: float) -> tuple[float, float]:
+    """One-sided (1 − alpha) lower and upper confidence bounds of a − b (NaN when unknown)."""
+    sem, dof = pair.sem, pair.dof
+    if math.isnan(pair.diff) or math.isnan(sem) or math.isnan(dof) or sem == 0.0:
+        return math.nan, math.nan  # no seed variance at all (degenerate table): no evidence
+    half = t_quantile(1.0 - alpha, dof) * sem
+    return pair.diff - half, pair.diff + half
+
+
+def beyond(pair: Pair, margin: float, alpha: float = ALPHA) -> int:
+    """+1 when a − b > margin beyond uncertainty (lower bound > margin), −1 when a − b < −margin
+    (upper bound < −margin), 0 otherwise or when the SEM is undefined (a one-seed cell)."""
+    lo, hi = bounds(pair, alpha)
+    if lo > margin:
+        return 1
+    if hi < -margin:
+        return -1
+    return 0
+
+
+def within(pair: Pair, margin: float, alpha: float = ALPHA) -> bool:
+    """Equivalence by two one-sided tests (TOST): both (1 − alpha) bounds inside (−m, m)."""
+    lo, hi = bounds(pair, alpha)
+    return -margin < lo and hi < margin
+
+
+def interval(pair: Pair, alpha: float = ALPHA) -> str:
+    """``[+1.2, +4.5]``: the two one-sided (1 − alpha) bounds of a − b, for the evidence."""
+    lo, hi = bounds(pair, alpha)
+    return "[no SEM: one seed]" if math.isnan(lo) else f"[{pp(lo)}, {pp(hi)}]"
+
+
+def pooled_pair(pairs: Sequence[Pair], key: str) -> Pair:
+    """Matched pairs averaged into one contrast: a = mean of a, b = mean of b.
+
+    The seed variance is pooled over all cells of the contrast (SEM_a = s √(Σ 1/n_aᵢ) / k, on
+    Σ (nᵢ − 1) degrees of freedom); when some cell's seed count is unknown, SEM_a = √(Σ
+    SEM_aᵢ²) / k with Welch–Satterthwaite degrees of freedom.
+
+    Pairs without a SEM (a one-seed side) are left out when any pair has one; with none the
+    contrast's SEM is undefined, so it is never beyond uncertainty.
+    """
+    measured = [p for p in pairs if not math.isnan(p.sem)]
+    pairs = measured or pairs  # one-seed cells carry no uncertainty: left out when others have
+    k = len(pairs)
+    if k == 0:
+        return Pair(key, math.nan, math.nan, math.nan, math.nan)
+    a, a_sem = pooled([p.a for p in pairs], [p.a_sem for p in pairs])
+    b, b_sem = pooled([p.b for p in pairs], [p.b_sem for p in pairs])
+    sides = [(p.a_sem, p.a_dof) for p in pairs] + [(p.b_sem, p.b_dof) for p in pairs]
+    if all(1 <= d < math.inf and not math.isnan(s) for s, d in sides):
+        # Pooled within-cell variance s² = Σ νᵢ sᵢ² / Σ νᵢ (sᵢ² = SEMᵢ² nᵢ): exact for a
+        # balanced design with equal seed noise, on Σ νᵢ degrees of freedom.
+        dof = sum(d for _, d in sides)
+        var = sum(d * s * s * (d + 1) for s, d in sides) / dof
+        a_sem = math.sqrt(var * sum(1 / (p.a_dof + 1) for p in pairs)) / k
+        b_sem = math.sqrt(var * sum(1 / (p.b_dof + 1) for p in pairs)) / k
+        half = dof / 2  # the two sides share one variance estimate: split its ν between them
+        return Pair(key, a, a_sem, b, b_sem, half, half)
+    a_dof = welch_dof([p.a_sem**2 for p in pairs], [p.a_dof for p in pairs])
+    b_dof = welch_dof([p.b_sem**2 for p in pairs], [p.b_dof for p in pairs])
+    return Pair(key, a, a_sem, b, b_sem, a_dof, b_dof)
+
+
+def sample_pair(a: Sequence[float], b: Sequence[float], key: str) -> Pair:
+    """Two groups of cell means compared as samples (cells as replicates; Welch's t).
+
+    For sub-grids with one seed per cell: the spread of the cells within a group is the noise
+    (it also holds any real variation inside a group, so the test is conservative).
+    """
+    xa = np.array([v for v in a if not math.isnan(v)], dtype=float)
+    xb = np.array([v for v in b if not math.isnan(v)], dtype=float)
+
+    def side(x: np.ndarray) -> tuple[float, float, float]:
+        if len(x) == 0:
+            return math.nan, math.nan, math.nan
+        if len(x) < 2:
+            return float(x.mean()), math.nan, math.nan
+        return float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x))), float(len(x) - 1)
+
+    (ma, sa, da), (mb, sb, db) = side(xa), side(xb)
+    return Pair(key, ma, sa, mb, sb, da, db)
+
+
+def pooled(means: Sequence[float], sems: Sequence[float]) -> tuple[float, float]:
+    """Mean of cell means and its SEM √(Σ SEM²) / k (NaN when some cell has no SEM)."""
+    ms = [m for m in means if not math.isnan(m)]
+    if not ms:
+        return math.nan, math.nan
+    ss = list(sems)
+    if any(math.isnan(s) for s in ss) or len(ss) != len(ms):
+        return float(np.mean(ms)), math.nan
+    return float(np.mean(ms)), math.sqrt(sum(s * s for s in ss)) / len(ss)
+
+
+def pp(value: float, digits: int = 1) -> str:
+    """``+3.2`` with sign; ``n/a`` for NaN."""
+    return "n/a" if math.isnan(value) else f"{value:+.{digits}f}"
+
+
+def num(value: float, digits: int = 1) -> str:
+    """``72.3``; ``n/a`` for NaN."""
+    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"

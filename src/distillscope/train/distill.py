@@ -22,8 +22,15 @@ from typing import NoReturn
 import torch
 
 from distillscope.config import RunConfig, dump_run_config
-from distillscope.objectives import kl_sample_metrics
+from distillscope.objectives import (
+    OBJECTIVES,
+    draw_uniforms,
+    kl_metrics_by_writer,
+    micro_batch_share,
+)
 from distillscope.rollout import (
+    SOURCE_STUDENT,
+    SOURCE_TEACHER,
     NonFiniteSamplingError,
     PromptEncoder,
     RolloutCache,
@@ -38,11 +45,8 @@ from distillscope.rollout import (
 from distillscope.store import MetricsLog, claim_run, write_config, write_status
 from distillscope.tasks import resolve_task, training_problems
 from distillscope.train.checkpoint import load_checkpoint, save_checkpoint
-from distillscope.train.objective import (
-    chunked_loss,
-    completion_token_logprobs,
-    logits_loss,
-)
+from distillscope.train.objective import Scores, diagnostic_logprobs, objective_loss, use_fused
+from distillscope.train.precision import forward_precision
 from distillscope.train.setup import load_models, make_policy
 
 
@@ -89,6 +93,8 @@ def distill(
     )
     policy = make_policy(cfg.rollout)
     student, teacher = pair.student, pair.teacher
+    if cfg.model.gradient_checkpointing:
+        student.activation_checkpointing_enable({"use_reentrant": False})
     optimizer = torch.optim.AdamW(
         student.parameters(),
         lr=cfg.optim.lr,
@@ -212,36 +218,66 @@ def _forward_backward(
 ) -> dict[str, float]:
     """Teacher forward (no grad), student forward, objective, backward — per micro-batch.
 
-    Returns the step's metrics averaged over micro-batches (equal-sized micro-batches make the
-    mean of per-micro-batch ``seq_mean`` losses the full batch's ``seq_mean``).
+    Exact accumulation: micro-batch k's loss is weighted by its share of the whole batch's
+    normaliser (:func:`~distillscope.objectives.micro_batch_share`), so the summed gradient is
+    the full batch's for every reduction and any ``grad_accum``, dividing the batch or not.
+    Sampled estimators draw from uniforms of the whole batch, and the diagnostics are computed
+    once on the whole batch's token log-probs: no metric depends on ``grad_accum`` or the path.
     """
     student.train()
-    n = cfg.optim.grad_accum
-    micro_batch_rows = torch.arange(rollouts.batch_size).chunk(n)  # n index tensors
+    o = cfg.objective
+    mask_B_T = rollouts.completion_mask_B_T
+    fused = use_fused(o, vocab_size)
+    uniforms_B_T = None
+    if OBJECTIVES[o.kind].needs_generator:
+        uniforms_B_T = draw_uniforms(mask_B_T.shape, step_generator(cfg.seed, step, stream=1))
+        uniforms_B_T = uniforms_B_T.to(mask_B_T.device)
+    diag_B_T: dict[str, torch.Tensor] = {}
     totals: dict[str, float] = {}
-    chunked = cfg.objective.chunk_size > 0
-    completion_output = completion_hidden if chunked else completion_logits
-    for k, index_b in enumerate(micro_batch_rows):
-        micro = rollouts if len(index_b) == rollouts.batch_size else rollouts.rows(index_b)
-        gen = step_generator(cfg.seed, step, stream=1 + k)
-        with torch.inference_mode():
-            t_out = completion_output(teacher, micro, "teacher")
-        t_out = t_out.clone()  # inference tensors cannot enter autograd
-        timer.lap("teacher_forward")
-        s_out = completion_output(student, micro, "student")
-        if chunked:
-            loss, metrics = chunked_loss(
-                cfg.objective, s_out, _head(student), t_out, _head(teacher), micro, vocab_size
-            )
-            diag = {}
-        else:
-            loss, metrics = logits_loss(cfg.objective, s_out, t_out, micro, gen, vocab_size)
-            diag = _diagnostics(cfg, s_out.detach(), t_out, micro, vocab_size)
-        (loss / n).backward()
+    n_tokens = float(mask_B_T.sum())
+    for index_b in torch.arange(rollouts.batch_size).tensor_split(cfg.optim.grad_accum):
+        if len(index_b) == 0:  # more micro-batches than rows
+            continue
+        whole = len(index_b) == rollouts.batch_size
+        micro = rollouts if whole else rollouts.rows(index_b.to(mask_B_T.device))
+        share = micro_batch_share(mask_B_T, index_b, o.reduction)
+        with forward_precision(cfg.model):
+            with torch.inference_mode():
+                t_scores = model_scores(teacher, micro, "teacher", fused)
+            t_scores = _clone(t_scores)  # inference tensors cannot enter autograd
+            timer.lap("teacher_forward")
+            s_scores = model_scores(student, micro, "student", fused)
+        micro_u = None if uniforms_B_T is None else uniforms_B_T[index_b]
+        loss, metrics = objective_loss(o, s_scores, t_scores, micro, vocab_size, micro_u)
+        (loss * share).backward()
         timer.lap("student_forward_backward")
-        for key, value in {"train/loss": float(loss.detach()), **metrics, **diag}.items():
-            totals[key] = totals.get(key, 0.0) + value / n
-    return totals
+        for key, value in diagnostic_logprobs(o, s_scores, t_scores, micro, vocab_size).items():
+            diag_B_T.setdefault(key, value.new_zeros(mask_B_T.shape))
+            diag_B_T[key][index_b] = value
+        token_share = float(micro.completion_mask_B_T.sum()) / max(n_tokens, 1.0)
+        for key, value in {"train/loss": float(loss.detach()), **metrics}.items():
+            weight = (
+                1.0 if key.endswith("/tokens") else share if key.endswith("loss") else token_share
+            )
+            totals[key] = totals.get(key, 0.0) + value * weight
+    return {**totals, **_diagnostics(rollouts, diag_B_T)}
+
+
+def model_scores(model: torch.nn.Module, r: Rollouts, role: str, fused: bool) -> Scores:
+    """The model's scores of the completion: hidden states + LM head (fused) or logits."""
+    if not fused:
+        return Scores(logits_B_T_V=completion_logits(model, r, role))
+    head_V_H = model.get_output_embeddings().weight
+    # Autocast leaves bf16 hidden states; the objective casts per chunk, in the head's dtype.
+    return Scores(
+        hidden_B_T_H=completion_hidden(model, r, role).to(head_V_H.dtype), head_V_H=head_V_H
+    )
+
+
+def _clone(scores: Scores) -> Scores:
+    if scores.fused:
+        return Scores(hidden_B_T_H=scores.hidden_B_T_H.clone(), head_V_H=scores.head_V_H)
+    return Scores(logits_B_T_V=scores.logits_B_T_V.clone())
 
 
 def completion_logits(model: torch.nn.Module, r: Rollouts, role: str) -> torch.Tensor:
@@ -254,38 +290,24 @@ def completion_logits(model: torch.nn.Module, r: Rollouts, role: str) -> torch.T
 def completion_hidden(model: torch.nn.Module, r: Rollouts, role: str) -> torch.Tensor:
     """Final hidden states ``[B, T, H]`` predicting the completion (the decoder body only).
 
-    The chunked objectives apply the LM head chunk by chunk, so full logits never exist.
+    The fused objectives apply the LM head chunk by chunk, so full logits never exist.
     """
     ids_B_S, mask_B_S, pos_B_S = r.sequence(role)
     out = model.model(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S)
     return out.last_hidden_state[:, r.completion_logits_slice(role)]
 
 
-def _head(model: torch.nn.Module) -> torch.Tensor:
-    return model.get_output_embeddings().weight
-
-
-def _diagnostics(
-    cfg: RunConfig,
-    s_logits_B_T_V: torch.Tensor,
-    t_logits_B_T_V: torch.Tensor,
-    r: Rollouts,
-    vocab_size: int,
-) -> dict[str, float]:
-    """k1/k2/k3 at the loss temperatures and the likelihood diagnostic at temperature 1.0."""
-
-    def token_logp(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-        return completion_token_logprobs(logits, r, temperature, vocab_size)
-
-    o = cfg.objective
-    out = kl_sample_metrics(
-        token_logp(s_logits_B_T_V, o.student_temperature),
-        token_logp(t_logits_B_T_V, o.teacher_temperature),
+def _diagnostics(r: Rollouts, logp_B_T: dict[str, torch.Tensor]) -> dict[str, float]:
+    """k1/k2/k3 on student-written rows, forward-KL estimators on teacher-written rows (loss
+    temperatures), and the likelihood diagnostic at temperature 1.0 — on the whole batch."""
+    out = kl_metrics_by_writer(
+        logp_B_T["student_loss_t"],
+        logp_B_T["teacher_loss_t"],
         r.completion_mask_B_T,
+        r.source_B == SOURCE_STUDENT,
+        r.source_B == SOURCE_TEACHER,
     )
-    out.update(
-        likelihood_metrics(r, token_logp(s_logits_B_T_V, 1.0), token_logp(t_logits_B_T_V, 1.0))
-    )
+    out.update(likelihood_metrics(r, logp_B_T["student_t1"], logp_B_T["teacher_t1"]))
     return out
 
 

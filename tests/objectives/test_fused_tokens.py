@@ -9,6 +9,7 @@ from distillscope.objectives import (
     draw_from_hidden,
     inverse_cdf_draw,
     sampled_reverse_kl,
+    token_logprobs_at_temperatures,
     token_logprobs_from_hidden,
 )
 
@@ -88,3 +89,11 @@ def test_sampled_estimator_draws_from_the_given_uniforms():
         uniforms_B_T=torch.rand(mask.shape, generator=gen.manual_seed(9)),
     )
     assert c[1] == d[1]
+
+
+def test_several_temperatures_from_one_pass_equal_one_at_a_time():
+    hidden, head, mask, tokens, v = _inputs(seed=5)
+    got = token_logprobs_at_temperatures(hidden, head, tokens, mask, (0.5, 1.0), chunk_size=2)
+    for tau, logp in zip((0.5, 1.0), got, strict=True):
+        want = token_logprobs_from_hidden(hidden, head, tokens, mask, temperature=tau).detach()
+        torch.testing.assert_close(logp, want, rtol=0, atol=1e-12)

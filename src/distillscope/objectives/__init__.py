@@ -53,6 +53,7 @@ from distillscope.objectives.fused import (
 from distillscope.objectives.fused_tokens import (
     draw_from_hidden,
     inverse_cdf_draw,
+    token_logprobs_at_temperatures,
     token_logprobs_from_hidden,
 )
 from distillscope.objectives.opd import (
@@ -72,6 +73,7 @@ __all__ = [
     "micro_batch_share",
     "opd_from_logprobs",
     "sampled_token_loss",
+    "token_logprobs_at_temperatures",
     "token_logprobs_from_hidden",
     "DEFAULT_MEMORY_BUDGET_MB",
     "DIVERGENCES",

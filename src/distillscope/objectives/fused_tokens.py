@@ -165,6 +165,43 @@ def token_logprobs_from_hidden(
 
 
 @torch.no_grad()
+def token_logprobs_at_temperatures(
+    hidden_B_T_H: torch.Tensor,
+    head_V_H: torch.Tensor,
+    tokens_B_T: torch.Tensor,
+    mask_B_T: torch.Tensor,
+    temperatures: tuple[float, ...],
+    *,
+    vocab_size: int | None = None,
+    memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
+    chunk_size: int | None = None,
+) -> list[torch.Tensor]:
+    """:func:`token_logprobs_from_hidden` at several temperatures from one head pass, no graph.
+
+    log softmax(z / τ) = log softmax(ℓ₁ / τ) with ℓ₁ = log softmax(z) (a per-row shift), so one
+    product h Wᵀ per chunk serves every τ (diagnostics read the loss temperatures and 1.0).
+    """
+    keep_B_T, hidden_N_H, head, rows = _masked_rows(
+        hidden_B_T_H, head_V_H, mask_B_T, vocab_size, memory_budget_mb, chunk_size
+    )
+    tokens_N_1 = tokens_B_T[keep_B_T].long()[:, None]
+
+    def per_chunk(logp_C_V: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+        index_C_1 = tokens_N_1[start:stop]
+        return torch.cat(
+            [torch.log_softmax(logp_C_V / tau, -1).gather(-1, index_C_1) for tau in temperatures],
+            dim=-1,
+        )
+
+    out_N_K = hidden_N_H.new_empty(
+        (hidden_N_H.shape[0], len(temperatures)), dtype=_softmax_dtype(hidden_N_H)
+    )
+    out_N_K = _map_chunks(hidden_N_H, head, 1.0, rows, per_chunk, out_N_K)
+    zeros_B_T = torch.zeros_like(keep_B_T, dtype=out_N_K.dtype)
+    return [zeros_B_T.masked_scatter(keep_B_T, out_N) for out_N in out_N_K.T.contiguous()]
+
+
+@torch.no_grad()
 def draw_from_hidden(
     hidden_B_T_H: torch.Tensor,
     head_V_H: torch.Tensor,

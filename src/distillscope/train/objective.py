@@ -23,6 +23,7 @@ from distillscope.objectives import (
     inverse_cdf_draw,
     opd_from_logprobs,
     sampled_token_loss,
+    token_logprobs_at_temperatures,
     token_logprobs_from_hidden,
 )
 from distillscope.objectives.registry import FUSED_MIN_VOCAB
@@ -74,6 +75,24 @@ class Scores:
         index_B_T_1 = tokens_B_T.masked_fill(mask_B_T == 0, 0)[..., None]
         logp_B_T = logp_B_T_V.gather(-1, index_B_T_1).squeeze(-1)
         return logp_B_T.masked_fill(mask_B_T == 0, 0.0)
+
+    @torch.no_grad()
+    def token_logprobs_at(
+        self, cfg: ObjectiveConfig, r: Rollouts, temperatures: tuple[float, ...], vocab_size: int
+    ) -> list[torch.Tensor]:
+        """The completion's log-probs at each temperature (one head pass on the fused path)."""
+        if not self.fused:
+            return [self.token_logprobs(cfg, r, tau, vocab_size) for tau in temperatures]
+        return token_logprobs_at_temperatures(
+            self.hidden_B_T_H,
+            self.head_V_H,
+            r.completion_B_T.masked_fill(r.completion_mask_B_T == 0, 0),
+            r.completion_mask_B_T,
+            temperatures,
+            vocab_size=vocab_size,
+            memory_budget_mb=cfg.memory_budget_mb,
+            chunk_size=cfg.chunk_size or None,
+        )
 
     @torch.no_grad()
     def draw(
@@ -164,8 +183,6 @@ def diagnostic_logprobs(
         ("student", student, cfg.student_temperature),
         ("teacher", teacher, cfg.teacher_temperature),
     ):
-        out[f"{role}_loss_t"] = scores.token_logprobs(cfg, r, tau, vocab_size)
-        out[f"{role}_t1"] = (
-            out[f"{role}_loss_t"] if tau == 1.0 else scores.token_logprobs(cfg, r, 1.0, vocab_size)
-        )
+        loss_t, t1 = scores.token_logprobs_at(cfg, r, (tau, 1.0), vocab_size)
+        out[f"{role}_loss_t"], out[f"{role}_t1"] = loss_t, t1
     return out

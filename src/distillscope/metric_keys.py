@@ -84,7 +84,7 @@ METRICS: tuple[MetricKey, ...] = (
         ("rollout/len_p50", "tokens", "median completion length", "none"),
         ("rollout/len_p90", "tokens", "90th percentile of completion length", "none"),
         ("rollout/truncated_frac", "fraction", "completions that hit max_new_tokens", "lower"),
-        ("rollout/early_eos_frac", "fraction", "completions that ended before any answer", "lower"),
+        ("rollout/early_eos_frac", "fraction", "completions ended by EOS within 2 tokens", "lower"),
         ("rollout/student_token_prob", "—", "mean π_S(y) of the sampled tokens (T = 1)", "none"),
         ("rollout/teacher_token_prob", "—", "mean π_T(y) of the sampled tokens (T = 1)", "none"),
         ("rollout/student_geo_prob", "—", "exp(mean log π_S(y)) of the sampled tokens", "none"),

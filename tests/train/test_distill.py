@@ -3,6 +3,7 @@ import json
 import pytest
 
 from distillscope.config import load_run_config
+from distillscope.metric_keys import metric_info
 from distillscope.store import read_metrics, read_status
 from distillscope.study.run import run_one
 from distillscope.train import distill
@@ -40,6 +41,13 @@ def test_every_policy_and_objective_trains(tiny_pair, tmp_path, policy, kind):
         assert r["train/grad_norm"] > 0
         assert 0.0 <= r["rollout/reward"] <= 1.0
         assert r["rollout/len_mean"] >= 1
+        assert not [k for k in r if k != "step" and metric_info(k) is None]  # all registered
+        # k1/k2/k3 only where the student wrote tokens, forward estimators where the teacher did
+        assert "kl/k1" not in r or policy in ("student", "mix")
+        assert "kl/forward_k1" not in r or policy in ("teacher", "mix")
+    if policy in ("student", "teacher"):
+        family = "kl/k1" if policy == "student" else "kl/forward_k1"
+        assert all(family in r for r in rows)
 
 
 def test_same_seed_same_metrics_and_resume_matches(tiny_pair, tmp_path):

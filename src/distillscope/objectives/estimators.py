@@ -17,11 +17,10 @@ only when the rollout was sampled from the same tempered distribution the estima
 ``tokens_B_T[b, t]`` is the token *scored by* ``logits[b, t]`` (the caller shifts by one).
 Reductions, temperatures, ``vocab_size`` and the mask follow :mod:`.divergences`.
 
-Metric keys (plain floats, token means over masked tokens, detached):
-``objective/loss``, ``objective/tokens``, and the single-sample KL estimate of the direction
-at hand, ``objective/forward_kl_estimate`` = mean (ℓ_T − ℓ_S)(y), y ~ π_T, or
-``objective/reverse_kl_estimate`` = mean (ℓ_S − ℓ_T)(y), y ~ π_S. :func:`kl_sample_metrics`
-gives ``kl/k1``, ``kl/k2``, ``kl/k3``.
+Metrics are plain floats (token means over masked tokens, detached): the estimators write
+``objective/`` keys, among them the single-sample KL estimate of their direction; the k1/k2/k3
+functions write ``kl/`` keys. What each key means is registered in
+:mod:`distillscope.metric_keys`, the one list.
 """
 
 from __future__ import annotations

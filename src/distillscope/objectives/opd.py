@@ -7,16 +7,8 @@ student takes a PPO-style clipped step. With one update per rollout batch the im
 is 1 and this is REINFORCE with per-token rewards g(Δℓ_t) — the rollout-token reverse-KL
 gradient when g is the identity.
 
-Metric keys (plain floats, token means over masked tokens, detached):
-
-- ``opd/loss``: the returned loss value;
-- ``opd/raw_advantage_mean``, ``opd/raw_advantage_std``: Δℓ before the regulation;
-- ``opd/advantage_mean``, ``opd/advantage_std``: A = g(Δℓ), the advantage actually used;
-- ``opd/hard_clip_frac``: share of tokens with Δℓ outside [clip_min, clip_max], i.e. the ones the
-  hard clip changes (reported under every regulation, so unregulated runs show it too);
-- ``opd/ratio_mean``: mean importance ratio r_t;
-- ``opd/ratio_clip_frac``: share of tokens whose clipped PPO branch is active (no gradient);
-- ``opd/tokens``: the number of masked tokens.
+Metrics are plain floats under ``opd/`` keys (token statistics over masked tokens, detached);
+what each key means is registered in :mod:`distillscope.metric_keys`, the one list.
 """
 
 from __future__ import annotations
@@ -110,7 +102,7 @@ def opd_policy_gradient(
             produced ``logp_old_B_T`` so that r_t = 1 on the first update.
 
     Returns:
-        ``(loss, metrics)``: a scalar fp32 loss and the metrics of the module docstring.
+        ``(loss, metrics)``: a scalar fp32 loss and the ``opd/`` metrics.
     """
     check_options(reduction, student_temperature)
     leading_shape = student_logits_B_T_V.shape[:-1]

@@ -188,10 +188,11 @@ def token_logprobs_at_temperatures(
 
     def per_chunk(logp_C_V: torch.Tensor, start: int, stop: int) -> torch.Tensor:
         index_C_1 = tokens_N_1[start:stop]
-        return torch.cat(
-            [torch.log_softmax(logp_C_V / tau, -1).gather(-1, index_C_1) for tau in temperatures],
-            dim=-1,
-        )
+        at_tau = {1.0: logp_C_V}  # ℓ₁ itself; each other τ is one more log_softmax
+        for tau in temperatures:
+            if tau not in at_tau:
+                at_tau[tau] = torch.log_softmax(logp_C_V / tau, -1)
+        return torch.cat([at_tau[tau].gather(-1, index_C_1) for tau in temperatures], dim=-1)
 
     out_N_K = hidden_N_H.new_empty(
         (hidden_N_H.shape[0], len(temperatures)), dtype=_softmax_dtype(hidden_N_H)

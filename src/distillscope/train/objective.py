@@ -82,7 +82,10 @@ class Scores:
     ) -> list[torch.Tensor]:
         """The completion's log-probs at each temperature (one head pass on the fused path)."""
         if not self.fused:
-            return [self.token_logprobs(cfg, r, tau, vocab_size) for tau in temperatures]
+            by_tau = {
+                tau: self.token_logprobs(cfg, r, tau, vocab_size) for tau in set(temperatures)
+            }
+            return [by_tau[tau] for tau in temperatures]
         return token_logprobs_at_temperatures(
             self.hidden_B_T_H,
             self.head_V_H,

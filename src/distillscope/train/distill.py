@@ -26,7 +26,6 @@ from distillscope.objectives import (
     OBJECTIVES,
     draw_uniforms,
     kl_metrics_by_writer,
-    micro_batch_share,
 )
 from distillscope.rollout import (
     SOURCE_STUDENT,
@@ -45,7 +44,13 @@ from distillscope.rollout import (
 from distillscope.store import MetricsLog, claim_run, write_config, write_status
 from distillscope.tasks import resolve_task, training_problems
 from distillscope.train.checkpoint import load_checkpoint, save_checkpoint
-from distillscope.train.objective import Scores, diagnostic_logprobs, objective_loss, use_fused
+from distillscope.train.objective import (
+    Scores,
+    diagnostic_logprobs,
+    micro_batch_share,
+    objective_loss,
+    use_fused,
+)
 from distillscope.train.precision import forward_precision
 from distillscope.train.setup import load_models, make_policy
 
@@ -219,7 +224,7 @@ def _forward_backward(
     """Teacher forward (no grad), student forward, objective, backward — per micro-batch.
 
     Exact accumulation: micro-batch k's loss is weighted by its share of the whole batch's
-    normaliser (:func:`~distillscope.objectives.micro_batch_share`), so the summed gradient is
+    normaliser (:func:`~distillscope.train.objective.micro_batch_share`), so the summed gradient is
     the full batch's for every reduction and any ``grad_accum``, dividing the batch or not.
     Sampled estimators draw from uniforms of the whole batch, and the diagnostics are computed
     once on the whole batch's token log-probs: no metric depends on ``grad_accum`` or the path.

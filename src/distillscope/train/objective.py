@@ -26,6 +26,7 @@ from distillscope.objectives import (
     token_logprobs_at_temperatures,
     token_logprobs_from_hidden,
 )
+from distillscope.objectives.divergences import check_options
 from distillscope.objectives.registry import FUSED_MIN_VOCAB
 from distillscope.rollout import Rollouts, tempered_logprobs
 
@@ -37,6 +38,22 @@ def use_fused(cfg: ObjectiveConfig, vocab_size: int) -> bool:
     if cfg.path != "auto":
         return cfg.path == "fused"
     return vocab_size > FUSED_MIN_VOCAB or cfg.chunk_size > 0
+
+
+def micro_batch_share(mask_B_T: torch.Tensor, index_b: torch.Tensor, reduction: str) -> float:
+    """Weight of the rows ``index_b``'s own reduced loss in the whole batch's loss.
+
+    loss(batch) = Σ_k share_k · loss(micro-batch k) exactly, for any split of the rows:
+    seq_mean: share = S_k / S (rows with ≥ 1 masked token); token_mean: share = N_k / N
+    (masked tokens); sum: share = 1. Zero when the batch or micro-batch has nothing to count.
+    """
+    check_options(reduction)
+    if reduction == "sum":
+        return 1.0
+    m_B_T = mask_B_T.bool()
+    counts_B = m_B_T.sum(dim=-1) if reduction == "token_mean" else m_B_T.any(dim=-1)
+    total = float(counts_B.sum())
+    return float(counts_B[index_b].sum()) / total if total > 0 else 0.0
 
 
 @dataclass

@@ -74,6 +74,17 @@ class ModelConfig(_Section):
     teacher_device: str | None = Field(
         None, description="torch device of the teacher, e.g. cuda:1; null = model.device"
     )
+    autocast: Literal["auto", "bfloat16", "off"] = Field(
+        "auto",
+        description="bf16 autocast around forwards (weights stay in model.dtype); auto = on CUDA",
+    )
+    low_precision_weights: bool = Field(
+        False,
+        description="accept training a bf16/fp16 student without fp32 master weights (labelled)",
+    )
+    gradient_checkpointing: bool = Field(
+        False, description="recompute the student's layer activations in backward (less memory)"
+    )
     allow_pickle: bool = Field(False, description="allow loading pickled .bin weights")
     trust_remote_code: bool = Field(False, description="let transformers run model code")
 
@@ -159,7 +170,17 @@ class ObjectiveConfig(_Section):
     )
     beta: Float = Field(0.5, ge=0, le=1, description="jsd: generalised JSD β")
     alpha: Float = Field(0.5, ge=0, le=1, description="mixture: weight of forward KL")
-    chunk_size: Int = Field(0, ge=0, description="chunked full-vocabulary loss; 0 = plain")
+    path: Literal["auto", "fused", "plain"] = Field(
+        "auto",
+        description="loss from hidden states chunk by chunk (fused) or from full logits (plain); "
+        "auto = fused when the vocabulary exceeds 4,096 tokens or chunk_size > 0",
+    )
+    memory_budget_mb: Float = Field(
+        256.0, gt=0, description="fused path: MB for one chunk's (rows × V) buffers"
+    )
+    chunk_size: Int = Field(
+        0, ge=0, description="fused path: rows per chunk, overriding memory_budget_mb; 0 = budget"
+    )
     regulation: Literal["none", "hard_clip", "log_compress"] = Field(
         "none", description="opd: advantage shaping g"
     )
@@ -187,6 +208,8 @@ class ObjectiveConfig(_Section):
         self._ignored(
             "objective", {n: n in options for n in kind_only}, f"objective.kind={self.kind}"
         )
+        fused_only = {"memory_budget_mb": self.path != "plain", "chunk_size": self.path != "plain"}
+        self._ignored("objective", fused_only, "objective.path=plain")
         return self
 
 
@@ -243,15 +266,15 @@ class RunConfig(_Section):
 
         o = self.objective
         kind = OBJECTIVES[o.kind]
+        if self.model.dtype != "float32" and not self.model.low_precision_weights:
+            raise ValueError(
+                f"model.dtype={self.model.dtype} trains the student without fp32 master weights "
+                "(small updates vanish); keep model.dtype=float32 (bf16 autocast runs on CUDA) "
+                "or set model.low_precision_weights=true"
+            )
         if kind.needs_student_rollouts and self.rollout.policy != "student":
             raise ValueError(
                 f"objective.kind={o.kind} needs rollout.policy=student (a policy gradient)"
-            )
-        if o.chunk_size > 0 and not kind.chunkable:
-            chunkable = ", ".join(k.name for k in OBJECTIVES.values() if k.chunkable)
-            raise ValueError(
-                f"objective.chunk_size={o.chunk_size} needs a chunkable objective.kind "
-                f"({chunkable}), got {o.kind}; set objective.chunk_size=0"
             )
         if self.objective.clip_min >= self.objective.clip_max:
             raise ValueError("objective.clip_min must be below objective.clip_max")

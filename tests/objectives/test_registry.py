@@ -7,7 +7,12 @@ import inspect
 import pytest
 
 from distillscope.config import ConfigError, ObjectiveConfig, run_config_from_dict
-from distillscope.objectives import DIVERGENCES, OBJECTIVES, chunked_divergence
+from distillscope.objectives import (
+    DEFAULT_MEMORY_BUDGET_MB,
+    DIVERGENCES,
+    OBJECTIVES,
+    fused_divergence,
+)
 
 
 def test_every_kind_validates_and_unknown_kinds_name_the_field():
@@ -26,19 +31,28 @@ def test_options_are_config_fields_and_keywords_of_the_function():
         assert ("generator" in params) == kind.needs_generator, kind.name
 
 
-def test_chunkable_kinds_are_the_chunked_divergences():
-    divergence = inspect.signature(chunked_divergence).parameters["divergence"]
+def test_every_kind_has_a_hidden_state_form():
+    divergence = inspect.signature(fused_divergence).parameters["divergence"]
     assert divergence.default in OBJECTIVES
-    assert {k.name for k in OBJECTIVES.values() if k.chunkable} == set(DIVERGENCES)
     for kind in OBJECTIVES.values():
-        assert kind.chunkable == kind.full_vocabulary
+        want = "divergence" if kind.name in DIVERGENCES else "token_logprobs"
+        assert kind.hidden_form == want, kind.name
+        assert kind.full_vocabulary == (kind.name in DIVERGENCES)
 
 
-@pytest.mark.parametrize("kind", [k for k, v in OBJECTIVES.items() if not v.chunkable])
-def test_chunk_size_with_a_non_chunkable_kind_fails_at_load(kind: str):
-    data = {"objective": {"kind": kind, "chunk_size": 16}}
-    with pytest.raises(ConfigError, match=r"objective\.chunk_size=16 needs a chunkable"):
+def test_memory_budget_default_is_the_fused_default():
+    assert ObjectiveConfig().memory_budget_mb == DEFAULT_MEMORY_BUDGET_MB
+
+
+@pytest.mark.parametrize("kind", list(OBJECTIVES))
+def test_chunk_size_on_the_plain_path_fails_at_load(kind: str):
+    data = {"objective": {"kind": kind, "chunk_size": 16, "path": "plain"}}
+    if kind == "opd":
+        data["rollout"] = {"policy": "student"}
+    with pytest.raises(ConfigError, match=r"chunk_size=16 is ignored under objective\.path=plain"):
         run_config_from_dict(data)
+    data["objective"]["path"] = "auto"
+    assert run_config_from_dict(data).objective.chunk_size == 16
 
 
 def test_opd_needs_student_rollouts_at_load():

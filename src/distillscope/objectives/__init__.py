@@ -7,6 +7,7 @@ sees a model, a config or a file.
 - :mod:`.divergences` — full-vocabulary forward/reverse KL, generalised JSD, KL mixture on logits;
 - :mod:`.chunked` — the same from hidden states + LM-head weights, chunk by chunk (bounded memory);
 - :mod:`.fused` — the same, fused: closed-form gradients, chunks sized by a memory budget;
+- :mod:`.fused_tokens` — per-token log-probs and draws from hidden states, chunk by chunk;
 - :mod:`.estimators` — sampled and rollout-token KL estimators, Schulman's k1/k2/k3 metrics;
 - :mod:`.opd` — on-policy distillation as a PPO-clipped policy gradient with regulations;
 - :mod:`.registry` — the objective kinds a config can name, with what each needs.
@@ -34,26 +35,44 @@ from distillscope.objectives.divergences import (
     token_weights,
 )
 from distillscope.objectives.estimators import (
+    draw_uniforms,
+    kl_metrics_by_writer,
     kl_sample_metrics,
     rollout_token_forward_kl,
     rollout_token_reverse_kl,
     sampled_forward_kl,
     sampled_reverse_kl,
+    sampled_token_loss,
 )
 from distillscope.objectives.fused import (
     DEFAULT_MEMORY_BUDGET_MB,
     chunk_rows,
     fused_divergence,
 )
+from distillscope.objectives.fused_tokens import (
+    draw_from_hidden,
+    inverse_cdf_draw,
+    token_logprobs_at_temperatures,
+    token_logprobs_from_hidden,
+)
 from distillscope.objectives.opd import (
     REGULATIONS,
     Regulation,
+    opd_from_logprobs,
     opd_policy_gradient,
     regulate_advantage,
 )
 from distillscope.objectives.registry import OBJECTIVES, ObjectiveKind, objective_kind
 
 __all__ = [
+    "draw_from_hidden",
+    "draw_uniforms",
+    "inverse_cdf_draw",
+    "kl_metrics_by_writer",
+    "opd_from_logprobs",
+    "sampled_token_loss",
+    "token_logprobs_at_temperatures",
+    "token_logprobs_from_hidden",
     "DEFAULT_MEMORY_BUDGET_MB",
     "DIVERGENCES",
     "OBJECTIVES",

@@ -11,13 +11,9 @@ Every objective here is a pure function ``(logits, logits, mask, options) -> (lo
   ``"sum"`` — the plain sum. A batch with no masked token gives a loss of exactly 0 that is still
   connected to the graph, so ``backward()`` works and yields zero gradients.
 
-Metric keys (plain Python floats, token means over the masked tokens whatever the reduction, so
-runs with different reductions stay comparable; all computed detached):
-
-- ``objective/loss``: the returned loss value;
-- ``objective/forward_kl``: KL(π_T ‖ π_S); ``objective/reverse_kl``: KL(π_S ‖ π_T);
-- ``objective/teacher_entropy``, ``objective/student_entropy``: H(π_T), H(π_S) in nats;
-- ``objective/tokens``: the number of masked tokens.
+Metrics are plain Python floats under ``objective/`` keys, token means over the masked tokens
+whatever the reduction (runs with different reductions stay comparable), all computed detached;
+what each key means is registered in :mod:`distillscope.metric_keys`, the one list.
 """
 
 from __future__ import annotations

@@ -17,11 +17,10 @@ only when the rollout was sampled from the same tempered distribution the estima
 ``tokens_B_T[b, t]`` is the token *scored by* ``logits[b, t]`` (the caller shifts by one).
 Reductions, temperatures, ``vocab_size`` and the mask follow :mod:`.divergences`.
 
-Metric keys (plain floats, token means over masked tokens, detached):
-``objective/loss``, ``objective/tokens``, and the single-sample KL estimate of the direction
-at hand, ``objective/forward_kl_estimate`` = mean (ℓ_T − ℓ_S)(y), y ~ π_T, or
-``objective/reverse_kl_estimate`` = mean (ℓ_S − ℓ_T)(y), y ~ π_S. :func:`kl_sample_metrics`
-gives ``kl/k1``, ``kl/k2``, ``kl/k3``.
+Metrics are plain floats (token means over masked tokens, detached): the estimators write
+``objective/`` keys, among them the single-sample KL estimate of their direction; the k1/k2/k3
+functions write ``kl/`` keys. What each key means is registered in
+:mod:`distillscope.metric_keys`, the one list.
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ from distillscope.objectives.divergences import (
     masked_mean,
     reduce_tokens,
 )
+from distillscope.objectives.fused_tokens import inverse_cdf_draw
 
 Direction = Literal["forward", "reverse"]
 
@@ -55,6 +55,7 @@ def _sampled_objective(
     teacher_temperature: float,
     reduction: str,
     vocab_size: int | None,
+    uniforms_B_T: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Shared body: pick y per position (draw or rollout token), then the estimator's loss."""
     check_options(reduction, student_temperature, teacher_temperature)
@@ -73,8 +74,14 @@ def _sampled_objective(
 
     if tokens_B_T is None:  # draw y' from the sampling model; every position draws once
         sampler_logp_B_T_V = logp_teacher_B_T_V if direction == "forward" else logp_student_B_T_V
-        probs_N_V = sampler_logp_B_T_V.detach().exp().reshape(-1, sampler_logp_B_T_V.shape[-1])
-        tokens_B_T = torch.multinomial(probs_N_V, 1, generator=generator).view(keep_B_T.shape)
+        if uniforms_B_T is None:
+            uniforms_B_T = draw_uniforms(keep_B_T.shape, generator, keep_B_T.device)
+        check_shape("uniforms_B_T", uniforms_B_T, keep_B_T.shape)
+        vocab = sampler_logp_B_T_V.shape[-1]
+        tokens_N = inverse_cdf_draw(
+            sampler_logp_B_T_V.detach().reshape(-1, vocab), uniforms_B_T.reshape(-1)
+        )
+        tokens_B_T = tokens_N.view(keep_B_T.shape)
     else:
         check_shape("tokens_B_T", tokens_B_T, keep_B_T.shape)
         # Padding positions may hold ids outside the vocabulary; they are masked out anyway.
@@ -83,6 +90,33 @@ def _sampled_objective(
     index_B_T_1 = tokens_B_T.unsqueeze(-1)
     logp_student_B_T = logp_student_B_T_V.gather(-1, index_B_T_1).squeeze(-1)
     logp_teacher_B_T = logp_teacher_B_T_V.gather(-1, index_B_T_1).squeeze(-1)
+    return sampled_token_loss(logp_student_B_T, logp_teacher_B_T, keep_B_T, direction, reduction)
+
+
+def draw_uniforms(
+    shape: torch.Size | tuple[int, ...],
+    generator: torch.Generator | None,
+    device: torch.device | str = "cpu",
+) -> torch.Tensor:
+    """U[0, 1) per position, on ``generator``'s device, moved to ``device``: the draws' source."""
+    gen_device = generator.device if generator is not None else device
+    return torch.rand(shape, generator=generator, device=gen_device).to(device)
+
+
+def sampled_token_loss(
+    logp_student_B_T: torch.Tensor,
+    logp_teacher_B_T: torch.Tensor,
+    mask_B_T: torch.Tensor,
+    direction: Direction,
+    reduction: str,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The estimator's loss from ℓ_S(y), ℓ_T(y) of the chosen token per position.
+
+    forward: loss_n = −ℓ_S(y_n); reverse: loss_n = sg[ℓ_S − ℓ_T](y_n) · ℓ_S(y_n); reduced by
+    ``reduction``. Shared by the logits path and the hidden-state path
+    (:mod:`.fused_tokens`), so both give the same loss and metrics.
+    """
+    keep_B_T = mask_B_T.bool()
     log_ratio_B_T = (logp_student_B_T - logp_teacher_B_T).detach()  # ℓ_S − ℓ_T, stop-gradient
     if direction == "forward":
         per_token_B_T = -logp_student_B_T
@@ -105,6 +139,7 @@ def sampled_forward_kl(
     mask_B_T: torch.Tensor,
     *,
     generator: torch.Generator | None = None,
+    uniforms_B_T: torch.Tensor | None = None,
     student_temperature: float = 1.0,
     teacher_temperature: float = 1.0,
     reduction: Reduction = "seq_mean",
@@ -114,7 +149,9 @@ def sampled_forward_kl(
 
     Its gradient is an unbiased estimate of ∇ KL(π_T ‖ π_S); its value is a cross-entropy, not a
     KL (the metric ``objective/forward_kl_estimate`` is the KL estimate). ``generator`` (on the
-    logits' device) makes the draws reproducible; ``None`` uses the global RNG.
+    logits' device) makes the draws reproducible; ``None`` uses the global RNG. ``uniforms_B_T``
+    (one U[0, 1) per position) replaces the generator: y' is drawn by inverse CDF from it, so
+    the same uniforms give the same tokens on every path (:mod:`.fused_tokens`).
     """
     return _sampled_objective(
         student_logits_B_T_V,
@@ -127,6 +164,7 @@ def sampled_forward_kl(
         teacher_temperature=teacher_temperature,
         reduction=reduction,
         vocab_size=vocab_size,
+        uniforms_B_T=uniforms_B_T,
     )
 
 
@@ -136,6 +174,7 @@ def sampled_reverse_kl(
     mask_B_T: torch.Tensor,
     *,
     generator: torch.Generator | None = None,
+    uniforms_B_T: torch.Tensor | None = None,
     student_temperature: float = 1.0,
     teacher_temperature: float = 1.0,
     reduction: Reduction = "seq_mean",
@@ -157,6 +196,7 @@ def sampled_reverse_kl(
         teacher_temperature=teacher_temperature,
         reduction=reduction,
         vocab_size=vocab_size,
+        uniforms_B_T=uniforms_B_T,
     )
 
 
@@ -250,3 +290,32 @@ def kl_sample_metrics(
     k3_B_T = (torch.expm1(log_r_B_T) - log_r_B_T).clamp_min(0.0)
     values = torch.stack([masked_mean(k, mask_B_T) for k in (k1_B_T, k2_B_T, k3_B_T)]).tolist()
     return dict(zip(("kl/k1", "kl/k2", "kl/k3"), values, strict=True))
+
+
+def kl_metrics_by_writer(
+    logp_student_B_T: torch.Tensor,
+    logp_teacher_B_T: torch.Tensor,
+    mask_B_T: torch.Tensor,
+    student_rows_B: torch.Tensor,
+    teacher_rows_B: torch.Tensor,
+) -> dict[str, float]:
+    """k1/k2/k3 honest to who wrote the tokens (docs/method.md §2).
+
+    Schulman's estimators assume y ~ the first distribution of the KL. On student-written rows
+    they estimate KL(π_S ‖ π_T) (``kl/k1``, ``kl/k2``, ``kl/k3``); on teacher-written rows the
+    same formulas with the roles swapped, log r = ℓ_S(y) − ℓ_T(y), estimate KL(π_T ‖ π_S)
+    (``kl/forward_k1``, ``kl/forward_k2``, ``kl/forward_k3``). Rows written jointly (λ-spectrum,
+    interleaving) are sampled from neither model and count in neither. A family is absent when
+    its rows hold no token, never reported as 0.
+    """
+    keep_B_T = mask_B_T.bool()
+    out: dict[str, float] = {}
+    for rows_B, sampler, other, prefix in (
+        (student_rows_B, logp_student_B_T, logp_teacher_B_T, "kl/k"),
+        (teacher_rows_B, logp_teacher_B_T, logp_student_B_T, "kl/forward_k"),
+    ):
+        rows_mask_B_T = keep_B_T & rows_B.bool()[:, None]
+        if bool(rows_mask_B_T.any()):
+            k = kl_sample_metrics(sampler, other, rows_mask_B_T)
+            out.update({f"{prefix}{i}": k[f"kl/k{i}"] for i in (1, 2, 3)})
+    return out

@@ -7,16 +7,8 @@ student takes a PPO-style clipped step. With one update per rollout batch the im
 is 1 and this is REINFORCE with per-token rewards g(Δℓ_t) — the rollout-token reverse-KL
 gradient when g is the identity.
 
-Metric keys (plain floats, token means over masked tokens, detached):
-
-- ``opd/loss``: the returned loss value;
-- ``opd/raw_advantage_mean``, ``opd/raw_advantage_std``: Δℓ before the regulation;
-- ``opd/advantage_mean``, ``opd/advantage_std``: A = g(Δℓ), the advantage actually used;
-- ``opd/hard_clip_frac``: share of tokens with Δℓ outside [clip_min, clip_max], i.e. the ones the
-  hard clip changes (reported under every regulation, so unregulated runs show it too);
-- ``opd/ratio_mean``: mean importance ratio r_t;
-- ``opd/ratio_clip_frac``: share of tokens whose clipped PPO branch is active (no gradient);
-- ``opd/tokens``: the number of masked tokens.
+Metrics are plain floats under ``opd/`` keys (token statistics over masked tokens, detached);
+what each key means is registered in :mod:`distillscope.metric_keys`, the one list.
 """
 
 from __future__ import annotations
@@ -110,28 +102,62 @@ def opd_policy_gradient(
             produced ``logp_old_B_T`` so that r_t = 1 on the first update.
 
     Returns:
-        ``(loss, metrics)``: a scalar fp32 loss and the metrics of the module docstring.
+        ``(loss, metrics)``: a scalar fp32 loss and the ``opd/`` metrics.
     """
     check_options(reduction, student_temperature)
+    leading_shape = student_logits_B_T_V.shape[:-1]
+    check_shape("tokens_B_T", tokens_B_T, leading_shape)
+    check_shape("mask_B_T", mask_B_T, leading_shape)
+    keep_B_T = mask_B_T.bool()
+    index_B_T_1 = tokens_B_T.long().masked_fill(~keep_B_T, 0).unsqueeze(-1)
+    logp_B_T = log_probs(student_logits_B_T_V, student_temperature).gather(-1, index_B_T_1)
+    return opd_from_logprobs(
+        logp_B_T.squeeze(-1),
+        logp_teacher_B_T,
+        logp_old_B_T,
+        mask_B_T,
+        regulation=regulation,
+        clip_min=clip_min,
+        clip_max=clip_max,
+        eps_low=eps_low,
+        eps_high=eps_high,
+        reduction=reduction,
+    )
+
+
+def opd_from_logprobs(
+    logp_B_T: torch.Tensor,
+    logp_teacher_B_T: torch.Tensor,
+    logp_old_B_T: torch.Tensor,
+    mask_B_T: torch.Tensor,
+    *,
+    regulation: Regulation = "none",
+    clip_min: float = -3.0,
+    clip_max: float = 3.0,
+    eps_low: float = 0.2,
+    eps_high: float = 0.2,
+    reduction: Reduction = "seq_mean",
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """:func:`opd_policy_gradient` from ℓ_θ(y_t) (differentiable, at τ_S) instead of logits.
+
+    The hidden-state path computes ``logp_B_T`` chunk by chunk
+    (:func:`~distillscope.objectives.fused_tokens.token_logprobs_from_hidden`); both paths share
+    this body, so their losses, gradients and metrics agree.
+    """
+    check_options(reduction)
     if regulation not in REGULATIONS:
         raise ValueError(f"regulation must be one of {REGULATIONS}, got {regulation!r}")
     if not clip_min < clip_max:
         raise ValueError(f"clip_min ({clip_min}) must be below clip_max ({clip_max})")
     if not (0.0 <= eps_low < 1.0 and eps_high >= 0.0):
         raise ValueError(f"need 0 ≤ eps_low < 1 and eps_high ≥ 0, got {eps_low}, {eps_high}")
-    leading_shape = student_logits_B_T_V.shape[:-1]
     for name, tensor in (
-        ("tokens_B_T", tokens_B_T),
         ("logp_teacher_B_T", logp_teacher_B_T),
         ("logp_old_B_T", logp_old_B_T),
         ("mask_B_T", mask_B_T),
     ):
-        check_shape(name, tensor, leading_shape)
+        check_shape(name, tensor, logp_B_T.shape)
     keep_B_T = mask_B_T.bool()
-
-    index_B_T_1 = tokens_B_T.long().masked_fill(~keep_B_T, 0).unsqueeze(-1)
-    logp_B_T = log_probs(student_logits_B_T_V, student_temperature).gather(-1, index_B_T_1)
-    logp_B_T = logp_B_T.squeeze(-1)
     # Padding positions may carry junk (e.g. −inf) log-probs; replace them before exp(), since a
     # NaN there would reach the gradient even though the reduction drops the value.
     logp_now_B_T = logp_B_T.detach()

@@ -10,6 +10,16 @@ needs, so that incompatible settings fail at validation, not at step 0:
   logp_behavior_B_T, mask_B_T, **options)`` — a policy gradient on the rollout's own tokens.
 
 ``options`` are the ``ObjectiveConfig`` fields passed to the function by keyword.
+
+Every kind also has a form from hidden states + LM-head weights (``hidden_form``), the default
+training path when V > :data:`FUSED_MIN_VOCAB` (docs/method.md §2, Memory), so that no
+[B, T, V] tensor exists at real vocabularies:
+
+- ``"divergence"``: :func:`~distillscope.objectives.fused.fused_divergence` (closed-form
+  gradients, chunks sized by ``objective.memory_budget_mb``);
+- ``"token_logprobs"``: the loss needs one token's log-prob per position (OPD, the sampled
+  estimators); :mod:`~distillscope.objectives.fused_tokens` gives it chunk by chunk, with draws
+  by inverse CDF from the same uniforms as the logits path.
 """
 
 from __future__ import annotations
@@ -21,6 +31,10 @@ from typing import Literal
 from distillscope.objectives.divergences import forward_kl, generalized_jsd, kl_mixture, reverse_kl
 from distillscope.objectives.estimators import sampled_forward_kl, sampled_reverse_kl
 from distillscope.objectives.opd import opd_policy_gradient
+
+#: Above this vocabulary size the training loop computes every objective and diagnostic from
+#: hidden states (``objective.path: auto``); at or below it, from logits.
+FUSED_MIN_VOCAB = 4096
 
 LOSS_OPTIONS = ("student_temperature", "teacher_temperature", "reduction")
 OPD_OPTIONS = (
@@ -38,7 +52,7 @@ class ObjectiveKind:
     summary: str  # one line, shown in the CLI's config listing
     inputs: Literal["logits", "sampled_tokens"] = "logits"
     options: tuple[str, ...] = LOSS_OPTIONS
-    chunkable: bool = False  # has a chunked form from hidden states (objective.chunk_size > 0)
+    hidden_form: Literal["divergence", "token_logprobs"] = "divergence"  # see module docstring
     full_vocabulary: bool = False  # sums over the whole vocabulary at each position
     needs_generator: bool = False  # draws extra tokens with the step's generator
     needs_behavior_logprobs: bool = False  # needs the sampler's log-probs of its own tokens
@@ -50,33 +64,33 @@ OBJECTIVES: dict[str, ObjectiveKind] = {
     for k in (
         ObjectiveKind(
             "forward_kl", forward_kl, "KL(π_T ‖ π_S), full vocabulary (mode-covering)",
-            chunkable=True, full_vocabulary=True,
+            full_vocabulary=True,
         ),
         ObjectiveKind(
             "reverse_kl", reverse_kl, "KL(π_S ‖ π_T), full vocabulary (mode-seeking)",
-            chunkable=True, full_vocabulary=True,
+            full_vocabulary=True,
         ),
         ObjectiveKind(
             "jsd", generalized_jsd, "generalised Jensen–Shannon divergence (objective.beta)",
-            options=(*LOSS_OPTIONS, "beta"), chunkable=True, full_vocabulary=True,
+            options=(*LOSS_OPTIONS, "beta"), full_vocabulary=True,
         ),
         ObjectiveKind(
             "mixture", kl_mixture, "α·forward + (1−α)·reverse KL (objective.alpha)",
-            options=(*LOSS_OPTIONS, "alpha"), chunkable=True, full_vocabulary=True,
+            options=(*LOSS_OPTIONS, "alpha"), full_vocabulary=True,
         ),
         ObjectiveKind(
             "forward_sampled", sampled_forward_kl, "forward KL, one teacher sample per position",
-            needs_generator=True,
+            needs_generator=True, hidden_form="token_logprobs",
         ),
         ObjectiveKind(
             "reverse_sampled", sampled_reverse_kl, "reverse KL, one student sample per position",
-            needs_generator=True,
+            needs_generator=True, hidden_form="token_logprobs",
         ),
         ObjectiveKind(
             "opd", opd_policy_gradient,
             "on-policy distillation: clipped policy gradient with teacher advantages",
             inputs="sampled_tokens", options=OPD_OPTIONS, needs_behavior_logprobs=True,
-            needs_student_rollouts=True,
+            needs_student_rollouts=True, hidden_form="token_logprobs",
         ),
     )
 }  # fmt: skip

@@ -1,18 +1,12 @@
 """Per-batch rollout diagnostics: trajectory likelihoods (docs/method.md §3) and lengths
 (docs/method.md §4).
 
-Metric keys (all in the ``rollout/`` namespace, values are Python floats):
-
-- ``rollout/student_token_prob``, ``rollout/teacher_token_prob``: mean over the batch's completion
-  tokens (pooled, EOS included) of π(y_n | h_n), at the temperature of the log-probs given.
-- ``rollout/student_geo_prob``, ``rollout/teacher_geo_prob``: exp(mean log π(y_n | h_n)) over
-  the same tokens (the geometric mean; ≤ the arithmetic one).
-- ``rollout/len_mean``, ``rollout/len_p50``, ``rollout/len_p90``: completion length (EOS included)
-  over sequences; percentiles interpolate linearly (``torch.quantile``).
-- ``rollout/truncated_frac``: share of sequences that hit ``max_new_tokens`` without EOS.
-- ``rollout/early_eos_frac``: share of sequences whose EOS is among their first
-  ``early_eos_tokens`` (default 2) completion tokens, i.e. length ≤ 2 and not truncated — the
-  "abrupt degeneration" signature of [D] (an answer cut off before it starts).
+Values are Python floats under ``rollout/`` keys; what each key means is registered in
+:mod:`distillscope.metric_keys`, the one list. Token statistics pool the batch's completion
+tokens (EOS included); length statistics are per sequence, percentiles interpolated linearly
+(``torch.quantile``); an early EOS is one among the first ``early_eos_tokens`` (default 2)
+completion tokens of a sequence that was not truncated — the "abrupt degeneration" signature of
+[D] (an answer cut off before it starts).
 """
 
 from __future__ import annotations

@@ -22,8 +22,14 @@ from typing import NoReturn
 import torch
 
 from distillscope.config import RunConfig, dump_run_config
-from distillscope.objectives import kl_sample_metrics
+from distillscope.objectives import (
+    OBJECTIVES,
+    draw_uniforms,
+    kl_metrics_by_writer,
+)
 from distillscope.rollout import (
+    SOURCE_STUDENT,
+    SOURCE_TEACHER,
     TEACHER_LOGITS_MAX_VOCAB,
     NonFiniteSamplingError,
     PromptEncoder,
@@ -40,10 +46,13 @@ from distillscope.store import MetricsLog, claim_run, write_config, write_status
 from distillscope.tasks import training_problems
 from distillscope.train.checkpoint import export_student, load_checkpoint, save_checkpoint
 from distillscope.train.objective import (
-    chunked_loss,
-    completion_token_logprobs,
-    logits_loss,
+    Scores,
+    diagnostic_logprobs,
+    micro_batch_share,
+    objective_loss,
+    use_fused,
 )
+from distillscope.train.precision import forward_precision
 from distillscope.train.setup import load_models, make_policy, preflight
 
 
@@ -91,6 +100,8 @@ def distill(
     )  # fmt: skip
     policy = make_policy(cfg.rollout)
     student, teacher = pair.student, pair.teacher
+    if cfg.model.gradient_checkpointing:
+        student.activation_checkpointing_enable({"use_reentrant": False})
     optimizer = torch.optim.AdamW(
         student.parameters(),
         lr=cfg.optim.lr,
@@ -239,63 +250,96 @@ def _forward_backward(
 ) -> dict[str, float]:
     """Teacher forward (no grad), student forward, objective, backward — per micro-batch.
 
-    ``teacher_scores`` (from the rollout cache: ``micro_<k>`` → the teacher's output for
-    micro-batch k) replaces the teacher forward. Returns the step's metrics averaged over
-    micro-batches (equal-sized micro-batches make the mean of per-micro-batch ``seq_mean``
-    losses the full batch's ``seq_mean``).
+    Exact accumulation: micro-batch k's loss is weighted by its share of the whole batch's
+    normaliser (:func:`~distillscope.train.objective.micro_batch_share`), so the summed gradient is
+    the full batch's for every reduction and any ``grad_accum``, dividing the batch or not.
+    Sampled estimators draw from uniforms of the whole batch, and the diagnostics are computed
+    once on the whole batch's token log-probs: no metric depends on ``grad_accum`` or the path.
+    ``teacher_scores`` (from the rollout cache: ``micro_<k>`` → the teacher's logits or hidden
+    states for micro-batch k, see :func:`_teacher_outputs`) replaces the teacher forward.
     """
     student.train()
-    n = cfg.optim.grad_accum
-    totals: dict[str, float] = {}
-    chunked = _loss_reads_hidden(cfg)
-    completion_output = completion_hidden if chunked else completion_logits
+    o = cfg.objective
+    mask_B_T = rollouts.completion_mask_B_T
+    fused = use_fused(o, vocab_size)
     s_device = _device(student)
-    t_head = _head(teacher).to(s_device) if chunked else None  # a copy only across devices
-    for k, micro in enumerate(_micro_batches(rollouts, n)):
-        gen = model_generator(student, cfg.seed, step, stream=1 + k)
-        if teacher_scores is None:
-            t_out = _teacher_output(teacher, micro, completion_output).to(s_device)
-        else:
-            t_out = teacher_scores[f"micro_{k}"].to(s_device)
-        timer.lap("teacher_forward")
-        s_out = completion_output(student, micro, "student")
-        if chunked:
-            loss, metrics = chunked_loss(
-                cfg.objective, s_out, _head(student), t_out, t_head, micro, vocab_size
-            )
-            diag = {}
-        else:
-            loss, metrics = logits_loss(cfg.objective, s_out, t_out, micro, gen, vocab_size)
-            diag = _diagnostics(cfg, s_out.detach(), t_out, micro, vocab_size)
-        (loss / n).backward()
+    uniforms_B_T = None
+    if OBJECTIVES[o.kind].needs_generator:
+        gen = model_generator(student, cfg.seed, step, stream=1)
+        uniforms_B_T = draw_uniforms(mask_B_T.shape, gen).to(mask_B_T.device)
+    diag_B_T: dict[str, torch.Tensor] = {}
+    totals: dict[str, float] = {}
+    n_tokens = float(mask_B_T.sum())
+    for k, index_b in enumerate(_micro_batch_rows(rollouts, cfg.optim.grad_accum)):
+        whole = len(index_b) == rollouts.batch_size
+        micro = rollouts if whole else rollouts.rows(index_b.to(mask_B_T.device))
+        share = micro_batch_share(mask_B_T, index_b, o.reduction)
+        with forward_precision(cfg.model):
+            if teacher_scores is None:
+                t_scores = _teacher_scores(teacher, micro, fused, s_device)
+            else:
+                t_scores = _cached_scores(teacher_scores[f"micro_{k}"], teacher, fused, s_device)
+            timer.lap("teacher_forward")
+            s_scores = model_scores(student, micro, "student", fused)
+        micro_u = None if uniforms_B_T is None else uniforms_B_T[index_b]
+        loss, metrics = objective_loss(o, s_scores, t_scores, micro, vocab_size, micro_u)
+        (loss * share).backward()
         timer.lap("student_forward_backward")
-        for key, value in {"train/loss": float(loss.detach()), **metrics, **diag}.items():
-            totals[key] = totals.get(key, 0.0) + value / n
-    return totals
+        for key, value in diagnostic_logprobs(o, s_scores, t_scores, micro, vocab_size).items():
+            diag_B_T.setdefault(key, value.new_zeros(mask_B_T.shape))
+            diag_B_T[key][index_b] = value
+        token_share = float(micro.completion_mask_B_T.sum()) / max(n_tokens, 1.0)
+        for key, value in {"train/loss": float(loss.detach()), **metrics}.items():
+            weight = (
+                1.0 if key.endswith("/tokens") else share if key.endswith("loss") else token_share
+            )
+            totals[key] = totals.get(key, 0.0) + value * weight
+    return {**totals, **_diagnostics(rollouts, diag_B_T)}
 
 
-def _micro_batches(rollouts: Rollouts, n: int) -> list[Rollouts]:
-    """The ``n`` gradient-accumulation micro-batches of ``rollouts`` (consecutive rows)."""
-    rows_n = torch.arange(rollouts.batch_size).chunk(n)  # n index tensors
-    return [rollouts if len(i) == rollouts.batch_size else rollouts.rows(i) for i in rows_n]
+def model_scores(model: torch.nn.Module, r: Rollouts, role: str, fused: bool) -> Scores:
+    """The model's scores of the completion: hidden states + LM head (fused) or logits."""
+    if not fused:
+        return Scores(logits_B_T_V=completion_logits(model, r, role))
+    head_V_H = model.get_output_embeddings().weight
+    # Autocast leaves bf16 hidden states; the objective casts per chunk, in the head's dtype.
+    return Scores(
+        hidden_B_T_H=completion_hidden(model, r, role).to(head_V_H.dtype), head_V_H=head_V_H
+    )
 
 
-def _teacher_output(teacher: torch.nn.Module, micro: Rollouts, completion_output) -> torch.Tensor:
-    """The teacher's completion logits or hidden states, without an autograd graph."""
+def _micro_batch_rows(rollouts: Rollouts, n: int) -> list[torch.Tensor]:
+    """Row indices of the ``grad_accum`` micro-batches (consecutive rows; none empty)."""
+    return [i for i in torch.arange(rollouts.batch_size).tensor_split(n) if len(i)]
+
+
+def _teacher_scores(
+    teacher: torch.nn.Module, micro: Rollouts, fused: bool, device: torch.device
+) -> Scores:
+    """The teacher's scores of ``micro`` on the student's ``device``, without autograd."""
     with torch.inference_mode():  # the teacher may sit on its own device
-        t_out = completion_output(teacher, micro.to(_device(teacher)), "teacher")
-    return t_out.clone()  # inference tensors cannot enter autograd
+        t = model_scores(teacher, micro.to(_device(teacher)), "teacher", fused)
+    # clone: inference tensors cannot enter autograd
+    if t.fused:
+        return Scores(
+            hidden_B_T_H=t.hidden_B_T_H.clone().to(device), head_V_H=t.head_V_H.to(device)
+        )
+    return Scores(logits_B_T_V=t.logits_B_T_V.clone().to(device))
 
 
-def _loss_reads_hidden(cfg: RunConfig) -> bool:
-    """Whether the loss takes final hidden states (and LM heads) rather than logits."""
-    return cfg.objective.chunk_size > 0
+def _cached_scores(
+    tensor: torch.Tensor, teacher: torch.nn.Module, fused: bool, device: torch.device
+) -> Scores:
+    """A cache entry of :func:`_teacher_outputs` as the teacher's scores on ``device``."""
+    if fused:
+        return Scores(hidden_B_T_H=tensor.to(device), head_V_H=_head(teacher).to(device))
+    return Scores(logits_B_T_V=tensor.to(device))
 
 
 def _teacher_score_form(cfg: RunConfig, vocab_size: int) -> str | None:
-    """What of the teacher's output a cache entry holds: ``hidden`` states for the chunked
-    objectives (any V), full ``logits`` up to V = TEACHER_LOGITS_MAX_VOCAB, else nothing."""
-    if _loss_reads_hidden(cfg):
+    """What of the teacher's output a cache entry holds: ``hidden`` states on the fused path
+    (any V), full ``logits`` up to V = TEACHER_LOGITS_MAX_VOCAB, else nothing."""
+    if use_fused(cfg.objective, vocab_size):
         return "hidden"
     return "logits" if vocab_size <= TEACHER_LOGITS_MAX_VOCAB else None
 
@@ -304,9 +348,14 @@ def _teacher_outputs(
     cfg: RunConfig, rollouts: Rollouts, teacher: torch.nn.Module, form: str
 ) -> dict[str, torch.Tensor]:
     """The teacher's output for every micro-batch, as :func:`_forward_backward` would compute."""
-    output = completion_hidden if form == "hidden" else completion_logits
-    micro_n = _micro_batches(rollouts, cfg.optim.grad_accum)
-    return {f"micro_{k}": _teacher_output(teacher, m, output) for k, m in enumerate(micro_n)}
+    fused, device = form == "hidden", rollouts.completion_mask_B_T.device
+    out = {}
+    for k, index_b in enumerate(_micro_batch_rows(rollouts, cfg.optim.grad_accum)):
+        micro = rollouts if len(index_b) == rollouts.batch_size else rollouts.rows(index_b)
+        with forward_precision(cfg.model):
+            t = _teacher_scores(teacher, micro, fused, device)
+        out[f"micro_{k}"] = t.hidden_B_T_H if fused else t.logits_B_T_V
+    return out
 
 
 def completion_logits(model: torch.nn.Module, r: Rollouts, role: str) -> torch.Tensor:
@@ -319,7 +368,7 @@ def completion_logits(model: torch.nn.Module, r: Rollouts, role: str) -> torch.T
 def completion_hidden(model: torch.nn.Module, r: Rollouts, role: str) -> torch.Tensor:
     """Final hidden states ``[B, T, H]`` predicting the completion (the decoder body only).
 
-    The chunked objectives apply the LM head chunk by chunk, so full logits never exist.
+    The fused objectives apply the LM head chunk by chunk, so full logits never exist.
     """
     ids_B_S, mask_B_S, pos_B_S = r.sequence(role)
     out = model.model(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S)
@@ -334,27 +383,17 @@ def _head(model: torch.nn.Module) -> torch.Tensor:
     return model.get_output_embeddings().weight
 
 
-def _diagnostics(
-    cfg: RunConfig,
-    s_logits_B_T_V: torch.Tensor,
-    t_logits_B_T_V: torch.Tensor,
-    r: Rollouts,
-    vocab_size: int,
-) -> dict[str, float]:
-    """k1/k2/k3 at the loss temperatures and the likelihood diagnostic at temperature 1.0."""
-
-    def token_logp(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-        return completion_token_logprobs(logits, r, temperature, vocab_size)
-
-    o = cfg.objective
-    out = kl_sample_metrics(
-        token_logp(s_logits_B_T_V, o.student_temperature),
-        token_logp(t_logits_B_T_V, o.teacher_temperature),
+def _diagnostics(r: Rollouts, logp_B_T: dict[str, torch.Tensor]) -> dict[str, float]:
+    """k1/k2/k3 on student-written rows, forward-KL estimators on teacher-written rows (loss
+    temperatures), and the likelihood diagnostic at temperature 1.0 — on the whole batch."""
+    out = kl_metrics_by_writer(
+        logp_B_T["student_loss_t"],
+        logp_B_T["teacher_loss_t"],
         r.completion_mask_B_T,
+        r.source_B == SOURCE_STUDENT,
+        r.source_B == SOURCE_TEACHER,
     )
-    out.update(
-        likelihood_metrics(r, token_logp(s_logits_B_T_V, 1.0), token_logp(t_logits_B_T_V, 1.0))
-    )
+    out.update(likelihood_metrics(r, logp_B_T["student_t1"], logp_B_T["teacher_t1"]))
     return out
 
 

@@ -1,81 +1,208 @@
-"""From an ``ObjectiveConfig`` to a call of the pure objective it names.
+"""From an ``ObjectiveConfig`` to a call of the pure objective it names, on either path.
 
-The loop hands over the student's and the teacher's completion logits (or final hidden states
-and LM-head weights for the chunked path) and the rollouts; the kind's entry in
-:data:`distillscope.objectives.OBJECTIVES` says which function to call and with what.
+A model's forward gives :class:`Scores`: the completion logits ``[B, T, V]`` (the plain path,
+small vocabularies and the reference) or the final hidden states ``[B, T, H]`` and the LM-head
+weight ``[V, H]`` (the fused path, the default above
+:data:`~distillscope.objectives.registry.FUSED_MIN_VOCAB` tokens: no ``[B, T, V]`` tensor
+exists, docs/method.md §2 Memory). The kind's entry in
+:data:`distillscope.objectives.OBJECTIVES` says which function to call on each path; the
+diagnostics read per-token log-probs, which both paths give, so their metrics agree.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from distillscope.config import ObjectiveConfig
-from distillscope.objectives import OBJECTIVES, chunked_divergence
+from distillscope.objectives import (
+    OBJECTIVES,
+    draw_from_hidden,
+    fused_divergence,
+    inverse_cdf_draw,
+    opd_from_logprobs,
+    sampled_token_loss,
+    token_logprobs_at_temperatures,
+    token_logprobs_from_hidden,
+)
+from distillscope.objectives.divergences import check_options
+from distillscope.objectives.registry import FUSED_MIN_VOCAB
 from distillscope.rollout import Rollouts, tempered_logprobs
 
-
-def completion_token_logprobs(
-    logits_B_T_V: torch.Tensor, r: Rollouts, temperature: float, vocab_size: int
-) -> torch.Tensor:
-    """log softmax(z / T)[y] of each sampled completion token (fp32), 0 where masked."""
-    logp_B_T_V = tempered_logprobs(logits_B_T_V[..., :vocab_size], temperature)
-    logp_B_T = logp_B_T_V.gather(-1, r.completion_B_T[..., None]).squeeze(-1)
-    return logp_B_T.masked_fill(r.completion_mask_B_T == 0, 0.0)
+_DIRECTION = {"forward_sampled": "forward", "reverse_sampled": "reverse"}
 
 
-def logits_loss(
+def use_fused(cfg: ObjectiveConfig, vocab_size: int) -> bool:
+    """Whether the loss is computed from hidden states: ``objective.path``, auto by V."""
+    if cfg.path != "auto":
+        return cfg.path == "fused"
+    return vocab_size > FUSED_MIN_VOCAB or cfg.chunk_size > 0
+
+
+def micro_batch_share(mask_B_T: torch.Tensor, index_b: torch.Tensor, reduction: str) -> float:
+    """Weight of the rows ``index_b``'s own reduced loss in the whole batch's loss.
+
+    loss(batch) = Σ_k share_k · loss(micro-batch k) exactly, for any split of the rows:
+    seq_mean: share = S_k / S (rows with ≥ 1 masked token); token_mean: share = N_k / N
+    (masked tokens); sum: share = 1. Zero when the batch or micro-batch has nothing to count.
+    """
+    check_options(reduction)
+    if reduction == "sum":
+        return 1.0
+    m_B_T = mask_B_T.bool()
+    counts_B = m_B_T.sum(dim=-1) if reduction == "token_mean" else m_B_T.any(dim=-1)
+    total = float(counts_B.sum())
+    return float(counts_B[index_b].sum()) / total if total > 0 else 0.0
+
+
+@dataclass
+class Scores:
+    """One model's scores of the completion positions: logits, or hidden states + LM head."""
+
+    logits_B_T_V: torch.Tensor | None = None
+    hidden_B_T_H: torch.Tensor | None = None
+    head_V_H: torch.Tensor | None = None
+
+    @property
+    def fused(self) -> bool:
+        return self.logits_B_T_V is None
+
+    def token_logprobs(
+        self, cfg: ObjectiveConfig, r: Rollouts, temperature: float, vocab_size: int, tokens=None
+    ) -> torch.Tensor:
+        """log softmax(z / τ)[y] (fp32) of ``tokens`` (default: the completion), 0 where masked.
+
+        Differentiable in grad mode; on the fused path chunk by chunk from hidden states.
+        """
+        tokens_B_T = r.completion_B_T if tokens is None else tokens
+        mask_B_T = r.completion_mask_B_T
+        if self.fused:
+            return token_logprobs_from_hidden(
+                self.hidden_B_T_H,
+                self.head_V_H,
+                tokens_B_T.masked_fill(mask_B_T == 0, 0),
+                mask_B_T,
+                temperature=temperature,
+                vocab_size=vocab_size,
+                memory_budget_mb=cfg.memory_budget_mb,
+                chunk_size=cfg.chunk_size or None,
+            )
+        logp_B_T_V = tempered_logprobs(self.logits_B_T_V[..., :vocab_size], temperature)
+        index_B_T_1 = tokens_B_T.masked_fill(mask_B_T == 0, 0)[..., None]
+        logp_B_T = logp_B_T_V.gather(-1, index_B_T_1).squeeze(-1)
+        return logp_B_T.masked_fill(mask_B_T == 0, 0.0)
+
+    @torch.no_grad()
+    def token_logprobs_at(
+        self, cfg: ObjectiveConfig, r: Rollouts, temperatures: tuple[float, ...], vocab_size: int
+    ) -> list[torch.Tensor]:
+        """The completion's log-probs at each temperature (one head pass on the fused path)."""
+        if not self.fused:
+            by_tau = {
+                tau: self.token_logprobs(cfg, r, tau, vocab_size) for tau in set(temperatures)
+            }
+            return [by_tau[tau] for tau in temperatures]
+        return token_logprobs_at_temperatures(
+            self.hidden_B_T_H,
+            self.head_V_H,
+            r.completion_B_T.masked_fill(r.completion_mask_B_T == 0, 0),
+            r.completion_mask_B_T,
+            temperatures,
+            vocab_size=vocab_size,
+            memory_budget_mb=cfg.memory_budget_mb,
+            chunk_size=cfg.chunk_size or None,
+        )
+
+    @torch.no_grad()
+    def draw(
+        self,
+        cfg: ObjectiveConfig,
+        r: Rollouts,
+        uniforms_B_T: torch.Tensor,
+        temperature: float,
+        vocab_size: int,
+    ) -> torch.Tensor:
+        """One token per completion position, by inverse CDF from ``uniforms_B_T``."""
+        mask_B_T = r.completion_mask_B_T
+        if self.fused:
+            return draw_from_hidden(
+                self.hidden_B_T_H,
+                self.head_V_H,
+                mask_B_T,
+                uniforms_B_T,
+                temperature=temperature,
+                vocab_size=vocab_size,
+                memory_budget_mb=cfg.memory_budget_mb,
+                chunk_size=cfg.chunk_size or None,
+            )
+        logp_B_T_V = tempered_logprobs(self.logits_B_T_V[..., :vocab_size], temperature)
+        tokens_N = inverse_cdf_draw(logp_B_T_V.flatten(0, 1), uniforms_B_T.flatten())
+        return tokens_N.view(mask_B_T.shape).masked_fill(mask_B_T == 0, 0)
+
+
+def objective_loss(
     cfg: ObjectiveConfig,
-    student_logits_B_T_V: torch.Tensor,
-    teacher_logits_B_T_V: torch.Tensor,
+    student: Scores,
+    teacher: Scores,
     rollouts: Rollouts,
-    generator: torch.Generator,
     vocab_size: int,
+    uniforms_B_T: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """The configured objective on completion logits (both models at the same positions)."""
+    """The configured objective on one micro-batch; ``uniforms_B_T`` feeds sampled estimators.
+
+    Full-vocabulary kinds call the plain divergence on logits or
+    :func:`~distillscope.objectives.fused_divergence` on hidden states; OPD and the sampled
+    estimators share one body on per-token log-probs, from logits or from hidden states.
+    """
     kind = OBJECTIVES[cfg.kind]
     options = {name: getattr(cfg, name) for name in kind.options}
     mask_B_T = rollouts.completion_mask_B_T
-    s, t = student_logits_B_T_V, teacher_logits_B_T_V
-    if kind.inputs == "sampled_tokens":
-        # Advantage log π_T − log π_S at the loss temperatures; π_old is the sampler's policy.
-        return kind.loss(
-            s[..., :vocab_size],
-            rollouts.completion_B_T,
-            completion_token_logprobs(t, rollouts, cfg.teacher_temperature, vocab_size),
+    if kind.full_vocabulary:
+        if not student.fused:
+            return kind.loss(
+                student.logits_B_T_V, teacher.logits_B_T_V, mask_B_T, vocab_size=vocab_size,
+                **options,
+            )  # fmt: skip
+        return fused_divergence(
+            student.hidden_B_T_H, student.head_V_H, teacher.hidden_B_T_H, teacher.head_V_H,
+            mask_B_T, divergence=cfg.kind, memory_budget_mb=cfg.memory_budget_mb,
+            chunk_size=cfg.chunk_size or None, vocab_size=vocab_size, **options,
+        )  # fmt: skip
+    tau_s, tau_t = cfg.student_temperature, cfg.teacher_temperature
+    if kind.inputs == "sampled_tokens":  # OPD: advantage log π_T − log π_S of the rollout
+        options.pop("student_temperature")
+        return opd_from_logprobs(
+            student.token_logprobs(cfg, rollouts, tau_s, vocab_size),
+            teacher.token_logprobs(cfg, rollouts, tau_t, vocab_size).detach(),
             rollouts.logp_behavior_B_T,
             mask_B_T,
             **options,
         )
-    if kind.needs_generator:
-        options["generator"] = generator
-    return kind.loss(s, t, mask_B_T, vocab_size=vocab_size, **options)
-
-
-def chunked_loss(
-    cfg: ObjectiveConfig,
-    student_hidden_B_T_H: torch.Tensor,
-    student_head_V_H: torch.Tensor,
-    teacher_hidden_B_T_H: torch.Tensor,
-    teacher_head_V_H: torch.Tensor,
-    rollouts: Rollouts,
-    vocab_size: int,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """The configured full-vocabulary divergence, ``cfg.chunk_size`` tokens at a time.
-
-    Config validation admits ``chunk_size > 0`` only for kinds the registry marks chunkable.
-    """
-    return chunked_divergence(
-        student_hidden_B_T_H,
-        student_head_V_H,
-        teacher_hidden_B_T_H,
-        teacher_head_V_H,
-        rollouts.completion_mask_B_T,
-        divergence=cfg.kind,
-        chunk_size=cfg.chunk_size,
-        student_temperature=cfg.student_temperature,
-        teacher_temperature=cfg.teacher_temperature,
-        reduction=cfg.reduction,
-        vocab_size=vocab_size,
-        beta=cfg.beta,
-        alpha=cfg.alpha,
+    # sampled estimators: y' ~ π_T (forward) or π_S (reverse), one per position
+    direction = _DIRECTION[cfg.kind]
+    sampler, tau = (teacher, tau_t) if direction == "forward" else (student, tau_s)
+    tokens_B_T = sampler.draw(cfg, rollouts, uniforms_B_T, tau, vocab_size)
+    return sampled_token_loss(
+        student.token_logprobs(cfg, rollouts, tau_s, vocab_size, tokens_B_T),
+        teacher.token_logprobs(cfg, rollouts, tau_t, vocab_size, tokens_B_T).detach(),
+        mask_B_T,
+        direction,
+        cfg.reduction,
     )
+
+
+@torch.no_grad()
+def diagnostic_logprobs(
+    cfg: ObjectiveConfig, student: Scores, teacher: Scores, r: Rollouts, vocab_size: int
+) -> dict[str, torch.Tensor]:
+    """Completion-token log-probs the diagnostics read: both models at the loss temperatures
+    (k1/k2/k3 and the forward-KL estimators) and at 1.0 (likelihoods), ``[B, T]`` each."""
+    out = {}
+    for role, scores, tau in (
+        ("student", student, cfg.student_temperature),
+        ("teacher", teacher, cfg.teacher_temperature),
+    ):
+        loss_t, t1 = scores.token_logprobs_at(cfg, r, (tau, 1.0), vocab_size)
+        out[f"{role}_loss_t"], out[f"{role}_t1"] = loss_t, t1
+    return out

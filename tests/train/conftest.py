@@ -1,0 +1,66 @@
+"""Hand-built batches and tiny in-memory models for the forward/backward tests."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from distillscope.config import load_run_config
+from distillscope.rollout import Rollouts
+
+
+def tiny_llama(vocab: int, hidden: int, seed: int, dtype=torch.float64) -> LlamaForCausalLM:
+    """A random one-layer Llama (untied head), in ``dtype``."""
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(
+        vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+        tie_word_embeddings=False,
+    )  # fmt: skip
+    return LlamaForCausalLM(cfg).to(dtype)
+
+
+def random_rollouts(batch: int, vocab: int, seed: int, source_B=None, width: int = 5) -> Rollouts:
+    """``batch`` rows: left-padded prompts of 2–4 tokens, completions of 0–``width`` tokens.
+
+    Row 1 has an empty completion (it counts in no reduction); ``source_B`` defaults to
+    student-written rows.
+    """
+    g = torch.Generator().manual_seed(seed)
+    prompt_B_P = torch.randint(1, vocab, (batch, 4), generator=g)
+    prompt_len_B = torch.randint(2, 5, (batch,), generator=g)
+    prompt_mask_B_P = (torch.arange(4) >= 4 - prompt_len_B[:, None]).long()
+    lengths_B = torch.randint(1, width + 1, (batch,), generator=g)
+    lengths_B[1] = 0
+    mask_B_T = (torch.arange(width) < lengths_B[:, None]).long()
+    completion_B_T = torch.randint(1, vocab, (batch, width), generator=g) * mask_B_T
+    logp_B_T = -torch.rand(batch, width, generator=g) * 3 * mask_B_T
+    if source_B is None:
+        source_B = torch.ones(batch, dtype=torch.int8)
+    return Rollouts(
+        prompt_ids_B_P=prompt_B_P * prompt_mask_B_P,
+        prompt_mask_B_P=prompt_mask_B_P,
+        teacher_prompt_ids_B_Q=prompt_B_P * prompt_mask_B_P,
+        teacher_prompt_mask_B_Q=prompt_mask_B_P,
+        completion_B_T=completion_B_T,
+        completion_mask_B_T=mask_B_T,
+        logp_student_B_T=None,
+        logp_teacher_B_T=None,
+        logp_behavior_B_T=logp_B_T,
+        lengths_B=lengths_B,
+        truncated_B=torch.zeros(batch, dtype=torch.bool),
+        source="test",
+        source_B=source_B.to(torch.int8),
+    )
+
+
+@pytest.fixture(scope="module")
+def models_f64():
+    """(student, teacher) with V = 40, hidden 16 / 24, fp64."""
+    return tiny_llama(40, 16, seed=1), tiny_llama(40, 24, seed=2)
+
+
+def step_cfg(**over):
+    """A run config for calling the forward/backward directly (model paths are unused)."""
+    return load_run_config(None, [f"{k}={v}" for k, v in over.items()])

@@ -63,9 +63,11 @@ def test_student_settings_and_vocab_size_in_the_key(tiny_pair):
 
 
 def test_full_logits_are_cached_only_for_small_vocabularies(tiny_pair):
-    plain = tiny_cfg(tiny_pair, **SHARED)
+    auto = tiny_cfg(tiny_pair, **SHARED)
     assert TEACHER_LOGITS_MAX_VOCAB == 4096
-    assert _teacher_score_form(plain, 4096) == "logits"
+    assert _teacher_score_form(auto, 4096) == "logits"
+    assert _teacher_score_form(auto, 4097) == "hidden"  # the fused path reads hidden states
+    plain = tiny_cfg(tiny_pair, **SHARED, **{"objective.path": "plain"})
     assert _teacher_score_form(plain, 4097) is None
     chunked = tiny_cfg(tiny_pair, **SHARED, **{"objective.chunk_size": 5})
     assert _teacher_score_form(chunked, 128_256) == "hidden"

@@ -35,7 +35,8 @@ def test_missing_model_path_fails_before_any_run(tmp_path):
     res = runner.invoke(
         app,
         ["study", "--preset", "paper-qwen", "--out", str(out),
-         f"model.teacher={tmp_path / 'no-teacher'}", "model.student=testbed:student"],
+         f"model.teacher={tmp_path / 'no-teacher'}", "model.student=testbed:student",
+         "model.device=cpu"],
     )  # fmt: skip
     assert res.exit_code == 2, res.output
     line = res.output.strip()
@@ -68,8 +69,10 @@ def test_study_where_every_run_failed_exits_non_zero(tiny_pair, tmp_path):
     assert res.exit_code == 1, res.output
     assert "4 of 4 runs failed" in res.output
     assert not (out / "report").exists()
-    for status in (out / "runs").glob("*/status.json"):
+    for status in (out / "runs").glob("main_*/status.json"):
         assert json.loads(status.read_text())["status"] == "failed"
+    # the untrained student's baseline is evaluated and is not counted among the grid's runs
+    assert json.loads((out / "runs" / "baseline" / "status.json").read_text())["status"] == "done"
 
 
 def test_overrides_reach_every_run_and_a_file_and_preset_still_exclude(tmp_path):

@@ -336,7 +336,10 @@ def study_cmd(
             on_step=on_step,
         )
     console.print(f"results table: {out / 'results.parquet'}")
-    by = study_status(out)
+    from distillscope.study.baseline import BASELINE
+
+    # the grid's runs only: the untrained-student baselines are not runs of the grid
+    by = {s: [r for r in ids if not r.startswith(BASELINE)] for s, ids in study_status(out).items()}
     failed, total = len(by.get("failed", [])), sum(len(v) for v in by.values())
     if failed:
         console.print(f"[red]{failed} of {total} runs failed[/red] (reasons: runs/*/status.json)")
@@ -420,13 +423,15 @@ def _warn_if_spec_replaced(study_dir: Path) -> None:
     """Warn when study.yaml no longer plans the runs of results.parquet (the file was replaced)."""
     import pandas as pd
 
+    from distillscope.study.baseline import plan_baselines
     from distillscope.study.spec import expand, load_spec
 
     if not (study_dir / "study.yaml").is_file():
         return
     spec = load_spec(study_dir / "study.yaml")
     table_ids = set(pd.read_parquet(study_dir / "results.parquet", columns=["run_id"])["run_id"])
-    planned = {r.run_id for r in expand(spec)}
+    runs = expand(spec)
+    planned = {r.run_id for r in runs} | {b.run_id for b in plan_baselines(runs)}
     if table_ids != planned:
         err_console.print(
             f"[yellow]warning:[/yellow] {study_dir}/study.yaml (study {spec.name!r}) does not "

@@ -142,8 +142,17 @@ def kill_and_resume(spec_file: Path, out: Path, kills: int, whole_tree: bool, st
     return pd.read_parquet(out / "results.parquet"), landed
 
 
+# The thorough variant (10 kills per mode, ~2 min on an idle machine) waits on worker deaths
+# with wall-clock deadlines, which a heavily loaded machine can miss; it runs on request.
+THOROUGH = pytest.mark.skipif(
+    os.environ.get("DISTILLSCOPE_SOAK") != "1",
+    reason="10-kill soak runs with DISTILLSCOPE_SOAK=1 (the 1-kill variant runs always)",
+)
+
+
 @pytest.mark.parametrize(
-    "kills", [pytest.param(1, id="ci"), pytest.param(10, marks=pytest.mark.slow, id="thorough")]
+    "kills",
+    [pytest.param(1, id="ci"), pytest.param(10, marks=[pytest.mark.slow, THOROUGH], id="thorough")],
 )
 def test_sigkill_at_random_moments_leaves_the_uninterrupted_table(tiny_pair, tmp_path, kills):
     spec_file = tmp_path / "micro.yaml"

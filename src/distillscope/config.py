@@ -247,6 +247,11 @@ class EvalConfig(_Section):
     samples_per_block: int = Field(
         20, ge=0, description="items per evaluation block written to samples.jsonl; 0 = none"
     )
+    memory_budget_mb: Float = Field(
+        2048.0,
+        gt=0,
+        description="evaluation batches hold at most this much KV cache and logits (≤ 256 rows)",
+    )
 
 
 class RunConfig(_Section):

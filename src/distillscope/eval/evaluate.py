@@ -88,7 +88,11 @@ def evaluate(
     def gen(stream: int) -> torch.Generator:
         return model_generator(student, cfg.seed, 0, stream=EVAL_STREAM + stream)
 
-    common = dict(max_new_tokens=cfg.task.max_new_tokens, prompt_format=cfg.task.prompt_format)
+    common = dict(
+        max_new_tokens=cfg.task.max_new_tokens,
+        prompt_format=cfg.task.prompt_format,
+        memory_budget_mb=e.memory_budget_mb,
+    )
 
     log = SampleLog(tokenizer, cfg.task.prompt_format, e.samples_per_block)
 

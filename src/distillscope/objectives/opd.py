@@ -86,8 +86,9 @@ def opd_policy_gradient(
 
     reduced over ``mask_B_T`` by ``reduction`` (docs/method.md §1). With ``logp_old`` equal to
     the current log-probs (one update per rollout batch) r_t = 1 and
-    ∇loss = −Σ w_t A_t ∇ℓ_θ(y_t): REINFORCE with per-token reward g(Δℓ_t). The advantage uses the *current* student log-prob, detached;
-    it equals the sampler's on the first update of a batch.
+    ∇loss = −Σ w_t A_t ∇ℓ_θ(y_t): REINFORCE with per-token reward g(Δℓ_t). The advantage uses
+    the *current* student log-prob, detached; it equals the sampler's on the first update of a
+    batch.
 
     Args:
         student_logits_B_T_V: current student logits; ``logits[b, t]`` scores ``tokens[b, t]``.

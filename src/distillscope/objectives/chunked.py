@@ -26,12 +26,12 @@ from distillscope.objectives.divergences import (
     Reduction,
     check_divergence,
     check_options,
-    check_shape,
     log_probs,
     token_divergence,
     token_stats,
     token_weights,
 )
+from distillscope.objectives.fused import check_hidden_inputs
 
 
 class _ChunkedDivergence(torch.autograd.Function):
@@ -143,37 +143,11 @@ def chunked_divergence(
     check_divergence(divergence, beta=beta, alpha=alpha)
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
-    if student_hidden_B_T_H.shape[:-1] != teacher_hidden_B_T_H.shape[:-1]:
-        raise ValueError(
-            f"student hidden {tuple(student_hidden_B_T_H.shape)} and teacher hidden "
-            f"{tuple(teacher_hidden_B_T_H.shape)} must cover the same (B, T) positions"
-        )
-    for who, hidden, head in (
-        ("student", student_hidden_B_T_H, student_head_V_H),
-        ("teacher", teacher_hidden_B_T_H, teacher_head_V_H),
-    ):
-        if head.ndim != 2 or head.shape[1] != hidden.shape[-1]:
-            raise ValueError(
-                f"{who} head weight {tuple(head.shape)} must be (V, H) with H = "
-                f"{hidden.shape[-1]}, the width of the {who} hidden states"
-            )
-    check_shape("mask_B_T", mask_B_T, student_hidden_B_T_H.shape[:-1])
-    if vocab_size is not None:
-        widths = (student_head_V_H.shape[0], teacher_head_V_H.shape[0])
-        if not 1 <= vocab_size <= min(widths):
-            raise ValueError(
-                f"vocab_size={vocab_size} must be between 1 and the smaller head width "
-                f"(student {widths[0]}, teacher {widths[1]})"
-            )
-        student_head_V_H, teacher_head_V_H = (
-            student_head_V_H[:vocab_size],
-            teacher_head_V_H[:vocab_size],
-        )
-    elif student_head_V_H.shape[0] != teacher_head_V_H.shape[0]:
-        raise ValueError(
-            f"student and teacher head widths differ ({student_head_V_H.shape[0]} vs "
-            f"{teacher_head_V_H.shape[0]}); pass vocab_size=<tokenizer length> to slice both"
-        )
+    vocab = check_hidden_inputs(
+        student_hidden_B_T_H, student_head_V_H, teacher_hidden_B_T_H, teacher_head_V_H,
+        mask_B_T, vocab_size,
+    )  # fmt: skip
+    student_head_V_H, teacher_head_V_H = student_head_V_H[:vocab], teacher_head_V_H[:vocab]
 
     keep_B_T = mask_B_T.bool()
     weights_N = token_weights(keep_B_T, reduction)[keep_B_T]  # (N,) reduction weights

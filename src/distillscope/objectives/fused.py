@@ -274,7 +274,7 @@ class _FusedDivergence(torch.autograd.Function):
         return grad_hidden_N_H, grad_head_V_H, None, None, None, None
 
 
-def _check_inputs(
+def check_hidden_inputs(
     student_hidden_B_T_H: torch.Tensor,
     student_head_V_H: torch.Tensor,
     teacher_hidden_B_T_H: torch.Tensor,
@@ -360,7 +360,7 @@ def fused_divergence(
     check_divergence(divergence, beta=beta, alpha=alpha)
     if chunk_size is not None and chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
-    vocab = _check_inputs(
+    vocab = check_hidden_inputs(
         student_hidden_B_T_H,
         student_head_V_H,
         teacher_hidden_B_T_H,

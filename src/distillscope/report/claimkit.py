@@ -125,7 +125,8 @@ class ClaimRule:
     claim: str  # one line, as in docs/method.md §9
     needs: str  # what a study must contain to test it (shown when it cannot)
     applicable: Callable[[pd.DataFrame], bool]
-    judge: Callable[[pd.DataFrame], Verdict]
+    #: None only while ``unmeasured`` is non-empty: there is nothing to judge yet.
+    judge: Callable[[pd.DataFrame], Verdict] | None
     #: Metric keys the claim needs that no code of distillscope writes (not in the metric
     #: registry; checked by a test): while non-empty the claim is "not implemented".
     unmeasured: tuple[str, ...] = ()

@@ -119,10 +119,6 @@ def _c10(df: pd.DataFrame) -> Verdict:
 R11 = "Needs an RLVR stage after distillation (rlvr/reward_final); distillscope has none yet."
 
 
-def _c11(df: pd.DataFrame) -> Verdict:
-    raise NotImplementedError("distillscope runs no RLVR stage; no code writes " + RLVR)
-
-
 # 12 -----------------------------------------------------------------------------------------
 C12_MARGIN = 20.0  # pp by which OnPD + reverse KL stays below each other configuration
 R12 = (
@@ -364,7 +360,7 @@ RULES_ABLATION = [
         "That advantage does not reliably survive a later RLVR stage.",
         "main grid with eval/harder/* and rlvr/reward_final (RLVR follow-up)",
         lambda df: True,
-        _c11,
+        None,  # nothing to judge until an RLVR stage exists
         unmeasured=(RLVR,),
     ),
     ClaimRule(

@@ -141,12 +141,6 @@ INFO = "eval/informativeness"
 R18 = "Needs eval/informativeness of each teacher; distillscope does not measure it yet."
 
 
-def _c18(df: pd.DataFrame) -> Verdict:
-    raise NotImplementedError(
-        "distillscope does not measure informativeness; no code writes " + INFO
-    )
-
-
 RULES_OPD = [
     ClaimRule(
         16,
@@ -169,7 +163,7 @@ RULES_OPD = [
         "[D] Informativeness I > 0 is needed; a stronger but mismatched teacher can have lower I.",
         "≥ 2 teachers (model.teacher) with eval/informativeness",
         lambda df: True,
-        _c18,
+        None,  # nothing to judge until informativeness is measured
         unmeasured=(INFO,),
     ),
 ]

@@ -4,7 +4,7 @@ Every ``import`` of every module is read from its source (function-level imports
 checked against the allowed arrows: tasks, models, objectives, rollout and the torch-free store
 sit below train and eval; safeyaml (bounded YAML, bounded quoting) is a leaf under every reader of
 user files; train and eval never import each other; the study orchestrates them;
-the report reads only the store, the config and the metric registry; the CLI sits on top.
+the report reads only the store, the config, the metric registry and the reader-facing names; the CLI sits on top.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ SRC = Path(distillscope.__file__).parent
 #: unit → the units it may import (a unit is a subpackage or a top-level module).
 ALLOWED: dict[str, set[str]] = {
     "metric_keys": set(),
+    "labels": set(),
     "store": set(),
     "safeyaml": set(),
     "tasks": {"safeyaml"},  # task files quote row values through safeyaml.quote
@@ -31,12 +32,13 @@ ALLOWED: dict[str, set[str]] = {
     "rollout": {"tasks"},
     "train": {"config", "store", "metric_keys", "tasks", "models", "objectives", "rollout"},
     "eval": {"config", "store", "metric_keys", "tasks", "models", "rollout"},
-    "study": {"config", "safeyaml", "store", "metric_keys", "train", "eval"},
-    "report": {"config", "safeyaml", "store", "metric_keys"},
+    "study": {"config", "safeyaml", "store", "metric_keys", "labels", "train", "eval"},
+    "report": {"config", "safeyaml", "store", "metric_keys", "labels"},
     "cli": {
         "config",
         "store",
         "metric_keys",
+        "labels",
         "tasks",
         "models",
         "testbed",

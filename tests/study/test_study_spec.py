@@ -33,6 +33,28 @@ def test_axes_cross_into_runs_with_labels_and_configs():
     assert {r.config.rollout.policy for r in runs} == {"student", "teacher"}
 
 
+def test_any_axis_can_be_labelled():
+    runs = expand(
+        spec(experiments=[{"name": "t", "axes": {"rollout.student_temperature": {"cool": 0.7}}}])
+    )
+    assert runs[0].labels == {"student_temperature_label": "cool"}
+    assert runs[0].config.rollout.student_temperature == 0.7
+
+
+def test_a_labelled_axis_whose_label_column_is_ambiguous_is_refused():
+    clash = spec(
+        experiments=[
+            {
+                "name": "t",
+                "axes": {"rollout.student_temperature": {"cool": 0.7}},
+            },
+            {"name": "u", "axes": {"objective.student_temperature": [0.5]}},
+        ]
+    )
+    with pytest.raises(ConfigError, match="experiment t.*student_temperature.*last name"):
+        expand(clash)
+
+
 def test_run_ids_are_stable_unique_and_filesystem_safe():
     a, b = expand(spec()), expand(spec())
     assert [r.run_id for r in a] == [r.run_id for r in b]

@@ -4,8 +4,9 @@ A *cell* is one configuration of a study: all axis columns except ``seed``. Its 
 mean over the seeds of the runs in it that finished (``status == "done"``), with the standard
 error of that mean, SEM = s / √n (sample standard deviation, ddof = 1; undefined for n = 1).
 
-Axis columns are ``experiment``, ``lr_label`` and every dotted config path (``rollout.policy``,
-``optim.lr`` …); metric columns are namespaced with a slash (``eval/accuracy``).
+Axis columns are ``experiment``, ``seed``, every dotted config path (``rollout.policy``,
+``optim.lr`` …) and the label columns of labelled axes (``lr_label``, see
+:mod:`distillscope.labels`); metric columns are namespaced with a slash (``eval/accuracy``).
 """
 
 from __future__ import annotations
@@ -17,32 +18,22 @@ import numpy as np
 import pandas as pd
 
 from distillscope import metric_keys
+from distillscope.labels import (
+    OBJECTIVE_NAMES,
+    REGULATION_NAMES,
+    ROLLOUT_NAMES,
+    is_label_column,
+    labelled_axes,
+)
 
 ID_COLUMNS = ("run_id", "status", "reason")
 SEED = "seed"
-
-ROLLOUT_NAMES = {"student": "OnPD", "teacher": "OffPD", "mix": "mix", "interleave": "interleave"}
-OBJECTIVE_NAMES = {
-    "forward_kl": "forward KL",
-    "reverse_kl": "reverse KL",
-    "jsd": "JSD",
-    "mixture": "FKL/RKL mixture",
-    "forward_sampled": "forward KL (sampled)",
-    "reverse_sampled": "reverse KL (sampled)",
-    "opd": "OPD",
-}
-REGULATION_NAMES = {
-    "none": "unregulated",
-    "hard_clip": "hard clip",
-    "log_compress": "log compression",
-}
-
 
 def is_axis(column: str) -> bool:
     """Whether ``column`` describes a run's configuration (rather than a measurement or an id)."""
     if column in ID_COLUMNS or "/" in column:
         return False
-    return column in ("experiment", "lr_label", SEED) or "." in column
+    return column in ("experiment", SEED) or "." in column or is_label_column(column)
 
 
 def axis_columns(df: pd.DataFrame) -> list[str]:
@@ -174,10 +165,26 @@ def objective_label(kind: object, regulation: object = None) -> str:
 
 def lr_text(lr: object, label: object = None) -> str:
     """``5e-05 (high)`` when the study names its learning rates, else ``5e-05``."""
-    text = "—" if lr is None or _isnan(lr) else f"{float(lr):.0e}"
-    if isinstance(label, str) and label:
-        text += f" ({label})"
-    return text
+    return with_label("—" if lr is None or _isnan(lr) else f"{float(lr):.0e}", label)
+
+
+def with_label(text: str, label: object = None) -> str:
+    """``text (label)`` when the study named this axis value, else ``text``."""
+    return f"{text} ({label})" if isinstance(label, str) and label else text
+
+
+def axis_text(df: pd.DataFrame, axis: str) -> list[str]:
+    """Each row's value of ``axis`` for a reader, with the study's label when it gave one."""
+    label = labelled_axes(df.columns).get(axis)
+    labels = list(df[label]) if label else [None] * len(df)
+    return [with_label(plain_text(v), lab) for v, lab in zip(df[axis], labels, strict=True)]
+
+
+def plain_text(value: object) -> str:
+    """A table cell for an axis value: ``1e-05``, ``student``, ``—`` when missing."""
+    if isinstance(value, float):
+        return "—" if _isnan(value) else f"{value:g}"
+    return str(value)
 
 
 def with_labels(df: pd.DataFrame) -> pd.DataFrame:
@@ -196,7 +203,7 @@ def with_labels(df: pd.DataFrame) -> pd.DataFrame:
         col("objective.kind"),
         col("objective.regulation"),
     )
-    lr, lr_lab = col("optim.lr"), col("lr_label")
+    lr, lr_lab = col("optim.lr"), col(labelled_axes(out.columns).get("optim.lr", ""))
     if "rollout.policy" in out.columns or "_rollout" not in out.columns:
         out["_rollout"] = [rollout_label(p, x) for p, x in zip(policy, lam, strict=True)]
         out["_lam"] = [effective_lam(p, x) for p, x in zip(policy, lam, strict=True)]

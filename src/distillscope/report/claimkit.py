@@ -31,12 +31,13 @@ from functools import wraps
 import numpy as np
 import pandas as pd
 
+from distillscope.labels import REGULATION_NAMES, labelled_axes
 from distillscope.report.aggregate import (
-    REGULATION_NAMES,
     aggregate,
     cell_columns,
     done,
     percent_scale,
+    with_label,
     with_labels,
 )
 from distillscope.report.stats import (
@@ -58,13 +59,14 @@ ERROR = "error"  # the rule raised: a bug, shown with its message, never a verdi
 LEARNED_PP = 5.0
 BASELINE = "baseline"  # experiment name (and run_id prefix) of the untrained-student rows
 
-# Columns that encode the same axis: comparing along one of them ignores all of them when matching.
+# Columns that encode the same axis: comparing along one of them ignores all of them when matching
+# (and a labelled axis always brings its label column, see match_columns).
 _FAMILIES = {
     "_rollout": ("rollout.policy", "rollout.lam", "_rollout", "_lam"),
     "_lam": ("rollout.policy", "rollout.lam", "_rollout", "_lam"),
     "_kl": ("objective.kind", "objective.regulation", "_kl"),
     "objective.kind": ("objective.kind", "_kl"),
-    "optim.lr": ("optim.lr", "lr_label", "_lr"),
+    "optim.lr": ("optim.lr", "_lr"),
     "optim.grad_clip": ("optim.grad_clip",),
     "_clip": ("optim.grad_clip", "_clip"),
 }
@@ -263,17 +265,21 @@ def n_values(df: pd.DataFrame, column: str) -> int:
 def match_columns(df: pd.DataFrame, axis: str) -> list[str]:
     """Cell columns other than ``axis`` (and its aliases) and ``experiment``: what must agree."""
     drop = {"experiment", axis, *_FAMILIES.get(axis, ())}
+    labels = labelled_axes(df.columns)
+    drop |= {labels[c] for c in drop if c in labels}
     return [c for c in cell_columns(df) if c not in drop]
 
 
 def cell_key(row: pd.Series, columns: Sequence[str]) -> str:
     """A readable name of a cell from its varying ``columns`` (reader labels where available)."""
-    shown_by = {"rollout.lam": "rollout.policy", "lr_label": "optim.lr"}
+    shown_by = {"rollout.lam": "rollout.policy"}  # λ is part of the OnPD/OffPD/λ label
+    labels = labelled_axes(row.index)
+    labelled_by = {lab: axis for axis, lab in labels.items()}
     parts = []
     for c in columns:
         v = row[c]
-        if c in shown_by and shown_by[c] in columns:
-            continue  # already part of the OnPD/λ or LR label
+        if shown_by.get(c) in columns or labelled_by.get(c) in columns:
+            continue  # shown with the axis it belongs to
         if c == "rollout.policy" and "_rollout" in row:
             v = row["_rollout"]
         elif c == "objective.kind" and "_kl" in row:
@@ -287,7 +293,8 @@ def cell_key(row: pd.Series, columns: Sequence[str]) -> str:
         elif c == "rollout.lam":
             v = f"λ={v:+g}" if isinstance(v, float) and not math.isnan(v) else f"λ={v}"
         else:
-            v = f"{c.split('.')[-1]}={v}"
+            label = row[labels[c]] if c in labels else None
+            v = with_label(f"{c.split('.')[-1]}={v}", label)
         parts.append(str(v))
     return ", ".join(parts) if parts else "all"
 

@@ -11,6 +11,7 @@ import math
 
 import pandas as pd
 
+from distillscope.labels import is_label_column
 from distillscope.report.aggregate import objective_label, with_labels
 from distillscope.report.claimkit import (
     ClaimRule,
@@ -246,7 +247,7 @@ def _no_clip(df: pd.DataFrame, kind: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     clip = main_grid(df)
     clip = clip[clip["objective.kind"] == kind] if not clip.empty else clip
     both = pd.concat([with_labels(finished(rows)), clip], ignore_index=True)
-    both = both.drop(columns=[c for c in both.columns if c.endswith("_label")])
+    both = both.drop(columns=[c for c in both.columns if is_label_column(c)])
     both["_clip"] = both["optim.grad_clip"].notna().map({True: "on", False: "off"})
     return rows, both
 

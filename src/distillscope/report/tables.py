@@ -12,12 +12,15 @@ from typing import Any
 
 import pandas as pd
 
+from distillscope.labels import is_label_column
 from distillscope.report.aggregate import (
     aggregate,
+    axis_text,
     cell_columns,
     done,
     fmt_mean_sem,
     percent_scale,
+    plain_text,
     with_labels,
 )
 from distillscope.report.claimkit import main_grid
@@ -51,7 +54,6 @@ _LABELLED = {
     "objective.kind",
     "objective.regulation",
     "optim.lr",
-    "lr_label",
 }
 _ROLLOUT_ORDER = {"OnPD": 0, "OffPD": 1}
 VERDICT_ORDER = (
@@ -98,7 +100,7 @@ def problem_runs_table(df: pd.DataFrame) -> Table | None:
         )
         seed = r.get("seed")
         if seed is not None and not pd.isna(seed):
-            config += f", seed {_plain(seed)}"
+            config += f", seed {plain_text(seed)}"
         rows.append([str(r["run_id"]), str(r["status"]), config, str(r.get("reason", "") or "")])
     return Table(["Run", "Status", "Configuration", "Reason"], rows)
 
@@ -176,24 +178,23 @@ def cell_table(rows: pd.DataFrame, metrics: Sequence[tuple[str, str]]) -> Table 
         ("_lr", "LR", "optim.lr"),
     ]
     labels = [(c, h) for c, h, src in label_cols if src in agg.columns]
-    extra = [c for c in by if c not in _LABELLED and agg[c].map(str).nunique() > 1]
+    extra = [
+        c
+        for c in by
+        if c not in _LABELLED and not is_label_column(c) and agg[c].map(str).nunique() > 1
+    ]
     agg = agg.assign(_order=agg["_rollout"].map(_ROLLOUT_ORDER).fillna(2))
     sort = ["_order", "_lam", "_kl"] + (["optim.lr"] if "optim.lr" in agg else []) + extra
     agg = agg.sort_values(sort, kind="stable")
+    agg = agg.assign(**{f"_text:{c}": axis_text(agg, c) for c in extra})
     header = [h for _, h in labels] + [c.split(".")[-1] for c in extra] + ["n"]
     header += [h for _, h in metrics]
     body = []
     for _, r in agg.iterrows():
-        cells = [str(r[c]) for c, _ in labels] + [_plain(r[c]) for c in extra] + [str(r["n"])]
+        cells = [str(r[c]) for c, _ in labels] + [r[f"_text:{c}"] for c in extra] + [str(r["n"])]
         for m, _ in metrics:
             digits = 3 if m == "eval/informativeness" else 1
             cells.append(fmt_mean_sem(r[f"{m}:mean"], r[f"{m}:sem"], percent_scale(m), digits))
         body.append(cells)
     first_numeric = len(labels) + len(extra)
     return Table(header, body, numeric=set(range(first_numeric, len(header))))
-
-
-def _plain(value: object) -> str:
-    if isinstance(value, float):
-        return "—" if pd.isna(value) else f"{value:g}"
-    return str(value)

@@ -40,9 +40,17 @@ from distillscope.config import (
     parse_override,
     run_config_from_dict,
 )
+from distillscope.labels import label_column
 from distillscope.safeyaml import YamlError, clip, load_yaml_file, quote
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
+
+#: Axis columns recorded for every run even when the study does not vary them.
+RECORDED = (
+    "rollout.policy", "rollout.lam", "objective.kind", "objective.regulation", "optim.lr",
+    "optim.grad_clip", "seed", "task.name", "model.teacher", "task.teacher_style_flag",
+    "rollout.prompts_per_step", "rollout.rollouts_per_prompt",
+)  # fmt: skip
 
 
 class Experiment(BaseModel):
@@ -160,8 +168,25 @@ def _read_spec(path: Path) -> StudySpec:
         raise ConfigError(f"{path}: {where}: {msg} (got {got})") from None
 
 
+def _check_label_columns(spec: StudySpec) -> None:
+    """A labelled axis needs a label column that names it alone (see :mod:`distillscope.labels`)."""
+    axes = set(RECORDED) | {a for exp in spec.experiments for a in exp.axes}
+    for exp in spec.experiments:
+        for name, values in exp.axes.items():
+            if not isinstance(values, dict) or any(isinstance(v, dict) for v in values.values()):
+                continue  # a plain list, or a bundle (recorded as its label, no label column)
+            leaf = name.rsplit(".", 1)[-1]
+            clash = sorted(a for a in axes if a != name and a.rsplit(".", 1)[-1] == leaf)
+            if clash:
+                raise ConfigError(
+                    f"study {spec.name}, experiment {exp.name}: labelled axis {name!r} shares its "
+                    f"last name with {clash[0]!r}; give one of them as a list instead"
+                )
+
+
 def expand(spec: StudySpec) -> list[PlannedRun]:
     """Cross every experiment's axes into runs, validate each config, and give each an id."""
+    _check_label_columns(spec)
     runs: list[PlannedRun] = []
     for exp in spec.experiments:
         names = list(exp.axes)
@@ -178,7 +203,7 @@ def expand(spec: StudySpec) -> list[PlannedRun]:
                 settings[name] = value
                 axes[name] = value
                 if label is not None:
-                    labels[f"{name.split('.')[-1]}_label"] = label
+                    labels[label_column(name)] = label
             dotted = [f"{k}={json.dumps(v)}" for k, v in settings.items()]
             cfg = run_config_from_dict(
                 apply_overrides(spec.base, dotted), f"study {spec.name}, experiment {exp.name}"

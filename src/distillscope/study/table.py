@@ -29,14 +29,8 @@ import pandas as pd
 
 from distillscope.store import read_eval, read_metrics, read_status
 from distillscope.study.baseline import PlannedBaseline, baseline_row
-from distillscope.study.spec import PlannedRun
+from distillscope.study.spec import RECORDED, PlannedRun
 
-#: Axis columns recorded for every run even when the study does not vary them.
-RECORDED = (
-    "rollout.policy", "rollout.lam", "objective.kind", "objective.regulation", "optim.lr",
-    "optim.grad_clip", "seed", "task.name", "model.teacher", "task.teacher_style_flag",
-    "rollout.prompts_per_step", "rollout.rollouts_per_prompt",
-)  # fmt: skip
 
 
 def _get(cfg_dict: dict[str, Any], dotted: str) -> Any:

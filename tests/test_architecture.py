@@ -4,7 +4,8 @@ Every ``import`` of every module is read from its source (function-level imports
 checked against the allowed arrows: tasks, models, objectives, rollout and the torch-free store
 sit below train and eval; safeyaml (bounded YAML, bounded quoting) is a leaf under every reader of
 user files; train and eval never import each other; the study orchestrates them;
-the report reads only the store, the config, the metric registry and the reader-facing names; the CLI sits on top.
+the report reads only the store, the config, the metric registry and the reader-facing names;
+the CLI sits on top.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from distillscope.labels import (
 ID_COLUMNS = ("run_id", "status", "reason")
 SEED = "seed"
 
+
 def is_axis(column: str) -> bool:
     """Whether ``column`` describes a run's configuration (rather than a measurement or an id)."""
     if column in ID_COLUMNS or "/" in column:

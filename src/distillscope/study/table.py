@@ -32,7 +32,6 @@ from distillscope.study.baseline import PlannedBaseline, baseline_row
 from distillscope.study.spec import RECORDED, PlannedRun
 
 
-
 def _get(cfg_dict: dict[str, Any], dotted: str) -> Any:
     node: Any = cfg_dict
     for part in dotted.split("."):

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from transformers import LlamaConfig
 
 from distillscope.tasks.base import styled
-from distillscope.tasks.countdown import to_alt_style
-from distillscope.tasks.registry import COUNTDOWN_3_TB, COUNTDOWN_4_TB
+from distillscope.tasks.countdown import CountdownTask, to_alt_style
+from distillscope.tasks.registry import COUNTDOWN_3_TB, COUNTDOWN_4_TB, TB_MAX_TARGET
 from distillscope.tasks.skills import skill_suite
 from distillscope.tasks.split import draw_training
 
@@ -32,6 +32,8 @@ class SharpenSpec:
         steps, batch_size, lr: fine-tuning per round (constant LR after 20 warm-up steps).
         replay: share of each batch drawn from the pretraining mixture.
         seed: seeds problems, sampling and batches.
+        wide_share: share of each round's problems drawn from :data:`COUNTDOWN_3_WIDE`
+            instead of the testbed's Countdown-3 (its training partition either way).
     """
 
     rounds: int
@@ -43,6 +45,7 @@ class SharpenSpec:
     lr: float
     replay: float
     seed: int
+    wide_share: float = 0.0
 
 
 @dataclass
@@ -116,9 +119,19 @@ def _skill(task) -> Callable[[random.Random], tuple[str, str]]:
     return draw
 
 
+#: Countdown-3 over operands 1..20 (targets ≤ 100): 16,292 problems instead of the testbed
+#: task's 2,915, so the teacher cannot pass by recall and must learn to solve. Its problems with
+#: operands ≤ 10 *are* testbed Countdown-3 problems (same canonical identity), so they are drawn
+#: from the training partition like every other source.
+COUNTDOWN_3_WIDE = CountdownTask(
+    "tb-countdown3-wide", 3, tuple(range(1, 21)), max_target=TB_MAX_TARGET
+)
+
 SOURCES: dict[str, Callable[[random.Random], tuple[str, str]]] = {
     "countdown3": _countdown(COUNTDOWN_3_TB, alt=False),
     "countdown3-alt": _countdown(COUNTDOWN_3_TB, alt=True),
+    "countdown3-wide": _countdown(COUNTDOWN_3_WIDE, alt=False),
+    "countdown3-wide-alt": _countdown(COUNTDOWN_3_WIDE, alt=True),
     "countdown4": _countdown(COUNTDOWN_4_TB, alt=False),
     "countdown4-alt": _countdown(COUNTDOWN_4_TB, alt=True),
     **{t.name: _skill(t) for t in skill_suite()},
@@ -133,8 +146,10 @@ DEFAULT_RECIPE = Recipe(
         lr=1.5e-3,
         seed=11,
         mixture={
-            "countdown3": 0.45,
-            "countdown3-alt": 0.2,
+            "countdown3": 0.2,
+            "countdown3-alt": 0.1,
+            "countdown3-wide": 0.25,
+            "countdown3-wide-alt": 0.1,
             "countdown4": 0.15,
             "countdown4-alt": 0.05,
             **{t.name: 0.03 for t in skill_suite()},
@@ -157,5 +172,6 @@ DEFAULT_RECIPE = Recipe(
         lr=3e-4,
         replay=0.4,
         seed=21,
+        wide_share=0.5,
     ),
 )

@@ -20,7 +20,7 @@ from distillscope.tasks.registry import COUNTDOWN_3_TB
 from distillscope.tasks.split import draw_training
 from distillscope.tasks.verify import detect_style
 from distillscope.testbed.generate import sample_completions
-from distillscope.testbed.recipe import SOURCES, SharpenSpec, TrainSpec
+from distillscope.testbed.recipe import COUNTDOWN_3_WIDE, SOURCES, SharpenSpec, TrainSpec
 
 
 def collect_verified(
@@ -28,7 +28,10 @@ def collect_verified(
 ) -> tuple[list[tuple[str, str]], float]:
     """(prompt, answer) pairs the verifier accepts in the requested style, and the hit rate."""
     rng = random.Random(f"sharpen/{spec.seed}/{round_index}")
-    problems = [draw_training(COUNTDOWN_3_TB, rng) for _ in range(spec.problems)]
+    problems = [
+        draw_training(COUNTDOWN_3_WIDE if rng.random() < spec.wide_share else COUNTDOWN_3_TB, rng)
+        for _ in range(spec.problems)
+    ]
     flags = [i % 2 == 1 for i in range(spec.problems)]
     prompts = [styled(p.prompt) if f else p.prompt for p, f in zip(problems, flags, strict=True)]
     texts = sample_completions(

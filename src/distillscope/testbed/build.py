@@ -202,7 +202,8 @@ def build(
     sharpened (expert iteration) and both are measured. Writes ``out_dir/{teacher,student}/``
     (config, safetensors, tokenizer, ``build.json``) and ``out_dir/testbed.json`` (recipe, sizes,
     times, measured accuracies). Resumable: a role whose ``build.json`` records the same number
-    of steps is reused, and a finished sharpening is not repeated.
+    of steps is reused, and sharpening resumes after its last finished round (the teacher is
+    saved after every round, its ``build.json`` recording ``sharpen_rounds``).
     """
     t_start = time.time()
     tokenizer = build_tokenizer()
@@ -232,7 +233,9 @@ def build(
     }
 
     sharp = recipe.teacher_sharpen
-    if sharp is not None and "sharpen_seconds" not in records["teacher"]:
+    teacher_record = records["teacher"]
+    done_rounds = teacher_record.get("sharpen_rounds", 0)
+    if sharp is not None and done_rounds < sharp.rounds:
         probe_items = training_problems_from(COUNTDOWN_3_TB, EVAL_SEED + 1000, 50)  # not held out
 
         def probe(model: LlamaForCausalLM) -> str:
@@ -241,12 +244,18 @@ def build(
 
         sharp = replace(sharp, steps=max(1, int(sharp.steps * steps_scale)),
                         problems=max(2, int(sharp.problems * steps_scale)))  # fmt: skip
-        t0 = time.time()
-        sharpen(models["teacher"], tokenizer, sharp, recipe.teacher_train.mixture, train_model,
-                lambda m: log(f"[teacher] {m}"), probe=probe)  # fmt: skip
-        records["teacher"]["sharpen_seconds"] = round(time.time() - t0, 1)
-        _save(models["teacher"], tokenizer, out_dir / "teacher", records["teacher"])
+        if done_rounds:
+            log(f"[teacher] sharpened earlier for {done_rounds} round(s), resuming")
+        t0, seconds_before = time.time(), teacher_record.get("sharpen_seconds", 0.0)
 
+        def round_done(r: int) -> None:
+            teacher_record["sharpen_rounds"] = r + 1
+            teacher_record["sharpen_seconds"] = round(seconds_before + time.time() - t0, 1)
+            _save(models["teacher"], tokenizer, out_dir / "teacher", teacher_record)
+
+        sharpen(models["teacher"], tokenizer, sharp, recipe.teacher_train.mixture, train_model,
+                lambda m: log(f"[teacher] {m}"), probe=probe, start_round=done_rounds,
+                round_done=round_done)  # fmt: skip
     log("measuring the capability gap")
     measured = measure_testbed(
         models["teacher"], models["student"], tokenizer, eval_items, skill_items

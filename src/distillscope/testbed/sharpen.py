@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from transformers import LlamaForCausalLM
 
-from distillscope.tasks.base import styled
+from distillscope.tasks.base import Problem, styled
 from distillscope.tasks.registry import COUNTDOWN_3_TB
 from distillscope.tasks.split import draw_training
 from distillscope.tasks.verify import detect_style
@@ -23,15 +23,20 @@ from distillscope.testbed.generate import sample_completions
 from distillscope.testbed.recipe import COUNTDOWN_3_WIDE, SOURCES, SharpenSpec, TrainSpec
 
 
+def round_problems(spec: SharpenSpec, round_index: int) -> list[Problem]:
+    """The fresh training-partition problems of one round (a ``wide_share`` of them wide)."""
+    rng = random.Random(f"sharpen/{spec.seed}/{round_index}")
+    return [
+        draw_training(COUNTDOWN_3_WIDE if rng.random() < spec.wide_share else COUNTDOWN_3_TB, rng)
+        for _ in range(spec.problems)
+    ]
+
+
 def collect_verified(
     model: LlamaForCausalLM, tokenizer, spec: SharpenSpec, round_index: int
 ) -> tuple[list[tuple[str, str]], float]:
     """(prompt, answer) pairs the verifier accepts in the requested style, and the hit rate."""
-    rng = random.Random(f"sharpen/{spec.seed}/{round_index}")
-    problems = [
-        draw_training(COUNTDOWN_3_WIDE if rng.random() < spec.wide_share else COUNTDOWN_3_TB, rng)
-        for _ in range(spec.problems)
-    ]
+    problems = round_problems(spec, round_index)
     flags = [i % 2 == 1 for i in range(spec.problems)]
     prompts = [styled(p.prompt) if f else p.prompt for p, f in zip(problems, flags, strict=True)]
     texts = sample_completions(
@@ -59,30 +64,42 @@ def sharpen(
     train: Callable[..., None],
     log: Callable[[str], None],
     probe: Callable[[LlamaForCausalLM], str] | None = None,
+    start_round: int = 0,
+    round_done: Callable[[int], None] | None = None,
 ) -> None:
-    """Run ``spec.rounds`` of collect-then-fine-tune on ``model`` in place.
+    """Run rounds ``start_round`` … ``spec.rounds − 1`` of collect-then-fine-tune in place.
 
     ``train`` is :func:`distillscope.testbed.build.train_model` (passed in: build calls sharpen).
+    Each round's draws depend only on ``spec`` and its index, so resuming at ``start_round``
+    from the model saved after the previous round gives the same weights as one pass;
+    ``round_done(r)`` is called after round ``r`` (the build saves the model there).
     """
-    for r in range(spec.rounds):
+    for r in range(start_round, spec.rounds):
         model.eval()
         kept, rate = collect_verified(model, tokenizer, spec, r)
         log(f"[sharpen] round {r + 1}: kept {len(kept)} verified answers ({rate:.1%} of samples)")
-        if not kept:  # nothing to learn from (e.g. an untrained smoke-test model)
-            continue
-        total = sum(replay_mixture.values())
-        mixture = {"verified": 1.0 - spec.replay}
-        mixture.update({k: spec.replay * w / total for k, w in replay_mixture.items()})
-        sources = {**SOURCES, "verified": lambda rng, kept=kept: rng.choice(kept)}
-        round_spec = TrainSpec(
-            steps=spec.steps,
-            batch_size=spec.batch_size,
-            lr=spec.lr,
-            seed=spec.seed + r,
-            mixture=mixture,
-            warmup=20,
-            min_lr_ratio=1.0,
-        )
-        train(model, tokenizer, round_spec, log, probe=probe, probe_every=spec.steps,
-              sources=sources)  # fmt: skip
+        if kept:  # else nothing to learn from (e.g. an untrained smoke-test model)
+            _fine_tune(model, tokenizer, spec, r, kept, replay_mixture, train, log, probe)
+        model.eval()
+        if round_done is not None:
+            round_done(r)
     model.eval()
+
+
+def _fine_tune(model, tokenizer, spec, r, kept, replay_mixture, train, log, probe) -> None:
+    """Round ``r``'s fine-tuning on the kept answers mixed with replay of the pretraining mix."""
+    total = sum(replay_mixture.values())
+    mixture = {"verified": 1.0 - spec.replay}
+    mixture.update({k: spec.replay * w / total for k, w in replay_mixture.items()})
+    sources = {**SOURCES, "verified": lambda rng, kept=kept: rng.choice(kept)}
+    round_spec = TrainSpec(
+        steps=spec.steps,
+        batch_size=spec.batch_size,
+        lr=spec.lr,
+        seed=spec.seed + r,
+        mixture=mixture,
+        warmup=20,
+        min_lr_ratio=1.0,
+    )
+    train(model, tokenizer, round_spec, log, probe=probe, probe_every=spec.steps,
+          sources=sources)  # fmt: skip

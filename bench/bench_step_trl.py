@@ -32,12 +32,12 @@ from pathlib import Path
 import torch
 
 from distillscope.config import load_run_config
+from distillscope.objectives import OBJECTIVES
 from distillscope.rollout import PromptEncoder, select_problems
 from distillscope.store import read_metrics
 from distillscope.tasks import resolve_task, training_problems
 from distillscope.train import distill
 from distillscope.train.distill import completion_logits
-from distillscope.train.objective import logits_loss
 from distillscope.train.setup import load_models
 
 PROMPTS, NEW_TOKENS, SEED = 16, 24, 42
@@ -130,7 +130,9 @@ def check_losses_equal() -> tuple[float, float]:
             completion_logits(pair.student, r, "student"),
             completion_logits(pair.teacher, r, "teacher"),
         )
-        ours, _ = logits_loss(cfg.objective, s, t, r, step_generator(SEED, 0), pair.vocab_size)
+        kind = OBJECTIVES[cfg.objective.kind]  # a full-vocabulary divergence on logits
+        options = {name: getattr(cfg.objective, name) for name in kind.options}
+        ours, _ = kind.loss(s, t, r.completion_mask_B_T, vocab_size=pair.vocab_size, **options)
         labels = r.completion_B_T.masked_fill(r.completion_mask_B_T == 0, -100)
         trl = GKDTrainer.generalized_jsd_loss(
             s[..., : pair.vocab_size], t[..., : pair.vocab_size], labels, beta=0.0,

@@ -51,7 +51,7 @@ def ours_config(policy: str, temperature: float, steps: int):
         [
             "task.name=tb-countdown3", f"task.max_new_tokens={NEW_TOKENS}",
             f"rollout.prompts_per_step={PROMPTS}", f"rollout.policy={policy}",
-            "rollout.student_temperature=1.0", f"rollout.teacher_temperature={temperature}",
+            f"rollout.{policy}_temperature={temperature}",  # the writer's (others are refused)
             "objective.kind=forward_kl", "objective.reduction=token_mean",
             "objective.student_temperature=1.0", "objective.teacher_temperature=1.0",
             f"optim.steps={steps}", "optim.warmup_steps=0", "optim.lr=1e-4", "optim.grad_clip=1.0",

@@ -2,6 +2,7 @@
 
 import ast
 import importlib
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -23,3 +24,12 @@ def test_bench_script_imports_resolve(script):
         mod = importlib.import_module(module)
         if not hasattr(mod, name):  # a submodule imported by name
             importlib.import_module(f"{module}.{name}")
+
+
+def test_step_benchmark_configs_load_for_both_policies():
+    spec = importlib.util.spec_from_file_location("bench_step_trl", BENCH / "bench_step_trl.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for policy, _, temperature in bench.POLICIES.values():
+        cfg = bench.ours_config(policy, temperature, 2)
+        assert cfg.rollout.policy == policy and cfg.objective.reduction == "token_mean"

@@ -22,7 +22,6 @@ from __future__ import annotations
 import torch
 
 from distillscope.objectives.divergences import (
-    STAT_KEYS,
     Reduction,
     check_divergence,
     check_options,
@@ -31,7 +30,7 @@ from distillscope.objectives.divergences import (
     token_stats,
     token_weights,
 )
-from distillscope.objectives.fused import check_hidden_inputs
+from distillscope.objectives.fused import apply_over_rows, check_hidden_inputs
 
 
 class _ChunkedDivergence(torch.autograd.Function):
@@ -159,27 +158,16 @@ def chunked_divergence(
         "beta": beta,
         "alpha": alpha,
     }
-    if not torch.is_grad_enabled():
-        # Under no_grad, Function.forward still sees needs_input_grad=True; detaching the
-        # inputs skips the gradient work (evaluation, metrics-only calls).
-        student_hidden_B_T_H, student_head_V_H = (
-            student_hidden_B_T_H.detach(),
-            student_head_V_H.detach(),
-        )
-    loss, stat_sums_4 = _ChunkedDivergence.apply(
-        student_hidden_B_T_H[keep_B_T],  # (N, H): only completion tokens are ever projected
+    return apply_over_rows(
+        _ChunkedDivergence,
+        student_hidden_B_T_H,
         student_head_V_H,
-        teacher_hidden_B_T_H.detach()[keep_B_T],
-        teacher_head_V_H.detach(),
+        teacher_hidden_B_T_H,
+        teacher_head_V_H,
+        keep_B_T,
         weights_N,
         options,
     )
-    tokens = keep_B_T.sum().float().reshape(1)
-    means_4 = stat_sums_4 / tokens.clamp_min(1.0)
-    values = torch.cat([loss.detach().reshape(1), means_4, tokens]).tolist()  # one sync
-    metrics = {"objective/loss": values[0], **dict(zip(STAT_KEYS, values[1:5], strict=True))}
-    metrics["objective/tokens"] = values[5]
-    return loss, metrics
 
 
 def chunked_forward_kl(

@@ -387,12 +387,40 @@ def fused_divergence(
         "beta": beta,
         "alpha": alpha,
     }
+    return apply_over_rows(
+        _FusedDivergence,
+        student_hidden_B_T_H,
+        student_head_V_H,
+        teacher_hidden_B_T_H,
+        teacher_head_V_H,
+        keep_B_T,
+        weights_N,
+        options,
+    )
+
+
+def apply_over_rows(
+    function: type[torch.autograd.Function],
+    student_hidden_B_T_H: torch.Tensor,
+    student_head_V_H: torch.Tensor,
+    teacher_hidden_B_T_H: torch.Tensor,
+    teacher_head_V_H: torch.Tensor,
+    keep_B_T: torch.Tensor,
+    weights_N: torch.Tensor,
+    options: dict,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Run a hidden-state divergence ``function`` on the kept rows; ``(loss, metrics)``.
+
+    ``function.apply(h_S (N, H), W_S, h_T (N, H_t), W_T, weights_N, options)`` returns the
+    weighted loss sum and the four metric sums (:data:`STAT_KEYS`); the fused and the chunked
+    (autograd per chunk) forms share this wrapper. The teacher is detached.
+    """
     if not torch.is_grad_enabled():
         # Under no_grad, Function.forward still sees needs_input_grad=True; detaching the
         # inputs skips the gradient work (evaluation, metrics-only calls).
         student_hidden_B_T_H = student_hidden_B_T_H.detach()
         student_head_V_H = student_head_V_H.detach()
-    loss, stat_sums_4 = _FusedDivergence.apply(
+    loss, stat_sums_4 = function.apply(
         student_hidden_B_T_H[keep_B_T],  # (N, H): only completion tokens are ever projected
         student_head_V_H,
         teacher_hidden_B_T_H.detach()[keep_B_T],

@@ -1,8 +1,9 @@
 """Scorecard rules on the λ-spectrum of rollout policies: docs/method.md §9 claims 6–8.
 
 λ = −1 is the teacher (OffPD), +1 the student (OnPD); OnPD/OffPD runs of the spectrum sub-grid
-count at λ = ±1. The spectrum runs one seed per λ, so contrasts compare the cells at λ > 0
-with those at λ < 0 as samples (``sample_pair``). Margins are named constants (pp).
+count at λ = ±1. Contrasts compare the cell means (over seeds) at λ > 0 with those at λ < 0
+as samples (``sample_pair``), so a spectrum with one seed per λ is judged too. Margins are
+named constants (pp).
 """
 
 from __future__ import annotations

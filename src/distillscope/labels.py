@@ -15,6 +15,7 @@ study records the name it gave an axis value.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 ROLLOUT_NAMES = {"student": "OnPD", "teacher": "OffPD", "mix": "mix", "interleave": "interleave"}
 OBJECTIVE_NAMES = {
@@ -51,13 +52,16 @@ def labelled_axes(columns: Iterable[str]) -> dict[str, str]:
     An axis is the dotted column whose last part names the label column (``optim.lr`` for
     ``lr_label``); a label column with no such axis, or with several, labels nothing.
     """
-    columns = list(columns)
+    return dict(_labelled_axes(tuple(columns)))
+
+
+@lru_cache(maxsize=256)  # the report asks once per cell and scorecard rule, for few column sets
+def _labelled_axes(columns: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     out: dict[str, str] = {}
     for col in columns:
         if not is_label_column(col):
             continue
-        leaf = col.removesuffix(LABEL_SUFFIX)
-        axes = [c for c in columns if "." in c and "/" not in c and c.rsplit(".", 1)[-1] == leaf]
+        axes = [c for c in columns if "." in c and "/" not in c and label_column(c) == col]
         if len(axes) == 1:
             out[axes[0]] = col
-    return out
+    return tuple(out.items())

@@ -175,8 +175,8 @@ def _check_label_columns(spec: StudySpec) -> None:
         for name, values in exp.axes.items():
             if not isinstance(values, dict) or any(isinstance(v, dict) for v in values.values()):
                 continue  # a plain list, or a bundle (recorded as its label, no label column)
-            leaf = name.rsplit(".", 1)[-1]
-            clash = sorted(a for a in axes if a != name and a.rsplit(".", 1)[-1] == leaf)
+            column = label_column(name)
+            clash = sorted(a for a in axes if a != name and label_column(a) == column)
             if clash:
                 raise ConfigError(
                     f"study {spec.name}, experiment {exp.name}: labelled axis {name!r} shares its "

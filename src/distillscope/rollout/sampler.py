@@ -4,10 +4,13 @@
     r = sample_rollouts(SpectrumPolicy(lam=0.5), student, teacher, ids_B_P, mask_B_P,
                         max_new_tokens=30, eos_token_id=2, pad_token_id=0, generator=g)
 
-Each model the policy needs gets a :class:`_Decoder` (its own prompt, attention mask and
-``DynamicCache``); at every step the policy sees the tempered log-probs of all of them and
-draws one token per row, which is appended to every decoder. Prompts are left padded, so each
-forward gets the full attention mask and explicit position ids (cumsum(mask) − 1).
+Each model the policy needs gets a decoder (its own prompt, attention mask and KV cache): a
+:class:`~distillscope.rollout.fast_decode.StaticDecoder` for Llama-family models, which runs the
+same arithmetic without the ``transformers`` module overhead, else a :class:`_Decoder` over the
+model's own forward and a ``DynamicCache``. At every step the policy sees the tempered
+log-probs of all of them and draws one token per row, which is appended to every decoder.
+Prompts are left padded, so each forward gets the full attention mask and explicit position ids
+(cumsum(mask) − 1).
 ``use_cache=False`` re-runs the whole sequence at each step: the reference the tests hold the
 cached path to (same tokens for the same generator).
 """
@@ -24,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from transformers import DynamicCache, PreTrainedModel
 
+from distillscope.rollout.fast_decode import StaticDecoder, static_decoder
 from distillscope.rollout.policies import RolloutPolicy
 from distillscope.rollout.rollouts import Role, Rollouts, position_ids
 
@@ -44,6 +48,7 @@ def sample_rollouts(
     vocab_size: int | None = None,
     use_cache: bool = True,
     stop_check_every: int | None = None,
+    fast_decode: bool = True,
 ) -> Rollouts:
     """Sample one completion per prompt row with ``policy``; every random draw uses ``generator``.
 
@@ -60,21 +65,26 @@ def sample_rollouts(
     ``stop_check_every`` tokens (default: every token on CPU, where the check is free; every 8
     on an accelerator, where it is a host synchronisation). The draws do not depend on it: the
     extra steps only write pad columns, which are trimmed. Returned tensors are ordinary (not
-    inference) tensors.
+    inference) tensors. ``fast_decode`` (with ``use_cache``) decodes models that
+    :func:`~distillscope.rollout.fast_decode.supports` with the lean static-cache decoder (same
+    logits, same draws); False always goes through the model's own forward.
     """
     if teacher_prompt_ids is None:
         teacher_prompt_ids, teacher_prompt_mask = prompt_ids, prompt_mask
     _check_inputs(prompt_ids, teacher_prompt_ids, max_new_tokens)
     source_B = policy.assign_sources(prompt_ids.shape[0], generator)
     run_student, run_teacher = policy.models_needed(source_B)
-    decoders: dict[Role, _Decoder] = {}
+    fast = use_cache and fast_decode
+    decoders: dict[Role, _Decoder | StaticDecoder] = {}
     if run_student:
         model = _require(student, "student", policy)
-        decoders["student"] = _Decoder(model, prompt_ids, prompt_mask, use_cache, max_new_tokens)
+        decoders["student"] = _decoder(
+            model, prompt_ids, prompt_mask, max_new_tokens, use_cache, fast
+        )
     if run_teacher:
         model = _require(teacher, "teacher", policy)
-        decoders["teacher"] = _Decoder(
-            model, teacher_prompt_ids, teacher_prompt_mask, use_cache, max_new_tokens
+        decoders["teacher"] = _decoder(
+            model, teacher_prompt_ids, teacher_prompt_mask, max_new_tokens, use_cache, fast
         )
     vocab = _shared_vocab_size(decoders, vocab_size)
     stop_ids = torch.as_tensor(
@@ -108,9 +118,25 @@ def sample_rollouts(
     )
 
 
+def _decoder(
+    model: PreTrainedModel,
+    ids_B_P: torch.Tensor,
+    mask_B_P: torch.Tensor,
+    max_new_tokens: int,
+    use_cache: bool,
+    fast: bool,
+) -> _Decoder | StaticDecoder:
+    """The fastest decoder that computes ``model``'s own forward for these prompts."""
+    if fast:
+        decoder = static_decoder(model, ids_B_P, mask_B_P, max_new_tokens)
+        if decoder is not None:
+            return decoder
+    return _Decoder(model, ids_B_P, mask_B_P, use_cache, max_new_tokens)
+
+
 def _decode(
     policy: RolloutPolicy,
-    decoders: dict[Role, _Decoder],
+    decoders: dict[Role, _Decoder | StaticDecoder],
     source_B: torch.Tensor,
     generator: torch.Generator,
     max_new_tokens: int,
@@ -238,7 +264,9 @@ class _Decoder:
         return out.logits[:, -1].to(self.home)  # [B, V]: the next-token logits of every row
 
 
-def _shared_vocab_size(decoders: dict[Role, _Decoder], vocab_size: int | None) -> int:
+def _shared_vocab_size(
+    decoders: dict[Role, _Decoder | StaticDecoder], vocab_size: int | None
+) -> int:
     """V: ``vocab_size`` if given (checked against each model's logit width), else the width."""
     widths = {role: _logit_width(d.model) for role, d in decoders.items()}
     if vocab_size is None:

@@ -1,0 +1,185 @@
+"""A lean decoder for Llama-family models: the same forward as ``transformers``, fewer layers.
+
+On small models (the testbed, tests, short rollouts on CPU) a decoding step through the
+``transformers`` modules is mostly Python and dispatch overhead: causal-mask construction, a
+``DynamicCache`` that grows every layer's keys and values by concatenation, and a dozen module
+calls per layer. :class:`StaticDecoder` runs the same arithmetic straight from the model's own
+weights — RMSNorm in fp32, rotary embeddings from the model's own ``rotary_emb`` (so every RoPE
+variant it supports), grouped-query attention through ``scaled_dot_product_attention``, SwiGLU
+— with keys and values written into buffers preallocated for prompt + completion.
+
+It serves the architectures whose decoder layer is exactly that computation
+(:data:`SUPPORTED`: Llama, Qwen2, Mistral without a sliding window in reach); anything else, or
+a model whose configuration departs from it (another activation, tensor-parallel pretraining
+slices, Qwen2 sliding-window layers, quantised or wrapped linear layers), gets ``None`` from
+:func:`static_decoder` and the sampler keeps its ``transformers`` path. The tests hold both
+paths to the same logits and the same sampled tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import PreTrainedModel
+
+from distillscope.rollout.rollouts import position_ids
+
+#: Causal-LM classes whose decoder layers :class:`StaticDecoder` reproduces.
+SUPPORTED = ("LlamaForCausalLM", "Qwen2ForCausalLM", "MistralForCausalLM")
+_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj")
+_MLP = ("gate_proj", "up_proj", "down_proj")
+
+
+def supports(model: PreTrainedModel, max_length: int) -> bool:
+    """Whether :class:`StaticDecoder` computes exactly what ``model``'s forward computes.
+
+    ``max_length`` is the longest sequence (prompt + completion) it will decode: a sliding
+    attention window shorter than that changes the computation, so it is refused.
+    """
+    if type(model).__name__ not in SUPPORTED:
+        return False
+    cfg = model.config
+    if getattr(cfg, "hidden_act", None) != "silu" or getattr(cfg, "pretraining_tp", 1) != 1:
+        return False
+    if getattr(cfg, "mlp_bias", False):
+        return False
+    if any(t != "full_attention" for t in getattr(cfg, "layer_types", None) or ()):
+        return False
+    window = getattr(cfg, "sliding_window", None)
+    if window is not None and getattr(cfg, "use_sliding_window", True) and window < max_length:
+        return False
+    inner = getattr(model, "model", None)
+    if inner is None or not hasattr(inner, "rotary_emb") or model.get_output_embeddings() is None:
+        return False
+    linears = [model.get_output_embeddings()]
+    for layer in inner.layers:
+        attn, mlp = getattr(layer, "self_attn", None), getattr(layer, "mlp", None)
+        if attn is None or mlp is None:
+            return False
+        if set(dict(attn.named_children())) != set(_LINEARS):  # e.g. Qwen3's q_norm/k_norm
+            return False
+        linears += [getattr(attn, n) for n in _LINEARS] + [getattr(mlp, n, None) for n in _MLP]
+    return all(type(m) is nn.Linear for m in linears)
+
+
+def static_decoder(
+    model: PreTrainedModel, ids_B_P: torch.Tensor, mask_B_P: torch.Tensor, max_new_tokens: int
+) -> StaticDecoder | None:
+    """A :class:`StaticDecoder` for ``model``, or None when :func:`supports` says no."""
+    if not supports(model, ids_B_P.shape[1] + max_new_tokens):
+        return None
+    return StaticDecoder(model, ids_B_P, mask_B_P, max_new_tokens)
+
+
+class StaticDecoder:
+    """One model's decoding state with static key/value buffers ``[B, kv_heads, P + L, D]``.
+
+    Same interface as the sampler's ``transformers`` decoder: :meth:`start` runs the prompt and
+    returns the next-token logits ``[B, V]``; :meth:`append` feeds one token per row (attended
+    where ``keep_B`` = 1) and returns the logits after it. Position ids are each row's count of
+    real tokens so far (left padding), as in ``rollouts.position_ids``.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        ids_B_P: torch.Tensor,
+        mask_B_P: torch.Tensor,
+        max_new_tokens: int,
+    ):
+        self.model = model
+        self.home = ids_B_P.device
+        cfg = model.config
+        inner = model.model
+        self.device = inner.embed_tokens.weight.device
+        self.dtype = inner.embed_tokens.weight.dtype
+        self.heads = cfg.num_attention_heads
+        self.kv_heads = getattr(cfg, "num_key_value_heads", None) or self.heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
+        self.scale = self.head_dim**-0.5
+        self.eps = cfg.rms_norm_eps
+        b, p = ids_B_P.shape
+        total = p + max_new_tokens
+        self.width = p
+        self.mask_B_S = torch.zeros((b, total), dtype=torch.bool, device=self.device)
+        self.mask_B_S[:, :p] = mask_B_P.to(self.device).bool()
+        self.prompt_B_P = ids_B_P.to(self.device)
+        self.real_B = self.mask_B_S[:, :p].sum(dim=1)
+        shape = (b, self.kv_heads, total, self.head_dim)
+        self.keys = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in inner.layers]
+        self.values = [torch.zeros_like(k) for k in self.keys]
+
+    def start(self) -> torch.Tensor:
+        """Logits ``[B, V]`` for the first completion token (fills the buffers with the prompt)."""
+        p = self.width
+        mask_B_P = self.mask_B_S[:, :p]
+        # Causal and key-padding mask; every query also sees itself, so the rows of left pads
+        # stay finite (their outputs are never attended to by a real token).
+        causal_P_P = torch.ones((p, p), dtype=torch.bool, device=self.device).tril()
+        eye_P_P = torch.eye(p, dtype=torch.bool, device=self.device)
+        attend_B_1_P_P = (causal_P_P & mask_B_P[:, None, :]) | eye_P_P
+        return self._forward(self.prompt_B_P, position_ids(mask_B_P), attend_B_1_P_P[:, None], 0)
+
+    def append(self, token_B: torch.Tensor, keep_B: torch.Tensor) -> torch.Tensor:
+        """Append ``token_B`` (attended where ``keep_B`` = 1); logits ``[B, V]`` for the next."""
+        token_B, keep_B = token_B.to(self.device), keep_B.to(self.device)
+        column = self.width
+        self.mask_B_S[:, column] = keep_B.bool()
+        self.width += 1
+        self.real_B += keep_B
+        pos_B_1 = (self.real_B - 1).clamp(min=0)[:, None]
+        attend_B_1_1_W = self.mask_B_S[:, None, None, : self.width]
+        return self._forward(token_B[:, None], pos_B_1, attend_B_1_1_W, column)
+
+    def _forward(
+        self, ids_B_T: torch.Tensor, pos_B_T: torch.Tensor, attend: torch.Tensor, start: int
+    ) -> torch.Tensor:
+        """Run ``ids_B_T`` (written at columns ``start…``) through every layer; last logits."""
+        inner = self.model.model
+        x_B_T_H = inner.embed_tokens(ids_B_T)
+        cos, sin = inner.rotary_emb(x_B_T_H, pos_B_T)
+        cos_B_1_T_D, sin_B_1_T_D = cos[:, None], sin[:, None]
+        end = start + ids_B_T.shape[1]
+        b, t = ids_B_T.shape
+        for layer, k_buf, v_buf in zip(inner.layers, self.keys, self.values, strict=True):
+            attn, mlp = layer.self_attn, layer.mlp
+            h_B_T_H = _rms_norm(x_B_T_H, layer.input_layernorm.weight, self.eps)
+            q = F.linear(h_B_T_H, attn.q_proj.weight, attn.q_proj.bias)
+            k = F.linear(h_B_T_H, attn.k_proj.weight, attn.k_proj.bias)
+            v = F.linear(h_B_T_H, attn.v_proj.weight, attn.v_proj.bias)
+            q = q.view(b, t, self.heads, self.head_dim).transpose(1, 2)
+            k = k.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+            k_buf[:, :, start:end] = _rotate(k, cos_B_1_T_D, sin_B_1_T_D)
+            v_buf[:, :, start:end] = v.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+            out_B_N_T_D = F.scaled_dot_product_attention(
+                _rotate(q, cos_B_1_T_D, sin_B_1_T_D),
+                k_buf[:, :, :end],
+                v_buf[:, :, :end],
+                attn_mask=attend,
+                scale=self.scale,
+                enable_gqa=self.kv_heads != self.heads,
+            )
+            out_B_T_HD = out_B_N_T_D.transpose(1, 2).reshape(b, t, -1)
+            x_B_T_H = x_B_T_H + F.linear(out_B_T_HD, attn.o_proj.weight, attn.o_proj.bias)
+            h_B_T_H = _rms_norm(x_B_T_H, layer.post_attention_layernorm.weight, self.eps)
+            gate = F.silu(F.linear(h_B_T_H, mlp.gate_proj.weight))
+            x_B_T_H = x_B_T_H + F.linear(gate * F.linear(h_B_T_H, mlp.up_proj.weight),
+                                         mlp.down_proj.weight)  # fmt: skip
+        last_B_H = _rms_norm(x_B_T_H[:, -1], inner.norm.weight, self.eps)
+        head = self.model.get_output_embeddings()
+        return F.linear(last_B_H, head.weight, head.bias).to(self.home)
+
+
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """``transformers``' RMSNorm: normalise in fp32, cast back, then scale."""
+    x32 = x.float()
+    x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * x32.to(x.dtype)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding of ``x`` ``[B, N, T, D]`` (the half-split convention of Llama)."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin

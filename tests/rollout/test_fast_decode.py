@@ -1,0 +1,148 @@
+"""The lean static-cache decoder computes what the model's own forward computes.
+
+Held to the ``transformers`` decoder (``DynamicCache``) step by step on left-padded prompts,
+with rows that stop attending their new tokens, for Llama (grouped-query attention, attention
+bias, Llama-3 RoPE scaling), Qwen2 (q/k/v bias, untied head) and Mistral; and to the sampler's
+draws with and without it. Configurations it does not reproduce are refused, not approximated.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import transformers
+from transformers import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+from distillscope.rollout import SpectrumPolicy, StudentPolicy, TeacherPolicy, sample_rollouts
+from distillscope.rollout.fast_decode import StaticDecoder, static_decoder, supports
+from distillscope.rollout.sampler import _Decoder
+
+V = 97
+B, P, L = 5, 7, 9
+
+
+def _shape(**extra) -> dict:
+    return dict(
+        vocab_size=V, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, **extra,
+    )  # fmt: skip
+
+
+def _model(cls, cfg_cls, seed=0, dtype=torch.float32, **extra):
+    torch.manual_seed(seed)
+    model = cls(cfg_cls(**_shape(**extra))).to(dtype).eval()
+    with torch.no_grad():  # random biases and norm weights, so none of them is a no-op
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or "norm" in name:
+                p.normal_(0.0, 0.5 if "bias" in name else 1.0)
+    return model
+
+
+MODELS = {
+    "llama-gqa-bias": lambda: _model(LlamaForCausalLM, LlamaConfig, attention_bias=True),
+    "llama3-rope": lambda: _model(
+        LlamaForCausalLM, LlamaConfig, seed=1, tie_word_embeddings=True,
+        rope_parameters={
+            "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+            "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8,
+        },
+    ),  # fmt: skip
+    "qwen2": lambda: _model(Qwen2ForCausalLM, Qwen2Config, seed=2, tie_word_embeddings=False),
+    "mistral": lambda: _model(MistralForCausalLM, MistralConfig, seed=3, sliding_window=None),
+}
+
+
+def _prompts(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(3, V, (B, P), generator=g)
+    mask = torch.ones(B, P, dtype=torch.long)
+    for row, pads in enumerate((0, 3, 1, 6, 0)):  # left padding, one row with a 1-token prompt
+        ids[row, :pads], mask[row, :pads] = 0, 0
+    return ids, mask
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_logits_equal_the_models_own_forward_step_by_step(name):
+    model = MODELS[name]()
+    ids, mask = _prompts()
+    assert supports(model, P + L)
+    with torch.inference_mode():
+        ours = static_decoder(model, ids, mask, L)
+        ref = _Decoder(model, ids, mask, True, L)
+        assert isinstance(ours, StaticDecoder)
+        a, b = ours.start(), ref.start()
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+        g = torch.Generator().manual_seed(1)
+        for n in range(L):
+            token = torch.randint(0, V, (B,), generator=g)
+            keep = torch.ones(B, dtype=torch.long)
+            keep[1] = int(n < 3)  # row 1 ended: its later tokens are not attended
+            a, b = ours.append(token, keep), ref.append(token, keep)
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_bf16_model_matches_its_forward_in_bf16():
+    model = MODELS["qwen2"]().to(torch.bfloat16)
+    ids, mask = _prompts(1)
+    with torch.inference_mode():
+        ours, ref = static_decoder(model, ids, mask, 2), _Decoder(model, ids, mask, True, 2)
+        a, b = ours.start(), ref.start()
+        assert a.dtype == b.dtype == torch.bfloat16
+        torch.testing.assert_close(a.float(), b.float(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize(
+    "policy", [StudentPolicy(), TeacherPolicy(temperature=0.7), SpectrumPolicy(lam=0.5)]
+)
+def test_sampler_draws_the_same_tokens_with_and_without_it(policy):
+    student, teacher = MODELS["llama-gqa-bias"](), MODELS["qwen2"]()
+    ids, mask = _prompts(2)
+    runs = [
+        sample_rollouts(
+            policy, student, teacher, ids, mask, max_new_tokens=L, eos_token_id=[5, 6],
+            pad_token_id=0, generator=torch.Generator().manual_seed(4), fast_decode=fast,
+        )  # fmt: skip
+        for fast in (True, False)
+    ]
+    assert torch.equal(runs[0].completion_B_T, runs[1].completion_B_T)
+    assert torch.equal(runs[0].completion_mask_B_T, runs[1].completion_mask_B_T)
+    for name in ("logp_behavior_B_T", "logp_student_B_T", "logp_teacher_B_T"):
+        a, b = getattr(runs[0], name), getattr(runs[1], name)
+        assert (a is None) == (b is None)
+        if a is not None:
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_configurations_it_does_not_reproduce_are_refused():
+    assert not supports(_model(LlamaForCausalLM, LlamaConfig, hidden_act="gelu"), 16)
+    assert not supports(_model(LlamaForCausalLM, LlamaConfig, mlp_bias=True), 16)
+    windowed = _model(MistralForCausalLM, MistralConfig, sliding_window=8)
+    assert supports(windowed, 8) and not supports(windowed, 9)  # the window is out of reach
+    sliding = _model(
+        Qwen2ForCausalLM, Qwen2Config, use_sliding_window=True, sliding_window=4,
+        max_window_layers=0,
+    )  # fmt: skip
+    assert not supports(sliding, 16)
+    if hasattr(transformers, "Qwen3ForCausalLM"):  # per-head q/k norms: another layer
+        qwen3 = _model(transformers.Qwen3ForCausalLM, transformers.Qwen3Config, head_dim=8)
+        assert not supports(qwen3, 16)
+    ids, mask = _prompts()
+    gelu = _model(LlamaForCausalLM, LlamaConfig, hidden_act="gelu")
+    assert static_decoder(gelu, ids, mask, L) is None
+    # ... and the sampler decodes it with the model's own forward, same draws as without cache
+    runs = [
+        sample_rollouts(
+            StudentPolicy(), gelu, None, ids, mask, max_new_tokens=4, eos_token_id=5,
+            pad_token_id=0, generator=torch.Generator().manual_seed(0), use_cache=cache,
+        )  # fmt: skip
+        for cache in (True, False)
+    ]
+    assert torch.equal(runs[0].completion_B_T, runs[1].completion_B_T)

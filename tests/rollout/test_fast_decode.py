@@ -47,6 +47,8 @@ def _model(cls, cfg_cls, seed=0, dtype=torch.float32, **extra):
 
 MODELS = {
     "llama-gqa-bias": lambda: _model(LlamaForCausalLM, LlamaConfig, attention_bias=True),
+    # heads × head_dim (4 × 16) wider than the hidden size (32), as in Gemma-style configs
+    "llama-wide-heads": lambda: _model(LlamaForCausalLM, LlamaConfig, seed=4, head_dim=16),
     "llama3-rope": lambda: _model(
         LlamaForCausalLM, LlamaConfig, seed=1, tie_word_embeddings=True,
         rope_parameters={

@@ -50,13 +50,19 @@ MODELS = {
     # heads × head_dim (4 × 16) wider than the hidden size (32), as in Gemma-style configs
     "llama-wide-heads": lambda: _model(LlamaForCausalLM, LlamaConfig, seed=4, head_dim=16),
     "llama3-rope": lambda: _model(
-        LlamaForCausalLM, LlamaConfig, seed=1, tie_word_embeddings=True,
+        LlamaForCausalLM,
+        LlamaConfig,
+        seed=1,
+        tie_word_embeddings=True,
         rope_parameters={
-            "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
-            "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "rope_type": "llama3",
+            "rope_theta": 500000.0,
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
             "original_max_position_embeddings": 8,
         },
-    ),  # fmt: skip
+    ),
     "qwen2": lambda: _model(Qwen2ForCausalLM, Qwen2Config, seed=2, tie_word_embeddings=False),
     "mistral": lambda: _model(MistralForCausalLM, MistralConfig, seed=3, sliding_window=None),
 }
@@ -109,9 +115,17 @@ def test_sampler_draws_the_same_tokens_with_and_without_it(policy):
     ids, mask = _prompts(2)
     runs = [
         sample_rollouts(
-            policy, student, teacher, ids, mask, max_new_tokens=L, eos_token_id=[5, 6],
-            pad_token_id=0, generator=torch.Generator().manual_seed(4), fast_decode=fast,
-        )  # fmt: skip
+            policy,
+            student,
+            teacher,
+            ids,
+            mask,
+            max_new_tokens=L,
+            eos_token_id=[5, 6],
+            pad_token_id=0,
+            generator=torch.Generator().manual_seed(4),
+            fast_decode=fast,
+        )
         for fast in (True, False)
     ]
     assert torch.equal(runs[0].completion_B_T, runs[1].completion_B_T)
@@ -142,9 +156,17 @@ def test_configurations_it_does_not_reproduce_are_refused():
     # ... and the sampler decodes it with the model's own forward, same draws as without cache
     runs = [
         sample_rollouts(
-            StudentPolicy(), gelu, None, ids, mask, max_new_tokens=4, eos_token_id=5,
-            pad_token_id=0, generator=torch.Generator().manual_seed(0), use_cache=cache,
-        )  # fmt: skip
+            StudentPolicy(),
+            gelu,
+            None,
+            ids,
+            mask,
+            max_new_tokens=4,
+            eos_token_id=5,
+            pad_token_id=0,
+            generator=torch.Generator().manual_seed(0),
+            use_cache=cache,
+        )
         for cache in (True, False)
     ]
     assert torch.equal(runs[0].completion_B_T, runs[1].completion_B_T)

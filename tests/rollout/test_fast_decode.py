@@ -20,7 +20,13 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
-from distillscope.rollout import SpectrumPolicy, StudentPolicy, TeacherPolicy, sample_rollouts
+from distillscope.rollout import (
+    SpectrumPolicy,
+    StudentPolicy,
+    TeacherPolicy,
+    fast_decode,
+    sample_rollouts,
+)
 from distillscope.rollout.fast_decode import StaticDecoder, static_decoder, supports
 from distillscope.rollout.sampler import _Decoder
 
@@ -170,3 +176,14 @@ def test_configurations_it_does_not_reproduce_are_refused():
         for cache in (True, False)
     ]
     assert torch.equal(runs[0].completion_B_T, runs[1].completion_B_T)
+
+
+def test_grouped_query_attention_without_sdpa_sharing_matches(monkeypatch):
+    """torch < 2.5 has no ``enable_gqa``: the key/value heads are repeated instead."""
+    model = MODELS["llama-gqa-bias"]()
+    ids, mask = _prompts(3)
+    with torch.inference_mode():
+        shared = static_decoder(model, ids, mask, 1).start()
+        monkeypatch.setattr(fast_decode, "_SDPA_GQA", False)
+        repeated = static_decoder(model, ids, mask, 1).start()
+    torch.testing.assert_close(shared, repeated, rtol=1e-6, atol=1e-6)

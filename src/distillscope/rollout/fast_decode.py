@@ -152,13 +152,12 @@ class StaticDecoder:
             k = k.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
             k_buf[:, :, start:end] = _rotate(k, cos_B_1_T_D, sin_B_1_T_D)
             v_buf[:, :, start:end] = v.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
-            out_B_N_T_D = F.scaled_dot_product_attention(
+            out_B_N_T_D = _attention(
                 _rotate(q, cos_B_1_T_D, sin_B_1_T_D),
                 k_buf[:, :, :end],
                 v_buf[:, :, :end],
-                attn_mask=attend,
-                scale=self.scale,
-                enable_gqa=self.kv_heads != self.heads,
+                attend,
+                self.scale,
             )
             out_B_T_HD = out_B_N_T_D.transpose(1, 2).reshape(b, t, -1)
             x_B_T_H = x_B_T_H + F.linear(out_B_T_HD, attn.o_proj.weight, attn.o_proj.bias)
@@ -169,6 +168,34 @@ class StaticDecoder:
         last_B_H = _rms_norm(x_B_T_H[:, -1], inner.norm.weight, self.eps)
         head = self.model.get_output_embeddings()
         return F.linear(last_B_H, head.weight, head.bias).to(self.home)
+
+
+#: ``scaled_dot_product_attention`` shares key/value heads itself from torch 2.5 on.
+_SDPA_GQA = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
+
+
+def _attention(
+    q_B_N_T_D: torch.Tensor,
+    k_B_K_S_D: torch.Tensor,
+    v_B_K_S_D: torch.Tensor,
+    attend: torch.Tensor,
+    scale: float,
+) -> torch.Tensor:
+    """Attention of N query heads over K ≤ N key/value heads (grouped-query when K < N)."""
+    groups = q_B_N_T_D.shape[1] // k_B_K_S_D.shape[1]
+    if groups == 1:
+        return F.scaled_dot_product_attention(
+            q_B_N_T_D, k_B_K_S_D, v_B_K_S_D, attn_mask=attend, scale=scale
+        )
+    if _SDPA_GQA:
+        return F.scaled_dot_product_attention(
+            q_B_N_T_D, k_B_K_S_D, v_B_K_S_D, attn_mask=attend, scale=scale, enable_gqa=True
+        )
+    k_B_N_S_D = k_B_K_S_D.repeat_interleave(groups, dim=1)
+    v_B_N_S_D = v_B_K_S_D.repeat_interleave(groups, dim=1)
+    return F.scaled_dot_product_attention(
+        q_B_N_T_D, k_B_N_S_D, v_B_N_S_D, attn_mask=attend, scale=scale
+    )
 
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

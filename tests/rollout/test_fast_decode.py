@@ -156,6 +156,9 @@ def test_configurations_it_does_not_reproduce_are_refused():
     if hasattr(transformers, "Qwen3ForCausalLM"):  # per-head q/k norms: another layer
         qwen3 = _model(transformers.Qwen3ForCausalLM, transformers.Qwen3Config, head_dim=8)
         assert not supports(qwen3, 16)
+    hooked = _model(LlamaForCausalLM, LlamaConfig)
+    hooked.model.layers[0].mlp._hf_hook = object()  # as accelerate's device-map dispatch leaves
+    assert not supports(hooked, 16)
     ids, mask = _prompts()
     gelu = _model(LlamaForCausalLM, LlamaConfig, hidden_act="gelu")
     assert static_decoder(gelu, ids, mask, L) is None

@@ -11,7 +11,8 @@ variant it supports), grouped-query attention through ``scaled_dot_product_atten
 It serves the architectures whose decoder layer is exactly that computation
 (:data:`SUPPORTED`: Llama, Qwen2, Mistral without a sliding window in reach); anything else, or
 a model whose configuration departs from it (another activation, tensor-parallel pretraining
-slices, Qwen2 sliding-window layers, quantised or wrapped linear layers), gets ``None`` from
+slices, Qwen2 sliding-window layers, quantised or wrapped linear layers, modules dispatched by
+``accelerate`` hooks), gets ``None`` from
 :func:`static_decoder` and the sampler keeps its ``transformers`` path. The tests hold both
 paths to the same logits and the same sampled tokens.
 """
@@ -60,6 +61,8 @@ def supports(model: PreTrainedModel, max_length: int) -> bool:
         if set(dict(attn.named_children())) != set(_LINEARS):  # e.g. Qwen3's q_norm/k_norm
             return False
         linears += [getattr(attn, n) for n in _LINEARS] + [getattr(mlp, n, None) for n in _MLP]
+    if any(hasattr(m, "_hf_hook") for m in model.modules()):  # accelerate offload/dispatch
+        return False
     return all(type(m) is nn.Linear for m in linears)
 
 

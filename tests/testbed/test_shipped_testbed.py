@@ -1,5 +1,7 @@
 """The testbed shipped inside the package: vocabulary, shapes and the recorded capability gap."""
 
+import json
+
 import pytest
 import torch
 
@@ -41,3 +43,20 @@ def test_recorded_capability_gap_meets_the_targets():
 def test_teacher_reaches_80_percent_on_held_out_items():
     measured = testbed.testbed_info()["measured"]
     assert measured["teacher"]["countdown3_accuracy"] >= 0.80
+
+
+def test_shipped_weights_were_built_by_the_recipe_in_the_code():
+    """The shipped record names today's recipe, and each model's shape is the recipe's."""
+    from dataclasses import asdict
+
+    from distillscope.testbed.recipe import DEFAULT_RECIPE
+
+    info = testbed.testbed_info()
+    assert info["recipe"] == json.loads(json.dumps(asdict(DEFAULT_RECIPE)))
+    for role in ("teacher", "student"):
+        spec = getattr(DEFAULT_RECIPE, role)
+        cfg = json.loads((testbed.testbed_path(role) / "config.json").read_text())
+        assert (cfg["hidden_size"], cfg["num_hidden_layers"]) == (
+            spec.hidden_size,
+            spec.num_hidden_layers,
+        )

@@ -80,6 +80,7 @@ def sharpen(
         log(f"[sharpen] round {r + 1}: kept {len(kept)} verified answers ({rate:.1%} of samples)")
         if kept:  # else nothing to learn from (e.g. an untrained smoke-test model)
             _fine_tune(model, tokenizer, spec, r, kept, replay_mixture, train, log, probe)
+        model.eval()
         if round_done is not None:
             round_done(r)
     model.eval()

@@ -96,7 +96,6 @@ class StaticDecoder:
         cfg = model.config
         inner = model.model
         self.device = inner.embed_tokens.weight.device
-        self.dtype = inner.embed_tokens.weight.dtype
         self.heads = cfg.num_attention_heads
         self.kv_heads = getattr(cfg, "num_key_value_heads", None) or self.heads
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
@@ -110,7 +109,8 @@ class StaticDecoder:
         self.prompt_B_P = ids_B_P.to(self.device)
         self.real_B = self.mask_B_S[:, :p].sum(dim=1)
         shape = (b, self.kv_heads, total, self.head_dim)
-        self.keys = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in inner.layers]
+        dtype = inner.embed_tokens.weight.dtype
+        self.keys = [torch.zeros(shape, dtype=dtype, device=self.device) for _ in inner.layers]
         self.values = [torch.zeros_like(k) for k in self.keys]
 
     def start(self) -> torch.Tensor:

@@ -74,17 +74,16 @@ def sample_rollouts(
     _check_inputs(prompt_ids, teacher_prompt_ids, max_new_tokens)
     source_B = policy.assign_sources(prompt_ids.shape[0], generator)
     run_student, run_teacher = policy.models_needed(source_B)
-    fast = use_cache and fast_decode
     decoders: dict[Role, _Decoder | StaticDecoder] = {}
     if run_student:
         model = _require(student, "student", policy)
         decoders["student"] = _decoder(
-            model, prompt_ids, prompt_mask, max_new_tokens, use_cache, fast
+            model, prompt_ids, prompt_mask, max_new_tokens, use_cache, fast_decode
         )
     if run_teacher:
         model = _require(teacher, "teacher", policy)
         decoders["teacher"] = _decoder(
-            model, teacher_prompt_ids, teacher_prompt_mask, max_new_tokens, use_cache, fast
+            model, teacher_prompt_ids, teacher_prompt_mask, max_new_tokens, use_cache, fast_decode
         )
     vocab = _shared_vocab_size(decoders, vocab_size)
     stop_ids = torch.as_tensor(
@@ -124,10 +123,10 @@ def _decoder(
     mask_B_P: torch.Tensor,
     max_new_tokens: int,
     use_cache: bool,
-    fast: bool,
+    fast_decode: bool,
 ) -> _Decoder | StaticDecoder:
     """The fastest decoder that computes ``model``'s own forward for these prompts."""
-    if fast:
+    if use_cache and fast_decode:  # the lean decoder always caches
         decoder = static_decoder(model, ids_B_P, mask_B_P, max_new_tokens)
         if decoder is not None:
             return decoder

@@ -181,6 +181,13 @@ class ObjectiveConfig(_Section):
     chunk_size: Int = Field(
         0, ge=0, description="fused path: rows per chunk, overriding memory_budget_mb; 0 = budget"
     )
+    teacher_topk: Int = Field(
+        0,
+        ge=0,
+        description="full-vocabulary kinds: the teacher keeps its k most likely tokens plus one "
+        "tail bin and the divergence is taken over those k + 1 bins (changes the objective: a "
+        "lower bound of the full one; cached for shared rollouts at any vocabulary); 0 = off",
+    )
     regulation: Literal["none", "hard_clip", "log_compress"] = Field(
         "none", description="opd: advantage shaping g"
     )
@@ -205,9 +212,9 @@ class ObjectiveConfig(_Section):
 
         options = OBJECTIVES[self.kind].options
         kind_only = ("beta", "alpha", "regulation", "clip_min", "clip_max", "eps_low", "eps_high")
-        self._ignored(
-            "objective", {n: n in options for n in kind_only}, f"objective.kind={self.kind}"
-        )
+        reads = {n: n in options for n in kind_only}
+        reads["teacher_topk"] = OBJECTIVES[self.kind].full_vocabulary
+        self._ignored("objective", reads, f"objective.kind={self.kind}")
         fused_only = {"memory_budget_mb": self.path != "plain", "chunk_size": self.path != "plain"}
         self._ignored("objective", fused_only, "objective.path=plain")
         return self

@@ -56,6 +56,11 @@ METRICS: tuple[MetricKey, ...] = (
         ("objective/reverse_kl", "nats", "KL(π_S ‖ π_T), token mean (full vocabulary)", "lower"),
         ("objective/teacher_entropy", "nats", "H(π_T) at the loss temperature, token mean", "none"),
         ("objective/student_entropy", "nats", "H(π_S) at the loss temperature, token mean", "none"),
+        (
+            "objective/teacher_topk_mass", "fraction",
+            "top-k teacher (objective.teacher_topk): the teacher's mass in its top k, token mean",
+            "none",
+        ),
         ("objective/forward_kl_estimate", "nats", "sampled forward-KL estimate", "lower"),
         ("objective/reverse_kl_estimate", "nats", "sampled reverse-KL estimate", "lower"),
         ("kl/k1", "nats", "KL(π_S ‖ π_T) by Schulman k1 on student-written tokens", "lower"),

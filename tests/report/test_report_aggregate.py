@@ -75,6 +75,9 @@ def test_labels():
     assert rollout_label("spectrum", 0.5) == "λ=+0.5"
     assert objective_label("reverse_kl") == "reverse KL"
     assert objective_label("opd", "log_compress") == "OPD (log compression)"
+    assert objective_label("forward_kl", None, 64) == "forward KL (top-64 teacher)"
+    assert objective_label("forward_kl", None, 0) == "forward KL"
+    assert objective_label("forward_kl", None, float("nan")) == "forward KL"
     assert lr_text(5e-5, "high") == "5e-05 (high)"
     lab = with_labels(_table())
     assert set(lab["_rollout"]) == {"OnPD", "OffPD"}

@@ -71,3 +71,44 @@ def test_full_logits_are_cached_only_for_small_vocabularies(tiny_pair):
     assert _teacher_score_form(plain, 4097) is None
     chunked = tiny_cfg(tiny_pair, **SHARED, **{"objective.chunk_size": 5})
     assert _teacher_score_form(chunked, 128_256) == "hidden"
+
+
+@pytest.mark.parametrize("chunk_size", [0, 5])
+def test_a_top_k_teacher_is_cached_and_gives_identical_metrics(tiny_pair, tmp_path, chunk_size):
+    over = {"optim.grad_accum": 2, "objective.chunk_size": chunk_size, "objective.teacher_topk": 4}
+    cfg = tiny_cfg(tiny_pair, **SHARED, **over)
+    assert _teacher_score_form(cfg, 54) == _teacher_score_form(cfg, 151_936) == "topk"
+    cache = tmp_path / "cache"
+    distill(cfg, tmp_path / "plain")
+    distill(cfg, tmp_path / "miss", rollout_cache=cache)
+    distill(cfg, tmp_path / "hit", rollout_cache=cache)
+    plain, miss, hit = (read_metrics(tmp_path / d) for d in ("plain", "miss", "hit"))
+    assert strip_timings(hit) == strip_timings(miss) == strip_timings(plain)
+    assert all(r["time/teacher_saved"] > 0 for r in hit)
+    assert all(0 < r["objective/teacher_topk_mass"] <= 1 for r in plain)
+    full = _full_key(tiny_cfg(tiny_pair, **SHARED, **{**over, "objective.teacher_topk": 0}))
+    assert _full_key(cfg) != full
+    assert _full_key(tiny_cfg(tiny_pair, **SHARED, **{**over, "objective.teacher_topk": 5})) != (
+        _full_key(cfg)
+    )
+
+
+@pytest.mark.parametrize("chunk_size", [0, 5])
+@pytest.mark.parametrize("kind", ["forward_kl", "reverse_kl", "jsd"])
+def test_a_top_k_of_v_minus_1_is_the_full_objective(tiny_pair, tmp_path, kind, chunk_size):
+    """With one token left for the tail bin, folding loses nothing: same loss, same gradient."""
+    vocab = 54  # the tiny pair's tokenizer (the testbed's)
+    over = {"objective.kind": kind, "objective.chunk_size": chunk_size, "optim.steps": 1}
+    full = tiny_cfg(tiny_pair, **over)
+    top = tiny_cfg(tiny_pair, **over, **{"objective.teacher_topk": vocab - 1})
+    distill(full, tmp_path / "full")
+    distill(top, tmp_path / "top")
+    (a,), (b,) = read_metrics(tmp_path / "full"), read_metrics(tmp_path / "top")
+    for key in ("train/loss", "train/grad_norm", "kl/k1"):
+        assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), key
+
+
+def test_a_top_k_beyond_the_vocabulary_is_refused_before_training(tiny_pair, tmp_path):
+    cfg = tiny_cfg(tiny_pair, **{"objective.teacher_topk": 54})
+    with pytest.raises(ValueError, match="objective.teacher_topk"):
+        distill(cfg, tmp_path / "run")

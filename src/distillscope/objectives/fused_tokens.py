@@ -108,25 +108,41 @@ class _TokenLogprobs(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_N):
         hidden_N_H, head_V_H, tokens_N = ctx.saved_tensors
-        need_hidden, need_head = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        grad_hidden_N_H = torch.empty_like(hidden_N_H) if need_hidden else None
         dtype = _softmax_dtype(hidden_N_H)
-        grad_head_V_H = torch.zeros(head_V_H.shape, dtype=dtype, device=head_V_H.device)
-        for start in range(0, hidden_N_H.shape[0], ctx.rows):
-            stop = start + ctx.rows
-            hidden_C_H = hidden_N_H[start:stop]
+
+        def logit_grad(start: int, stop: int, logp_C_V: torch.Tensor) -> torch.Tensor:
             # ∂L/∂z = (g / τ)(e_y − p), written over p
-            grad_C_V = _chunk_logprobs(hidden_C_H, head_V_H, ctx.tau).exp_().neg_()
+            grad_C_V = logp_C_V.exp_().neg_()
             grad_C_V.scatter_add_(-1, tokens_N[start:stop, None], torch.ones_like(grad_C_V[:, :1]))
-            grad_C_V.mul_((grad_N[start:stop].to(dtype) / ctx.tau)[:, None])
-            if need_hidden:
-                grad_hidden_N_H[start:stop] = (grad_C_V.to(head_V_H.dtype) @ head_V_H).to(
-                    hidden_N_H.dtype
-                )
-            if need_head:
-                grad_head_V_H.addmm_(grad_C_V.T, hidden_C_H.to(dtype))
-        grad_head = grad_head_V_H.to(head_V_H.dtype) if need_head else None
-        return grad_hidden_N_H, grad_head, None, None, None
+            return grad_C_V.mul_((grad_N[start:stop].to(dtype) / ctx.tau)[:, None])
+
+        return (*backprop_chunks(ctx, hidden_N_H, head_V_H, logit_grad), None, None, None)
+
+
+def backprop_chunks(ctx, hidden_N_H: torch.Tensor, head_V_H: torch.Tensor, logit_grad) -> tuple:
+    """(∂L/∂h, ∂L/∂W) of a chunked head pass, from each chunk's gradient w.r.t. its logits.
+
+    For each chunk of ``ctx.rows`` rows the chunk's log-probs log softmax(h Wᵀ / ``ctx.tau``)
+    are recomputed and ``logit_grad(start, stop, logp_C_V)`` returns ∂L/∂z (it may overwrite
+    the log-probs); it is folded into ∂L/∂h = (∂L/∂z) W and ∂L/∂W += (∂L/∂z)ᵀ h at once.
+    Inputs that need no gradient (``ctx.needs_input_grad``) get None.
+    """
+    need_hidden, need_head = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    grad_hidden_N_H = torch.empty_like(hidden_N_H) if need_hidden else None
+    dtype = _softmax_dtype(hidden_N_H)
+    grad_head_V_H = torch.zeros(head_V_H.shape, dtype=dtype, device=head_V_H.device)
+    for start in range(0, hidden_N_H.shape[0], ctx.rows):
+        stop = start + ctx.rows
+        hidden_C_H = hidden_N_H[start:stop]
+        grad_C_V = logit_grad(start, stop, _chunk_logprobs(hidden_C_H, head_V_H, ctx.tau))
+        if need_hidden:
+            grad_hidden_N_H[start:stop] = (grad_C_V.to(head_V_H.dtype) @ head_V_H).to(
+                hidden_N_H.dtype
+            )
+        if need_head:
+            grad_head_V_H.addmm_(grad_C_V.T, hidden_C_H.to(dtype))
+    grad_head = grad_head_V_H.to(head_V_H.dtype) if need_head else None
+    return grad_hidden_N_H, grad_head
 
 
 def token_logprobs_from_hidden(

@@ -154,13 +154,18 @@ def rollout_label(policy: object, lam: object = None) -> str:
     return ROLLOUT_NAMES.get(str(policy), str(policy))
 
 
-def objective_label(kind: object, regulation: object = None) -> str:
-    """forward KL / reverse KL / OPD (hard clip) … (— when unknown)."""
+def objective_label(kind: object, regulation: object = None, teacher_topk: object = None) -> str:
+    """forward KL / reverse KL / OPD (hard clip) / forward KL (top-64 teacher) … (— when unknown).
+
+    A top-k teacher (``objective.teacher_topk`` > 0) changes the objective, so it is named.
+    """
     if kind is None or _isnan(kind):
         return "—"
     label = OBJECTIVE_NAMES.get(str(kind), str(kind))
     if kind == "opd" and isinstance(regulation, str):
         label += f" ({REGULATION_NAMES.get(regulation, regulation)})"
+    if teacher_topk is not None and not _isnan(teacher_topk) and int(teacher_topk) > 0:
+        label += f" (top-{int(teacher_topk)} teacher)"
     return label
 
 
@@ -198,18 +203,19 @@ def with_labels(df: pd.DataFrame) -> pd.DataFrame:
     def col(name: str) -> list[object]:
         return list(out[name]) if name in out.columns else [None] * len(out)
 
-    policy, lam, kind, reg = (
+    policy, lam, kind, reg, topk = (
         col("rollout.policy"),
         col("rollout.lam"),
         col("objective.kind"),
         col("objective.regulation"),
+        col("objective.teacher_topk"),
     )
     lr, lr_lab = col("optim.lr"), col(labelled_axes(out.columns).get("optim.lr", ""))
     if "rollout.policy" in out.columns or "_rollout" not in out.columns:
         out["_rollout"] = [rollout_label(p, x) for p, x in zip(policy, lam, strict=True)]
         out["_lam"] = [effective_lam(p, x) for p, x in zip(policy, lam, strict=True)]
     if "objective.kind" in out.columns or "_kl" not in out.columns:
-        out["_kl"] = [objective_label(k, r) for k, r in zip(kind, reg, strict=True)]
+        out["_kl"] = [objective_label(*x) for x in zip(kind, reg, topk, strict=True)]
     if "optim.lr" in out.columns or "_lr" not in out.columns:
         out["_lr"] = [lr_text(x, lab) for x, lab in zip(lr, lr_lab, strict=True)]
     return out

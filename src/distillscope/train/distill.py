@@ -21,12 +21,13 @@ from typing import NoReturn
 
 import torch
 
-from distillscope.config import RunConfig, dump_run_config
+from distillscope.config import ObjectiveConfig, RunConfig, dump_run_config
 from distillscope.objectives import (
     OBJECTIVES,
     draw_uniforms,
     kl_metrics_by_writer,
 )
+from distillscope.objectives.topk import check_topk
 from distillscope.rollout import (
     SOURCE_STUDENT,
     SOURCE_TEACHER,
@@ -47,9 +48,11 @@ from distillscope.tasks import training_problems
 from distillscope.train.checkpoint import export_student, load_checkpoint, save_checkpoint
 from distillscope.train.objective import (
     Scores,
+    TeacherTopK,
     diagnostic_logprobs,
     micro_batch_share,
     objective_loss,
+    teacher_topk,
     use_fused,
 )
 from distillscope.train.precision import forward_precision
@@ -93,6 +96,8 @@ def distill(
     torch.manual_seed(cfg.seed)
 
     pair = load_models(cfg)
+    if cfg.objective.teacher_topk:
+        check_topk(cfg.objective.teacher_topk, pair.vocab_size)
     pool = training_problems(task, cfg.task.eval_fraction)
     encoder = PromptEncoder(
         task, pair.tokenizer, cfg.task.prompt_format, cfg.task.teacher_style_flag,
@@ -154,7 +159,7 @@ def distill(
             # the teacher's scores of shared rollouts are shared too, bit for bit
             scores, scores_saved_s = cache.fetch_tensors(
                 {**key, **_score_key(cfg, form, pair.vocab_size)},
-                functools.partial(_teacher_outputs, cfg, rollouts, teacher, form),
+                functools.partial(_teacher_outputs, cfg, rollouts, teacher, form, pair.vocab_size),
             )
             saved_s += scores_saved_s
             timer.lap("teacher_forward")
@@ -277,8 +282,10 @@ def _forward_backward(
         with forward_precision(cfg.model):
             if teacher_scores is None:
                 t_scores = _teacher_scores(teacher, micro, fused, s_device)
+                if o.teacher_topk:
+                    t_scores = teacher_topk(o, t_scores, micro, vocab_size)
             else:
-                t_scores = _cached_scores(teacher_scores[f"micro_{k}"], teacher, fused, s_device)
+                t_scores = _cached_scores(teacher_scores, k, teacher, o, fused, s_device)
             timer.lap("teacher_forward")
             s_scores = model_scores(student, micro, "student", fused)
         micro_u = None if uniforms_B_T is None else uniforms_B_T[index_b]
@@ -328,33 +335,49 @@ def _teacher_scores(
 
 
 def _cached_scores(
-    tensor: torch.Tensor, teacher: torch.nn.Module, fused: bool, device: torch.device
-) -> Scores:
-    """A cache entry of :func:`_teacher_outputs` as the teacher's scores on ``device``."""
+    entry: dict[str, torch.Tensor],
+    k: int,
+    teacher: torch.nn.Module,
+    cfg: ObjectiveConfig,
+    fused: bool,
+    device: torch.device,
+) -> Scores | TeacherTopK:
+    """Micro-batch ``k`` of a cache entry of :func:`_teacher_outputs` on ``device``."""
+    if cfg.teacher_topk:
+        return TeacherTopK(*(entry[f"micro_{k}/{name}"] for name in TeacherTopK.TENSORS)).to(device)
+    tensor = entry[f"micro_{k}"]
     if fused:
         return Scores(hidden_B_T_H=tensor.to(device), head_V_H=_head(teacher).to(device))
     return Scores(logits_B_T_V=tensor.to(device))
 
 
 def _teacher_score_form(cfg: RunConfig, vocab_size: int) -> str | None:
-    """What of the teacher's output a cache entry holds: ``hidden`` states on the fused path
-    (any V), full ``logits`` up to V = TEACHER_LOGITS_MAX_VOCAB, else nothing."""
+    """What of the teacher's output a cache entry holds: its ``topk`` reduction when
+    ``objective.teacher_topk`` is set (any V), ``hidden`` states on the fused path (any V), full
+    ``logits`` up to V = TEACHER_LOGITS_MAX_VOCAB, else nothing."""
+    if cfg.objective.teacher_topk:
+        return "topk"
     if use_fused(cfg.objective, vocab_size):
         return "hidden"
     return "logits" if vocab_size <= TEACHER_LOGITS_MAX_VOCAB else None
 
 
 def _teacher_outputs(
-    cfg: RunConfig, rollouts: Rollouts, teacher: torch.nn.Module, form: str
+    cfg: RunConfig, rollouts: Rollouts, teacher: torch.nn.Module, form: str, vocab_size: int
 ) -> dict[str, torch.Tensor]:
     """The teacher's output for every micro-batch, as :func:`_forward_backward` would compute."""
-    fused, device = form == "hidden", rollouts.completion_mask_B_T.device
+    o, device = cfg.objective, rollouts.completion_mask_B_T.device
+    fused = use_fused(o, vocab_size) if form == "topk" else form == "hidden"
     out = {}
     for k, index_b in enumerate(_micro_batch_rows(rollouts, cfg.optim.grad_accum)):
         micro = rollouts if len(index_b) == rollouts.batch_size else rollouts.rows(index_b)
         with forward_precision(cfg.model):
             t = _teacher_scores(teacher, micro, fused, device)
-        out[f"micro_{k}"] = t.hidden_B_T_H if fused else t.logits_B_T_V
+        if form == "topk":
+            top = teacher_topk(o, t, micro, vocab_size)
+            out.update({f"micro_{k}/{name}": v for name, v in top.tensors().items()})
+        else:
+            out[f"micro_{k}"] = t.hidden_B_T_H if fused else t.logits_B_T_V
     return out
 
 
@@ -417,7 +440,9 @@ def _cache_key(cfg: RunConfig, step: int, prompts: str) -> dict:
 def _score_key(cfg: RunConfig, form: str, vocab_size: int) -> dict:
     """What else determines the teacher's scores of a cached batch: the form, the scoring
     device and micro-batching, the loss temperature and the vocabulary."""
+    topk = {"teacher_topk": cfg.objective.teacher_topk} if form == "topk" else {}
     return {
+        **topk,
         "scores": form,
         "device": str(cfg.model.device),
         "grad_accum": cfg.optim.grad_accum,

@@ -28,6 +28,12 @@ from distillscope.objectives import (
 )
 from distillscope.objectives.divergences import check_options
 from distillscope.objectives.registry import FUSED_MIN_VOCAB
+from distillscope.objectives.topk import (
+    student_folded_from_hidden,
+    student_folded_from_logits,
+    teacher_topk_from_hidden,
+    teacher_topk_from_logits,
+)
 from distillscope.rollout import Rollouts, tempered_logprobs
 
 _DIRECTION = {"forward_sampled": "forward", "reverse_sampled": "reverse"}
@@ -114,6 +120,20 @@ class Scores:
             chunk_size=cfg.chunk_size or None,
         )
 
+    def folded(
+        self, cfg: ObjectiveConfig, r: Rollouts, ids_B_T_K: torch.Tensor, vocab_size: int
+    ) -> torch.Tensor:
+        """Log-probs at the student temperature folded onto ``ids`` + a tail bin (differentiable;
+        :mod:`distillscope.objectives.topk`)."""
+        tau = cfg.student_temperature
+        if not self.fused:
+            return student_folded_from_logits(self.logits_B_T_V, ids_B_T_K, tau, vocab_size)
+        return student_folded_from_hidden(
+            self.hidden_B_T_H, self.head_V_H, ids_B_T_K, r.completion_mask_B_T, tau,
+            vocab_size=vocab_size, memory_budget_mb=cfg.memory_budget_mb,
+            chunk_size=cfg.chunk_size or None,
+        )  # fmt: skip
+
     @torch.no_grad()
     def draw(
         self,
@@ -141,10 +161,67 @@ class Scores:
         return tokens_N.view(mask_B_T.shape).masked_fill(mask_B_T == 0, 0)
 
 
+@dataclass
+class TeacherTopK:
+    """The teacher's scores reduced to its top k (``objective.teacher_topk``): ids ``[B, T, k]``,
+    folded log-probs ``[B, T, k + 1]`` at the loss temperature, and its exact log-probs of the
+    completion tokens at the loss temperature and at 1.0 (the diagnostics), ``[B, T]`` each.
+    """
+
+    ids_B_T_K: torch.Tensor
+    folded_B_T_K1: torch.Tensor
+    token_loss_t_B_T: torch.Tensor
+    token_t1_B_T: torch.Tensor
+
+    TENSORS = ("ids_B_T_K", "folded_B_T_K1", "token_loss_t_B_T", "token_t1_B_T")
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        return {name: getattr(self, name) for name in self.TENSORS}
+
+    def to(self, device: torch.device | str) -> TeacherTopK:
+        return TeacherTopK(*(getattr(self, name).to(device) for name in self.TENSORS))
+
+
+@torch.no_grad()
+def teacher_topk(
+    cfg: ObjectiveConfig, teacher: Scores, r: Rollouts, vocab_size: int
+) -> TeacherTopK:
+    """The teacher's :class:`Scores` reduced to its top ``cfg.teacher_topk`` tokens."""
+    k, tau = cfg.teacher_topk, cfg.teacher_temperature
+    if teacher.fused:
+        ids, folded = teacher_topk_from_hidden(
+            teacher.hidden_B_T_H, teacher.head_V_H, r.completion_mask_B_T, k, tau,
+            vocab_size=vocab_size, memory_budget_mb=cfg.memory_budget_mb,
+            chunk_size=cfg.chunk_size or None,
+        )  # fmt: skip
+    else:
+        ids, folded = teacher_topk_from_logits(teacher.logits_B_T_V, k, tau, vocab_size)
+    loss_t, t1 = teacher.token_logprobs_at(cfg, r, (tau, 1.0), vocab_size)
+    return TeacherTopK(ids, folded, loss_t, t1)
+
+
+def _topk_loss(
+    cfg: ObjectiveConfig, student: Scores, teacher: TeacherTopK, r: Rollouts, vocab_size: int
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The configured divergence between the folded student and the folded teacher."""
+    kind = OBJECTIVES[cfg.kind]
+    options = {name: getattr(cfg, name) for name in kind.options}
+    options.update(student_temperature=1.0, teacher_temperature=1.0)  # folded at their own τ
+    mask_B_T = r.completion_mask_B_T
+    folded_B_T_K1 = student.folded(cfg, r, teacher.ids_B_T_K, vocab_size)
+    loss, metrics = kind.loss(folded_B_T_K1, teacher.folded_B_T_K1, mask_B_T, **options)
+    top_mass_B_T = teacher.folded_B_T_K1[..., :-1].logsumexp(dim=-1).exp()
+    keep_B_T = mask_B_T.bool()
+    metrics["objective/teacher_topk_mass"] = (
+        float(top_mass_B_T[keep_B_T].mean()) if bool(keep_B_T.any()) else 1.0
+    )
+    return loss, metrics
+
+
 def objective_loss(
     cfg: ObjectiveConfig,
     student: Scores,
-    teacher: Scores,
+    teacher: Scores | TeacherTopK,
     rollouts: Rollouts,
     vocab_size: int,
     uniforms_B_T: torch.Tensor | None = None,
@@ -153,8 +230,11 @@ def objective_loss(
 
     Full-vocabulary kinds call the plain divergence on logits or
     :func:`~distillscope.objectives.fused_divergence` on hidden states; OPD and the sampled
-    estimators share one body on per-token log-probs, from logits or from hidden states.
+    estimators share one body on per-token log-probs, from logits or from hidden states. A
+    :class:`TeacherTopK` teacher (``objective.teacher_topk``) gives the folded divergence.
     """
+    if isinstance(teacher, TeacherTopK):
+        return _topk_loss(cfg, student, teacher, rollouts, vocab_size)
     kind = OBJECTIVES[cfg.kind]
     options = {name: getattr(cfg, name) for name in kind.options}
     mask_B_T = rollouts.completion_mask_B_T
@@ -194,7 +274,11 @@ def objective_loss(
 
 @torch.no_grad()
 def diagnostic_logprobs(
-    cfg: ObjectiveConfig, student: Scores, teacher: Scores, r: Rollouts, vocab_size: int
+    cfg: ObjectiveConfig,
+    student: Scores,
+    teacher: Scores | TeacherTopK,
+    r: Rollouts,
+    vocab_size: int,
 ) -> dict[str, torch.Tensor]:
     """Completion-token log-probs the diagnostics read: both models at the loss temperatures
     (k1/k2/k3 and the forward-KL estimators) and at 1.0 (likelihoods), ``[B, T]`` each."""
@@ -203,6 +287,9 @@ def diagnostic_logprobs(
         ("student", student, cfg.student_temperature),
         ("teacher", teacher, cfg.teacher_temperature),
     ):
-        loss_t, t1 = scores.token_logprobs_at(cfg, r, (tau, 1.0), vocab_size)
+        if isinstance(scores, TeacherTopK):  # exact, recorded before the teacher was reduced
+            loss_t, t1 = scores.token_loss_t_B_T, scores.token_t1_B_T
+        else:
+            loss_t, t1 = scores.token_logprobs_at(cfg, r, (tau, 1.0), vocab_size)
         out[f"{role}_loss_t"], out[f"{role}_t1"] = loss_t, t1
     return out

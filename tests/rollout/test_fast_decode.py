@@ -103,6 +103,33 @@ def test_logits_equal_the_models_own_forward_step_by_step(name):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["llama-gqa-bias", "qwen2"])
+def test_repeated_prompts_are_prefilled_once_with_the_same_logits(name, monkeypatch):
+    """n samples per item: a prompt shared by several rows is run once, then copied."""
+    model = MODELS[name]()
+    ids, mask = _prompts(2)
+    order = torch.tensor([0, 3, 0, 1, 3, 3, 0, 2, 1])  # row 3 is the 1-token prompt
+    ids, mask = ids[order], mask[order]
+    rows_prefilled = []
+    prefill = StaticDecoder._prefill
+
+    def counting(self, ids_B_P, *args):
+        rows_prefilled.append(ids_B_P.shape[0])
+        return prefill(self, ids_B_P, *args)
+
+    monkeypatch.setattr(StaticDecoder, "_prefill", counting)
+    with torch.inference_mode():
+        ours, ref = static_decoder(model, ids, mask, L), _Decoder(model, ids, mask, True, L)
+        torch.testing.assert_close(ours.start(), ref.start(), rtol=1e-5, atol=1e-5)
+        assert rows_prefilled == [4]  # four distinct prompts for nine rows
+        g = torch.Generator().manual_seed(3)
+        for _ in range(L):
+            token = torch.randint(0, V, (len(order),), generator=g)  # rows diverge at once
+            keep = torch.ones(len(order), dtype=torch.long)
+            a, b = ours.append(token, keep), ref.append(token, keep)
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
 def test_bf16_model_matches_its_forward_in_bf16():
     model = MODELS["qwen2"]().to(torch.bfloat16)
     ids, mask = _prompts(1)

@@ -114,15 +114,35 @@ class StaticDecoder:
         self.values = [torch.zeros_like(k) for k in self.keys]
 
     def start(self) -> torch.Tensor:
-        """Logits ``[B, V]`` for the first completion token (fills the buffers with the prompt)."""
+        """Logits ``[B, V]`` for the first completion token (fills the buffers with the prompt).
+
+        A prompt that several rows share (n samples per item, rollouts per prompt) is run once
+        and its keys, values and logits are copied to each of its rows.
+        """
         p = self.width
-        mask_B_P = self.mask_B_S[:, :p]
+        rows_B_2P = torch.cat([self.prompt_B_P, self.mask_B_S[:, :p].long()], dim=1)
+        unique_U_2P, inverse_B = torch.unique(rows_B_2P, dim=0, return_inverse=True)
+        if unique_U_2P.shape[0] == rows_B_2P.shape[0]:
+            return self._prefill(self.prompt_B_P, self.mask_B_S[:, :p], self.keys, self.values)
+        shape = (unique_U_2P.shape[0], self.kv_heads, p, self.head_dim)
+        keys = [k.new_zeros(shape) for k in self.keys]
+        values = [torch.zeros_like(k) for k in keys]
+        logits_U_V = self._prefill(unique_U_2P[:, :p], unique_U_2P[:, p:].bool(), keys, values)
+        for buffers, shared in ((self.keys, keys), (self.values, values)):
+            for buffer, layer in zip(buffers, shared, strict=True):
+                buffer[:, :, :p] = layer[inverse_B]
+        return logits_U_V[inverse_B]
+
+    def _prefill(self, ids_B_P, mask_B_P, keys, values) -> torch.Tensor:
+        p = ids_B_P.shape[1]
         # Causal and key-padding mask; every query also sees itself, so the rows of left pads
         # stay finite (their outputs are never attended to by a real token).
         causal_P_P = torch.ones((p, p), dtype=torch.bool, device=self.device).tril()
         eye_P_P = torch.eye(p, dtype=torch.bool, device=self.device)
         attend_B_1_P_P = (causal_P_P & mask_B_P[:, None, :]) | eye_P_P
-        return self._forward(self.prompt_B_P, position_ids(mask_B_P), attend_B_1_P_P[:, None], 0)
+        return self._forward(
+            ids_B_P, position_ids(mask_B_P), attend_B_1_P_P[:, None], 0, keys, values
+        )
 
     def append(self, token_B: torch.Tensor, keep_B: torch.Tensor) -> torch.Tensor:
         """Append ``token_B`` (attended where ``keep_B`` = 1); logits ``[B, V]`` for the next."""
@@ -133,10 +153,18 @@ class StaticDecoder:
         self.real_B += keep_B
         pos_B_1 = (self.real_B - 1).clamp(min=0)[:, None]
         attend_B_1_1_W = self.mask_B_S[:, None, None, : self.width]
-        return self._forward(token_B[:, None], pos_B_1, attend_B_1_1_W, column)
+        return self._forward(
+            token_B[:, None], pos_B_1, attend_B_1_1_W, column, self.keys, self.values
+        )
 
     def _forward(
-        self, ids_B_T: torch.Tensor, pos_B_T: torch.Tensor, attend: torch.Tensor, start: int
+        self,
+        ids_B_T: torch.Tensor,
+        pos_B_T: torch.Tensor,
+        attend: torch.Tensor,
+        start: int,
+        keys: list[torch.Tensor],
+        values: list[torch.Tensor],
     ) -> torch.Tensor:
         """Run ``ids_B_T`` (written at columns ``start…``) through every layer; last logits."""
         inner = self.model.model
@@ -145,7 +173,7 @@ class StaticDecoder:
         cos_B_1_T_D, sin_B_1_T_D = cos[:, None], sin[:, None]
         end = start + ids_B_T.shape[1]
         b, t = ids_B_T.shape
-        for layer, k_buf, v_buf in zip(inner.layers, self.keys, self.values, strict=True):
+        for layer, k_buf, v_buf in zip(inner.layers, keys, values, strict=True):
             attn, mlp = layer.self_attn, layer.mlp
             h_B_T_H = _rms_norm(x_B_T_H, layer.input_layernorm.weight, self.eps)
             q = F.linear(h_B_T_H, attn.q_proj.weight, attn.q_proj.bias)
@@ -185,6 +213,8 @@ def _attention(
     scale: float,
 ) -> torch.Tensor:
     """Attention of N query heads over K ≤ N key/value heads (grouped-query when K < N)."""
+    if q_B_N_T_D.shape[2] == 1 and q_B_N_T_D.device.type == "cpu":
+        return _one_query_attention(q_B_N_T_D, k_B_K_S_D, v_B_K_S_D, attend, scale)
     groups = q_B_N_T_D.shape[1] // k_B_K_S_D.shape[1]
     if groups == 1:
         return F.scaled_dot_product_attention(
@@ -199,6 +229,28 @@ def _attention(
     return F.scaled_dot_product_attention(
         q_B_N_T_D, k_B_N_S_D, v_B_N_S_D, attn_mask=attend, scale=scale
     )
+
+
+def _one_query_attention(
+    q_B_N_1_D: torch.Tensor,
+    k_B_K_S_D: torch.Tensor,
+    v_B_K_S_D: torch.Tensor,
+    attend_B_1_1_S: torch.Tensor,
+    scale: float,
+) -> torch.Tensor:
+    """One new token per row attending over the cache, as two batched matmuls (CPU decoding).
+
+    On CPU, SDPA runs its blocked flash kernel even for a single query; this is ~1.7x faster at
+    B = 256 (the evaluation's batches). Query heads are grouped over their key/value head, so
+    grouped-query attention needs no copies.
+    """
+    b, n, _, d = q_B_N_1_D.shape
+    kv = k_B_K_S_D.shape[1]
+    q_B_K_G_D = q_B_N_1_D.reshape(b, kv, n // kv, d) * scale
+    scores_B_K_G_S = torch.matmul(q_B_K_G_D, k_B_K_S_D.transpose(-1, -2))
+    scores_B_K_G_S = scores_B_K_G_S.masked_fill(~attend_B_1_1_S, float("-inf"))
+    out_B_K_G_D = torch.matmul(scores_B_K_G_S.softmax(dim=-1), v_B_K_S_D)
+    return out_B_K_G_D.reshape(b, n, 1, d)
 
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

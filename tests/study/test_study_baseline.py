@@ -73,3 +73,28 @@ def test_failed_baseline_is_recorded_and_the_study_goes_on(tiny_study, tmp_path,
 def test_an_experiment_may_not_be_called_baseline(tiny_study):
     with pytest.raises(ValueError, match="'baseline' names the study's untrained-student rows"):
         spec_of(tiny_study, name="baseline")
+
+
+def test_runs_read_skills_before_from_the_baseline(tiny_study, tmp_path, monkeypatch):
+    """The untrained student's skill suite is scored once per evaluation key, by the baseline."""
+    from distillscope.eval import evaluate as evaluate_mod
+
+    calls = []
+    score = evaluate_mod.skill_scores
+
+    def counting(model, *args, **kwargs):
+        calls.append(kwargs.get("log") is None and len(args) < 6)  # True: a "before" call
+        return score(model, *args, **kwargs)
+
+    monkeypatch.setattr(evaluate_mod, "skill_scores", counting)
+    df = pd.read_parquet(run_study(spec_of(tiny_study), tmp_path / "s"))
+    assert calls.count(True) == 1  # the baseline's; the two runs read it
+    assert calls.count(False) == 2  # each run's own "skills after"
+    skills = df["eval/skills_before"]
+    assert skills.nunique() == 1
+    assert skills.iloc[0] == df.set_index("run_id").loc["baseline", "eval/skills_after"]
+
+    # without the study's cache a run scores its own "before", and gets the same number
+    cfg = expand(spec_of(tiny_study))[0].config
+    direct = evaluate(cfg, tmp_path / "direct", student=load_model(cfg.model.student)[0])
+    assert direct["eval/skills_before"] == skills.iloc[0]

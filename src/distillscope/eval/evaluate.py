@@ -18,6 +18,7 @@ draws skill problems).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from distillscope.eval.metrics import pass_at_k_curve, update_sparsity
 from distillscope.eval.samples import SampleLog
 from distillscope.eval.sampling import sample_and_score
 from distillscope.models import load_model, load_weights, resolve_model_path
-from distillscope.rollout import model_generator
+from distillscope.rollout import RolloutCache, model_generator
 from distillscope.store import checkpoint_dir, write_eval
 from distillscope.tasks import (
     evaluation_problems,
@@ -53,6 +54,15 @@ def _load_student(cfg: RunConfig):
     )  # fmt: skip
 
 
+def evaluation_key(cfg: RunConfig) -> str:
+    """What a run's evaluation depends on besides its weights: student, task, eval, seed."""
+    d = cfg.model_dump(mode="json")
+    model = {k: v for k, v in d["model"].items() if not k.startswith("teacher")}
+    task = {k: v for k, v in d["task"].items() if k != "teacher_style_flag"}
+    key = {"model": model, "task": task, "eval": d["eval"], "seed": d["seed"]}
+    return json.dumps(key, sort_keys=True)
+
+
 class SplitOverlapError(RuntimeError):
     """An evaluation item shares its identity with a training problem (a bug in the split)."""
 
@@ -64,6 +74,7 @@ def evaluate(
     on_block: Callable[[str], None] | None = None,
     *,
     untrained: bool = False,
+    cache_dir: Path | None = None,
 ) -> dict:
     """Evaluate the trained student of ``run_dir`` (or ``student``) and write ``eval.json``.
 
@@ -72,6 +83,10 @@ def evaluate(
     ``untrained=True`` evaluates the untrained student itself (a study's baseline, same items and
     generator streams as a run's evaluation): no checkpoint is read, forgetting is 0 by
     definition and the sparsity keys, which describe an update, are not written.
+
+    The untrained student's skill scores ("skills before") depend only on
+    :func:`evaluation_key`; with ``cache_dir`` (a study's shared cache) they are computed once —
+    by the study's baseline — and read by every run with the same key (the same numbers).
     """
     e = cfg.eval
     say = on_block or (lambda message: None)
@@ -149,7 +164,10 @@ def evaluate(
 
     if e.skill_items:
         say(f"skills: {e.skill_items} items per skill, before and after")
-        before = skill_scores(initial, tokenizer, e.skill_items, e.temperature, gen(4), common)
+        before = _skills_before(
+            cfg, cache_dir,
+            lambda: skill_scores(initial, tokenizer, e.skill_items, e.temperature, gen(4), common),
+        )  # fmt: skip
         after = (
             before
             if untrained
@@ -169,6 +187,21 @@ def evaluate(
     write_eval(run_dir, out)
     log.write(run_dir)
     return out
+
+
+def _skills_before(
+    cfg: RunConfig, cache_dir: Path | None, score: Callable[[], dict[str, float]]
+) -> dict[str, float]:
+    """The untrained student's skill scores: ``score()``, or read from ``cache_dir``."""
+    if cache_dir is None:
+        return score()
+
+    def make() -> dict[str, torch.Tensor]:
+        return {k: torch.tensor(v, dtype=torch.float64) for k, v in score().items()}
+
+    key = {"skills_before": evaluation_key(cfg)}
+    stored, _ = RolloutCache(cache_dir).fetch_tensors(key, make)
+    return {skill.name: float(stored[skill.name]) for skill in skill_suite()}  # suite order
 
 
 def split_record(prefix: str, items: list, train_pool: list, name: str) -> dict[str, int]:

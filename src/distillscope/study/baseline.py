@@ -13,14 +13,13 @@ adds to the results table is described in :mod:`distillscope.study.table`.
 
 from __future__ import annotations
 
-import json
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from distillscope.config import RunConfig, dump_run_config
-from distillscope.eval.evaluate import evaluate
+from distillscope.eval.evaluate import evaluate, evaluation_key
 from distillscope.store import claim_run, read_eval, read_status, write_config, write_status
 from distillscope.study.spec import PlannedRun
 
@@ -35,15 +34,6 @@ class PlannedBaseline:
     config: RunConfig
 
 
-def evaluation_key(cfg: RunConfig) -> str:
-    """What a run's evaluation depends on besides its weights: student, task, eval, seed."""
-    d = cfg.model_dump(mode="json")
-    model = {k: v for k, v in d["model"].items() if not k.startswith("teacher")}
-    task = {k: v for k, v in d["task"].items() if k != "teacher_style_flag"}
-    key = {"model": model, "task": task, "eval": d["eval"], "seed": d["seed"]}
-    return json.dumps(key, sort_keys=True)
-
-
 def plan_baselines(runs: list[PlannedRun]) -> list[PlannedBaseline]:
     """One baseline per distinct :func:`evaluation_key` of ``runs``, in order of first use."""
     first: dict[str, RunConfig] = {}
@@ -55,10 +45,12 @@ def plan_baselines(runs: list[PlannedRun]) -> list[PlannedBaseline]:
     return [PlannedBaseline(f"{BASELINE}-{k}", c) for k, c in enumerate(configs, start=1)]
 
 
-def run_baseline(baseline: PlannedBaseline, run_dir: Path) -> str:
+def run_baseline(baseline: PlannedBaseline, run_dir: Path, cache_dir: Path | None = None) -> str:
     """Evaluate the untrained student into ``run_dir`` unless done; returns the final status.
 
-    A failure is recorded in ``status.json`` (``failed`` + reason) and the study goes on.
+    A failure is recorded in ``status.json`` (``failed`` + reason) and the study goes on. With
+    ``cache_dir`` (the study's shared cache) its skill-suite scores are stored there for the
+    runs' "skills before" (:func:`~distillscope.eval.evaluate.evaluate`).
     """
     if read_status(run_dir)["status"] == "done":
         return "done"
@@ -67,7 +59,7 @@ def run_baseline(baseline: PlannedBaseline, run_dir: Path) -> str:
     write_config(run_dir, dump_run_config(baseline.config))
     write_status(run_dir, "running", phase="eval")
     try:
-        evaluate(baseline.config, run_dir, untrained=True)
+        evaluate(baseline.config, run_dir, untrained=True, cache_dir=cache_dir)
     except Exception as err:  # noqa: BLE001 — recorded; the runs do not depend on it
         reason = f"{type(err).__name__}: {err}"
         write_status(run_dir, "failed", reason, traceback=traceback.format_exc(limit=5))

@@ -49,7 +49,7 @@ def run_one(
     except Exception as err:
         _failed(run_dir, err)
         raise
-    return {} if skip_eval else evaluate_run(cfg, run_dir, student, on_eval)
+    return {} if skip_eval else evaluate_run(cfg, run_dir, student, on_eval, rollout_cache)
 
 
 def evaluate_run(
@@ -57,10 +57,12 @@ def evaluate_run(
     run_dir: Path,
     student: torch.nn.Module | None = None,
     on_eval: Callable[[str], None] | None = None,
+    cache_dir: Path | None = None,
 ) -> dict:
     """Evaluate a run (its checkpoint unless ``student`` is given); status ends ``done``.
 
     Without ``student``, the checkpoint must have been written under ``cfg``'s fingerprint.
+    ``cache_dir``: the study's shared cache (the baseline's skill scores).
     """
     if student is None:
         fingerprint = check_run_config(run_dir, cfg.model_dump(mode="json"))
@@ -68,7 +70,7 @@ def evaluate_run(
         check_checkpoint_meta(meta, read_json_strict(meta), fingerprint)
     write_status(run_dir, "running", phase="eval")
     try:
-        metrics = evaluate(cfg, run_dir, student, on_eval)
+        metrics = evaluate(cfg, run_dir, student, on_eval, cache_dir=cache_dir)
     except Exception as err:
         _failed(run_dir, err)
         raise

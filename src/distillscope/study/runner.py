@@ -99,14 +99,14 @@ def _run_locked(
     runs = prepare(spec, out)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     baselines = plan_baselines(runs)
+    cache = str(out / "rollout-cache")
     for b in baselines:
-        run_baseline(b, out / "runs" / b.run_id)
+        run_baseline(b, out / "runs" / b.run_id, Path(cache))
     write_table(out, runs, baselines)
     todo = _unfinished(runs, out)
     jobs = [
         (r.run_id, r.config.model_dump(mode="json"), str(out / "runs" / r.run_id)) for r in todo
     ]
-    cache = str(out / "rollout-cache")
     if executor == "sequential":
         results = run_sequential(jobs, cache, on_step)
     elif executor == "pool":

@@ -121,6 +121,17 @@ def read_json(path: Path) -> dict[str, Any]:
 #: directory accepts a config that differs from its own only in these.
 UNFINGERPRINTED = ("name", "checkpoint_every")
 
+#: Fields added after run directories existed, each with the default that reproduces how runs
+#: behaved before it. At that default a field is left out of fingerprints and run ids, so a
+#: study written by an earlier version still resumes and reports under this one.
+ADDED_FIELDS: dict[str, Any] = {"objective.teacher_topk": 0}
+
+
+def added_at_default(config: dict[str, Any]) -> set[str]:
+    """The :data:`ADDED_FIELDS` that ``config`` (flattened) holds at their default."""
+    flat = flatten(config)
+    return {k for k, default in ADDED_FIELDS.items() if k in flat and flat[k] == default}
+
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """``{"optim": {"lr": 1e-4}}`` → ``{"optim.lr": 1e-4}``."""
@@ -136,9 +147,11 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def config_fingerprint(config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """``(sha256 hex, fingerprinted fields)`` of a resolved config (``model_dump(mode="json")``).
 
-    The hash covers every field except :data:`UNFINGERPRINTED`, in canonical JSON.
+    The hash covers every field except :data:`UNFINGERPRINTED` and the :data:`ADDED_FIELDS` at
+    their default, in canonical JSON.
     """
-    fields = {k: v for k, v in flatten(config).items() if k not in UNFINGERPRINTED}
+    skip = {*UNFINGERPRINTED, *added_at_default(config)}
+    fields = {k: v for k, v in flatten(config).items() if k not in skip}
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest(), fields
 

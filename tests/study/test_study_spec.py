@@ -96,3 +96,28 @@ def test_command_line_overrides_apply_to_every_run_of_a_preset():
     assert {(r.config.model.teacher, r.config.model.student) for r in runs} == {("/m/t", "/m/s")}
     with pytest.raises(ConfigError, match="optim.lr is an axis of experiment main"):
         load_spec("paper-qwen", ["optim.lr=1e-4"])
+
+
+def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
+    """A field added with a behaviour-preserving default does not rename or refuse old runs."""
+    import hashlib
+
+    from distillscope.config import RunConfig
+    from distillscope.store import ADDED_FIELDS, config_fingerprint
+
+    cfg = expand(spec())[0].config
+    for dotted, default in ADDED_FIELDS.items():
+        section, name = dotted.split(".")
+        old_dump = cfg.model_dump(mode="json")
+        del old_dump[section][name]  # the config as a version without the field wrote it
+        old_json = cfg.model_dump_json(exclude={section: {name}})
+        prefix = run_id("main", {}, cfg).rsplit("_", 1)[0]
+        old_id = f"{prefix}_{hashlib.sha256(old_json.encode()).hexdigest()[:8]}"
+        assert run_id("main", {}, cfg) == old_id
+        assert config_fingerprint(cfg.model_dump(mode="json")) == config_fingerprint(old_dump)
+
+        data = cfg.model_dump(mode="json")
+        data[section][name] = default + 1  # set: it changes the run, so it counts
+        changed = RunConfig.model_validate(data)
+        assert run_id("main", {}, changed) != old_id
+        assert config_fingerprint(data)[0] != config_fingerprint(old_dump)[0]

@@ -42,6 +42,7 @@ from distillscope.config import (
 )
 from distillscope.labels import label_column
 from distillscope.safeyaml import YamlError, clip, load_yaml_file, quote
+from distillscope.store import added_at_default
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
 
@@ -230,5 +231,9 @@ def run_id(experiment: str, axes: dict[str, Any], cfg: RunConfig) -> str:
         parts.append(f"{short}-{value}")
     text = "_".join(parts)
     text = re.sub(r"[^A-Za-z0-9_.+-]", "-", text)[:120]
-    digest = hashlib.sha256(cfg.model_dump_json().encode()).hexdigest()[:8]
+    exclude: dict[str, Any] = {}
+    for dotted in added_at_default(cfg.model_dump(mode="json")):  # earlier ids stay valid
+        section, name = dotted.split(".")
+        exclude.setdefault(section, set()).add(name)
+    digest = hashlib.sha256(cfg.model_dump_json(exclude=exclude).encode()).hexdigest()[:8]
     return f"{text}_{digest}"

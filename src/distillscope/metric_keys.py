@@ -52,8 +52,16 @@ METRICS: tuple[MetricKey, ...] = (
         ("train/grad_clipped", "fraction", "1 when the pre-clip norm exceeded the clip", "none"),
         ("objective/loss", "—", "the loss value the objective returned", "lower"),
         ("objective/tokens", "count", "completion tokens in the loss", "none"),
-        ("objective/forward_kl", "nats", "KL(π_T ‖ π_S), token mean (full vocabulary)", "lower"),
-        ("objective/reverse_kl", "nats", "KL(π_S ‖ π_T), token mean (full vocabulary)", "lower"),
+        (
+            "objective/forward_kl", "nats",
+            "KL(π_T ‖ π_S), token mean (full vocabulary; the k + 1 bins of a top-k teacher)",
+            "lower",
+        ),
+        (
+            "objective/reverse_kl", "nats",
+            "KL(π_S ‖ π_T), token mean (full vocabulary; the k + 1 bins of a top-k teacher)",
+            "lower",
+        ),
         ("objective/teacher_entropy", "nats", "H(π_T) at the loss temperature, token mean", "none"),
         ("objective/student_entropy", "nats", "H(π_S) at the loss temperature, token mean", "none"),
         (

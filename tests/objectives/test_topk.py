@@ -139,3 +139,20 @@ def test_every_full_vocabulary_kind_takes_folded_inputs():
             loss, _ = kind.loss(s_fold, t_fold, mask)
             direct = token_divergence(s_fold, t_fold, name).mean()
             torch.testing.assert_close(loss.double(), direct, rtol=1e-5, atol=1e-6)
+
+
+def test_teacher_topk_from_hidden_also_gives_the_completion_log_probs():
+    from distillscope.objectives import token_logprobs_at_temperatures
+
+    hidden, head = _logits((2, 5, 6), 14, scale=1.0), _logits((15, 6), 15, scale=1.0)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    tokens = torch.randint(0, 13, (2, 5), generator=torch.Generator().manual_seed(0)) * mask
+    ids, folded, at_tau, at_one = teacher_topk_from_hidden(
+        hidden, head, mask, 3, 0.5, vocab_size=13, chunk_size=3, tokens_B_T=tokens
+    )
+    ref_tau, ref_one = token_logprobs_at_temperatures(
+        hidden, head, tokens, mask, (0.5, 1.0), vocab_size=13
+    )
+    torch.testing.assert_close(at_tau, ref_tau)
+    torch.testing.assert_close(at_one, ref_one)
+    assert torch.equal(ids, teacher_topk_from_hidden(hidden, head, mask, 3, 0.5, vocab_size=13)[0])

@@ -91,10 +91,14 @@ def teacher_topk_from_hidden(
     vocab_size: int | None = None,
     memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
     chunk_size: int | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    tokens_B_T: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, ...]:
     """:func:`teacher_topk_from_logits` from hidden states, a chunk of masked rows at a time.
 
     Unmasked positions get ids 0…k−1 and a uniform folded distribution (finite, never read).
+    With ``tokens_B_T`` the same head pass also returns the log-probs of those tokens at
+    ``temperature`` and at 1.0 (``[B, T]`` each, 0 where masked): log softmax(z) is
+    log softmax(τ ℓ_τ), a per-row shift of the tempered log-probs.
     """
     keep_B_T, hidden_N_H, head, rows = _masked_rows(
         hidden_B_T_H, head_V_H, mask_B_T, vocab_size, memory_budget_mb, chunk_size
@@ -104,11 +108,23 @@ def teacher_topk_from_hidden(
     n = hidden_N_H.shape[0]
     ids_N_K = torch.empty((n, k), dtype=torch.long, device=hidden_N_H.device)
     folded_N_K1 = torch.empty((n, k + 1), dtype=dtype, device=hidden_N_H.device)
+    tokens_N_1 = None if tokens_B_T is None else tokens_B_T[keep_B_T].long()[:, None]
+    token_N_2 = torch.zeros((n, 2), dtype=dtype, device=hidden_N_H.device)
     for start in range(0, n, rows):
         stop = start + rows
         logp_C_V = _chunk_logprobs(hidden_N_H[start:stop], head, temperature)
         ids_N_K[start:stop], folded_N_K1[start:stop] = _top(logp_C_V, k)
-    return _scatter_rows(keep_B_T, ids_N_K, folded_N_K1)
+        if tokens_N_1 is not None:
+            index_C_1 = tokens_N_1[start:stop]
+            token_N_2[start:stop, 0] = logp_C_V.gather(-1, index_C_1)[:, 0]
+            logp1_C_V = torch.log_softmax(logp_C_V * temperature, dim=-1)
+            token_N_2[start:stop, 1] = logp1_C_V.gather(-1, index_C_1)[:, 0]
+    ids_B_T_K, folded_B_T_K1 = _scatter_rows(keep_B_T, ids_N_K, folded_N_K1)
+    if tokens_N_1 is None:
+        return ids_B_T_K, folded_B_T_K1
+    zeros_B_T = torch.zeros_like(keep_B_T, dtype=dtype)
+    at_tau, at_one = (zeros_B_T.masked_scatter(keep_B_T, t) for t in token_N_2.T.contiguous())
+    return ids_B_T_K, folded_B_T_K1, at_tau, at_one
 
 
 def _scatter_rows(

@@ -188,14 +188,16 @@ def teacher_topk(
 ) -> TeacherTopK:
     """The teacher's :class:`Scores` reduced to its top ``cfg.teacher_topk`` tokens."""
     k, tau = cfg.teacher_topk, cfg.teacher_temperature
-    if teacher.fused:
-        ids, folded = teacher_topk_from_hidden(
-            teacher.hidden_B_T_H, teacher.head_V_H, r.completion_mask_B_T, k, tau,
-            vocab_size=vocab_size, memory_budget_mb=cfg.memory_budget_mb,
-            chunk_size=cfg.chunk_size or None,
+    if teacher.fused:  # one head pass for the top k and the completion's log-probs
+        tokens_B_T = r.completion_B_T.masked_fill(r.completion_mask_B_T == 0, 0)
+        return TeacherTopK(
+            *teacher_topk_from_hidden(
+                teacher.hidden_B_T_H, teacher.head_V_H, r.completion_mask_B_T, k, tau,
+                vocab_size=vocab_size, memory_budget_mb=cfg.memory_budget_mb,
+                chunk_size=cfg.chunk_size or None, tokens_B_T=tokens_B_T,
+            )
         )  # fmt: skip
-    else:
-        ids, folded = teacher_topk_from_logits(teacher.logits_B_T_V, k, tau, vocab_size)
+    ids, folded = teacher_topk_from_logits(teacher.logits_B_T_V, k, tau, vocab_size)
     loss_t, t1 = teacher.token_logprobs_at(cfg, r, (tau, 1.0), vocab_size)
     return TeacherTopK(ids, folded, loss_t, t1)
 

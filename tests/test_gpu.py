@@ -57,16 +57,13 @@ def test_two_run_study_on_cuda(tiny_pair, tmp_path):
     assert statuses == ["done", "done"]
 
 
-@pytest.mark.parametrize("chunk_size", [0, 3])
-def test_top_k_teacher_on_cuda_matches_cpu(tiny_pair, tmp_path, chunk_size):
-    """The folded objective (plain and fused) gives the CPU's first loss on CUDA."""
-    chosen = ["objective.teacher_topk=5", f"objective.chunk_size={chunk_size}", "optim.steps=1"]
-    losses = {}
-    for device in ("cuda:0", "cpu"):
-        base = gpu_base(tiny_pair)
-        base["model"].update(device=device, teacher_device=device)
-        cfg = run_config_from_dict(apply_overrides(base, chosen))
-        distill(cfg, tmp_path / device.replace(":", "-"))
-        (row,) = read_metrics(tmp_path / device.replace(":", "-"))
-        losses[device] = (row["train/loss"], row["objective/teacher_topk_mass"])
-    assert losses["cuda:0"] == pytest.approx(losses["cpu"], rel=1e-3, abs=1e-5)
+def test_top_k_teacher_on_cuda_fused_equals_plain(tiny_pair, tmp_path):
+    """The folded objective from hidden states (chunked) equals the one from logits on CUDA."""
+    losses = []
+    for chunk_size in (0, 3):
+        chosen = ["objective.teacher_topk=5", f"objective.chunk_size={chunk_size}", "optim.steps=1"]
+        cfg = run_config_from_dict(apply_overrides(gpu_base(tiny_pair), chosen))
+        distill(cfg, tmp_path / str(chunk_size))
+        (row,) = read_metrics(tmp_path / str(chunk_size))
+        losses.append((row["train/loss"], row["objective/teacher_topk_mass"], row["kl/k1"]))
+    assert losses[1] == pytest.approx(losses[0], rel=1e-4, abs=1e-6)

@@ -170,6 +170,46 @@ def test_sampler_draws_the_same_tokens_with_and_without_it(policy):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("policy", [StudentPolicy(), SpectrumPolicy(lam=-0.5)])
+def test_ended_rows_leave_the_batch_without_changing_any_draw(policy, monkeypatch):
+    """Rows that stopped are dropped from the decoders; live rows draw exactly as before."""
+    student, teacher = MODELS["llama-gqa-bias"](), MODELS["qwen2"]()
+    ids, mask = _prompts(3)
+    ids, mask = ids.repeat(4, 1), mask.repeat(4, 1)  # 20 rows, several stop ids: they end apart
+    kept = []
+    keep_rows = StaticDecoder.keep_rows
+
+    def counting(self, rows):
+        kept.append(len(rows))
+        return keep_rows(self, rows)
+
+    monkeypatch.setattr(StaticDecoder, "keep_rows", counting)
+    runs = [
+        sample_rollouts(
+            policy,
+            student,
+            teacher,
+            ids,
+            mask,
+            max_new_tokens=12,
+            eos_token_id=list(range(5, 40)),
+            pad_token_id=0,
+            generator=torch.Generator().manual_seed(5),
+            fast_decode=fast,
+        )  # fmt: skip
+        for fast in (True, False)
+    ]
+    assert kept and min(kept) < len(ids)  # the lean decoders did drop ended rows
+    lengths = runs[0].lengths_B
+    assert int(lengths.min()) < int(lengths.max())
+    assert torch.equal(runs[0].completion_B_T, runs[1].completion_B_T)
+    assert torch.equal(runs[0].completion_mask_B_T, runs[1].completion_mask_B_T)
+    for name in ("logp_behavior_B_T", "logp_student_B_T", "logp_teacher_B_T"):
+        torch.testing.assert_close(
+            getattr(runs[0], name), getattr(runs[1], name), rtol=1e-5, atol=1e-5
+        )
+
+
 def test_configurations_it_does_not_reproduce_are_refused():
     assert not supports(_model(LlamaForCausalLM, LlamaConfig, hidden_act="gelu"), 16)
     assert not supports(_model(LlamaForCausalLM, LlamaConfig, mlp_bias=True), 16)

@@ -144,6 +144,14 @@ class StaticDecoder:
             ids_B_P, position_ids(mask_B_P), attend_B_1_P_P[:, None], 0, keys, values
         )
 
+    def keep_rows(self, rows_R: torch.Tensor) -> None:
+        """Drop every row but ``rows_R`` (indices into the current rows, ascending): finished
+        rows stop costing compute. Later calls take and return ``R`` rows."""
+        rows_R = rows_R.to(self.device)
+        self.mask_B_S, self.real_B = self.mask_B_S[rows_R], self.real_B[rows_R]
+        self.keys = [k[rows_R] for k in self.keys]
+        self.values = [v[rows_R] for v in self.values]
+
     def append(self, token_B: torch.Tensor, keep_B: torch.Tensor) -> torch.Tensor:
         """Append ``token_B`` (attended where ``keep_B`` = 1); logits ``[B, V]`` for the next."""
         token_B, keep_B = token_B.to(self.device), keep_B.to(self.device)

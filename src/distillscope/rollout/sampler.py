@@ -147,10 +147,15 @@ def _decode(
     """The decoding loop; returns ``[B, L]`` columns (and ``truncated`` ``[B]``).
 
     Columns are written into preallocated ``[B, max_new_tokens]`` buffers and trimmed to the
-    longest row at the end; no host synchronisation happens except the stop check.
+    longest row at the end; no host synchronisation happens except the stop check. At a stop
+    check, once a quarter of the rows the decoders still hold have ended, lean decoders drop
+    them (:func:`_compact`); the policy still draws for every row from its own uniform, and
+    ended rows keep their last logits, so the draws of live rows are unchanged.
     """
     temperature = {"student": policy.student_temperature, "teacher": policy.teacher_temperature}
     logits = {role: d.start() for role, d in decoders.items()}
+    live_R = None  # rows the decoders hold; None: all of them
+    can_compact = all(isinstance(d, StaticDecoder) for d in decoders.values())
     active_B = torch.ones_like(source_B, dtype=torch.bool)
     shape, device = (source_B.shape[0], max_new_tokens), source_B.device
     out = {
@@ -180,14 +185,36 @@ def _decode(
         if n + 1 == max_new_tokens:
             break
         # The only host synchronisation: stop once every row has ended.
-        if (n + 1) % stop_check_every == 0 and not bool(active_B.any()):
-            steps = n + 1
-            break
-        logits = {role: d.append(token_B, keep_B) for role, d in decoders.items()}
+        if (n + 1) % stop_check_every == 0:
+            alive = int(active_B.sum())
+            if alive == 0:
+                steps = n + 1
+                break
+            held = len(active_B) if live_R is None else len(live_R)
+            if can_compact and held - alive >= max(2, held // 4):
+                live_R = _compact(decoders, active_B, live_R)
+        if live_R is None:
+            logits = {role: d.append(token_B, keep_B) for role, d in decoders.items()}
+        else:
+            for role, d in decoders.items():
+                logits[role][live_R] = d.append(token_B[live_R], keep_B[live_R])
     width = max(1, int(out["mask"][:, :steps].sum(dim=1).max()))
     out = {name: t[:, :width] for name, t in out.items()}
     out["truncated"] = active_B
     return out
+
+
+def _compact(
+    decoders: dict[Role, StaticDecoder], active_B: torch.Tensor, live_R: torch.Tensor | None
+) -> torch.Tensor:
+    """Keep only the active rows in every decoder; returns their indices into the batch."""
+    new_live = active_B.nonzero().squeeze(-1)
+    old_live = torch.arange(len(active_B), device=active_B.device) if live_R is None else live_R
+    position_of = torch.full_like(active_B, -1, dtype=torch.long)
+    position_of[old_live] = torch.arange(len(old_live), device=active_B.device)
+    for d in decoders.values():
+        d.keep_rows(position_of[new_live])
+    return new_live
 
 
 def tempered_logprobs(logits_B_V: torch.Tensor, temperature: float) -> torch.Tensor:

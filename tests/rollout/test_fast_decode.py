@@ -140,40 +140,47 @@ def test_bf16_model_matches_its_forward_in_bf16():
         torch.testing.assert_close(a.float(), b.float(), rtol=2e-2, atol=2e-2)
 
 
-@pytest.mark.parametrize(
-    "policy", [StudentPolicy(), TeacherPolicy(temperature=0.7), SpectrumPolicy(lam=0.5)]
-)
-def test_sampler_draws_the_same_tokens_with_and_without_it(policy):
+def _with_and_without(policy, ids, mask, max_new_tokens, stops, seed):
+    """The sampler's rollouts with the lean decoders and through the models' own forward."""
     student, teacher = MODELS["llama-gqa-bias"](), MODELS["qwen2"]()
-    ids, mask = _prompts(2)
-    runs = [
+    return [
         sample_rollouts(
             policy,
             student,
             teacher,
             ids,
             mask,
-            max_new_tokens=L,
-            eos_token_id=[5, 6],
+            max_new_tokens=max_new_tokens,
+            eos_token_id=stops,
             pad_token_id=0,
-            generator=torch.Generator().manual_seed(4),
+            generator=torch.Generator().manual_seed(seed),
             fast_decode=fast,
-        )
+        )  # fmt: skip
         for fast in (True, False)
     ]
-    assert torch.equal(runs[0].completion_B_T, runs[1].completion_B_T)
-    assert torch.equal(runs[0].completion_mask_B_T, runs[1].completion_mask_B_T)
+
+
+def _assert_same_draws(a, b) -> None:
+    assert torch.equal(a.completion_B_T, b.completion_B_T)
+    assert torch.equal(a.completion_mask_B_T, b.completion_mask_B_T)
     for name in ("logp_behavior_B_T", "logp_student_B_T", "logp_teacher_B_T"):
-        a, b = getattr(runs[0], name), getattr(runs[1], name)
-        assert (a is None) == (b is None)
-        if a is not None:
-            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+        x, y = getattr(a, name), getattr(b, name)
+        assert (x is None) == (y is None)
+        if x is not None:
+            torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "policy", [StudentPolicy(), TeacherPolicy(temperature=0.7), SpectrumPolicy(lam=0.5)]
+)
+def test_sampler_draws_the_same_tokens_with_and_without_it(policy):
+    ids, mask = _prompts(2)
+    _assert_same_draws(*_with_and_without(policy, ids, mask, L, [5, 6], seed=4))
 
 
 @pytest.mark.parametrize("policy", [StudentPolicy(), SpectrumPolicy(lam=-0.5)])
 def test_ended_rows_leave_the_batch_without_changing_any_draw(policy, monkeypatch):
     """Rows that stopped are dropped from the decoders; live rows draw exactly as before."""
-    student, teacher = MODELS["llama-gqa-bias"](), MODELS["qwen2"]()
     ids, mask = _prompts(3)
     ids, mask = ids.repeat(4, 1), mask.repeat(4, 1)  # 20 rows, several stop ids: they end apart
     kept = []
@@ -184,30 +191,10 @@ def test_ended_rows_leave_the_batch_without_changing_any_draw(policy, monkeypatc
         return keep_rows(self, rows)
 
     monkeypatch.setattr(StaticDecoder, "keep_rows", counting)
-    runs = [
-        sample_rollouts(
-            policy,
-            student,
-            teacher,
-            ids,
-            mask,
-            max_new_tokens=12,
-            eos_token_id=list(range(5, 40)),
-            pad_token_id=0,
-            generator=torch.Generator().manual_seed(5),
-            fast_decode=fast,
-        )  # fmt: skip
-        for fast in (True, False)
-    ]
+    fast, plain = _with_and_without(policy, ids, mask, 12, list(range(5, 40)), seed=5)
     assert kept and min(kept) < len(ids)  # the lean decoders did drop ended rows
-    lengths = runs[0].lengths_B
-    assert int(lengths.min()) < int(lengths.max())
-    assert torch.equal(runs[0].completion_B_T, runs[1].completion_B_T)
-    assert torch.equal(runs[0].completion_mask_B_T, runs[1].completion_mask_B_T)
-    for name in ("logp_behavior_B_T", "logp_student_B_T", "logp_teacher_B_T"):
-        torch.testing.assert_close(
-            getattr(runs[0], name), getattr(runs[1], name), rtol=1e-5, atol=1e-5
-        )
+    assert int(fast.lengths_B.min()) < int(fast.lengths_B.max())
+    _assert_same_draws(fast, plain)
 
 
 def test_configurations_it_does_not_reproduce_are_refused():

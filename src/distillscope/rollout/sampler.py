@@ -147,15 +147,18 @@ def _decode(
     """The decoding loop; returns ``[B, L]`` columns (and ``truncated`` ``[B]``).
 
     Columns are written into preallocated ``[B, max_new_tokens]`` buffers and trimmed to the
-    longest row at the end; no host synchronisation happens except the stop check. At a stop
-    check, once a quarter of the rows the decoders still hold have ended, lean decoders drop
-    them (:func:`_compact`); the policy still draws for every row from its own uniform, and
-    ended rows keep their last logits, so the draws of live rows are unchanged.
+    longest row at the end; no host synchronisation happens except the stop check. On CPU,
+    where counting rows is free, lean decoders drop ended rows once a quarter of the rows they
+    hold have ended (:func:`_compact`), at the same steps whatever ``stop_check_every`` is; the
+    policy still draws for every row from its own uniform, and ended rows keep their last
+    logits, so the draws of live rows are unchanged.
     """
     temperature = {"student": policy.student_temperature, "teacher": policy.teacher_temperature}
     logits = {role: d.start() for role, d in decoders.items()}
     live_R = None  # rows the decoders hold; None: all of them
-    can_compact = all(isinstance(d, StaticDecoder) for d in decoders.values())
+    can_compact = source_B.device.type == "cpu" and all(
+        isinstance(d, StaticDecoder) for d in decoders.values()
+    )
     active_B = torch.ones_like(source_B, dtype=torch.bool)
     shape, device = (source_B.shape[0], max_new_tokens), source_B.device
     out = {
@@ -185,13 +188,12 @@ def _decode(
         if n + 1 == max_new_tokens:
             break
         # The only host synchronisation: stop once every row has ended.
-        if (n + 1) % stop_check_every == 0:
-            alive = int(active_B.sum())
-            if alive == 0:
-                steps = n + 1
-                break
-            held = len(active_B) if live_R is None else len(live_R)
-            if can_compact and held - alive >= max(2, held // 4):
+        if (n + 1) % stop_check_every == 0 and not bool(active_B.any()):
+            steps = n + 1
+            break
+        if can_compact:
+            alive, held = int(active_B.sum()), len(active_B if live_R is None else live_R)
+            if alive and held - alive >= max(2, held // 4):
                 live_R = _compact(decoders, active_B, live_R)
         if live_R is None:
             logits = {role: d.append(token_B, keep_B) for role, d in decoders.items()}

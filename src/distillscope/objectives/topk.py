@@ -30,11 +30,14 @@ folded into ∂L/∂h = (∂L/∂z) W and ∂L/∂W = (∂L/∂z)ᵀ h as in :mo
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from distillscope.objectives.fused import DEFAULT_MEMORY_BUDGET_MB
 from distillscope.objectives.fused_tokens import (
     _chunk_logprobs,
+    _map_chunks,
     _masked_rows,
     _softmax_dtype,
     backprop_chunks,
@@ -135,10 +138,7 @@ def _scatter_rows(
     shape = (*keep_B_T.shape, k)
     ids_B_T_K = torch.arange(k, device=ids_N_K.device).expand(shape).clone()
     ids_B_T_K[keep_B_T] = ids_N_K
-    folded_B_T_K1 = torch.full(
-        (*keep_B_T.shape, k + 1), -torch.log(torch.tensor(k + 1.0)).item(),
-        dtype=folded_N_K1.dtype, device=folded_N_K1.device,
-    )  # fmt: skip
+    folded_B_T_K1 = _uniform_fold(keep_B_T, k, folded_N_K1)
     folded_B_T_K1[keep_B_T] = folded_N_K1
     return ids_B_T_K, folded_B_T_K1
 
@@ -192,11 +192,16 @@ def _folded_rows(
         (hidden_N_H.shape[0], ids_N_K.shape[-1] + 1), dtype=_softmax_dtype(hidden_N_H)
     )
     with torch.no_grad():
-        for start in range(0, hidden_N_H.shape[0], rows):
-            stop = start + rows
-            logp_C_V = _chunk_logprobs(hidden_N_H[start:stop], head_V_H, tau)
-            out_N_K1[start:stop] = fold(logp_C_V, ids_N_K[start:stop])
-    return out_N_K1
+        return _map_chunks(
+            hidden_N_H, head_V_H, tau, rows,
+            lambda logp_C_V, start, stop: fold(logp_C_V, ids_N_K[start:stop]), out_N_K1,
+        )  # fmt: skip
+
+
+def _uniform_fold(keep_B_T: torch.Tensor, k: int, like: torch.Tensor) -> torch.Tensor:
+    """``[B, T, k + 1]`` of log(1 / (k + 1)): the finite fold of positions outside the mask."""
+    shape = (*keep_B_T.shape, k + 1)
+    return torch.full(shape, -math.log(k + 1), dtype=like.dtype, device=like.device)
 
 
 def student_folded_from_hidden(
@@ -223,9 +228,5 @@ def student_folded_from_hidden(
         folded_N_K1 = _FoldedLogprobs.apply(hidden_N_H, head, ids_N_K, temperature, rows)
     else:
         folded_N_K1 = _folded_rows(hidden_N_H, head, ids_N_K, temperature, rows)
-    k = ids_N_K.shape[-1]
-    uniform = -torch.log(torch.tensor(k + 1.0)).item()
-    out_B_T_K1 = torch.full(
-        (*keep_B_T.shape, k + 1), uniform, dtype=folded_N_K1.dtype, device=folded_N_K1.device
-    )
+    out_B_T_K1 = _uniform_fold(keep_B_T, ids_N_K.shape[-1], folded_N_K1)
     return out_B_T_K1.masked_scatter(keep_B_T[..., None], folded_N_K1)

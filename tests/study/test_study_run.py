@@ -73,14 +73,19 @@ def test_killed_study_resumes_to_the_same_table(tiny_study, tmp_path):
     while time.time() < deadline and proc.poll() is None:
         runs = sorted((out / "runs").glob("*/metrics.jsonl")) if (out / "runs").exists() else []
         # Kill once the second run is part-way: one finished run, one interrupted mid-training.
-        if len(runs) >= 2 and len(runs[-1].read_text().splitlines()) >= 3:
+        # (Pick the run still training, not the last by name: that may be the finished one.)
+        training = [
+            p for p in runs
+            if read_status(p.parent)["status"] == "running" and len(p.read_text().splitlines()) >= 3
+        ]  # fmt: skip
+        if len(runs) >= 2 and training:
             os.kill(proc.pid, signal.SIGKILL)
             killed_mid_run = True
             break
         time.sleep(0.02)
     proc.wait()
     assert killed_mid_run, "the study finished before it could be killed"
-    assert "done" not in {read_status(p.parent)["status"] for p in runs[-1:]}
+    assert "done" not in {read_status(p.parent)["status"] for p in training}
 
     resumed = pd.read_parquet(run_study(spec, out))
     assert len(resumed) == len(clean)

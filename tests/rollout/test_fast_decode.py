@@ -83,15 +83,19 @@ def _prompts(seed=0):
     return ids, mask
 
 
+@pytest.mark.parametrize("fused", [True, False], ids=["fused-qkv", "own-projections"])
 @pytest.mark.parametrize("name", MODELS)
-def test_logits_equal_the_models_own_forward_step_by_step(name):
+def test_logits_equal_the_models_own_forward_step_by_step(name, fused, monkeypatch):
     model = MODELS[name]()
+    if not fused:  # a model above the size that fuses its query/key/value projections
+        monkeypatch.setattr(fast_decode, "FUSE_MAX_BYTES", 0)
     ids, mask = _prompts()
     assert supports(model, P + L)
     with torch.inference_mode():
         ours = static_decoder(model, ids, mask, L)
         ref = _Decoder(model, ids, mask, True, L)
         assert isinstance(ours, StaticDecoder)
+        assert all(len(layer.qkv) == (1 if fused else 3) for layer in ours.layers)
         a, b = ours.start(), ref.start()
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
         g = torch.Generator().manual_seed(1)

@@ -112,6 +112,8 @@ class StaticDecoder:
         dtype = inner.embed_tokens.weight.dtype
         self.keys = [torch.zeros(shape, dtype=dtype, device=self.device) for _ in inner.layers]
         self.values = [torch.zeros_like(k) for k in self.keys]
+        fuse = _fuses(model)
+        self.layers = [_Layer(layer, fuse) for layer in inner.layers]
 
     def start(self) -> torch.Tensor:
         """Logits ``[B, V]`` for the first completion token (fills the buffers with the prompt).
@@ -178,35 +180,78 @@ class StaticDecoder:
         inner = self.model.model
         x_B_T_H = inner.embed_tokens(ids_B_T)
         cos, sin = inner.rotary_emb(x_B_T_H, pos_B_T)
-        cos_B_1_T_D, sin_B_1_T_D = cos[:, None], sin[:, None]
+        cos_B_T_1_D, sin_B_T_1_D = cos[:, :, None], sin[:, :, None]
         end = start + ids_B_T.shape[1]
         b, t = ids_B_T.shape
-        for layer, k_buf, v_buf in zip(inner.layers, keys, values, strict=True):
-            attn, mlp = layer.self_attn, layer.mlp
-            h_B_T_H = _rms_norm(x_B_T_H, layer.input_layernorm.weight, self.eps)
-            q = F.linear(h_B_T_H, attn.q_proj.weight, attn.q_proj.bias)
-            k = F.linear(h_B_T_H, attn.k_proj.weight, attn.k_proj.bias)
-            v = F.linear(h_B_T_H, attn.v_proj.weight, attn.v_proj.bias)
-            q = q.view(b, t, self.heads, self.head_dim).transpose(1, 2)
-            k = k.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
-            k_buf[:, :, start:end] = _rotate(k, cos_B_1_T_D, sin_B_1_T_D)
-            v_buf[:, :, start:end] = v.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        n, kv, d = self.heads, self.kv_heads, self.head_dim
+        for w, k_buf, v_buf in zip(self.layers, keys, values, strict=True):
+            h_B_T_H = _rms_norm(x_B_T_H, w.input_norm, self.eps)
+            qkv_B_T_M_D = w.project_qkv(h_B_T_H).view(b, t, n + 2 * kv, d)
+            # queries and keys rotate together: one pass over [B, T, N + K, D]
+            qk_B_T_M_D = _rotate(qkv_B_T_M_D[:, :, : n + kv], cos_B_T_1_D, sin_B_T_1_D)
+            k_buf[:, :, start:end] = qk_B_T_M_D[:, :, n:].transpose(1, 2)
+            v_buf[:, :, start:end] = qkv_B_T_M_D[:, :, n + kv :].transpose(1, 2)
             out_B_N_T_D = _attention(
-                _rotate(q, cos_B_1_T_D, sin_B_1_T_D),
+                qk_B_T_M_D[:, :, :n].transpose(1, 2),
                 k_buf[:, :, :end],
                 v_buf[:, :, :end],
                 attend,
                 self.scale,
             )
             out_B_T_HD = out_B_N_T_D.transpose(1, 2).reshape(b, t, -1)
-            x_B_T_H = x_B_T_H + F.linear(out_B_T_HD, attn.o_proj.weight, attn.o_proj.bias)
-            h_B_T_H = _rms_norm(x_B_T_H, layer.post_attention_layernorm.weight, self.eps)
-            gate = F.silu(F.linear(h_B_T_H, mlp.gate_proj.weight))
-            x_B_T_H = x_B_T_H + F.linear(gate * F.linear(h_B_T_H, mlp.up_proj.weight),
-                                         mlp.down_proj.weight)  # fmt: skip
+            x_B_T_H = x_B_T_H + F.linear(out_B_T_HD, w.o, w.o_bias)
+            h_B_T_H = _rms_norm(x_B_T_H, w.post_norm, self.eps)
+            x_B_T_H = x_B_T_H + w.mlp(h_B_T_H)
         last_B_H = _rms_norm(x_B_T_H[:, -1], inner.norm.weight, self.eps)
         head = self.model.get_output_embeddings()
         return F.linear(last_B_H, head.weight, head.bias).to(self.home)
+
+
+#: Largest model (bytes of its decoder layers' weights) whose projections a decoder fuses.
+FUSE_MAX_BYTES = 64 * 2**20
+
+
+class _Layer:
+    """One decoder layer's weights; on small models its query, key and value projections fused.
+
+    A decoding step on a small model is mostly per-call overhead: one GEMM for queries, keys
+    and values (weight ``[(N + 2K)·D, H]``) instead of three makes testbed steps at B = 16–64
+    8–40% faster (with rotating queries and keys in one pass). Fusing copies those weights once
+    per decoder (training changes them between rollouts), so models above
+    :data:`FUSE_MAX_BYTES`, where the GEMMs dominate, keep their own projections. Gate and up
+    stay apart: fused, the strided halves made SwiGLU slower at B = 256.
+    """
+
+    def __init__(self, layer: nn.Module, fuse: bool):
+        attn, mlp = layer.self_attn, layer.mlp
+        self.input_norm = layer.input_layernorm.weight
+        self.post_norm = layer.post_attention_layernorm.weight
+        self.o, self.o_bias = attn.o_proj.weight, attn.o_proj.bias
+        self.down = mlp.down_proj.weight
+        self.qkv = [(p.weight, p.bias) for p in (attn.q_proj, attn.k_proj, attn.v_proj)]
+        self.gate, self.up = mlp.gate_proj.weight, mlp.up_proj.weight
+        biased = {b is not None for _, b in self.qkv}  # Qwen2: all three biased
+        if fuse and len(biased) == 1:
+            weight = torch.cat([w.detach() for w, _ in self.qkv])
+            bias = torch.cat([b.detach() for _, b in self.qkv]) if biased == {True} else None
+            self.qkv = [(weight, bias)]
+
+    def project_qkv(self, h_B_T_H: torch.Tensor) -> torch.Tensor:
+        """Queries, keys and values side by side: ``[B, T, (N + 2K)·D]``."""
+        parts = [F.linear(h_B_T_H, w, b) for w, b in self.qkv]
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+
+    def mlp(self, h_B_T_H: torch.Tensor) -> torch.Tensor:
+        """SwiGLU: ``down(silu(gate(h)) * up(h))``."""
+        return F.linear(
+            F.silu(F.linear(h_B_T_H, self.gate)) * F.linear(h_B_T_H, self.up), self.down
+        )
+
+
+def _fuses(model: PreTrainedModel) -> bool:
+    layers = model.model.layers
+    size = sum(p.numel() * p.element_size() for layer in layers for p in layer.parameters())
+    return size <= FUSE_MAX_BYTES
 
 
 #: ``scaled_dot_product_attention`` shares key/value heads itself from torch 2.5 on.
@@ -263,13 +308,13 @@ def _one_query_attention(
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """``transformers``' RMSNorm: normalise in fp32, cast back, then scale."""
-    x32 = x.float()
-    x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
-    return weight * x32.to(x.dtype)
+    if x.dtype != torch.float32:
+        return weight * _rms_norm(x.float(), 1.0, eps).to(x.dtype)
+    return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding of ``x`` ``[B, N, T, D]`` (the half-split convention of Llama)."""
+    """Rotary embedding of ``x`` ``[..., D]`` (the half-split convention of Llama)."""
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
     return x * cos + rotated * sin

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -47,18 +47,44 @@ def execute_run(
     return read_status(Path(run_dir))["status"]
 
 
+def execute_baseline(
+    run_id: str, config: dict[str, Any], run_dir: str, cache_dir: str | None, threads: int | None
+) -> str:
+    """Evaluate one untrained-student baseline into ``run_dir``; returns its final status."""
+    import torch
+
+    from distillscope.config import RunConfig
+    from distillscope.study.baseline import PlannedBaseline, run_baseline
+
+    if threads is not None:
+        torch.set_num_threads(max(1, threads))
+    baseline = PlannedBaseline(run_id, RunConfig.model_validate(config))
+    return run_baseline(baseline, Path(run_dir), Path(cache_dir) if cache_dir else None)
+
+
 Job = tuple[str, dict[str, Any], str]  # (run_id, config, run_dir)
 
 
-def run_pool(jobs: list[Job], cache_dir: str, workers: int) -> Iterator[tuple[str, str]]:
-    """Run jobs in ``workers`` spawned processes; yields (run_id, status) as they finish."""
+def run_pool(
+    jobs: list[Job], cache_dir: str, workers: int, baselines: Sequence[Job] = ()
+) -> Iterator[tuple[str, str]]:
+    """Run jobs in ``workers`` spawned processes; yields (run_id, status) as they finish.
+
+    ``baselines`` are queued first, so they run while the other workers start up and are done
+    long before any run evaluates (a run reads their skill scores from the shared cache and
+    scores the skills itself on a miss, so the order is for speed, not correctness).
+    """
     threads = max(1, (os.cpu_count() or 1) // workers)
     ctx = mp.get_context("spawn")  # fork + torch threads can deadlock
     # Workers watch their parent: a SIGKILLed study leaves no worker running its queue.
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=watch_parent) as pool:
         futures = {
-            pool.submit(execute_run, cfg, d, cache_dir, threads): rid for rid, cfg, d in jobs
+            pool.submit(execute_baseline, rid, cfg, d, cache_dir, threads): rid
+            for rid, cfg, d in baselines
         }
+        futures.update(
+            {pool.submit(execute_run, cfg, d, cache_dir, threads): rid for rid, cfg, d in jobs}
+        )
         for fut in as_completed(futures):
             yield futures[fut], fut.result()
 

@@ -6,7 +6,8 @@
     distillscope study status DIR
 
 Before the runs, the study evaluates its baseline(s), the untrained student
-(:mod:`distillscope.study.baseline`), in this process. Re-running on an existing directory
+(:mod:`distillscope.study.baseline`): in this process, or with ``--executor pool`` as the
+first jobs of the pool. Re-running on an existing directory
 resumes: runs whose status is ``done`` or ``diverged`` are skipped, interrupted ones restart from
 their last checkpoint, a finished baseline is not evaluated again.
 """
@@ -100,8 +101,14 @@ def _run_locked(
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     baselines = plan_baselines(runs)
     cache = str(out / "rollout-cache")
-    for b in baselines:
-        run_baseline(b, out / "runs" / b.run_id, Path(cache))
+    baseline_jobs = [
+        (b.run_id, b.config.model_dump(mode="json"), str(out / "runs" / b.run_id))
+        for b in baselines
+        if read_status(out / "runs" / b.run_id)["status"] != "done"
+    ]
+    if executor != "pool":  # a pool evaluates them in its workers, ahead of the runs
+        for b in baselines:
+            run_baseline(b, out / "runs" / b.run_id, Path(cache))
     write_table(out, runs, baselines)
     todo = _unfinished(runs, out)
     jobs = [
@@ -110,15 +117,16 @@ def _run_locked(
     if executor == "sequential":
         results = run_sequential(jobs, cache, on_step)
     elif executor == "pool":
-        results = run_pool(jobs, cache, workers)
+        results = run_pool(jobs, cache, workers, baseline_jobs)
     elif executor == "ray":
         results = run_ray(jobs, cache, address, cpus_per_run, gpus_per_run)
     else:
         raise ConfigError(f"--executor must be sequential, pool or ray, got {executor!r}")
+    baseline_ids = {b.run_id for b in baselines}
     for run_id, status in results:
         # after every run: a killed study loses at most the runs in flight
         write_table(out, runs, baselines)
-        if on_run_done is not None:
+        if on_run_done is not None and run_id not in baseline_ids:
             on_run_done(run_id, status)
     table = write_table(out, runs, baselines)
     saved = table.get("time/teacher_saved_s")

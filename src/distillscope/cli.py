@@ -18,14 +18,18 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from distillscope import __version__
+
+if TYPE_CHECKING:
+    from distillscope.study.executors import WorkerPool
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0])
 testbed_app = typer.Typer(no_args_is_help=True, help="The built-in testbed models.")
@@ -277,15 +281,12 @@ def study_cmd(
 
     distillscope study --preset paper-qwen model.teacher=/models/q7b model.student=/models/q1.5b
     """
-    from datetime import datetime
-
-    from distillscope.config import check_machine
-    from distillscope.study.runner import run_study, study_status
-    from distillscope.study.spec import expand, load_spec
-    from distillscope.train import preflight_all
+    from distillscope.study.executors import WorkerPool
 
     args = list(args or [])
     if args[:1] == ["status"]:
+        from distillscope.study.runner import study_status
+
         if len(args) != 2:
             raise ValueError("usage: distillscope study status DIR")
         _print_status(Path(args[1]), study_status(Path(args[1])))
@@ -298,6 +299,31 @@ def study_cmd(
         raise ValueError("give a study file or --preset, not both")
     if workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
+    # Started first: the workers import torch and transformers while this process plans.
+    with WorkerPool(workers) if executor == "pool" else nullcontext(workers) as pool:
+        _study(files, overrides, preset, out, executor, pool, address, cpus_per_run,
+               gpus_per_run, report)  # fmt: skip
+
+
+def _study(
+    files: list[str],
+    overrides: list[str],
+    preset: str | None,
+    out: Path | None,
+    executor: str,
+    workers: int | WorkerPool,
+    address: str | None,
+    cpus_per_run: float,
+    gpus_per_run: float,
+    report: bool,
+) -> None:
+    from datetime import datetime
+
+    from distillscope.config import check_machine
+    from distillscope.study.runner import run_study, study_status
+    from distillscope.study.spec import expand, load_spec
+    from distillscope.train import preflight_all
+
     study = load_spec(files[0] if files else preset or "quick", overrides)
     out = out or Path("distillscope-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     runs = expand(study)

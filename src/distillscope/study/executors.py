@@ -65,28 +65,70 @@ def execute_baseline(
 Job = tuple[str, dict[str, Any], str]  # (run_id, config, run_dir)
 
 
+def _start_worker() -> None:
+    # Workers watch their parent: a SIGKILLed study leaves no worker running its queue.
+    watch_parent()
+    import distillscope.study.run  # noqa: F401 — torch, transformers, the training stack: once
+
+
+def _ready() -> None:
+    """A no-op task: submitting one per worker makes the executor spawn them all at once."""
+
+
+class WorkerPool:
+    """``workers`` spawned processes that import the training stack as soon as they start.
+
+    Importing torch and transformers takes seconds per process, so the ``study`` command
+    starts its pool before it plans the study: the workers' imports overlap the parent's.
+    Each worker runs ``cores / workers`` torch threads. Use as a context manager.
+    """
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self.threads = max(1, (os.cpu_count() or 1) // workers)
+        ctx = mp.get_context("spawn")  # fork + torch threads can deadlock
+        self.executor = ProcessPoolExecutor(
+            max_workers=workers, mp_context=ctx, initializer=_start_worker
+        )
+        for _ in range(workers):  # one task per worker spawns every worker now
+            self.executor.submit(_ready)
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
 def run_pool(
-    jobs: list[Job], cache_dir: str, workers: int, baselines: Sequence[Job] = ()
+    jobs: list[Job],
+    cache_dir: str,
+    workers: int | WorkerPool,
+    baselines: Sequence[Job] = (),
 ) -> Iterator[tuple[str, str]]:
-    """Run jobs in ``workers`` spawned processes; yields (run_id, status) as they finish.
+    """Run jobs in a :class:`WorkerPool` (or a new one of ``workers`` processes); yields
+    (run_id, status) as they finish.
 
     ``baselines`` are queued first, so they run while the other workers start up and are done
     long before any run evaluates (a run reads their skill scores from the shared cache and
     scores the skills itself on a miss, so the order is for speed, not correctness).
     """
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    ctx = mp.get_context("spawn")  # fork + torch threads can deadlock
-    # Workers watch their parent: a SIGKILLed study leaves no worker running its queue.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=watch_parent) as pool:
+    own = not isinstance(workers, WorkerPool)
+    pool = WorkerPool(workers) if own else workers
+    try:
+        submit, threads = pool.executor.submit, pool.threads
         futures = {
-            pool.submit(execute_baseline, rid, cfg, d, cache_dir, threads): rid
+            submit(execute_baseline, rid, cfg, d, cache_dir, threads): rid
             for rid, cfg, d in baselines
         }
         futures.update(
-            {pool.submit(execute_run, cfg, d, cache_dir, threads): rid for rid, cfg, d in jobs}
+            {submit(execute_run, cfg, d, cache_dir, threads): rid for rid, cfg, d in jobs}
         )
         for fut in as_completed(futures):
             yield futures[fut], fut.result()
+    finally:
+        if own:
+            pool.executor.shutdown(wait=True, cancel_futures=True)
 
 
 def run_ray(

@@ -28,7 +28,7 @@ from distillscope.config import ConfigError
 from distillscope.safeyaml import YamlError, load_yaml_file
 from distillscope.store import atomic_write_text, read_status
 from distillscope.study.baseline import plan_baselines, run_baseline
-from distillscope.study.executors import run_pool, run_ray, run_sequential
+from distillscope.study.executors import WorkerPool, run_pool, run_ray, run_sequential
 from distillscope.study.lock import StudyLock
 from distillscope.study.spec import PlannedRun, StudySpec, expand, load_spec
 from distillscope.study.table import write_table
@@ -63,7 +63,7 @@ def run_study(
     out: Path,
     *,
     executor: str = "sequential",
-    workers: int = 2,
+    workers: int | WorkerPool = 2,
     address: str | None = None,
     cpus_per_run: float = 1.0,
     gpus_per_run: float = 0.0,
@@ -72,10 +72,12 @@ def run_study(
 ) -> Path:
     """Execute every unfinished run of ``spec`` into ``out``; returns the results table path.
 
+    ``workers``: the pool's size, or a started :class:`~distillscope.study.executors.WorkerPool`
+    (the ``study`` command starts one before it plans, so worker start-up overlaps planning).
     The study directory is locked for the duration (:class:`~distillscope.study.lock.StudyLock`):
     a second study on it fails at once naming the holder.
     """
-    if workers < 1:
+    if isinstance(workers, int) and workers < 1:
         raise ConfigError(f"--workers must be at least 1, got {workers}")
     # A missing model or a bad task file stops the study before it writes anything.
     preflight_all([r.config for r in _unfinished(expand(spec), out)])
@@ -90,7 +92,7 @@ def _run_locked(
     spec: StudySpec,
     out: Path,
     executor: str,
-    workers: int,
+    workers: int | WorkerPool,
     address: str | None,
     cpus_per_run: float,
     gpus_per_run: float,

@@ -23,6 +23,7 @@ from distillscope.report.scorecard import add_trajectory_features, trajectory_fe
 from distillscope.report.stats import (
     Pair,
     beyond,
+    interval,
     t_quantile,
     within,
 )
@@ -253,6 +254,10 @@ def test_t_quantiles_and_interval_tests():
     assert beyond(one_seed, 5.0) == 0 and not within(one_seed, 100.0)
     flat = Pair("x", 50.0, 0.0, 50.0, 0.0, 2.0, 2.0)  # no variance at all: no evidence
     assert beyond(flat, 0.0) == 0 and not within(flat, 5.0)
+    # the evidence says which of the two it is
+    assert interval(one_seed) == "[no SEM: one seed]"
+    assert interval(flat) == "[no seed variance: every seed gave the same value]"
+    assert interval(p) == "[+8.1, +15.9]"  # 12 ± t(0.975, 4) · √2
 
 
 def test_a_rule_that_raises_is_shown_as_error_not_a_verdict(synth):

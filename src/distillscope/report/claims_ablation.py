@@ -103,10 +103,10 @@ def _c10(df: pd.DataFrame) -> Verdict:
     parts, signs = [], []
     for kind in KINDS:
         pair, text = _on_off(df, metric, kind)
-        rel = 100.0 * pair.diff / pair.b if pair.b else math.nan
+        rel = f"{pp(100.0 * pair.diff / pair.b, 0)}% relative" if pair.b else "off-policy at 0"
         parts.append(
             f"{objective_label(kind)}: on − off {pp(pair.diff)} pp {interval(pair)} "
-            f"({pp(rel, 0)}% relative) [{text}]"
+            f"({rel}) [{text}]"
         )
         signs.append((beyond(pair, 0.0, ALPHA / 2), beyond(pair, C10_MARGIN)))
     ev = f"{metric}: " + "; ".join(parts)

@@ -116,7 +116,11 @@ def within(pair: Pair, margin: float, alpha: float = ALPHA) -> bool:
 def interval(pair: Pair, alpha: float = ALPHA) -> str:
     """``[+1.2, +4.5]``: the two one-sided (1 − alpha) bounds of a − b, for the evidence."""
     lo, hi = bounds(pair, alpha)
-    return "[no SEM: one seed]" if math.isnan(lo) else f"[{pp(lo)}, {pp(hi)}]"
+    if not math.isnan(lo):
+        return f"[{pp(lo)}, {pp(hi)}]"
+    if pair.sem == 0.0:
+        return "[no seed variance: every seed gave the same value]"
+    return "[no SEM: one seed]"
 
 
 def pooled_pair(pairs: Sequence[Pair], key: str) -> Pair:

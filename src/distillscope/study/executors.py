@@ -109,9 +109,9 @@ def run_pool(
     """Run jobs in a :class:`WorkerPool` (or a new one of ``workers`` processes); yields
     (run_id, status) as they finish.
 
-    ``baselines`` are queued first, so they run while the other workers start up and are done
-    long before any run evaluates (a run reads their skill scores from the shared cache and
-    scores the skills itself on a miss, so the order is for speed, not correctness).
+    ``baselines`` are queued first: they run side by side on the workers and are done long
+    before any run evaluates (a run reads their skill scores from the shared cache and scores
+    the skills itself on a miss, so the order is for speed, not correctness).
     """
     own = not isinstance(workers, WorkerPool)
     pool = WorkerPool(workers) if own else workers

@@ -421,14 +421,15 @@ def report_cmd(
 ) -> None:
     """Write STUDY_DIR/report/ (HTML, Markdown, figures, scorecard) from the results store."""
     if calibrate:
-        from distillscope.report.calibrate import write_calibration
+        from distillscope.report.calibrate import tables, write_calibration
 
         if not (study_dir / "results.parquet").is_file():
             raise FileNotFoundError(
                 f"{study_dir} has no results.parquet; run `distillscope study` first"
             )
-        with console.status(f"calibrating the scorecard ({draws} draws per scenario)"):
-            path = write_calibration(study_dir, draws)
+        with _progress() as bar:
+            task = bar.add_task(f"calibrating ({draws} draws per scenario)", total=tables(draws))
+            path = write_calibration(study_dir, draws, on_table=lambda: bar.advance(task))
         console.print(f"calibration: {path}")
     _write_report(study_dir)
 

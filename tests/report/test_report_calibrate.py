@@ -18,6 +18,7 @@ from distillscope.report.calibrate import (
     noise_model,
     planned_table,
     simulate,
+    tables,
 )
 from distillscope.study.spec import PRESETS_DIR, expand, load_spec
 from distillscope.study.table import plan_row
@@ -70,7 +71,9 @@ def test_calibration_meets_targets_on_a_three_seed_main_grid():
     # The paper's main grid (3 seeds) at 3 pp noise; a modest number of draws, seeded.
     df = _design("paper", ("main",))
     claims = (1, 2, 4, 9)
-    cal = calibrate(df, draws=10, seed=0, claims=claims)
+    scored = []
+    cal = calibrate(df, draws=10, seed=0, claims=claims, on_table=lambda: scored.append(1))
+    assert len(scored) == tables(10) == 2 * 10 + 2  # null, planted; zeros, constant once
     assert simulate(df, "null", seed=3).equals(simulate(df, "null", seed=3))  # seeded
     for c in map(str, claims):
         assert cal["false_rate"][c] <= 0.1, (c, cal["rates"]["null"][c])

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -283,25 +283,29 @@ def calibrate(
     draws: int = DEFAULT_DRAWS,
     seed: int = 0,
     claims: Collection[int] | None = None,
+    on_table: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Verdict rates of every rule on ``draws`` synthetic tables per scenario (JSON-ready).
 
     Returns ``{"draws", "seed", "noise", "rates": {scenario: {claim: {verdict: rate}}},
     "false_rate": {claim: worst false rate over NULL_SCENARIOS}, "power": {claim: supported
     rate under "planted"}}`` with claims as strings; the degenerate scenarios are drawn once
-    (they have no noise). ``claims`` restricts the rules scored (default: all).
+    (they have no noise), so :func:`tables` tables in all. ``claims`` restricts the rules
+    scored (default: all); ``on_table`` is called after each table is scored (progress).
     """
     rules = [r for r in RULES if claims is None or r.id in claims]
     d, metrics, noise, typical = setup(df)
     rng = np.random.default_rng(seed)
     rates: dict[str, dict[str, dict[str, float]]] = {}
     for scenario in SCENARIOS:
-        n = 1 if scenario in ("zeros", "constant") else draws
+        n = _tables_of(scenario, draws)
         counts: dict[int, dict[str, int]] = {r.id: {} for r in rules}
         for _ in range(n):
             table = draw(d, scenario, metrics, noise, typical, rng)
             for r in score_claims(table, claims=[r.id for r in rules]):
                 counts[r.id][r.verdict] = counts[r.id].get(r.verdict, 0) + 1
+            if on_table is not None:
+                on_table()
         rates[scenario] = {
             str(c): {v: k / n for v, k in sorted(vs.items())} for c, vs in counts.items()
         }
@@ -323,9 +327,24 @@ def calibrate(
     }
 
 
-def write_calibration(study_dir: Path, draws: int = DEFAULT_DRAWS, seed: int = 0) -> Path:
+def _tables_of(scenario: str, draws: int) -> int:
+    return 1 if scenario in ("zeros", "constant") else draws
+
+
+def tables(draws: int) -> int:
+    """How many synthetic tables :func:`calibrate` scores for ``draws`` per scenario."""
+    return sum(_tables_of(s, draws) for s in SCENARIOS)
+
+
+def write_calibration(
+    study_dir: Path,
+    draws: int = DEFAULT_DRAWS,
+    seed: int = 0,
+    on_table: Callable[[], None] | None = None,
+) -> Path:
     """Calibrate the scorecard against the study in ``study_dir``; writes calibration.json."""
     study = load_study(Path(study_dir))
     path = study.root / CALIBRATION_FILE
-    atomic_write_text(path, json.dumps(calibrate(study.scored, draws, seed), indent=1))
+    result = calibrate(study.scored, draws, seed, on_table=on_table)
+    atomic_write_text(path, json.dumps(result, indent=1))
     return path

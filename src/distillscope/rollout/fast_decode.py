@@ -308,9 +308,9 @@ def _one_query_attention(
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """``transformers``' RMSNorm: normalise in fp32, cast back, then scale."""
-    if x.dtype != torch.float32:
-        return weight * _rms_norm(x.float(), 1.0, eps).to(x.dtype)
-    return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+    x32 = x.float()  # x itself when it is fp32
+    normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * (normed if x.dtype == torch.float32 else normed.to(x.dtype))
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

@@ -103,14 +103,14 @@ def _run_locked(
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     baselines = plan_baselines(runs)
     cache = str(out / "rollout-cache")
-    baseline_jobs = [
-        (b.run_id, b.config.model_dump(mode="json"), str(out / "runs" / b.run_id))
-        for b in baselines
-        if read_status(out / "runs" / b.run_id)["status"] != "done"
-    ]
-    if executor != "pool":  # a pool evaluates them in its workers, ahead of the runs
-        for b in baselines:
+    baseline_jobs = []  # a pool evaluates the baselines in its workers, ahead of the runs
+    for b in baselines:
+        if executor != "pool":
             run_baseline(b, out / "runs" / b.run_id, Path(cache))
+        elif read_status(out / "runs" / b.run_id)["status"] != "done":
+            baseline_jobs.append(
+                (b.run_id, b.config.model_dump(mode="json"), str(out / "runs" / b.run_id))
+            )
     write_table(out, runs, baselines)
     todo = _unfinished(runs, out)
     jobs = [

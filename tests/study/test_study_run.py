@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from distillscope.store import read_status
+from distillscope.study.executors import WorkerPool
 from distillscope.study.runner import run_study, study_status
 from distillscope.study.spec import load_spec
 
@@ -37,6 +38,18 @@ def test_smoke_preset_sequential_and_pool_give_identical_tables(tmp_path):
     assert list(seq["experiment"]).count("baseline") == 1
     pd.testing.assert_frame_equal(comparable(seq), comparable(pool))
     assert "eval/accuracy" in seq and "rollout.policy" in seq and "train/grad_norm_mean" in seq
+
+
+@pytest.mark.slow
+def test_a_pool_started_before_planning_gives_the_same_table(tiny_study, tmp_path):
+    """The CLI's path: a WorkerPool whose workers spawn at once, handed to run_study."""
+    spec = tiny_spec(tiny_study)
+    seq = pd.read_parquet(run_study(spec, tmp_path / "seq"))
+    with WorkerPool(2) as pool:
+        assert len(pool.executor._processes) == 2  # spawned now, not at the first run
+        table = run_study(spec, tmp_path / "pool", executor="pool", workers=pool)
+    pd.testing.assert_frame_equal(comparable(seq), comparable(pd.read_parquet(table)))
+    assert (tmp_path / "pool" / "runs" / "baseline" / "eval.json").is_file()
 
 
 @pytest.mark.slow

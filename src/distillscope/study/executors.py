@@ -10,6 +10,7 @@ import multiprocessing as mp
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,6 @@ class WorkerPool:
     """
 
     def __init__(self, workers: int):
-        self.workers = workers
         self.threads = max(1, (os.cpu_count() or 1) // workers)
         ctx = mp.get_context("spawn")  # fork + torch threads can deadlock
         self.executor = ProcessPoolExecutor(
@@ -113,9 +113,8 @@ def run_pool(
     before any run evaluates (a run reads their skill scores from the shared cache and scores
     the skills itself on a miss, so the order is for speed, not correctness).
     """
-    own = not isinstance(workers, WorkerPool)
-    pool = WorkerPool(workers) if own else workers
-    try:
+    started = workers if isinstance(workers, WorkerPool) else None
+    with nullcontext(started) if started else WorkerPool(workers) as pool:  # ours: shut down
         submit, threads = pool.executor.submit, pool.threads
         futures = {
             submit(execute_baseline, rid, cfg, d, cache_dir, threads): rid
@@ -126,9 +125,6 @@ def run_pool(
         )
         for fut in as_completed(futures):
             yield futures[fut], fut.result()
-    finally:
-        if own:
-            pool.executor.shutdown(wait=True, cancel_futures=True)
 
 
 def run_ray(

@@ -31,15 +31,10 @@ def execute_run(
     Takes plain data (not a RunConfig) so it pickles cheaply into worker processes and Ray.
     ``threads`` sets torch's intra-op threads (None keeps the process's setting).
     """
-    import torch
-
-    from distillscope.config import RunConfig
     from distillscope.store import read_status
     from distillscope.study.run import run_one
 
-    if threads is not None:
-        torch.set_num_threads(max(1, threads))
-    cfg = RunConfig.model_validate(config)
+    cfg = _worker_config(config, threads)
     cache = Path(cache_dir) if cache_dir else None
     try:
         run_one(cfg, Path(run_dir), rollout_cache=cache, on_step=on_step)
@@ -52,15 +47,21 @@ def execute_baseline(
     run_id: str, config: dict[str, Any], run_dir: str, cache_dir: str | None, threads: int | None
 ) -> str:
     """Evaluate one untrained-student baseline into ``run_dir``; returns its final status."""
+    from distillscope.study.baseline import PlannedBaseline, run_baseline
+
+    baseline = PlannedBaseline(run_id, _worker_config(config, threads))
+    return run_baseline(baseline, Path(run_dir), Path(cache_dir) if cache_dir else None)
+
+
+def _worker_config(config: dict[str, Any], threads: int | None):
+    """The validated RunConfig of a job, with torch's intra-op threads set (None: unchanged)."""
     import torch
 
     from distillscope.config import RunConfig
-    from distillscope.study.baseline import PlannedBaseline, run_baseline
 
     if threads is not None:
         torch.set_num_threads(max(1, threads))
-    baseline = PlannedBaseline(run_id, RunConfig.model_validate(config))
-    return run_baseline(baseline, Path(run_dir), Path(cache_dir) if cache_dir else None)
+    return RunConfig.model_validate(config)
 
 
 Job = tuple[str, dict[str, Any], str]  # (run_id, config, run_dir)

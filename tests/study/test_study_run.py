@@ -79,7 +79,7 @@ def test_killed_study_resumes_to_the_same_table(tiny_study, tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "distillscope.cli", "study", str(spec_file), "--out", str(out),
          "--no-report"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     deadline = time.time() + 240
     killed_mid_run = False
@@ -92,7 +92,9 @@ def test_killed_study_resumes_to_the_same_table(tiny_study, tmp_path):
             if read_status(p.parent)["status"] == "running" and len(p.read_text().splitlines()) >= 3
         ]  # fmt: skip
         if len(runs) >= 2 and training:
-            os.kill(proc.pid, signal.SIGKILL)
+            # the whole process group: a worker outlives a killed parent by up to its
+            # watch_parent poll, long enough to finish a 6-step run it is part-way through
+            os.killpg(proc.pid, signal.SIGKILL)
             killed_mid_run = True
             break
         time.sleep(0.02)

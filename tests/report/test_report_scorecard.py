@@ -24,6 +24,8 @@ from distillscope.report.stats import (
     Pair,
     beyond,
     interval,
+    pooled_pair,
+    pooled_variance,
     t_quantile,
     within,
 )
@@ -80,6 +82,27 @@ def test_no_effect_claim_when_students_did_not_learn_has_no_power(synth):
     df.loc[df["experiment"] == "baseline", "eval/accuracy"] = 0.72  # untrained = trained
     result = {r.id: r for r in score_claims(df, strict=True)}[1]
     assert result.verdict == "inconclusive" and result.evidence.startswith("no power:")
+
+
+def test_claim_1_interval_uses_the_seed_variance_of_every_main_grid_cell(synth):
+    # 8 cells × 3 seeds, spread d = 1 pp: pooled s = 1 pp on 16 degrees of freedom, so the best
+    # cells' Δ has half-width t(0.975, 16) · √(2/3), not the two cells' own t(0.975, 4) · √(2/3)
+    result = {r.id: r for r in score_claims(_main(synth, synth.PAPER_ACC), strict=True)}[1]
+    half = t_quantile(0.975, 16) * math.sqrt(2 / 3)
+    assert f"Δ +0.0 pp [{-half:+.1f}, {half:+.1f}]" in result.evidence
+    assert result.verdict == "supported"
+
+
+def test_pooled_variance_pools_every_side_and_keeps_the_contrast_sem():
+    pairs = [Pair("x", 70.0, 1.0, 60.0, 2.0, 2.0, 2.0), Pair("y", 72.0, 1.0, 62.0, 1.0, 4.0, 4.0)]
+    var, dof = pooled_variance(pairs)  # s² = Σ ν · SEM² · n / Σ ν
+    assert dof == 12.0
+    assert var == pytest.approx((2 * 1 * 3 + 2 * 4 * 3 + 4 * 1 * 5 + 4 * 1 * 5) / 12)
+    p = pooled_pair(pairs, "xy")
+    assert (p.a, p.b) == (71.0, 61.0)
+    assert p.a_sem == pytest.approx(math.sqrt(var * (1 / 3 + 1 / 5)) / 2)
+    assert p.dof == pytest.approx(12.0, rel=0.05)  # one variance estimate on Σ ν
+    assert pooled_variance([Pair("z", 1.0, math.nan, 0.0, 1.0, math.nan, 2.0)]) is None
 
 
 def test_reverse_beats_forward_everywhere_contradicts_claim_2(synth):

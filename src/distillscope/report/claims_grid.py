@@ -41,7 +41,9 @@ from distillscope.report.stats import (
     interval,
     num,
     pooled_pair,
+    pooled_variance,
     pp,
+    with_variance,
     within,
 )
 
@@ -61,7 +63,8 @@ def _lr_ends(m: pd.DataFrame) -> tuple[float, float]:
 C1_MARGIN = 10.0  # pp: a rollout gain smaller than this is "no gain"
 R1 = (
     "Δ = best OnPD cell − best OffPD cell (highest mean accuracy over the matched KL×LR cells, "
-    "as the claim compares them). Supported: the students learned (≥ "
+    "as the claim compares them), its uncertainty from the seed variance pooled over all those "
+    "cells. Supported: the students learned (≥ "
     f"{LEARNED_PP:g} pp over the untrained student) and Δ is within ±{C1_MARGIN:g} pp (TOST, "
     f"{CI}s). Contradicted: |Δ| > {C1_MARGIN:g} pp beyond its {CI} (α/2 per side). Else "
     "inconclusive."
@@ -92,6 +95,9 @@ def _c1(df: pd.DataFrame) -> Verdict:
     pairs = paired(m, ACC, "_rollout", "OnPD", "OffPD")
     on, off = max(pairs, key=lambda x: x.a), max(pairs, key=lambda x: x.b)
     p = Pair("best cells", on.a, on.a_sem, off.b, off.b_sem, on.a_dof, off.b_dof)
+    shared = pooled_variance(pairs)  # the seed noise of every main-grid cell, not just two
+    if shared is not None:
+        p = with_variance(p, *shared, on.a_dof + 1, off.b_dof + 1)
     ev = (
         f"best OnPD cell {num(p.a)}% ({on.key}) vs best OffPD cell {num(p.b)}% ({off.key}): "
         f"Δ {pp(p.diff)} pp {interval(p)}. {describe_pairs(pairs)}"

@@ -123,12 +123,34 @@ def interval(pair: Pair, alpha: float = ALPHA) -> str:
     return "[no SEM: one seed]"
 
 
+def pooled_variance(pairs: Sequence[Pair]) -> tuple[float, float] | None:
+    """Seed variance s² pooled over every side of ``pairs`` and its degrees of freedom.
+
+    s² = Σ νᵢ sᵢ² / Σ νᵢ with sᵢ² = SEMᵢ² nᵢ and nᵢ = νᵢ + 1: exact for a balanced design with
+    equal seed noise, on Σ νᵢ degrees of freedom. None when some side's seed count is unknown
+    (a one-seed side or a side given without its degrees of freedom).
+    """
+    sides = [(p.a_sem, p.a_dof) for p in pairs] + [(p.b_sem, p.b_dof) for p in pairs]
+    if not sides or not all(1 <= d < math.inf and not math.isnan(s) for s, d in sides):
+        return None
+    dof = sum(d for _, d in sides)
+    return sum(d * s * s * (d + 1) for s, d in sides) / dof, dof
+
+
+def with_variance(pair: Pair, var: float, dof: float, n_a: float, n_b: float) -> Pair:
+    """``pair`` with SEMs from one shared variance estimate (var, on dof degrees of freedom) of
+    sides with n_a and n_b seeds: SEM = √(var / n); the estimate's ν is split between the sides
+    so that the Welch–Satterthwaite ν of the difference is ``dof`` when n_a = n_b."""
+    half = dof / 2
+    return Pair(pair.key, pair.a, math.sqrt(var / n_a), pair.b, math.sqrt(var / n_b), half, half)
+
+
 def pooled_pair(pairs: Sequence[Pair], key: str) -> Pair:
     """Matched pairs averaged into one contrast: a = mean of a, b = mean of b.
 
-    The seed variance is pooled over all cells of the contrast (SEM_a = s √(Σ 1/n_aᵢ) / k, on
-    Σ (nᵢ − 1) degrees of freedom); when some cell's seed count is unknown, SEM_a = √(Σ
-    SEM_aᵢ²) / k with Welch–Satterthwaite degrees of freedom.
+    The seed variance is pooled over all cells of the contrast (``pooled_variance``; SEM_a =
+    s √(Σ 1/n_aᵢ) / k); when some cell's seed count is unknown, SEM_a = √(Σ SEM_aᵢ²) / k with
+    Welch–Satterthwaite degrees of freedom.
 
     Pairs without a SEM (a one-seed side) are left out when any pair has one; with none the
     contrast's SEM is undefined, so it is never beyond uncertainty.
@@ -140,16 +162,13 @@ def pooled_pair(pairs: Sequence[Pair], key: str) -> Pair:
         return Pair(key, math.nan, math.nan, math.nan, math.nan)
     a, a_sem = pooled([p.a for p in pairs], [p.a_sem for p in pairs])
     b, b_sem = pooled([p.b for p in pairs], [p.b_sem for p in pairs])
-    sides = [(p.a_sem, p.a_dof) for p in pairs] + [(p.b_sem, p.b_dof) for p in pairs]
-    if all(1 <= d < math.inf and not math.isnan(s) for s, d in sides):
-        # Pooled within-cell variance s² = Σ νᵢ sᵢ² / Σ νᵢ (sᵢ² = SEMᵢ² nᵢ): exact for a
-        # balanced design with equal seed noise, on Σ νᵢ degrees of freedom.
-        dof = sum(d for _, d in sides)
-        var = sum(d * s * s * (d + 1) for s, d in sides) / dof
-        a_sem = math.sqrt(var * sum(1 / (p.a_dof + 1) for p in pairs)) / k
-        b_sem = math.sqrt(var * sum(1 / (p.b_dof + 1) for p in pairs)) / k
-        half = dof / 2  # the two sides share one variance estimate: split its ν between them
-        return Pair(key, a, a_sem, b, b_sem, half, half)
+    shared = pooled_variance(pairs)
+    if shared is not None:
+        var, dof = shared
+        # mean of k cells: Var = s² Σ (1/nᵢ) / k², i.e. one cell with n = k² / Σ (1/nᵢ) seeds
+        n_a = k * k / sum(1 / (p.a_dof + 1) for p in pairs)
+        n_b = k * k / sum(1 / (p.b_dof + 1) for p in pairs)
+        return with_variance(Pair(key, a, a_sem, b, b_sem), var, dof, n_a, n_b)
     a_dof = welch_dof([p.a_sem**2 for p in pairs], [p.a_dof for p in pairs])
     b_dof = welch_dof([p.b_sem**2 for p in pairs], [p.b_dof for p in pairs])
     return Pair(key, a, a_sem, b, b_sem, a_dof, b_dof)

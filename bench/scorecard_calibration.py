@@ -5,8 +5,9 @@
 
 Builds the preset's planned runs plus a baseline row with the default seed noise (3 pp for
 accuracies and pp-valued metrics: ``report.calibrate.DEFAULT_SD``), runs ``calibrate`` and
-prints a Markdown table (worst false rate over null/zeros/constant, and "supported" rate under
-the planted published effects). Seeded and deterministic.
+prints a Markdown table (worst false rate over null/zeros/constant — and, for the no-effect
+claims, "supported" with their effect planted at the margin — and "supported" rate under the
+planted published effects). Seeded and deterministic.
 """
 
 from __future__ import annotations
@@ -33,19 +34,24 @@ def main() -> None:
     cal = calibrate(df, args.draws, args.seed, claims)
     took = time.perf_counter() - start
     print(f"preset {args.preset}: {len(df)} rows, {args.draws} draws, {took:.0f} s")
-    print("| claim | null: supported | null: contradicted | worst false rate | power |")
-    print("|---|---|---|---|---|")
+    print(
+        "| claim | null: supported | null: contradicted | at its margin: supported "
+        "| worst false rate | power |"
+    )
+    print("|---|---|---|---|---|---|")
     for r in RULES:
         c = str(r.id)
         if c not in cal["false_rate"]:
             continue
         if r.unmeasured:  # no code writes what the rule reads: no verdict to calibrate
-            print(f"| {r.id} | not implemented | | | |")
+            print(f"| {r.id} | not implemented | | | | |")
             continue
         null = cal["rates"]["null"][c]
+        margin = cal["rates"]["margin"].get(c)
+        at_margin = f"{margin.get('supported', 0):.1%}" if margin is not None else "–"
         print(
             f"| {r.id} | {null.get('supported', 0):.1%} | {null.get('contradicted', 0):.1%} | "
-            f"{cal['false_rate'][c]:.1%} | {cal['power'][c]:.0%} |"
+            f"{at_margin} | {cal['false_rate'][c]:.1%} | {cal['power'][c]:.0%} |"
         )
 
 

@@ -15,6 +15,7 @@ from distillscope.report import score_claims
 from distillscope.report.calibrate import (
     CALIBRATION_FILE,
     calibrate,
+    margin_offsets,
     noise_model,
     planned_table,
     simulate,
@@ -73,7 +74,9 @@ def test_calibration_meets_targets_on_a_three_seed_main_grid():
     claims = (1, 2, 4, 9)
     scored = []
     cal = calibrate(df, draws=10, seed=0, claims=claims, on_table=lambda: scored.append(1))
-    assert len(scored) == tables(10) == 2 * 10 + 2  # null, planted; zeros, constant once
+    # null, margin (claim 1 only), planted; zeros, constant once
+    assert len(scored) == tables(10, claims) == 3 * 10 + 2
+    assert set(cal["rates"]["margin"]) == {"1"}
     assert simulate(df, "null", seed=3).equals(simulate(df, "null", seed=3))  # seeded
     for c in map(str, claims):
         assert cal["false_rate"][c] <= 0.1, (c, cal["rates"]["null"][c])
@@ -107,3 +110,24 @@ def test_report_cli_prints_false_verdict_rates(tmp_path):
     shown = f"{100 * rate:.1f}% (2 draws)"
     assert shown in md and shown in html
     assert "| not calibrated |" not in md
+
+
+def test_margin_scenario_puts_each_no_effect_claim_at_its_margin():
+    df = _design("paper", ("main", "spectrum", "sampled"))
+    d = simulate(df, "null", seed=0)
+    offsets = margin_offsets(d)
+    acc, forget = offsets["eval/accuracy"], offsets["eval/forgetting_pp"]
+    main_on = (d["experiment"] == "main") & (d["rollout.policy"] == "student")
+    sampled_fwd = (d["experiment"] == "sampled") & (d["objective.kind"] == "forward_sampled")
+    assert set(acc[main_on.to_numpy()]) == {0.10} and set(acc[sampled_fwd.to_numpy()]) == {0.03}
+    assert not acc[~(main_on | sampled_fwd).to_numpy()].any()
+    spectrum = (d["experiment"] == "spectrum").to_numpy()
+    moved = spectrum & (d["objective.kind"] == "forward_kl").to_numpy() & (d["rollout.lam"] > 0)
+    assert set(forget[moved]) == {8.0} and not forget[~moved].any()
+    # at the margin "no effect" is false: equivalence rarely passes, and each such pass counts
+    cal = calibrate(df, draws=20, seed=0, claims=(1, 7, 15))
+    for c in ("1", "7", "15"):
+        at_margin = cal["rates"]["margin"][c].get("supported", 0.0)
+        assert at_margin <= 0.1, (c, cal["rates"]["margin"][c])
+        assert cal["false_rate"][c] >= at_margin
+    assert cal["rates"]["null"]["1"].get("supported", 0.0) >= 0.8  # true under the null

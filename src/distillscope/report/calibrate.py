@@ -14,13 +14,17 @@ baseline) and replace every metric by a model value plus Gaussian seed noise:
 - **null**: no axis has any effect; every run's accuracy is ``LEARNED_BY`` above the untrained
   student, so that no-effect claims have power.
 - **zeros** / **constant**: degenerate tables (every value 0; every value the same, no noise).
+- **margin**: each no-effect claim's effect planted at exactly its margin (``margin_offsets``:
+  OnPD +10 pp accuracy in the main grid, λ > 0 forgetting +8 pp under forward KL, the sampled
+  forward-KL estimator +3 pp), where "no effect" is false; only those claims are scored.
 - **planted**: the published effects of docs/method.md §9 (``planted_offsets``), so that each
   claim is true.
 
 A verdict is *false* under null, zeros and constant when it is "supported" or "contradicted" —
 except "supported" for the no-effect claims (``NO_EFFECT_CLAIMS``) under the null, where the
-claim is true. A rule's false-verdict rate is its worst rate over those scenarios; its power
-is its "supported" rate under the planted effects. Seeded and deterministic; torch-free.
+claim is true — and under margin when a no-effect claim is "supported". A rule's false-verdict
+rate is its worst rate over those scenarios; its power is its "supported" rate under the
+planted effects. Seeded and deterministic; torch-free.
 """
 
 from __future__ import annotations
@@ -43,13 +47,17 @@ from distillscope.report.aggregate import (
     with_labels,
 )
 from distillscope.report.claimkit import is_baseline
+from distillscope.report.claims_ablation import C15_MARGIN
+from distillscope.report.claims_grid import C1_MARGIN
+from distillscope.report.claims_spectrum import C7_MARGIN
 from distillscope.report.scorecard import RULES, score_claims
 from distillscope.report.study import CALIBRATION_FILE, load_study
 from distillscope.store import atomic_write_text
 
-SCENARIOS = ("null", "zeros", "constant", "planted")
+SCENARIOS = ("null", "zeros", "constant", "margin", "planted")
 NULL_SCENARIOS = ("null", "zeros", "constant")
 NO_EFFECT_CLAIMS = (1, 7, 15)
+MARGIN = "margin"  # the scenario that plants each no-effect claim's effect at its margin
 DEFAULT_DRAWS = 200
 #: Seed-noise standard deviation by unit when no cell has two seeds (stored units).
 DEFAULT_SD = {"fraction": 0.03, "pp": 3.0}
@@ -202,6 +210,25 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
     return out
 
 
+def margin_offsets(d: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Offsets (stored units) that put each no-effect claim's effect exactly at its margin.
+
+    Claim 1: OnPD cells of the main grid C1_MARGIN pp more accurate; claim 7: forgetting of the
+    λ > 0 forward-KL spectrum cells C7_MARGIN pp higher; claim 15: the sampled forward-KL
+    estimator C15_MARGIN pp more accurate than the sampled reverse one. Each touches only its own
+    experiment, so each claim sees one effect.
+    """
+    L = with_labels(d)
+    col = lambda c: L[c].map(str) if c in L.columns else pd.Series("", index=L.index)  # noqa: E731
+    exp, kind = col("experiment"), col("objective.kind")
+    lam = pd.to_numeric(L["_lam"], errors="coerce").fillna(0.0).to_numpy()
+    main_on = ((exp == "main") & (col("rollout.policy") == "student")).to_numpy()
+    spectrum_fwd = ((exp == "spectrum") & (kind == "forward_kl")).to_numpy() & (lam > 0)
+    sampled_fwd = ((exp == "sampled") & (kind == "forward_sampled")).to_numpy()
+    acc = np.where(main_on, C1_MARGIN / 100, 0.0) + np.where(sampled_fwd, C15_MARGIN / 100, 0.0)
+    return {ACC: acc, "eval/forgetting_pp": np.where(spectrum_fwd, C7_MARGIN, 0.0)}
+
+
 #: Planted metrics set to a level (not an offset from the study's typical value).
 _LEVELS = (
     "eval/forgetting_pp",
@@ -224,7 +251,13 @@ def draw(
     out = d.copy()
     base = is_baseline(out).to_numpy()
     opd = out["objective.kind"].map(str).eq("opd").to_numpy() if "objective.kind" in out else None
-    planted = planted_offsets(d, noise) if scenario == "planted" else {}
+    planted = (
+        planted_offsets(d, noise)
+        if scenario == "planted"
+        else margin_offsets(d)
+        if scenario == MARGIN
+        else {}
+    )
     values = {}
     for m in metrics:
         if scenario in ("zeros", "constant"):
@@ -233,7 +266,7 @@ def draw(
             continue
         v = np.full(len(d), typical[m])
         if m in planted:
-            if m in _LEVELS:
+            if m in _LEVELS and scenario == "planted":
                 v = planted[m].astype(float)
             elif m == "train/grad_norm_mean":
                 v = typical[m] * (1.0 + planted[m])
@@ -273,9 +306,16 @@ def simulate(df: pd.DataFrame, scenario: str, seed: int = 0) -> pd.DataFrame:
 
 
 def _false(claim: int, scenario: str, verdict: str) -> bool:
+    if scenario == MARGIN:
+        return verdict == "supported"  # only no-effect claims are scored there
     if verdict not in ("supported", "contradicted"):
         return False
     return not (scenario == "null" and claim in NO_EFFECT_CLAIMS and verdict == "supported")
+
+
+def _scored(scenario: str, claims: Collection[int]) -> list[int]:
+    """The claims a scenario's tables are scored for (margin: the no-effect claims only)."""
+    return [c for c in claims if scenario != MARGIN or c in NO_EFFECT_CLAIMS]
 
 
 def calibrate(
@@ -288,21 +328,23 @@ def calibrate(
     """Verdict rates of every rule on ``draws`` synthetic tables per scenario (JSON-ready).
 
     Returns ``{"draws", "seed", "noise", "rates": {scenario: {claim: {verdict: rate}}},
-    "false_rate": {claim: worst false rate over NULL_SCENARIOS}, "power": {claim: supported
-    rate under "planted"}}`` with claims as strings; the degenerate scenarios are drawn once
-    (they have no noise), so :func:`tables` tables in all. ``claims`` restricts the rules
-    scored (default: all); ``on_table`` is called after each table is scored (progress).
+    "false_rate": {claim: worst false rate over its false scenarios}, "power": {claim:
+    supported rate under "planted"}}`` with claims as strings (the margin scenario holds the
+    no-effect claims only); the degenerate scenarios are drawn once (they have no noise), so
+    :func:`tables` tables in all. ``claims`` restricts the rules scored (default: all);
+    ``on_table`` is called after each table is scored (progress).
     """
-    rules = [r for r in RULES if claims is None or r.id in claims]
+    ids = [r.id for r in RULES if claims is None or r.id in claims]
     d, metrics, noise, typical = setup(df)
     rng = np.random.default_rng(seed)
     rates: dict[str, dict[str, dict[str, float]]] = {}
     for scenario in SCENARIOS:
-        n = _tables_of(scenario, draws)
-        counts: dict[int, dict[str, int]] = {r.id: {} for r in rules}
+        scored = _scored(scenario, ids)
+        n = _tables_of(scenario, draws) if scored else 0
+        counts: dict[int, dict[str, int]] = {c: {} for c in scored}
         for _ in range(n):
             table = draw(d, scenario, metrics, noise, typical, rng)
-            for r in score_claims(table, claims=[r.id for r in rules]):
+            for r in score_claims(table, claims=scored):
                 counts[r.id][r.verdict] = counts[r.id].get(r.verdict, 0) + 1
             if on_table is not None:
                 on_table()
@@ -310,13 +352,14 @@ def calibrate(
             str(c): {v: k / n for v, k in sorted(vs.items())} for c, vs in counts.items()
         }
     false_rate = {
-        str(r.id): max(
-            sum(x for v, x in rates[s][str(r.id)].items() if _false(r.id, s, v))
-            for s in NULL_SCENARIOS
+        str(c): max(
+            sum(x for v, x in rates[s][str(c)].items() if _false(c, s, v))
+            for s in (*NULL_SCENARIOS, MARGIN)
+            if str(c) in rates[s]
         )
-        for r in rules
+        for c in ids
     }
-    power = {str(r.id): rates["planted"][str(r.id)].get("supported", 0.0) for r in rules}
+    power = {str(c): rates["planted"][str(c)].get("supported", 0.0) for c in ids}
     return {
         "draws": draws,
         "seed": seed,
@@ -331,9 +374,10 @@ def _tables_of(scenario: str, draws: int) -> int:
     return 1 if scenario in ("zeros", "constant") else draws
 
 
-def tables(draws: int) -> int:
+def tables(draws: int, claims: Collection[int] | None = None) -> int:
     """How many synthetic tables :func:`calibrate` scores for ``draws`` per scenario."""
-    return sum(_tables_of(s, draws) for s in SCENARIOS)
+    ids = [r.id for r in RULES if claims is None or r.id in claims]
+    return sum(_tables_of(s, draws) for s in SCENARIOS if _scored(s, ids))
 
 
 def write_calibration(

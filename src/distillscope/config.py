@@ -449,3 +449,12 @@ def _device(name: str):
             f"model.device: {quote(name, 60)} is not a device (cpu, cuda, cuda:N, mps)"
         )
     return device
+
+
+def evaluation_key(cfg: RunConfig) -> str:
+    """What a run's evaluation depends on besides its weights: student, task, eval, seed."""
+    d = cfg.model_dump(mode="json")
+    model = {k: v for k, v in d["model"].items() if not k.startswith("teacher")}
+    task = {k: v for k, v in d["task"].items() if k != "teacher_style_flag"}
+    key = {"model": model, "task": task, "eval": d["eval"], "seed": d["seed"]}
+    return json.dumps(key, sort_keys=True)

@@ -18,13 +18,12 @@ draws skill problems).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-from distillscope.config import RunConfig
+from distillscope.config import RunConfig, evaluation_key
 from distillscope.eval.metrics import pass_at_k_curve, update_sparsity
 from distillscope.eval.samples import SampleLog
 from distillscope.eval.sampling import sample_and_score
@@ -52,15 +51,6 @@ def _load_student(cfg: RunConfig):
         resolve_model_path(m.student), dtype=m.dtype, device=m.device,
         allow_pickle=m.allow_pickle, trust_remote_code=m.trust_remote_code,
     )  # fmt: skip
-
-
-def evaluation_key(cfg: RunConfig) -> str:
-    """What a run's evaluation depends on besides its weights: student, task, eval, seed."""
-    d = cfg.model_dump(mode="json")
-    model = {k: v for k, v in d["model"].items() if not k.startswith("teacher")}
-    task = {k: v for k, v in d["task"].items() if k != "teacher_style_flag"}
-    key = {"model": model, "task": task, "eval": d["eval"], "seed": d["seed"]}
-    return json.dumps(key, sort_keys=True)
 
 
 class SplitOverlapError(RuntimeError):

@@ -11,96 +11,51 @@ sees a model, a config or a file.
 - :mod:`.estimators` — sampled and rollout-token KL estimators, Schulman's k1/k2/k3 metrics;
 - :mod:`.opd` — on-policy distillation as a PPO-clipped policy gradient with regulations;
 - :mod:`.registry` — the objective kinds a config can name, with what each needs.
+
+The names below are imported from their modules on first use, so that reading the registry (as
+every config validation does) does not import torch.
 """
 
 from __future__ import annotations
 
-from distillscope.objectives.chunked import (
-    chunked_divergence,
-    chunked_forward_kl,
-    chunked_reverse_kl,
-)
-from distillscope.objectives.divergences import (
-    DIVERGENCES,
-    REDUCTIONS,
-    Divergence,
-    Reduction,
-    forward_kl,
-    generalized_jsd,
-    kl_mixture,
-    reduce_tokens,
-    reverse_kl,
-    shared_vocab,
-    token_divergence,
-    token_weights,
-)
-from distillscope.objectives.estimators import (
-    draw_uniforms,
-    kl_metrics_by_writer,
-    kl_sample_metrics,
-    rollout_token_forward_kl,
-    rollout_token_reverse_kl,
-    sampled_forward_kl,
-    sampled_reverse_kl,
-    sampled_token_loss,
-)
-from distillscope.objectives.fused import (
-    DEFAULT_MEMORY_BUDGET_MB,
-    chunk_rows,
-    fused_divergence,
-)
-from distillscope.objectives.fused_tokens import (
-    draw_from_hidden,
-    inverse_cdf_draw,
-    token_logprobs_at_temperatures,
-    token_logprobs_from_hidden,
-)
-from distillscope.objectives.opd import (
-    REGULATIONS,
-    Regulation,
-    opd_from_logprobs,
-    opd_policy_gradient,
-    regulate_advantage,
-)
-from distillscope.objectives.registry import OBJECTIVES, ObjectiveKind, objective_kind
+import importlib
 
-__all__ = [
-    "draw_from_hidden",
-    "draw_uniforms",
-    "inverse_cdf_draw",
-    "kl_metrics_by_writer",
-    "opd_from_logprobs",
-    "sampled_token_loss",
-    "token_logprobs_at_temperatures",
-    "token_logprobs_from_hidden",
-    "DEFAULT_MEMORY_BUDGET_MB",
-    "DIVERGENCES",
-    "OBJECTIVES",
-    "REDUCTIONS",
-    "REGULATIONS",
-    "Divergence",
-    "ObjectiveKind",
-    "Reduction",
-    "Regulation",
-    "chunked_divergence",
-    "chunked_forward_kl",
-    "chunked_reverse_kl",
-    "chunk_rows",
-    "forward_kl",
-    "fused_divergence",
-    "generalized_jsd",
-    "kl_mixture",
-    "kl_sample_metrics",
-    "objective_kind",
-    "opd_policy_gradient",
-    "reduce_tokens",
-    "regulate_advantage",
-    "reverse_kl",
-    "rollout_token_forward_kl",
-    "rollout_token_reverse_kl",
-    "sampled_forward_kl",
-    "sampled_reverse_kl",
-    "shared_vocab",
-    "token_divergence",
-    "token_weights",
-]
+#: module of this package → the public names it provides here
+_EXPORTS = {
+    "chunked": ("chunked_divergence", "chunked_forward_kl", "chunked_reverse_kl"),
+    "divergences": (
+        "DIVERGENCES", "REDUCTIONS", "Divergence", "Reduction", "forward_kl", "generalized_jsd",
+        "kl_mixture", "reduce_tokens", "reverse_kl", "shared_vocab", "token_divergence",
+        "token_weights",
+    ),
+    "estimators": (
+        "draw_uniforms", "kl_metrics_by_writer", "kl_sample_metrics", "rollout_token_forward_kl",
+        "rollout_token_reverse_kl", "sampled_forward_kl", "sampled_reverse_kl",
+        "sampled_token_loss",
+    ),
+    "fused": ("DEFAULT_MEMORY_BUDGET_MB", "chunk_rows", "fused_divergence"),
+    "fused_tokens": (
+        "draw_from_hidden", "inverse_cdf_draw", "token_logprobs_at_temperatures",
+        "token_logprobs_from_hidden",
+    ),
+    "opd": (
+        "REGULATIONS", "Regulation", "opd_from_logprobs", "opd_policy_gradient",
+        "regulate_advantage",
+    ),
+    "registry": ("OBJECTIVES", "ObjectiveKind", "objective_kind"),
+}  # fmt: skip
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str) -> object:
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

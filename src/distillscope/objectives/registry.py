@@ -24,13 +24,10 @@ training path when V > :data:`FUSED_MIN_VOCAB` (docs/method.md §2, Memory), so 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
-
-from distillscope.objectives.divergences import forward_kl, generalized_jsd, kl_mixture, reverse_kl
-from distillscope.objectives.estimators import sampled_forward_kl, sampled_reverse_kl
-from distillscope.objectives.opd import opd_policy_gradient
 
 #: Above this vocabulary size the training loop computes every objective and diagnostic from
 #: hidden states (``objective.path: auto``); at or below it, from logits.
@@ -48,7 +45,9 @@ class ObjectiveKind:
     """One objective a run can minimise, and what it needs from the loop and the config."""
 
     name: str
-    loss: Callable[..., tuple]
+    #: "module:function" of the loss within this package, imported on first use, so that
+    #: validating a config (which reads this registry) never imports torch
+    impl: str
     summary: str  # one line, shown in the CLI's config listing
     inputs: Literal["logits", "sampled_tokens"] = "logits"
     options: tuple[str, ...] = LOSS_OPTIONS
@@ -58,36 +57,45 @@ class ObjectiveKind:
     needs_behavior_logprobs: bool = False  # needs the sampler's log-probs of its own tokens
     needs_student_rollouts: bool = False  # only meaningful when the student wrote the tokens
 
+    @property
+    def loss(self) -> Callable[..., tuple]:
+        """The loss function (see the module docstring for its signature)."""
+        module, function = self.impl.split(":")
+        return getattr(importlib.import_module(f"{__package__}.{module}"), function)
+
 
 OBJECTIVES: dict[str, ObjectiveKind] = {
     k.name: k
     for k in (
         ObjectiveKind(
-            "forward_kl", forward_kl, "KL(π_T ‖ π_S), full vocabulary (mode-covering)",
-            full_vocabulary=True,
+            "forward_kl", "divergences:forward_kl",
+            "KL(π_T ‖ π_S), full vocabulary (mode-covering)", full_vocabulary=True,
         ),
         ObjectiveKind(
-            "reverse_kl", reverse_kl, "KL(π_S ‖ π_T), full vocabulary (mode-seeking)",
-            full_vocabulary=True,
+            "reverse_kl", "divergences:reverse_kl",
+            "KL(π_S ‖ π_T), full vocabulary (mode-seeking)", full_vocabulary=True,
         ),
         ObjectiveKind(
-            "jsd", generalized_jsd, "generalised Jensen–Shannon divergence (objective.beta)",
+            "jsd", "divergences:generalized_jsd",
+            "generalised Jensen–Shannon divergence (objective.beta)",
             options=(*LOSS_OPTIONS, "beta"), full_vocabulary=True,
         ),
         ObjectiveKind(
-            "mixture", kl_mixture, "α·forward + (1−α)·reverse KL (objective.alpha)",
+            "mixture", "divergences:kl_mixture", "α·forward + (1−α)·reverse KL (objective.alpha)",
             options=(*LOSS_OPTIONS, "alpha"), full_vocabulary=True,
         ),
         ObjectiveKind(
-            "forward_sampled", sampled_forward_kl, "forward KL, one teacher sample per position",
+            "forward_sampled", "estimators:sampled_forward_kl",
+            "forward KL, one teacher sample per position",
             needs_generator=True, hidden_form="token_logprobs",
         ),
         ObjectiveKind(
-            "reverse_sampled", sampled_reverse_kl, "reverse KL, one student sample per position",
+            "reverse_sampled", "estimators:sampled_reverse_kl",
+            "reverse KL, one student sample per position",
             needs_generator=True, hidden_form="token_logprobs",
         ),
         ObjectiveKind(
-            "opd", opd_policy_gradient,
+            "opd", "opd:opd_policy_gradient",
             "on-policy distillation: clipped policy gradient with teacher advantages",
             inputs="sampled_tokens", options=OPD_OPTIONS, needs_behavior_logprobs=True,
             needs_student_rollouts=True, hidden_form="token_logprobs",

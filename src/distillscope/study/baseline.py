@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from distillscope.config import RunConfig, dump_run_config
-from distillscope.eval.evaluate import evaluate, evaluation_key
+from distillscope.config import RunConfig, dump_run_config, evaluation_key
 from distillscope.store import claim_run, read_eval, read_status, write_config, write_status
 from distillscope.study.spec import PlannedRun
 
@@ -52,6 +51,8 @@ def run_baseline(baseline: PlannedBaseline, run_dir: Path, cache_dir: Path | Non
     ``cache_dir`` (the study's shared cache) its skill-suite scores are stored there for the
     runs' "skills before" (:func:`~distillscope.eval.evaluate.evaluate`).
     """
+    from distillscope.eval.evaluate import evaluate  # torch: only where a baseline is evaluated
+
     if read_status(run_dir)["status"] == "done":
         return "done"
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -131,3 +131,12 @@ def test_margin_scenario_puts_each_no_effect_claim_at_its_margin():
         assert at_margin <= 0.1, (c, cal["rates"]["margin"][c])
         assert cal["false_rate"][c] >= at_margin
     assert cal["rates"]["null"]["1"].get("supported", 0.0) >= 0.8  # true under the null
+
+
+def test_margin_reaches_a_main_grid_with_another_name():
+    # a custom study whose grid is not called "main": claim 1 reads every row, and so does the
+    # margin scenario, so "supported" stays rare there instead of measuring the null
+    df = _design("quick").replace({"experiment": {"main": "grid"}})
+    cal = calibrate(df, draws=20, seed=0, claims=(1,))
+    assert cal["rates"]["margin"]["1"].get("supported", 0.0) <= 0.1
+    assert cal["rates"]["null"]["1"].get("supported", 0.0) > 0.3

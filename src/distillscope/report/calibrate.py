@@ -156,6 +156,18 @@ def _lr_position(d: pd.DataFrame) -> np.ndarray:
     return pos
 
 
+def _column(d: pd.DataFrame, column: str) -> pd.Series:
+    """``column`` as strings ("" where the design has no such column)."""
+    return d[column].map(str) if column in d.columns else pd.Series("", index=d.index)
+
+
+def _experiment(d: pd.DataFrame, name: str) -> np.ndarray:
+    """Rows a rule reads as experiment ``name``: those named so, or every row when none is
+    (as ``claimkit.experiment_rows`` does, so a custom study's grid gets its effects too)."""
+    named = (_column(d, "experiment") == name).to_numpy()
+    return named if named.any() else np.ones(len(d), dtype=bool)
+
+
 def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.ndarray]:
     """Per metric, offsets (stored units) that plant the published effects of §9 in design d.
 
@@ -169,10 +181,10 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
     """
     L = with_labels(d)
     n = len(d)
-    col = lambda c, fill="": L[c].map(str) if c in L.columns else pd.Series(fill, index=L.index)  # noqa: E731
-    kind, exp, policy = col("objective.kind"), col("experiment"), col("rollout.policy")
+    kind, policy = _column(L, "objective.kind"), _column(L, "rollout.policy")
     lam = pd.to_numeric(L["_lam"], errors="coerce").fillna(0.0).to_numpy()
     reverse = kind.isin(["reverse_kl", "reverse_sampled"]).to_numpy()
+    exp = _column(L, "experiment")
     spectrum = (exp == "spectrum").to_numpy()
     on = ((policy == "student").to_numpy() | (lam > 0)) & ~(policy == "teacher").to_numpy()
     teacher = (policy == "teacher").to_numpy()
@@ -189,7 +201,9 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
             0.06 * (p - lo) / (hi - lo if hi > lo else 1.0),
             0.0,
         )
-    opd_none = (kind == "opd").to_numpy() & (col("objective.regulation") == "none").to_numpy()
+    opd_none = (kind == "opd").to_numpy() & (
+        _column(L, "objective.regulation") == "none"
+    ).to_numpy()
     typical = {m: noise.get(m, 0.0) for m in noise}
     out: dict[str, np.ndarray] = {ACC: acc, "eval/pass@1": acc}
     out["eval/pass@10"] = acc + np.where(reverse, 0.05, 0.15)
@@ -215,16 +229,15 @@ def margin_offsets(d: pd.DataFrame) -> dict[str, np.ndarray]:
 
     Claim 1: OnPD cells of the main grid C1_MARGIN pp more accurate; claim 7: forgetting of the
     λ > 0 forward-KL spectrum cells C7_MARGIN pp higher; claim 15: the sampled forward-KL
-    estimator C15_MARGIN pp more accurate than the sampled reverse one. Each touches only its own
-    experiment, so each claim sees one effect.
+    estimator C15_MARGIN pp more accurate than the sampled reverse one. Each touches only the
+    experiment its rule reads (``_experiment``), so each claim sees one effect.
     """
     L = with_labels(d)
-    col = lambda c: L[c].map(str) if c in L.columns else pd.Series("", index=L.index)  # noqa: E731
-    exp, kind = col("experiment"), col("objective.kind")
+    kind = _column(L, "objective.kind")
     lam = pd.to_numeric(L["_lam"], errors="coerce").fillna(0.0).to_numpy()
-    main_on = ((exp == "main") & (col("rollout.policy") == "student")).to_numpy()
-    spectrum_fwd = ((exp == "spectrum") & (kind == "forward_kl")).to_numpy() & (lam > 0)
-    sampled_fwd = ((exp == "sampled") & (kind == "forward_sampled")).to_numpy()
+    main_on = _experiment(L, "main") & (_column(L, "rollout.policy") == "student").to_numpy()
+    spectrum_fwd = _experiment(L, "spectrum") & (kind == "forward_kl").to_numpy() & (lam > 0)
+    sampled_fwd = _experiment(L, "sampled") & (kind == "forward_sampled").to_numpy()
     acc = np.where(main_on, C1_MARGIN / 100, 0.0) + np.where(sampled_fwd, C15_MARGIN / 100, 0.0)
     return {ACC: acc, "eval/forgetting_pp": np.where(spectrum_fwd, C7_MARGIN, 0.0)}
 

@@ -111,7 +111,8 @@ def scorecard_table(
     """One row per claim: id, claim, verdict, its rule's false-verdict rate, evidence, rule.
 
     The rate is the worst share of false verdicts over the null and degenerate synthetic
-    tables of ``calibration`` (``report.calibrate``); "not calibrated" without one.
+    tables of ``calibration`` (``report.calibrate``) and, for the no-effect claims, the tables
+    with their effect at the margin; "not calibrated" without one.
     """
     rows = [
         [str(r.id), r.claim, r.verdict, false_rate_text(r, calibration), r.evidence, r.rule]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -69,10 +69,12 @@ class RolloutPolicy(Protocol):
 
 
 @dataclass(frozen=True)
-class StudentPolicy:
-    """OnPD: the current student writes, ρ = π_S at ``temperature`` [P] (default 1.0)."""
+class _OneModelPolicy:
+    """A policy where one model writes every token, ρ = π at ``temperature``; the other model
+    is never run. ``ROLE`` names the writer ("student" or "teacher")."""
 
-    temperature: float = 1.0
+    ROLE: ClassVar[str]
+    temperature: float
     top_p: float = 1.0
 
     def __post_init__(self) -> None:
@@ -80,21 +82,22 @@ class StudentPolicy:
 
     @property
     def name(self) -> str:
-        return "student"
+        return self.ROLE
 
     @property
     def student_temperature(self) -> float | None:
-        return self.temperature
+        return self.temperature if self.ROLE == "student" else None
 
     @property
     def teacher_temperature(self) -> float | None:
-        return None  # the teacher is never run
+        return self.temperature if self.ROLE == "teacher" else None
 
     def assign_sources(self, batch_size: int, generator: torch.Generator) -> torch.Tensor:
-        return _constant_sources(batch_size, SOURCE_STUDENT, generator)
+        code = SOURCE_STUDENT if self.ROLE == "student" else SOURCE_TEACHER
+        return _constant_sources(batch_size, code, generator)
 
     def models_needed(self, source_B: torch.Tensor) -> tuple[bool, bool]:
-        return True, False
+        return self.ROLE == "student", self.ROLE == "teacher"
 
     def draw(
         self,
@@ -104,46 +107,24 @@ class StudentPolicy:
         active_B: torch.Tensor,
         generator: torch.Generator,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        return sample_token(behavior_logprobs(logp_student_B_V, self.top_p, True), generator)
+        logp_B_V = logp_student_B_V if self.ROLE == "student" else logp_teacher_B_V
+        return sample_token(behavior_logprobs(logp_B_V, self.top_p, True), generator)
 
 
 @dataclass(frozen=True)
-class TeacherPolicy:
+class StudentPolicy(_OneModelPolicy):
+    """OnPD: the current student writes, ρ = π_S at ``temperature`` [P] (default 1.0)."""
+
+    ROLE: ClassVar[str] = "student"
+    temperature: float = 1.0
+
+
+@dataclass(frozen=True)
+class TeacherPolicy(_OneModelPolicy):
     """OffPD: the teacher writes, ρ = π_T at ``temperature`` [P] (default 0.5)."""
 
+    ROLE: ClassVar[str] = "teacher"
     temperature: float = 0.5
-    top_p: float = 1.0
-
-    def __post_init__(self) -> None:
-        _check_sampling(self.temperature, self.top_p)
-
-    @property
-    def name(self) -> str:
-        return "teacher"
-
-    @property
-    def student_temperature(self) -> float | None:
-        return None  # the student is never run
-
-    @property
-    def teacher_temperature(self) -> float | None:
-        return self.temperature
-
-    def assign_sources(self, batch_size: int, generator: torch.Generator) -> torch.Tensor:
-        return _constant_sources(batch_size, SOURCE_TEACHER, generator)
-
-    def models_needed(self, source_B: torch.Tensor) -> tuple[bool, bool]:
-        return False, True
-
-    def draw(
-        self,
-        logp_student_B_V: torch.Tensor | None,
-        logp_teacher_B_V: torch.Tensor | None,
-        source_B: torch.Tensor,
-        active_B: torch.Tensor,
-        generator: torch.Generator,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        return sample_token(behavior_logprobs(logp_teacher_B_V, self.top_p, True), generator)
 
 
 @dataclass(frozen=True)

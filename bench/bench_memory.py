@@ -35,7 +35,7 @@ def one_step(kind: str, path: str, vocab: int, hidden: int) -> dict:
 
     from distillscope.config import load_run_config
     from distillscope.rollout import Rollouts
-    from distillscope.train.distill import _forward_backward, _PhaseTimer
+    from distillscope.train.loop import _forward_backward, _PhaseTimer
 
     torch.set_num_threads(2)
     models = []

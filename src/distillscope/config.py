@@ -418,13 +418,17 @@ def check_machine(cfg: RunConfig) -> None:
     Kept out of validation so that configs of a GPU study still load (report, status) on a
     laptop; ``train``, ``eval`` and ``study`` call it before the first model loads.
     """
+    m = cfg.model
+    # "cpu" needs no torch to parse: a study's planning process never imports it
+    device = None if m.device == "cpu" else _device(m.device)
+    kind = "cpu" if device is None else device.type
+    for field, dtype in (("model.dtype", m.dtype), ("model.teacher_dtype", m.teacher_dtype)):
+        if dtype == "float16" and kind == "cpu":
+            raise ConfigError(f"{field}=float16 does not train on the CPU; use float32 or bfloat16")
+    if device is None:
+        return
     import torch
 
-    m = cfg.model
-    device = _device(m.device)
-    for field, dtype in (("model.dtype", m.dtype), ("model.teacher_dtype", m.teacher_dtype)):
-        if dtype == "float16" and device.type == "cpu":
-            raise ConfigError(f"{field}=float16 does not train on the CPU; use float32 or bfloat16")
     if device.type == "cuda":
         count = torch.cuda.device_count()
         if count == 0:

@@ -28,7 +28,7 @@ def tiny_cfg(tiny_pair, *over):
 
 
 def test_teacher_rollout_cache_sees_only_training_prompts(tiny_pair, tmp_path, monkeypatch):
-    distill_mod = sys.modules["distillscope.train.distill"]
+    distill_mod = sys.modules["distillscope.train.loop"]
     seen = []
     select = distill_mod.select_problems
 

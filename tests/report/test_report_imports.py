@@ -52,18 +52,26 @@ def test_report_imports_nothing_from_training(tmp_path: Path):
 
 PLAN_SCRIPT = """
 import json, sys
+from distillscope.config import check_machine
 from distillscope.objectives import OBJECTIVES
 from distillscope.study.baseline import plan_baselines
+from distillscope.study.runner import run_study
 from distillscope.study.spec import expand, load_spec
+from distillscope.train import preflight_all
 runs = expand(load_spec("paper"))
 assert plan_baselines(runs) and OBJECTIVES["opd"].needs_student_rollouts
+preflight_all([r.config for r in runs])
+for r in runs:
+    check_machine(r.config)
 print(json.dumps(sorted(sys.modules)))
 """
 
 
 def test_planning_a_study_imports_no_torch():
-    # `distillscope report` checks study.yaml against the table by planning the study: config
-    # validation reads the objectives registry, whose losses load only when a run calls them.
+    # `distillscope report` checks study.yaml against the table by planning the study, and
+    # `distillscope study` plans and checks every run while its workers import torch: config
+    # validation reads the objectives registry, whose losses load only when a run calls them,
+    # and the preflight checks model directories and task files without loading anything.
     out = subprocess.run(
         [sys.executable, "-c", PLAN_SCRIPT], capture_output=True, text=True, timeout=300, check=True
     )

@@ -5,6 +5,7 @@ import math
 import pandas as pd
 import pytest
 
+from distillscope.eval import evaluate as evaluate_mod
 from distillscope.eval.evaluate import evaluate
 from distillscope.models import load_model
 from distillscope.study import baseline as baseline_mod
@@ -46,7 +47,7 @@ def test_baseline_row_is_the_untrained_students_evaluation(tiny_study, tmp_path,
     def refuse(*args, **kwargs):
         raise AssertionError("the baseline was evaluated again")
 
-    monkeypatch.setattr(baseline_mod, "evaluate", refuse)
+    monkeypatch.setattr(evaluate_mod, "evaluate", refuse)  # what run_baseline calls
     again = pd.read_parquet(run_study(spec, tmp_path / "s"))
     pd.testing.assert_frame_equal(again, df)
     assert "baseline" in study_status(tmp_path / "s")["done"]
@@ -58,10 +59,14 @@ def test_one_baseline_per_distinct_evaluation(tiny_study):
 
 
 def test_failed_baseline_is_recorded_and_the_study_goes_on(tiny_study, tmp_path, monkeypatch):
-    def broken(*args, **kwargs):
-        raise ValueError("no such items")
+    real = evaluate_mod.evaluate
 
-    monkeypatch.setattr(baseline_mod, "evaluate", broken)
+    def broken(*args, untrained=False, **kwargs):  # the baseline's evaluation fails, runs' work
+        if untrained:
+            raise ValueError("no such items")
+        return real(*args, untrained=untrained, **kwargs)
+
+    monkeypatch.setattr(evaluate_mod, "evaluate", broken)  # what run_baseline calls
     spec = spec_of(tiny_study)
     spec.base["optim"]["steps"] = 1
     df = pd.read_parquet(run_study(spec, tmp_path / "s"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from distillscope.train.distill import _forward_backward, _PhaseTimer
+from distillscope.train.loop import _forward_backward, _PhaseTimer
 from distillscope.train.objective import micro_batch_share
 
 from .conftest import random_rollouts, step_cfg

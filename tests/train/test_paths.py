@@ -9,7 +9,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from distillscope.objectives import OBJECTIVES
-from distillscope.train.distill import _forward_backward, _PhaseTimer
+from distillscope.train.loop import _forward_backward, _PhaseTimer
 
 from .conftest import random_rollouts, step_cfg, tiny_llama
 

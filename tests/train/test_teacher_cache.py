@@ -6,7 +6,7 @@ from tests.train.test_distill import strip_timings, tiny_cfg
 from distillscope.rollout import TEACHER_LOGITS_MAX_VOCAB, key_digest
 from distillscope.store import read_metrics
 from distillscope.train import distill
-from distillscope.train.distill import _cache_key, _score_key, _teacher_score_form
+from distillscope.train.loop import _cache_key, _score_key, _teacher_score_form
 
 SHARED = {"rollout.policy": "teacher", "rollout.cache_teacher_rollouts": True, "optim.steps": 2}
 

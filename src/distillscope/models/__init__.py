@@ -1,37 +1,31 @@
-"""Teacher and student checkpoints: loading local Hugging Face directories, vocabulary checks."""
+"""Teacher and student checkpoints: loading local Hugging Face directories, vocabulary checks.
+
+Names load from their submodules on first use (:mod:`distillscope.lazy`): checking a model
+directory (``check_model_dir``, ``resolve_model_path``) does not import torch. Importing this
+package sets ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` (unless the environment says
+otherwise), as :mod:`.load` does, so nothing is ever downloaded.
+"""
 
 from __future__ import annotations
 
-from distillscope.models.load import (
-    ModelLoadError,
-    ModelPair,
-    check_model_dir,
-    load_model,
-    load_pair,
-    load_weights,
-    resolve_dtype,
-)
-from distillscope.models.paths import resolve_model_path
-from distillscope.models.vocab import (
-    SpecialTokensWarning,
-    TokenizerMismatchError,
-    check_tokenizers_match,
-    slice_logits,
-    stop_token_ids,
-)
+import os
 
-__all__ = [
-    "ModelLoadError",
-    "ModelPair",
-    "SpecialTokensWarning",
-    "TokenizerMismatchError",
-    "check_model_dir",
-    "check_tokenizers_match",
-    "load_model",
-    "load_pair",
-    "load_weights",
-    "resolve_dtype",
-    "resolve_model_path",
-    "slice_logits",
-    "stop_token_ids",
-]
+from distillscope.lazy import lazy_exports
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers imports huggingface_hub
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "load": ("ModelPair", "load_model", "load_pair", "load_weights", "resolve_dtype"),
+        "paths": ("ModelLoadError", "check_model_dir", "resolve_model_path"),
+        "vocab": (
+            "SpecialTokensWarning",
+            "TokenizerMismatchError",
+            "check_tokenizers_match",
+            "slice_logits",
+            "stop_token_ids",
+        ),
+    },  # fmt: skip
+)

@@ -34,6 +34,7 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
+from distillscope.models.paths import ModelLoadError, check_model_dir
 from distillscope.models.vocab import check_tokenizers_match, stop_token_ids
 
 DTYPES: dict[str, torch.dtype] = {
@@ -41,14 +42,6 @@ DTYPES: dict[str, torch.dtype] = {
     "bfloat16": torch.bfloat16,
     "float16": torch.float16,
 }
-SAFE_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
-PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json")
-# Files that carry a vocabulary (tokenizer_config.json alone does not).
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt")
-
-
-class ModelLoadError(ValueError):
-    """A model directory cannot be loaded; the message names the path and what to do."""
 
 
 @dataclass
@@ -81,32 +74,6 @@ def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
         return DTYPES[dtype]
     except KeyError:
         raise ValueError(f"unknown dtype {dtype!r}; choose one of {sorted(DTYPES)}") from None
-
-
-def check_model_dir(path: str | os.PathLike, allow_pickle: bool = False) -> Path:
-    """Raise :class:`ModelLoadError` unless ``path`` looks like a loadable model directory."""
-    root = Path(path)
-    if not root.is_dir():
-        what = "is not a directory" if root.exists() else "does not exist"
-        raise ModelLoadError(f"model directory {root} {what}")
-    if not (root / "config.json").is_file():
-        raise ModelLoadError(f"model directory {root} has no config.json")
-    has_safe = any((root / name).is_file() for name in SAFE_WEIGHTS)
-    has_pickled = any((root / name).is_file() for name in PICKLED_WEIGHTS)
-    if has_pickled and not has_safe and not allow_pickle:
-        raise ModelLoadError(
-            f"model directory {root} holds only pickled weights (pytorch_model.bin); "
-            "convert to safetensors or pass allow_pickle=True"
-        )
-    if not has_safe and not has_pickled:
-        raise ModelLoadError(
-            f"model directory {root} has no weights (expected model.safetensors or "
-            "model.safetensors.index.json)"
-        )
-    if not any((root / name).is_file() for name in TOKENIZER_FILES):
-        expected = ", ".join(TOKENIZER_FILES[:-1]) + " or " + TOKENIZER_FILES[-1]
-        raise ModelLoadError(f"model directory {root} has no tokenizer (expected {expected})")
-    return root
 
 
 def load_model(

@@ -18,7 +18,7 @@ every config validation does) does not import torch.
 
 from __future__ import annotations
 
-import importlib
+from distillscope.lazy import lazy_exports
 
 #: module of this package → the public names it provides here
 _EXPORTS = {
@@ -44,18 +44,4 @@ _EXPORTS = {
     ),
     "registry": ("OBJECTIVES", "ObjectiveKind", "objective_kind"),
 }  # fmt: skip
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-
-__all__ = sorted(_MODULE_OF)
-
-
-def __getattr__(name: str) -> object:
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

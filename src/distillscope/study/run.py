@@ -19,7 +19,7 @@ from distillscope.store import (
     write_status,
 )
 from distillscope.train.checkpoint import check_checkpoint_meta
-from distillscope.train.distill import DivergedError, distill
+from distillscope.train.loop import DivergedError, distill
 
 
 def run_one(

@@ -1,6 +1,12 @@
-"""Training: the distillation loop and its checkpoints (train then evaluate: ``study.run``)."""
+"""Training: the distillation loop and its checkpoints (train then evaluate: ``study.run``).
 
-from distillscope.train.distill import DivergedError, distill, lr_at
-from distillscope.train.setup import preflight, preflight_all
+Names load from their submodules on first use (:mod:`distillscope.lazy`): ``preflight`` and
+``preflight_all`` check a run's inputs without importing torch.
+"""
 
-__all__ = ["DivergedError", "distill", "lr_at", "preflight", "preflight_all"]
+from distillscope.lazy import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {"loop": ("DivergedError", "distill", "lr_at"), "checks": ("preflight", "preflight_all")},
+)

@@ -1,11 +1,10 @@
-"""What a training run needs before its first step: checked inputs, the model pair, the policy."""
+"""What a training run needs before its first step: the model pair and the policy (its inputs
+are checked first by :mod:`.checks`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from distillscope.config import RolloutConfig, RunConfig
-from distillscope.models import ModelPair, check_model_dir, load_pair, resolve_model_path
+from distillscope.models import ModelPair, load_pair, resolve_model_path
 from distillscope.rollout import (
     InterleavePolicy,
     MixturePolicy,
@@ -14,35 +13,6 @@ from distillscope.rollout import (
     StudentPolicy,
     TeacherPolicy,
 )
-from distillscope.tasks import Task, resolve_task
-
-
-def preflight(cfg: RunConfig) -> Task:
-    """Check every path a run reads before any model loads; returns the resolved task.
-
-    Raises a one-line ``ValueError`` naming the path: a missing or incomplete model directory
-    (``ModelLoadError``), a missing task file, or the first bad row of a task file.
-    """
-    m = cfg.model
-    for spec in (m.teacher, m.student):
-        check_model_dir(resolve_model_path(spec), m.allow_pickle)
-    if cfg.task.file is not None and not Path(cfg.task.file).is_file():
-        raise FileNotFoundError(f"task.file {cfg.task.file} does not exist")
-    task = resolve_task(cfg.task.name, cfg.task.file)
-    if cfg.eval.harder_task:
-        resolve_task(cfg.eval.harder_task)
-    return task
-
-
-def preflight_all(configs: list[RunConfig]) -> None:
-    """``preflight`` once per distinct set of inputs (a study checks every run before its first)."""
-    seen = set()
-    for cfg in configs:
-        m, t = cfg.model, cfg.task
-        key = (m.teacher, m.student, m.allow_pickle, t.name, str(t.file), cfg.eval.harder_task)
-        if key not in seen:
-            seen.add(key)
-            preflight(cfg)
 
 
 def load_models(cfg: RunConfig) -> ModelPair:

@@ -46,6 +46,7 @@ from distillscope.rollout import (
 from distillscope.store import MetricsLog, claim_run, write_config, write_status
 from distillscope.tasks import training_problems
 from distillscope.train.checkpoint import export_student, load_checkpoint, save_checkpoint
+from distillscope.train.checks import preflight
 from distillscope.train.objective import (
     Scores,
     TeacherTopK,
@@ -56,7 +57,7 @@ from distillscope.train.objective import (
     use_fused,
 )
 from distillscope.train.precision import forward_precision
-from distillscope.train.setup import load_models, make_policy, preflight
+from distillscope.train.setup import load_models, make_policy
 
 
 class DivergedError(RuntimeError):

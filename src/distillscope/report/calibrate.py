@@ -46,7 +46,7 @@ from distillscope.report.aggregate import (
     metric_columns,
     with_labels,
 )
-from distillscope.report.claimkit import is_baseline
+from distillscope.report.claimkit import experiment_rows, is_baseline
 from distillscope.report.claims_ablation import C15_MARGIN
 from distillscope.report.claims_grid import C1_MARGIN
 from distillscope.report.claims_spectrum import C7_MARGIN
@@ -162,10 +162,9 @@ def _column(d: pd.DataFrame, column: str) -> pd.Series:
 
 
 def _experiment(d: pd.DataFrame, name: str) -> np.ndarray:
-    """Rows a rule reads as experiment ``name``: those named so, or every row when none is
-    (as ``claimkit.experiment_rows`` does, so a custom study's grid gets its effects too)."""
-    named = (_column(d, "experiment") == name).to_numpy()
-    return named if named.any() else np.ones(len(d), dtype=bool)
+    """Mask of the rows a rule reads as experiment ``name`` (``claimkit.experiment_rows``: those
+    named so, or every row when none is, so a custom study's grid gets its effects too)."""
+    return d.index.isin(experiment_rows(d, name).index)
 
 
 def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.ndarray]:
@@ -326,6 +325,11 @@ def _false(claim: int, scenario: str, verdict: str) -> bool:
     return not (scenario == "null" and claim in NO_EFFECT_CLAIMS and verdict == "supported")
 
 
+def _claim_ids(claims: Collection[int] | None) -> list[int]:
+    """The ids of the rules to score, in claim order (None: all)."""
+    return [r.id for r in RULES if claims is None or r.id in claims]
+
+
 def _scored(scenario: str, claims: Collection[int]) -> list[int]:
     """The claims a scenario's tables are scored for (margin: the no-effect claims only)."""
     return [c for c in claims if scenario != MARGIN or c in NO_EFFECT_CLAIMS]
@@ -347,7 +351,7 @@ def calibrate(
     :func:`tables` tables in all. ``claims`` restricts the rules scored (default: all);
     ``on_table`` is called after each table is scored (progress).
     """
-    ids = [r.id for r in RULES if claims is None or r.id in claims]
+    ids = _claim_ids(claims)
     d, metrics, noise, typical = setup(df)
     rng = np.random.default_rng(seed)
     rates: dict[str, dict[str, dict[str, float]]] = {}
@@ -389,7 +393,7 @@ def _tables_of(scenario: str, draws: int) -> int:
 
 def tables(draws: int, claims: Collection[int] | None = None) -> int:
     """How many synthetic tables :func:`calibrate` scores for ``draws`` per scenario."""
-    ids = [r.id for r in RULES if claims is None or r.id in claims]
+    ids = _claim_ids(claims)
     return sum(_tables_of(s, draws) for s in SCENARIOS if _scored(s, ids))
 
 

@@ -24,11 +24,11 @@ from pathlib import Path
 import yaml
 
 from distillscope import __version__
-from distillscope.config import ConfigError
+from distillscope.config import ConfigError, RunConfig
 from distillscope.safeyaml import YamlError, load_yaml_file
 from distillscope.store import atomic_write_text, read_status
 from distillscope.study.baseline import plan_baselines, run_baseline
-from distillscope.study.executors import WorkerPool, run_pool, run_ray, run_sequential
+from distillscope.study.executors import Job, WorkerPool, run_pool, run_ray, run_sequential
 from distillscope.study.lock import StudyLock
 from distillscope.study.spec import PlannedRun, StudySpec, expand, load_spec
 from distillscope.study.table import write_table
@@ -88,6 +88,11 @@ def run_study(
         )
 
 
+def _job(out: Path, run_id: str, config: RunConfig) -> Job:
+    """What an executor needs of one run or baseline: plain data that pickles cheaply."""
+    return run_id, config.model_dump(mode="json"), str(out / "runs" / run_id)
+
+
 def _run_locked(
     spec: StudySpec,
     out: Path,
@@ -108,14 +113,9 @@ def _run_locked(
         if executor != "pool":
             run_baseline(b, out / "runs" / b.run_id, Path(cache))
         elif read_status(out / "runs" / b.run_id)["status"] != "done":
-            baseline_jobs.append(
-                (b.run_id, b.config.model_dump(mode="json"), str(out / "runs" / b.run_id))
-            )
+            baseline_jobs.append(_job(out, b.run_id, b.config))
     write_table(out, runs, baselines)
-    todo = _unfinished(runs, out)
-    jobs = [
-        (r.run_id, r.config.model_dump(mode="json"), str(out / "runs" / r.run_id)) for r in todo
-    ]
+    jobs = [_job(out, r.run_id, r.config) for r in _unfinished(runs, out)]
     if executor == "sequential":
         results = run_sequential(jobs, cache, on_step)
     elif executor == "pool":

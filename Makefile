@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   — install, then run the main job (a controlled study on the built-in testbed)
-#   make test   — install, then run the test suite
+#   make test   — install, then run the linter, the formatter check and the test suite
 #   make bench  — install (with the bench-only extras: TRL, Liger), run every bench/ script and
 #                 rewrite its table in BENCHMARKS.md (tens of minutes on 2 cores)
 VENV ?= .venv
@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(VENV)/bin/distillscope study
 
-test: setup
+test: setup lint
 	$(PY) -m pytest -q
 
 bench: setup

@@ -42,24 +42,35 @@ def one_step(kind: str, path: str, vocab: int, hidden: int) -> dict:
     for seed in (1, 2):
         torch.manual_seed(seed)
         cfg = Qwen2Config(
-            vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden,
-            num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-            max_position_embeddings=512, tie_word_embeddings=seed == 1,
-        )  # fmt: skip
+            vocab_size=vocab,
+            hidden_size=hidden,
+            intermediate_size=2 * hidden,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            max_position_embeddings=512,
+            tie_word_embeddings=seed == 1,
+        )
         models.append(Qwen2ForCausalLM(cfg))
     batch, prompt, width = 8, 32, 128
     g = torch.Generator().manual_seed(0)
     prompt_B_P = torch.randint(0, vocab, (batch, prompt), generator=g)
     mask_B_T = torch.ones(batch, width, dtype=torch.long)
     rollouts = Rollouts(
-        prompt_ids_B_P=prompt_B_P, prompt_mask_B_P=torch.ones_like(prompt_B_P),
-        teacher_prompt_ids_B_Q=prompt_B_P, teacher_prompt_mask_B_Q=torch.ones_like(prompt_B_P),
+        prompt_ids_B_P=prompt_B_P,
+        prompt_mask_B_P=torch.ones_like(prompt_B_P),
+        teacher_prompt_ids_B_Q=prompt_B_P,
+        teacher_prompt_mask_B_Q=torch.ones_like(prompt_B_P),
         completion_B_T=torch.randint(0, vocab, (batch, width), generator=g),
-        completion_mask_B_T=mask_B_T, logp_student_B_T=None, logp_teacher_B_T=None,
-        logp_behavior_B_T=torch.full((batch, width), -12.0), lengths_B=mask_B_T.sum(1),
-        truncated_B=torch.ones(batch, dtype=torch.bool), source="student",
+        completion_mask_B_T=mask_B_T,
+        logp_student_B_T=None,
+        logp_teacher_B_T=None,
+        logp_behavior_B_T=torch.full((batch, width), -12.0),
+        lengths_B=mask_B_T.sum(1),
+        truncated_B=torch.ones(batch, dtype=torch.bool),
+        source="student",
         source_B=torch.ones(batch, dtype=torch.int8),
-    )  # fmt: skip
+    )
     run_cfg = load_run_config(None, [f"objective.kind={kind}", f"objective.path={path}"])
     Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
     before = _status_kb("VmRSS")
@@ -79,21 +90,37 @@ def main() -> None:
     if args.child:
         print(json.dumps(one_step(*args.child, args.vocab, args.hidden)))
         return
-    print(f"V = {args.vocab:,}, hidden {args.hidden}, 2 layers, B = 8, 32 + 128 tokens; "
-          f"{platform.processor() or platform.machine()}, {time.strftime('%Y-%m-%d')}")  # fmt: skip
-    print("\n| objective | plain: extra peak RSS | default (fused): extra peak RSS | ratio "
-          "| plain time | fused time |\n|---|---|---|---|---|---|")  # fmt: skip
+    print(
+        f"V = {args.vocab:,}, hidden {args.hidden}, 2 layers, B = 8, 32 + 128 tokens; "
+        f"{platform.processor() or platform.machine()}, {time.strftime('%Y-%m-%d')}"
+    )
+    print(
+        "\n| objective | plain: extra peak RSS | default (fused): extra peak RSS | ratio "
+        "| plain time | fused time |\n|---|---|---|---|---|---|"
+    )
     for kind in args.kinds:
         res = {}
         for path in ("plain", "auto"):
-            cmd = [sys.executable, __file__, "--child", kind, path, "--vocab", str(args.vocab),
-                   "--hidden", str(args.hidden)]  # fmt: skip
+            cmd = [
+                sys.executable,
+                __file__,
+                "--child",
+                kind,
+                path,
+                "--vocab",
+                str(args.vocab),
+                "--hidden",
+                str(args.hidden),
+            ]
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
             res[path] = json.loads(out.strip().splitlines()[-1])
         plain, fused = res["plain"], res["auto"]
-        print(f"| {kind} | {plain['extra_mb']:,.0f} MB | {fused['extra_mb']:,.0f} MB | "
-              f"{fused['extra_mb'] / plain['extra_mb']:.2f}× | {plain['seconds']:.1f} s | "
-              f"{fused['seconds']:.1f} s |", flush=True)  # fmt: skip
+        print(
+            f"| {kind} | {plain['extra_mb']:,.0f} MB | {fused['extra_mb']:,.0f} MB | "
+            f"{fused['extra_mb'] / plain['extra_mb']:.2f}× | {plain['seconds']:.1f} s | "
+            f"{fused['seconds']:.1f} s |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -27,10 +27,15 @@ from distillscope.rollout import SpectrumPolicy, StudentPolicy, TeacherPolicy, s
 def random_llama(vocab: int, hidden: int = 64, layers: int = 2) -> LlamaForCausalLM:
     torch.manual_seed(0)
     cfg = LlamaConfig(
-        vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden,
-        num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=4,
-        max_position_embeddings=512, tie_word_embeddings=True,
-    )  # fmt: skip
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+    )
     return LlamaForCausalLM(cfg).eval()
 
 
@@ -45,18 +50,33 @@ def prompts(vocab: int, batch: int, width: int = 16) -> tuple[torch.Tensor, torc
 
 def ours(policy, student, teacher, ids, mask, new_tokens: int) -> None:
     sample_rollouts(
-        policy, student, teacher, ids, mask, max_new_tokens=new_tokens, eos_token_id=[],
-        pad_token_id=0, generator=torch.Generator().manual_seed(0),
-    )  # fmt: skip
+        policy,
+        student,
+        teacher,
+        ids,
+        mask,
+        max_new_tokens=new_tokens,
+        eos_token_id=[],
+        pad_token_id=0,
+        generator=torch.Generator().manual_seed(0),
+    )
 
 
 @torch.inference_mode()
 def hf_generate(model, ids, mask, new_tokens: int) -> None:
     torch.manual_seed(0)
     model.generate(
-        input_ids=ids, attention_mask=mask, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
-        max_new_tokens=new_tokens, min_new_tokens=new_tokens, eos_token_id=None, pad_token_id=0,
-    )  # fmt: skip
+        input_ids=ids,
+        attention_mask=mask,
+        do_sample=True,
+        temperature=1.0,
+        top_k=0,
+        top_p=1.0,
+        max_new_tokens=new_tokens,
+        min_new_tokens=new_tokens,
+        eos_token_id=None,
+        pad_token_id=0,
+    )
 
 
 def best_times(fns: dict, repeats: int) -> dict[str, float]:
@@ -118,8 +138,10 @@ def main() -> None:
         label = f"Llama H=64, V={vocab:,}, B={batch}, L={n}"
         rows.append((label, batch * n, t["generate"], t["student"]))
 
-    print(f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads, best of {args.repeats} interleaved\n")  # fmt: skip
+    print(
+        f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads, best of {args.repeats} interleaved\n"
+    )
     print("| case | generate() tok/s | distillscope tok/s | ratio |")
     print("|---|---|---|---|")
     for label, tokens, t_gen, t_ours in rows:

@@ -49,15 +49,23 @@ def ours_config(policy: str, temperature: float, steps: int):
     return load_run_config(
         None,
         [
-            "task.name=tb-countdown3", f"task.max_new_tokens={NEW_TOKENS}",
-            f"rollout.prompts_per_step={PROMPTS}", f"rollout.policy={policy}",
+            "task.name=tb-countdown3",
+            f"task.max_new_tokens={NEW_TOKENS}",
+            f"rollout.prompts_per_step={PROMPTS}",
+            f"rollout.policy={policy}",
             f"rollout.{policy}_temperature={temperature}",  # the writer's (others are refused)
-            "objective.kind=forward_kl", "objective.reduction=token_mean",
-            "objective.student_temperature=1.0", "objective.teacher_temperature=1.0",
-            f"optim.steps={steps}", "optim.warmup_steps=0", "optim.lr=1e-4", "optim.grad_clip=1.0",
-            f"checkpoint_every={steps + 1}", f"seed={SEED}",
+            "objective.kind=forward_kl",
+            "objective.reduction=token_mean",
+            "objective.student_temperature=1.0",
+            "objective.teacher_temperature=1.0",
+            f"optim.steps={steps}",
+            "optim.warmup_steps=0",
+            "optim.lr=1e-4",
+            "optim.grad_clip=1.0",
+            f"checkpoint_every={steps + 1}",
+            f"seed={SEED}",
         ],
-    )  # fmt: skip
+    )
 
 
 def ours_step_s(policy: str, temperature: float, steps: int) -> float:
@@ -80,22 +88,38 @@ class TrlStep:
         self.pool = training_problems(task)
         self.encoder = PromptEncoder(task, pair.tokenizer, "testbed", False)
         args = GKDConfig(
-            output_dir=str(out), lmbda=lmbda, beta=0.0, seq_kd=lmbda == 0.0,
-            temperature=temperature, max_new_tokens=NEW_TOKENS, learning_rate=1e-4,
-            max_grad_norm=1.0, use_cpu=True, report_to=[], per_device_train_batch_size=PROMPTS,
-        )  # fmt: skip
+            output_dir=str(out),
+            lmbda=lmbda,
+            beta=0.0,
+            seq_kd=lmbda == 0.0,
+            temperature=temperature,
+            max_new_tokens=NEW_TOKENS,
+            learning_rate=1e-4,
+            max_grad_norm=1.0,
+            use_cpu=True,
+            report_to=[],
+            per_device_train_batch_size=PROMPTS,
+        )
         self.trainer = GKDTrainer(
-            model=pair.student, teacher_model=pair.teacher, args=args,
-            train_dataset=Dataset.from_dict({"x": [0]}), processing_class=pair.tokenizer,
+            model=pair.student,
+            teacher_model=pair.teacher,
+            args=args,
+            train_dataset=Dataset.from_dict({"x": [0]}),
+            processing_class=pair.tokenizer,
             data_collator=lambda rows: rows,
-        )  # fmt: skip
+        )
         self.optimizer = self.trainer.create_optimizer()
         self.trainer.current_gradient_accumulation_steps = 1  # set by Trainer.train() otherwise
 
     def inputs(self, step: int) -> dict[str, torch.Tensor]:
         ids, mask = self.encoder.encode(select_problems(self.pool, PROMPTS, SEED, step))
-        return {"prompts": ids, "prompt_attention_mask": mask, "input_ids": ids,
-                "attention_mask": mask, "labels": torch.full_like(ids, -100)}  # fmt: skip
+        return {
+            "prompts": ids,
+            "prompt_attention_mask": mask,
+            "input_ids": ids,
+            "attention_mask": mask,
+            "labels": torch.full_like(ids, -100),
+        }
 
     def step_s(self, step: int) -> float:
         model = self.trainer.model
@@ -121,10 +145,16 @@ def check_losses_equal() -> tuple[float, float]:
         select_problems(training_problems(task), PROMPTS, SEED, 0)
     )
     r = sample_rollouts(
-        make_policy(cfg.rollout), pair.student, pair.teacher, ids, mask,
-        max_new_tokens=NEW_TOKENS, eos_token_id=pair.tokenizer.eos_token_id,
-        pad_token_id=pair.tokenizer.pad_token_id, generator=step_generator(SEED, 0),
-    )  # fmt: skip
+        make_policy(cfg.rollout),
+        pair.student,
+        pair.teacher,
+        ids,
+        mask,
+        max_new_tokens=NEW_TOKENS,
+        eos_token_id=pair.tokenizer.eos_token_id,
+        pad_token_id=pair.tokenizer.pad_token_id,
+        generator=step_generator(SEED, 0),
+    )
     with torch.no_grad():
         s, t = (
             completion_logits(pair.student, r, "student"),
@@ -135,9 +165,12 @@ def check_losses_equal() -> tuple[float, float]:
         ours, _ = kind.loss(s, t, r.completion_mask_B_T, vocab_size=pair.vocab_size, **options)
         labels = r.completion_B_T.masked_fill(r.completion_mask_B_T == 0, -100)
         trl = GKDTrainer.generalized_jsd_loss(
-            s[..., : pair.vocab_size], t[..., : pair.vocab_size], labels, beta=0.0,
+            s[..., : pair.vocab_size],
+            t[..., : pair.vocab_size],
+            labels,
+            beta=0.0,
             num_items_in_batch=int(r.completion_mask_B_T.sum()),
-        )  # fmt: skip
+        )
     return float(ours), float(trl)
 
 
@@ -164,9 +197,11 @@ def main() -> None:
     print(
         f"initial loss, same batch and logits: distillscope {ours_loss:.6f}, TRL {trl_loss:.6f}\n"
     )
-    print(f"| step ({PROMPTS} prompts, {NEW_TOKENS} new tokens, forward KL, "
-          f"torch {torch.__version__}, {torch.get_num_threads()} threads) | distillscope | "
-          "TRL GKDTrainer | speed-up |")  # fmt: skip
+    print(
+        f"| step ({PROMPTS} prompts, {NEW_TOKENS} new tokens, forward KL, "
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads) | distillscope | "
+        "TRL GKDTrainer | speed-up |"
+    )
     print("|---|---|---|---|")
     for name, ours, trl in rows:
         print(f"| {name} | {ours:.3f} s | {trl:.3f} s | {trl / ours:.2f}× |")

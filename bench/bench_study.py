@@ -29,9 +29,19 @@ def main() -> None:
     args = ap.parse_args()
     shutil.rmtree(args.out, ignore_errors=True)
     command = [
-        sys.executable, "-m", "distillscope.cli", "study", "--preset", args.preset,
-        "--out", str(args.out), "--executor", args.executor, "--workers", str(args.workers),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "distillscope.cli",
+        "study",
+        "--preset",
+        args.preset,
+        "--out",
+        str(args.out),
+        "--executor",
+        args.executor,
+        "--workers",
+        str(args.workers),
+    ]
     t0 = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
@@ -40,14 +50,19 @@ def main() -> None:
         provenance["started"]
     )
     runs = [d for d in (args.out / "runs").iterdir() if not d.name.startswith("baseline")]
-    print(json.dumps({
-        "command": f"distillscope study --preset {args.preset} --executor {args.executor} "
-                   f"--workers {args.workers}",
-        "runs": len(runs),
-        "wall_s": round(wall, 1),
-        "study_s (baselines + runs, from provenance.json)": inside.total_seconds(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-    }, indent=1))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "command": f"distillscope study --preset {args.preset} --executor {args.executor} "
+                f"--workers {args.workers}",
+                "runs": len(runs),
+                "wall_s": round(wall, 1),
+                "study_s (baselines + runs, from provenance.json)": inside.total_seconds(),
+                "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

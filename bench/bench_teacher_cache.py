@@ -32,12 +32,19 @@ except ImportError:  # run as a module from the repository root
 
 def _run(pair: Path, out: Path, steps: int, cache: Path | None, **over) -> dict:
     items = {
-        "model.teacher": pair / "teacher", "model.student": pair / "student",
-        "task.name": "countdown3", "task.prompt_format": "chat", "task.max_new_tokens": 32,
-        "rollout.policy": "teacher", "rollout.prompts_per_step": 8,
-        "rollout.cache_teacher_rollouts": cache is not None, "optim.steps": steps,
-        "optim.lr": 1e-4, "checkpoint_every": 0, **over,
-    }  # fmt: skip
+        "model.teacher": pair / "teacher",
+        "model.student": pair / "student",
+        "task.name": "countdown3",
+        "task.prompt_format": "chat",
+        "task.max_new_tokens": 32,
+        "rollout.policy": "teacher",
+        "rollout.prompts_per_step": 8,
+        "rollout.cache_teacher_rollouts": cache is not None,
+        "optim.steps": steps,
+        "optim.lr": 1e-4,
+        "checkpoint_every": 0,
+        **over,
+    }
     cfg = load_run_config(None, [f"{k}={v}" for k, v in items.items()])
     t0 = time.perf_counter()
     distill(cfg, out, rollout_cache=cache, overwrite=True)

@@ -31,9 +31,10 @@ def main() -> None:
     shutil.rmtree(args.out, ignore_errors=True)
     # The first on-policy (student-written), forward-KL run of the preset's main grid.
     run = next(
-        r for r in expand(load_spec(args.preset))
+        r
+        for r in expand(load_spec(args.preset))
         if r.config.rollout.policy == "student" and r.config.objective.kind == "forward_kl"
-    )  # fmt: skip
+    )
     t0 = time.perf_counter()
     student = distill(run.config, args.out)
     t_train = time.perf_counter() - t0

@@ -31,15 +31,23 @@ def run(pair: Path, policy: str, args: argparse.Namespace) -> dict:
     cfg = load_run_config(
         None,
         [
-            f"model.teacher={pair / 'teacher'}", f"model.student={pair / 'student'}",
-            f"model.device={args.device}", f"model.teacher_device={args.teacher_device}",
-            f"model.teacher_dtype={args.teacher_dtype}", "task.name=countdown3",
-            "task.prompt_format=chat", f"task.max_new_tokens={args.max_new_tokens}",
-            f"rollout.policy={policy}", f"rollout.prompts_per_step={args.prompts}",
-            "objective.kind=forward_kl", f"objective.chunk_size={args.chunk_size}",
-            f"optim.steps={args.steps}", "optim.warmup_steps=1", "checkpoint_every=0",
+            f"model.teacher={pair / 'teacher'}",
+            f"model.student={pair / 'student'}",
+            f"model.device={args.device}",
+            f"model.teacher_device={args.teacher_device}",
+            f"model.teacher_dtype={args.teacher_dtype}",
+            "task.name=countdown3",
+            "task.prompt_format=chat",
+            f"task.max_new_tokens={args.max_new_tokens}",
+            f"rollout.policy={policy}",
+            f"rollout.prompts_per_step={args.prompts}",
+            "objective.kind=forward_kl",
+            f"objective.chunk_size={args.chunk_size}",
+            f"optim.steps={args.steps}",
+            "optim.warmup_steps=1",
+            "checkpoint_every=0",
         ],
-    )  # fmt: skip
+    )
     cuda = torch.device(args.device).type == "cuda"
     if cuda:
         torch.cuda.reset_peak_memory_stats()

@@ -72,11 +72,18 @@ def build_model(arch: str, vocab_size: int, hidden: int, layers: int, tied: bool
     """A random-weight causal LM of ``vocab_size`` logits (small hidden size, real vocabulary)."""
     torch.manual_seed(seed)
     dims = dict(
-        vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
-        num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
-        max_position_embeddings=2048, tie_word_embeddings=tied,
-        bos_token_id=None, eos_token_id=2, pad_token_id=0,
-    )  # fmt: skip
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        tie_word_embeddings=tied,
+        bos_token_id=None,
+        eos_token_id=2,
+        pad_token_id=0,
+    )
     if arch == "llama":
         return LlamaForCausalLM(LlamaConfig(**dims))
     return Qwen2ForCausalLM(Qwen2Config(**dims))

@@ -25,11 +25,18 @@ def save_tiny_llama(path: Path, hidden: int, layers: int, seed: int) -> Path:
     tok = build_tokenizer()
     torch.manual_seed(seed)
     cfg = LlamaConfig(
-        vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
-        num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=2,
-        max_position_embeddings=128, tie_word_embeddings=True, pad_token_id=tok.pad_token_id,
-        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-    )  # fmt: skip
+        vocab_size=len(tok),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        tie_word_embeddings=True,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
     LlamaForCausalLM(cfg).save_pretrained(path)
     tok.save_pretrained(path)
     return path
@@ -68,18 +75,23 @@ def train_chat_tokenizer(template: str = CHATML):
     from transformers import PreTrainedTokenizerFast
 
     rng = random.Random(0)
-    words = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 8)))
-             for _ in range(4000)]  # fmt: skip
+    words = [
+        "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 8))) for _ in range(4000)
+    ]
     corpus = [" ".join(rng.choices(words, k=12)) for _ in range(3000)]
-    corpus += [f"Using the numbers {i}, {i + 3}, {i * 2} make {i * 7}. (3 + 4) * 5 = 35"
-               for i in range(200)]  # fmt: skip
+    corpus += [
+        f"Using the numbers {i}, {i + 3}, {i * 2} make {i * 7}. (3 + 4) * 5 = 35"
+        for i in range(200)
+    ]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=BPE_SIZE, special_tokens=CHAT_SPECIALS, show_progress=False,
+        vocab_size=BPE_SIZE,
+        special_tokens=CHAT_SPECIALS,
+        show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )  # fmt: skip
+    )
     tok.train_from_iterator(corpus, trainer)
     out = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>")
     out.add_special_tokens({"additional_special_tokens": CHAT_SPECIALS})
@@ -112,11 +124,18 @@ def padded_qwen_pair(tmp_path_factory) -> tuple[Path, Path]:
     for seed, vocab, hidden, layers, tied in ((1, 3072, 32, 2, False), (2, 3008, 16, 1, True)):
         torch.manual_seed(seed)
         cfg = Qwen2Config(
-            vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden,
-            num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=1,
-            max_position_embeddings=256, tie_word_embeddings=tied, eos_token_id=stops,
-            bos_token_id=None, pad_token_id=None,
-        )  # fmt: skip
+            vocab_size=vocab,
+            hidden_size=hidden,
+            intermediate_size=2 * hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=256,
+            tie_word_embeddings=tied,
+            eos_token_id=stops,
+            bos_token_id=None,
+            pad_token_id=None,
+        )
         model = Qwen2ForCausalLM(cfg)
         model.generation_config.eos_token_id = stops
         models.append(model)
@@ -135,11 +154,16 @@ def chat_llama_pair(tmp_path_factory) -> tuple[Path, Path]:
     for seed, hidden, layers in ((3, 32, 2), (4, 16, 1)):
         torch.manual_seed(seed)
         cfg = LlamaConfig(
-            vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
-            num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=2,
-            max_position_embeddings=256, tie_word_embeddings=False,
+            vocab_size=len(tok),
+            hidden_size=hidden,
+            intermediate_size=2 * hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            max_position_embeddings=256,
+            tie_word_embeddings=False,
             eos_token_id=tok.eos_token_id,
-        )  # fmt: skip
+        )
         models.append(LlamaForCausalLM(cfg))
     teacher_tok = train_chat_tokenizer(CHATML_WITH_SYSTEM)
     return save_model_pair(tmp_path_factory.mktemp("chat-llama"), *models, tok, teacher_tok)

@@ -29,8 +29,8 @@ ALLOWED: dict[str, set[str]] = {
     # objective kinds are validated against the objectives registry; YAML is read by safeyaml
     # (and task.file is checked against the file-task kinds of tasks)
     "config": {"objectives", "safeyaml", "tasks"},
-    "testbed": {"tasks"},
-    "models": {"lazy", "testbed"},  # testbed:teacher / testbed:student name shipped directories
+    "testbed": {"tasks", "models"},  # the builder saves model directories where models finds them
+    "models": {"lazy"},  # testbed:teacher / testbed:student are found by path, not by import
     "rollout": {"tasks"},
     "train": {"config", "lazy", "store", "metric_keys", "tasks", "models", "objectives", "rollout"},
     "eval": {"config", "store", "metric_keys", "tasks", "models", "rollout"},
@@ -48,7 +48,7 @@ ALLOWED: dict[str, set[str]] = {
         "eval",
         "study",
         "report",
-    },  # fmt: skip
+    },
 }
 
 

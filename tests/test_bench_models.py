@@ -29,8 +29,9 @@ def test_tokenizer_has_exactly_the_real_vocabulary_and_a_chat_template():
     ids = tok("Using the numbers 3, 7, 25 make 46.").input_ids
     assert max(ids) < 1_000  # text never produces the filler tokens
     assert tok.decode(ids) == "Using the numbers 3, 7, 25 make 46."
-    chat = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False,
-                                   add_generation_prompt=True)  # fmt: skip
+    chat = tok.apply_chat_template(
+        [{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True
+    )
     assert chat == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
     assert tok.eos_token == "<|im_end|>"
 
@@ -43,13 +44,34 @@ def test_a_small_pair_loads_and_trains_with_gpu_steps_on_cpu(tmp_path, monkeypat
     assert loaded.vocab_size == 1_024
     assert loaded.student.config.tie_word_embeddings
     out = subprocess.run(
-        [sys.executable, str(BENCH / "gpu_steps.py"), "--pairs-dir", str(tmp_path / "pairs"),
-         "--device", "cpu", "--teacher-dtype", "float32", "--steps", "2", "--prompts", "2",
-         "--max-new-tokens", "4", "--chunk-size", "0", "--out", str(tmp_path / "runs")],
-        capture_output=True, text=True, timeout=600, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(BENCH / "gpu_steps.py"),
+            "--pairs-dir",
+            str(tmp_path / "pairs"),
+            "--device",
+            "cpu",
+            "--teacher-dtype",
+            "float32",
+            "--steps",
+            "2",
+            "--prompts",
+            "2",
+            "--max-new-tokens",
+            "4",
+            "--chunk-size",
+            "0",
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     assert [(r["pair"], r["policy"], r["steps"]) for r in lines] == [
-        ("tiny-qwen2", "student", 2), ("tiny-qwen2", "teacher", 2)
-    ]  # fmt: skip
+        ("tiny-qwen2", "student", 2),
+        ("tiny-qwen2", "teacher", 2),
+    ]
     assert all(r["tokens_per_s"] > 0 and r["peak_gib"] is None for r in lines)

@@ -25,8 +25,11 @@ def test_script_output_becomes_markdown():
     assert update.markdown_of(printed) == "| mode | time |\n|---|---|\n| plain | 1.0 s |"
     as_json = 'log line\n{\n "study_s": 12.5,\n "phase_s": {"a": 1}\n}\n'
     assert update.markdown_of(as_json).splitlines() == [
-        "| quantity | value |", "|---|---|", "| study_s | 12.5 |", '| phase_s | {"a": 1} |'
-    ]  # fmt: skip
+        "| quantity | value |",
+        "|---|---|",
+        "| study_s | 12.5 |",
+        '| phase_s | {"a": 1} |',
+    ]
 
 
 def test_a_missing_script_is_skipped(monkeypatch, capsys):

@@ -34,10 +34,17 @@ def test_missing_model_path_fails_before_any_run(tmp_path):
     out = tmp_path / "s"
     res = runner.invoke(
         app,
-        ["study", "--preset", "paper-qwen", "--out", str(out),
-         f"model.teacher={tmp_path / 'no-teacher'}", "model.student=testbed:student",
-         "model.device=cpu"],
-    )  # fmt: skip
+        [
+            "study",
+            "--preset",
+            "paper-qwen",
+            "--out",
+            str(out),
+            f"model.teacher={tmp_path / 'no-teacher'}",
+            "model.student=testbed:student",
+            "model.device=cpu",
+        ],
+    )
     assert res.exit_code == 2, res.output
     line = res.output.strip()
     assert "\n" not in line and f"{tmp_path / 'no-teacher'} does not exist" in line
@@ -48,8 +55,16 @@ def test_bad_task_file_fails_before_models_load(tiny_pair, tmp_path):
     teacher, student = tiny_pair
     bad = tmp_path / "sci.jsonl"
     bad.write_text('{"question": "q", "options": ["a", "b"], "answer": "A"}\n{"question": ""}\n')
-    common = ["study", "--preset", "smoke", "--out", str(tmp_path / "s"),
-              f"model.teacher={teacher}", f"model.student={student}", "task.name=mcq"]  # fmt: skip
+    common = [
+        "study",
+        "--preset",
+        "smoke",
+        "--out",
+        str(tmp_path / "s"),
+        f"model.teacher={teacher}",
+        f"model.student={student}",
+        "task.name=mcq",
+    ]
     res = runner.invoke(app, [*common, f"task.file={bad}"])
     assert res.exit_code == 2 and "sci.jsonl line 2" in res.output, res.output
     res = runner.invoke(app, [*common, f"task.file={tmp_path / 'gone.jsonl'}"])
@@ -62,10 +77,19 @@ def test_study_where_every_run_failed_exits_non_zero(tiny_pair, tmp_path):
     out = tmp_path / "s"
     res = runner.invoke(
         app,
-        ["study", "--preset", "smoke", "--out", str(out), "--executor", "sequential",
-         f"model.teacher={teacher}", f"model.student={student}",
-         "rollout.prompts_per_step=100000"],
-    )  # fmt: skip
+        [
+            "study",
+            "--preset",
+            "smoke",
+            "--out",
+            str(out),
+            "--executor",
+            "sequential",
+            f"model.teacher={teacher}",
+            f"model.student={student}",
+            "rollout.prompts_per_step=100000",
+        ],
+    )
     assert res.exit_code == 1, res.output
     assert "4 of 4 runs failed" in res.output
     assert not (out / "report").exists()

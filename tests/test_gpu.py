@@ -9,7 +9,7 @@ import torch
 from distillscope.config import apply_overrides, run_config_from_dict
 from distillscope.eval.evaluate import evaluate
 from distillscope.store import read_metrics, read_status
-from distillscope.study.runner import run_study
+from distillscope.study.run_study import run_study
 from distillscope.study.spec import StudySpec
 from distillscope.train import distill
 
@@ -23,14 +23,24 @@ TEACHER_DEVICE = "cuda:1" if torch.cuda.device_count() > 1 else "cuda:0"
 def gpu_base(tiny_pair) -> dict:
     teacher, student = tiny_pair
     return {
-        "model": {"teacher": str(teacher), "student": str(student), "device": "cuda:0",
-                  "teacher_device": TEACHER_DEVICE},
+        "model": {
+            "teacher": str(teacher),
+            "student": str(student),
+            "device": "cuda:0",
+            "teacher_device": TEACHER_DEVICE,
+        },
         "task": {"max_new_tokens": 6},
         "rollout": {"prompts_per_step": 4},
         "optim": {"steps": 2, "warmup_steps": 1, "lr": 1e-3},
-        "eval": {"items": 4, "coverage_items": 2, "coverage_samples": 2, "skill_items": 2,
-                 "harder_task": None, "samples_per_block": 2},
-    }  # fmt: skip
+        "eval": {
+            "items": 4,
+            "coverage_items": 2,
+            "coverage_samples": 2,
+            "skill_items": 2,
+            "harder_task": None,
+            "samples_per_block": 2,
+        },
+    }
 
 
 @pytest.mark.parametrize("policy,kind", [("student", "forward_kl"), ("teacher", "reverse_kl")])
@@ -49,9 +59,12 @@ def test_train_and_eval_on_cuda(tiny_pair, tmp_path, policy, kind):
 
 def test_two_run_study_on_cuda(tiny_pair, tmp_path):
     spec = StudySpec.model_validate(
-        {"name": "gpu", "base": gpu_base(tiny_pair),
-         "experiments": [{"name": "main", "axes": {"rollout.policy": ["student", "teacher"]}}]}
-    )  # fmt: skip
+        {
+            "name": "gpu",
+            "base": gpu_base(tiny_pair),
+            "experiments": [{"name": "main", "axes": {"rollout.policy": ["student", "teacher"]}}],
+        }
+    )
     run_study(spec, tmp_path, executor="sequential")
     statuses = [read_status(p)["status"] for p in (tmp_path / "runs").iterdir()]
     assert statuses == ["done", "done"]

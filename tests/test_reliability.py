@@ -40,11 +40,19 @@ def one_line(code: int, out: str, expected_code: int = 2) -> str:
 def tiny(tiny_pair, *more: str) -> list[str]:
     teacher, student = tiny_pair
     return [
-        f"model.teacher={teacher}", f"model.student={student}", "optim.steps=2",
-        "optim.warmup_steps=1", "rollout.prompts_per_step=2", "task.max_new_tokens=4",
-        "checkpoint_every=1", "eval.items=2", "eval.coverage_items=0", "eval.skill_items=0",
-        "eval.harder_task=null", *more,
-    ]  # fmt: skip
+        f"model.teacher={teacher}",
+        f"model.student={student}",
+        "optim.steps=2",
+        "optim.warmup_steps=1",
+        "rollout.prompts_per_step=2",
+        "task.max_new_tokens=4",
+        "checkpoint_every=1",
+        "eval.items=2",
+        "eval.coverage_items=0",
+        "eval.skill_items=0",
+        "eval.harder_task=null",
+        *more,
+    ]
 
 
 # --- a run belongs to one config ---------------------------------------------------------------
@@ -212,7 +220,7 @@ def test_corrupt_study_yaml_under_status(tmp_path):
 
 
 def test_corrupt_status_json_counts_as_unfinished_and_is_named(tmp_path):
-    from distillscope.study.runner import prepare
+    from distillscope.study.run_study import prepare
     from distillscope.study.spec import load_spec
 
     runs = prepare(load_spec("smoke"), tmp_path)
@@ -230,7 +238,7 @@ def test_replaced_study_yaml_warns_in_the_report(tmp_path, capsys):
     import pandas as pd
 
     from distillscope.cli import _warn_if_spec_replaced
-    from distillscope.study.runner import prepare
+    from distillscope.study.run_study import prepare
     from distillscope.study.spec import load_spec
 
     prepare(load_spec("smoke"), tmp_path)
@@ -260,7 +268,7 @@ def test_missing_testbed_root_is_one_line_without_network(tmp_path, monkeypatch)
 
 
 def test_internal_error_exits_1_and_debug_shows_the_traceback(monkeypatch, tmp_path):
-    import distillscope.study.runner as runner_mod
+    import distillscope.study.run_study as runner_mod
 
     def broken(out):
         raise RuntimeError("boom")

@@ -208,7 +208,7 @@ def train_cmd(
 ) -> None:
     """Distil the student of CONFIG into a run directory, then evaluate it."""
     from distillscope.config import check_machine, load_run_config
-    from distillscope.study.run import run_one
+    from distillscope.study.run_one import run_one
     from distillscope.train import preflight
 
     overrides = list(overrides or [])
@@ -247,7 +247,7 @@ def eval_cmd(run_dir: Path = typer.Argument(..., help="a run directory written b
     """Evaluate the trained student of RUN_DIR (docs/method.md §8) and write RUN_DIR/eval.json."""
     from distillscope.config import check_machine, load_run_config
     from distillscope.store import CONFIG_FILE, checkpoint_dir
-    from distillscope.study.run import evaluate_run
+    from distillscope.study.run_one import evaluate_run
 
     if not (checkpoint_dir(run_dir) / "model.safetensors").is_file():
         raise FileNotFoundError(f"{run_dir} has no trained checkpoint; run `distillscope train`")
@@ -285,7 +285,7 @@ def study_cmd(
 
     args = list(args or [])
     if args[:1] == ["status"]:
-        from distillscope.study.runner import study_status
+        from distillscope.study.run_study import study_status
 
         if len(args) != 2:
             raise ValueError("usage: distillscope study status DIR")
@@ -301,8 +301,18 @@ def study_cmd(
         raise ValueError(f"--workers must be at least 1, got {workers}")
     # Started first: the workers import torch and transformers while this process plans.
     with WorkerPool(workers) if executor == "pool" else nullcontext(workers) as pool:
-        _study(files, overrides, preset, out, executor, pool, address, cpus_per_run,
-               gpus_per_run, report)  # fmt: skip
+        _study(
+            files,
+            overrides,
+            preset,
+            out,
+            executor,
+            pool,
+            address,
+            cpus_per_run,
+            gpus_per_run,
+            report,
+        )
 
 
 def _study(
@@ -320,7 +330,7 @@ def _study(
     from datetime import datetime
 
     from distillscope.config import check_machine
-    from distillscope.study.runner import run_study, study_status
+    from distillscope.study.run_study import run_study, study_status
     from distillscope.study.spec import expand, load_spec
     from distillscope.train import preflight_all
 
@@ -469,7 +479,7 @@ def _warn_if_spec_replaced(study_dir: Path) -> None:
 
 
 def _print_status(out: Path, by: dict[str, list[str]]) -> None:
-    from distillscope.study.runner import UNREADABLE
+    from distillscope.study.run_study import UNREADABLE
 
     total = sum(len(v) for k, v in by.items() if k != UNREADABLE)
     table = Table(title=f"study {out}: {total} runs")

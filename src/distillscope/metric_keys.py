@@ -53,19 +53,22 @@ METRICS: tuple[MetricKey, ...] = (
         ("objective/loss", "—", "the loss value the objective returned", "lower"),
         ("objective/tokens", "count", "completion tokens in the loss", "none"),
         (
-            "objective/forward_kl", "nats",
+            "objective/forward_kl",
+            "nats",
             "KL(π_T ‖ π_S), token mean (full vocabulary; the k + 1 bins of a top-k teacher)",
             "lower",
         ),
         (
-            "objective/reverse_kl", "nats",
+            "objective/reverse_kl",
+            "nats",
             "KL(π_S ‖ π_T), token mean (full vocabulary; the k + 1 bins of a top-k teacher)",
             "lower",
         ),
         ("objective/teacher_entropy", "nats", "H(π_T) at the loss temperature, token mean", "none"),
         ("objective/student_entropy", "nats", "H(π_S) at the loss temperature, token mean", "none"),
         (
-            "objective/teacher_topk_mass", "fraction",
+            "objective/teacher_topk_mass",
+            "fraction",
             "top-k teacher (objective.teacher_topk): the teacher's mass in its top k, token mean",
             "none",
         ),
@@ -138,7 +141,7 @@ METRICS: tuple[MetricKey, ...] = (
         ("time/run_s", "seconds", "training wall time of the run", "lower"),
         ("time/teacher_saved_s", "seconds", "time/teacher_saved summed over the run", "higher"),
     ),
-)  # fmt: skip
+)
 
 
 def metric_info(name: str) -> MetricKey | None:

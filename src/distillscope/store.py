@@ -225,8 +225,14 @@ def _has_results(run: Path) -> bool:
 
 def clear_run(run: Path) -> None:
     """Delete a run's files (``--overwrite``); refuses a directory holding anything else."""
-    known = {*RUN_FILES, CHECKPOINT_DIR, ".checkpoint.tmp", ".checkpoint.old", "samples.jsonl",
-             "student"}  # fmt: skip
+    known = {
+        *RUN_FILES,
+        CHECKPOINT_DIR,
+        ".checkpoint.tmp",
+        ".checkpoint.old",
+        "samples.jsonl",
+        "student",
+    }
     foreign = [p.name for p in run.iterdir() if p.name not in known and not p.name.startswith(".")]
     if foreign:
         raise StoreError(

@@ -1,15 +1,19 @@
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from distillscope.eval.sampling import MAX_EVAL_BATCH, eval_batch_size
+from distillscope.eval.generate import MAX_EVAL_BATCH, eval_batch_size
 
 
 def tiny_llama(vocab: int = 1000) -> LlamaForCausalLM:
     torch.manual_seed(0)
     cfg = LlamaConfig(
-        vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2,
-    )  # fmt: skip
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
     return LlamaForCausalLM(cfg)
 
 

@@ -3,7 +3,7 @@ from math import comb
 import pytest
 import torch
 
-from distillscope.eval.metrics import pass_at_k, pass_at_k_curve, update_sparsity
+from distillscope.eval.measures import pass_at_k, pass_at_k_curve, update_sparsity
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 10, 64])

@@ -7,7 +7,7 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from distillscope.config import load_run_config
-from distillscope.study.run import run_one
+from distillscope.study.run_one import run_one
 
 
 def tiny_cfg(tiny_pair, *items: str):
@@ -18,16 +18,26 @@ def tiny_cfg(tiny_pair, *items: str):
 
 def test_run_writes_samples_and_a_loadable_student(tiny_pair, tmp_path):
     cfg = tiny_cfg(
-        tiny_pair, "optim.steps=2", "task.max_new_tokens=6", "eval.items=5",
-        "eval.coverage_items=3", "eval.coverage_samples=2", "eval.skill_items=3",
+        tiny_pair,
+        "optim.steps=2",
+        "task.max_new_tokens=6",
+        "eval.items=5",
+        "eval.coverage_items=3",
+        "eval.coverage_samples=2",
+        "eval.skill_items=3",
         "eval.samples_per_block=2",
-    )  # fmt: skip
+    )
     blocks_seen = []
     trained = run_one(cfg, tmp_path, on_eval=blocks_seen.append)
     assert trained
     assert [b.split(":")[0] for b in blocks_seen] == [
-        "loading the student", "accuracy", "coverage", "harder", "harder_coverage", "skills"
-    ]  # fmt: skip
+        "loading the student",
+        "accuracy",
+        "coverage",
+        "harder",
+        "harder_coverage",
+        "skills",
+    ]
 
     rows = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
     by_block: dict[str, list] = {}
@@ -55,9 +65,14 @@ def test_samples_per_block_zero_writes_an_empty_file(tiny_pair, tmp_path):
     from distillscope.train import distill
 
     cfg = tiny_cfg(
-        tiny_pair, "optim.steps=1", "task.max_new_tokens=4", "eval.items=2",
-        "eval.coverage_items=0", "eval.skill_items=0", "eval.harder_task=null",
+        tiny_pair,
+        "optim.steps=1",
+        "task.max_new_tokens=4",
+        "eval.items=2",
+        "eval.coverage_items=0",
+        "eval.skill_items=0",
+        "eval.harder_task=null",
         "eval.samples_per_block=0",
-    )  # fmt: skip
+    )
     evaluate(cfg, tmp_path, distill(cfg, tmp_path))
     assert (tmp_path / "samples.jsonl").read_text() == ""

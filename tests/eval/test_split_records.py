@@ -10,7 +10,7 @@ from distillscope.config import load_run_config
 from distillscope.eval import evaluate as evaluate_mod
 from distillscope.eval.evaluate import SplitOverlapError, evaluate
 from distillscope.store import read_eval, read_status
-from distillscope.study.run import run_one
+from distillscope.study.run_one import run_one
 from distillscope.tasks import evaluation_problems, resolve_task
 from distillscope.tasks.split import is_held_out, problem_identity
 from distillscope.train import distill
@@ -19,11 +19,19 @@ from distillscope.train import distill
 def tiny_cfg(tiny_pair, *over):
     teacher, student = tiny_pair
     items = [
-        f"model.teacher={teacher}", f"model.student={student}", "optim.steps=3",
-        "optim.warmup_steps=1", "rollout.prompts_per_step=8", "task.max_new_tokens=6",
-        "checkpoint_every=0", "eval.items=5", "eval.coverage_items=3", "eval.coverage_samples=2",
-        "eval.skill_items=0", *over,
-    ]  # fmt: skip
+        f"model.teacher={teacher}",
+        f"model.student={student}",
+        "optim.steps=3",
+        "optim.warmup_steps=1",
+        "rollout.prompts_per_step=8",
+        "task.max_new_tokens=6",
+        "checkpoint_every=0",
+        "eval.items=5",
+        "eval.coverage_items=3",
+        "eval.coverage_samples=2",
+        "eval.skill_items=0",
+        *over,
+    ]
     return load_run_config(None, items)
 
 
@@ -53,9 +61,13 @@ def test_file_task_run_records_its_split(tiny_pair, tmp_path):
     data = tmp_path / "sums.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     cfg = tiny_cfg(
-        tiny_pair, "task.name=math", f"task.file={data}", "task.eval_fraction=0.3",
-        "eval.harder_task=null", "optim.steps=1",
-    )  # fmt: skip
+        tiny_pair,
+        "task.name=math",
+        f"task.file={data}",
+        "task.eval_fraction=0.3",
+        "eval.harder_task=null",
+        "optim.steps=1",
+    )
     metrics = run_one(cfg, tmp_path / "run")
     assert metrics["split/eval_items"] == 5 and metrics["split/overlap"] == 0
     assert "split/harder/eval_items" not in metrics

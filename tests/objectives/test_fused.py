@@ -118,9 +118,17 @@ def test_closed_form_logit_gradient_matches_autograd(divergence, temperatures) -
     mask = torch.ones(2, 5, dtype=torch.bool)
     eye = torch.eye(VOCAB, dtype=torch.float64)
     loss, _, grad_logits, _ = _fused(
-        logits_s, eye, logits_t, eye, mask, divergence, chunk_size=3, reduction="sum",
-        student_temperature=tau_s, teacher_temperature=tau_t,
-    )  # fmt: skip
+        logits_s,
+        eye,
+        logits_t,
+        eye,
+        mask,
+        divergence,
+        chunk_size=3,
+        reduction="sum",
+        student_temperature=tau_s,
+        teacher_temperature=tau_t,
+    )
     z = logits_s.clone().requires_grad_()
     expected = _reference_per_token(z, logits_t, divergence, tau_s, tau_t).sum()
     expected.backward()
@@ -181,10 +189,18 @@ def test_float64_equals_independent_reference(divergence, reduction) -> None:
     hidden, head, teacher_hidden, teacher_head, mask = _inputs(1, torch.float64)
     tau_s, tau_t = 0.7, 2.0
     loss, _, grad_hidden, grad_head = _fused(
-        hidden, head, teacher_hidden, teacher_head, mask, divergence, chunk_size=3,
-        vocab_size=VOCAB, student_temperature=tau_s, teacher_temperature=tau_t,
+        hidden,
+        head,
+        teacher_hidden,
+        teacher_head,
+        mask,
+        divergence,
+        chunk_size=3,
+        vocab_size=VOCAB,
+        student_temperature=tau_s,
+        teacher_temperature=tau_t,
         reduction=reduction,
-    )  # fmt: skip
+    )
     h, w = hidden.clone().requires_grad_(), head.clone().requires_grad_()
     per_token = _reference_per_token(
         h @ w[:VOCAB].T, teacher_hidden @ teacher_head[:VOCAB].T, divergence, tau_s, tau_t
@@ -216,9 +232,15 @@ def test_all_masked_is_zero_and_backward_works() -> None:
         for reduction in REDUCTIONS:
             h, w = hidden.clone().requires_grad_(), head.clone().requires_grad_()
             loss, metrics = fused_divergence(
-                h, w, teacher_hidden, teacher_head, mask, divergence=divergence,
-                reduction=reduction, vocab_size=VOCAB,
-            )  # fmt: skip
+                h,
+                w,
+                teacher_hidden,
+                teacher_head,
+                mask,
+                divergence=divergence,
+                reduction=reduction,
+                vocab_size=VOCAB,
+            )
             assert loss.item() == 0.0 and loss.requires_grad
             assert metrics["objective/tokens"] == 0.0
             assert all(math.isfinite(v) for v in metrics.values())
@@ -232,9 +254,16 @@ def test_jsd_at_beta_zero_and_one_is_exactly_zero() -> None:
     for beta in (0.0, 1.0):
         h, w = hidden.clone().requires_grad_(), head.clone().requires_grad_()
         loss, _ = fused_divergence(
-            h, w, teacher_hidden, teacher_head, mask, divergence="jsd", beta=beta,
-            vocab_size=VOCAB, chunk_size=4,
-        )  # fmt: skip
+            h,
+            w,
+            teacher_hidden,
+            teacher_head,
+            mask,
+            divergence="jsd",
+            beta=beta,
+            vocab_size=VOCAB,
+            chunk_size=4,
+        )
         loss.backward()
         assert loss.item() == 0.0
         assert not h.grad.any() and not w.grad.any()
@@ -365,9 +394,14 @@ def test_fused_respects_the_memory_budget(divergence) -> None:
     outputs = _Outputs()
     with outputs:
         loss, _ = fused_divergence(
-            hidden, head, teacher_hidden, teacher_head, mask, divergence=divergence,
+            hidden,
+            head,
+            teacher_hidden,
+            teacher_head,
+            mask,
+            divergence=divergence,
             memory_budget_mb=budget_mb,
-        )  # fmt: skip
+        )
         loss.backward()
     buffers = 5 if divergence == "jsd" else 4
     rows = chunk_rows(budget_mb, vocab, buffers=buffers)

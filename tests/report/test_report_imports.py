@@ -55,7 +55,7 @@ import json, sys
 from distillscope.config import check_machine
 from distillscope.objectives import OBJECTIVES
 from distillscope.study.baseline import plan_baselines
-from distillscope.study.runner import run_study
+from distillscope.study.run_study import run_study
 from distillscope.study.spec import expand, load_spec
 from distillscope.train import preflight_all
 runs = expand(load_spec("paper"))

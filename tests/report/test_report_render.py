@@ -179,13 +179,20 @@ def test_status_from_run_dirs_completes_the_table(synth, tmp_path):
 
 
 def test_baseline_rows_are_read_apart_and_never_a_cell(synth, tmp_path):
-    from distillscope.report.study import load_study
+    from distillscope.report.load import load_study
 
     rows = [synth.run_row("main", "student", "forward_kl", synth.LOW, 42, **{"eval/accuracy": 0.5})]
     rows.append(
-        {"run_id": "baseline", "experiment": "baseline", "status": "done", "reason": "",
-         "seed": 42, "task.name": "countdown3", "eval/accuracy": 0.125}
-    )  # fmt: skip
+        {
+            "run_id": "baseline",
+            "experiment": "baseline",
+            "status": "done",
+            "reason": "",
+            "seed": 42,
+            "task.name": "countdown3",
+            "eval/accuracy": 0.125,
+        }
+    )
     root = synth.write_study(tmp_path / "s", rows)
     study = load_study(root)
     assert list(study.results["run_id"]) == [rows[0]["run_id"]]

@@ -36,9 +36,15 @@ B, P, L = 5, 7, 9
 
 def _shape(**extra) -> dict:
     return dict(
-        vocab_size=V, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, **extra,
-    )  # fmt: skip
+        vocab_size=V,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        **extra,
+    )
 
 
 def _model(cls, cfg_cls, seed=0, dtype=torch.float32, **extra):
@@ -159,7 +165,7 @@ def _with_and_without(policy, ids, mask, max_new_tokens, stops, seed):
             pad_token_id=0,
             generator=torch.Generator().manual_seed(seed),
             fast_decode=fast,
-        )  # fmt: skip
+        )
         for fast in (True, False)
     ]
 
@@ -207,9 +213,12 @@ def test_configurations_it_does_not_reproduce_are_refused():
     windowed = _model(MistralForCausalLM, MistralConfig, sliding_window=8)
     assert supports(windowed, 8) and not supports(windowed, 9)  # the window is out of reach
     sliding = _model(
-        Qwen2ForCausalLM, Qwen2Config, use_sliding_window=True, sliding_window=4,
+        Qwen2ForCausalLM,
+        Qwen2Config,
+        use_sliding_window=True,
+        sliding_window=4,
         max_window_layers=0,
-    )  # fmt: skip
+    )
     assert not supports(sliding, 16)
     if hasattr(transformers, "Qwen3ForCausalLM"):  # per-head q/k norms: another layer
         qwen3 = _model(transformers.Qwen3ForCausalLM, transformers.Qwen3Config, head_dim=8)

@@ -58,9 +58,14 @@ def sample(pair, prompts, policy, seed=0, **kw):
     ids, mask = prompts
     args = dict(max_new_tokens=8, eos_token_id=pair.stop_ids, pad_token_id=0, vocab_size=V)
     return sample_rollouts(
-        policy, pair.student, pair.teacher, ids, mask,
-        generator=torch.Generator().manual_seed(seed), **{**args, **kw},
-    )  # fmt: skip
+        policy,
+        pair.student,
+        pair.teacher,
+        ids,
+        mask,
+        generator=torch.Generator().manual_seed(seed),
+        **{**args, **kw},
+    )
 
 
 @pytest.mark.parametrize("policy", POLICIES, ids=lambda p: p.name)

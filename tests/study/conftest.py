@@ -11,9 +11,13 @@ def _tiny_study(tiny_pair, axes, *, steps=3, checkpoint_every=2, name="main", **
     """A study of ``axes`` (one experiment ``name``) on the tiny pair, with a small evaluation."""
     teacher, student = tiny_pair
     evaluation = {
-        "items": 4, "coverage_items": 2, "coverage_samples": 2, "skill_items": 2,
-        "harder_task": None, **eval_over,
-    }  # fmt: skip
+        "items": 4,
+        "coverage_items": 2,
+        "coverage_samples": 2,
+        "skill_items": 2,
+        "harder_task": None,
+        **eval_over,
+    }
     return StudySpec.model_validate(
         {
             "name": "tiny",

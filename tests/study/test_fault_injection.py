@@ -28,7 +28,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from distillscope.study.runner import run_study, study_status
+from distillscope.study.run_study import run_study, study_status
 from distillscope.study.spec import load_spec
 
 
@@ -49,8 +49,20 @@ def micro_spec(tiny_pair) -> dict:
 
 
 def launch(spec_file: Path, out: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "distillscope.cli", "study", str(spec_file), "--out", str(out),
-           "--executor", "pool", "--workers", "1", "--no-report"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "distillscope.cli",
+        "study",
+        str(spec_file),
+        "--out",
+        str(out),
+        "--executor",
+        "pool",
+        "--workers",
+        "1",
+        "--no-report",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, env=env

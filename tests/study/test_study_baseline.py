@@ -9,16 +9,22 @@ from distillscope.eval import evaluate as evaluate_mod
 from distillscope.eval.evaluate import evaluate
 from distillscope.models import load_model
 from distillscope.study import baseline as baseline_mod
-from distillscope.study.runner import run_study, study_status
+from distillscope.study.run_study import run_study, study_status
 from distillscope.study.spec import expand
 
 
 def spec_of(tiny_study, seeds=(42,), name="main"):
     axes = {"rollout.policy": ["student", "teacher"], "seed": list(seeds)}
     return tiny_study(
-        axes, steps=2, checkpoint_every=0, name=name, items=6, coverage_items=3,
-        coverage_samples=4, harder_task="tb-countdown4e",
-    )  # fmt: skip
+        axes,
+        steps=2,
+        checkpoint_every=0,
+        name=name,
+        items=6,
+        coverage_items=3,
+        coverage_samples=4,
+        harder_task="tb-countdown4e",
+    )
 
 
 def test_baseline_row_is_the_untrained_students_evaluation(tiny_study, tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ import yaml
 
 from distillscope.store import read_status
 from distillscope.study.executors import WorkerPool
-from distillscope.study.runner import run_study, study_status
+from distillscope.study.run_study import run_study, study_status
 from distillscope.study.spec import load_spec
 
 
@@ -77,10 +77,20 @@ def test_killed_study_resumes_to_the_same_table(tiny_study, tmp_path):
     spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json")))
     out = tmp_path / "killed"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "distillscope.cli", "study", str(spec_file), "--out", str(out),
-         "--no-report"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "distillscope.cli",
+            "study",
+            str(spec_file),
+            "--out",
+            str(out),
+            "--no-report",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.time() + 240
     killed_mid_run = False
     while time.time() < deadline and proc.poll() is None:
@@ -88,9 +98,10 @@ def test_killed_study_resumes_to_the_same_table(tiny_study, tmp_path):
         # Kill once the second run is part-way: one finished run, one interrupted mid-training.
         # (Pick the run still training, not the last by name: that may be the finished one.)
         training = [
-            p for p in runs
+            p
+            for p in runs
             if read_status(p.parent)["status"] == "running" and len(p.read_text().splitlines()) >= 3
-        ]  # fmt: skip
+        ]
         if len(runs) >= 2 and training:
             # the whole process group: a worker outlives a killed parent by up to its
             # watch_parent poll, long enough to finish a 6-step run it is part-way through

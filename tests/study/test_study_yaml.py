@@ -7,7 +7,7 @@ import time
 import pytest
 
 from distillscope.config import ConfigError
-from distillscope.study.runner import prepare, study_status
+from distillscope.study.run_study import prepare, study_status
 from distillscope.study.spec import load_spec
 
 BOMB = 'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n' + "".join(

@@ -13,9 +13,13 @@ COUNTDOWN = sorted(n for n in TASKS if "countdown" in n)
 
 def test_every_countdown_preset_is_registered():
     assert COUNTDOWN == [
-        "countdown3", "countdown4", "countdown4e", "tb-countdown3", "tb-countdown4",
+        "countdown3",
+        "countdown4",
+        "countdown4e",
+        "tb-countdown3",
+        "tb-countdown4",
         "tb-countdown4e",
-    ]  # fmt: skip
+    ]
 
 
 @pytest.mark.parametrize("name", COUNTDOWN)

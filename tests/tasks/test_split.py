@@ -51,8 +51,9 @@ def test_harder_variant_items_are_absent_from_countdown4_training():
 
 def test_draw_training_redraws_held_out_items():
     rng = random.Random(1)
-    assert not any(is_held_out(problem_identity(draw_training(COUNTDOWN_3_TB, rng)))
-                   for _ in range(500))  # fmt: skip
+    assert not any(
+        is_held_out(problem_identity(draw_training(COUNTDOWN_3_TB, rng))) for _ in range(500)
+    )
 
 
 def test_too_many_held_out_items_is_a_clear_error(monkeypatch):

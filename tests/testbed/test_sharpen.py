@@ -13,8 +13,17 @@ from distillscope.testbed.recipe import DEFAULT_RECIPE, SharpenSpec
 from distillscope.testbed.sharpen import collect_verified, round_problems, sharpen
 from distillscope.testbed.tokenizer import build_tokenizer
 
-SPEC = SharpenSpec(rounds=1, problems=6, samples=2, temperature=0.7, steps=2, batch_size=4,
-                   lr=1e-3, replay=0.5, seed=3)  # fmt: skip
+SPEC = SharpenSpec(
+    rounds=1,
+    problems=6,
+    samples=2,
+    temperature=0.7,
+    steps=2,
+    batch_size=4,
+    lr=1e-3,
+    replay=0.5,
+    seed=3,
+)
 
 
 def fake_sampler(model, tokenizer, prompts, **kw):

@@ -7,8 +7,9 @@ from distillscope.testbed.recipe import DEFAULT_RECIPE
 
 
 def test_tiny_build_writes_loadable_models_and_record(tmp_path):
-    info = build(tmp_path, DEFAULT_RECIPE, steps_scale=0.002, log=lambda m: None,
-                 eval_items=4, skill_items=2)  # fmt: skip
+    info = build(
+        tmp_path, DEFAULT_RECIPE, steps_scale=0.002, log=lambda m: None, eval_items=4, skill_items=2
+    )
     assert info["parameters"]["teacher"] > 2 * info["parameters"]["student"]
     saved = json.loads((tmp_path / "testbed.json").read_text())
     assert saved["measured"] == info["measured"]
@@ -21,5 +22,9 @@ def test_tiny_build_writes_loadable_models_and_record(tmp_path):
     measured = info["measured"]
     assert 0.0 <= measured["teacher"]["countdown3_accuracy"] <= 1.0
     assert set(measured["student"]["skills"]) == {
-        "skill-add", "skill-sub", "skill-mul", "skill-sort", "skill-rev"
-    }  # fmt: skip
+        "skill-add",
+        "skill-sub",
+        "skill-mul",
+        "skill-sort",
+        "skill-rev",
+    }

@@ -14,10 +14,15 @@ def tiny_llama(vocab: int, hidden: int, seed: int, dtype=torch.float64) -> Llama
     """A random one-layer Llama (untied head), in ``dtype``."""
     torch.manual_seed(seed)
     cfg = LlamaConfig(
-        vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=1,
-        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
         tie_word_embeddings=False,
-    )  # fmt: skip
+    )
     return LlamaForCausalLM(cfg).to(dtype)
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from distillscope.train.loop import _forward_backward, _PhaseTimer
-from distillscope.train.objective import micro_batch_share
+from distillscope.train.scoring import micro_batch_share
 
 from .conftest import random_rollouts, step_cfg
 

@@ -5,18 +5,26 @@ import pytest
 from distillscope.config import load_run_config
 from distillscope.metric_keys import metric_info
 from distillscope.store import read_metrics, read_status
-from distillscope.study.run import run_one
+from distillscope.study.run_one import run_one
 from distillscope.train import distill
 
 
 def tiny_cfg(tiny_pair, **over):
     teacher, student = tiny_pair
     items = [
-        f"model.teacher={teacher}", f"model.student={student}", "optim.steps=4",
-        "optim.warmup_steps=2", "optim.lr=1e-3", "rollout.prompts_per_step=4",
-        "task.max_new_tokens=8", "checkpoint_every=2", "eval.items=4", "eval.coverage_items=2",
-        "eval.coverage_samples=3", "eval.skill_items=2",
-    ] + [f"{k}={v}" for k, v in over.items()]  # fmt: skip
+        f"model.teacher={teacher}",
+        f"model.student={student}",
+        "optim.steps=4",
+        "optim.warmup_steps=2",
+        "optim.lr=1e-3",
+        "rollout.prompts_per_step=4",
+        "task.max_new_tokens=8",
+        "checkpoint_every=2",
+        "eval.items=4",
+        "eval.coverage_items=2",
+        "eval.coverage_samples=3",
+        "eval.skill_items=2",
+    ] + [f"{k}={v}" for k, v in over.items()]
     return load_run_config(None, items)
 
 
@@ -26,9 +34,15 @@ def strip_timings(rows):
 
 @pytest.mark.parametrize(
     "policy,kind",
-    [("student", "forward_kl"), ("teacher", "reverse_kl"), ("spectrum", "jsd"),
-     ("student", "opd"), ("mix", "forward_sampled"), ("interleave", "reverse_sampled")],
-)  # fmt: skip
+    [
+        ("student", "forward_kl"),
+        ("teacher", "reverse_kl"),
+        ("spectrum", "jsd"),
+        ("student", "opd"),
+        ("mix", "forward_sampled"),
+        ("interleave", "reverse_sampled"),
+    ],
+)
 def test_every_policy_and_objective_trains(tiny_pair, tmp_path, policy, kind):
     over = {"rollout.policy": policy, "objective.kind": kind, "optim.steps": 2}
     if policy == "spectrum":

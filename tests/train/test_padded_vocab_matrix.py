@@ -51,10 +51,15 @@ CASES = [
 def matrix_cfg(pair, policy: str, kind: str, *extra: str):
     teacher, student = pair
     items = [
-        f"model.teacher={teacher}", f"model.student={student}", "optim.steps=2",
-        "optim.lr=1e-3", "rollout.prompts_per_step=2", "task.max_new_tokens=6",
-        "task.prompt_format=chat", f"objective.kind={kind}",
-    ] + [f"{k}={v}" for k, v in POLICIES[policy].items()]  # fmt: skip
+        f"model.teacher={teacher}",
+        f"model.student={student}",
+        "optim.steps=2",
+        "optim.lr=1e-3",
+        "rollout.prompts_per_step=2",
+        "task.max_new_tokens=6",
+        "task.prompt_format=chat",
+        f"objective.kind={kind}",
+    ] + [f"{k}={v}" for k, v in POLICIES[policy].items()]
     return load_run_config(None, [*items, *extra])
 
 
@@ -102,9 +107,13 @@ def test_a_top_k_teacher_trains_on_one_vocabulary(request, tmp_path, pair_name, 
     on both paths, and an off-policy run reads back its cached fold bit for bit."""
     pair = request.getfixturevalue(pair_name)
     cfg = matrix_cfg(
-        pair, policy, "forward_kl", "objective.teacher_topk=16", f"objective.path={path}",
+        pair,
+        policy,
+        "forward_kl",
+        "objective.teacher_topk=16",
+        f"objective.path={path}",
         "rollout.cache_teacher_rollouts=true",
-    )  # fmt: skip
+    )
     cache = tmp_path / "cache"
     distill(cfg, tmp_path / "a", rollout_cache=cache)
     distill(cfg, tmp_path / "b", rollout_cache=cache)

@@ -14,9 +14,14 @@ from .conftest import random_rollouts, step_cfg, tiny_llama
 
 @pytest.mark.parametrize(
     "device,autocast,want",
-    [("cuda", "auto", torch.bfloat16), ("cuda:1", "auto", torch.bfloat16), ("cpu", "auto", None),
-     ("cuda", "off", None), ("cpu", "bfloat16", torch.bfloat16)],
-)  # fmt: skip
+    [
+        ("cuda", "auto", torch.bfloat16),
+        ("cuda:1", "auto", torch.bfloat16),
+        ("cpu", "auto", None),
+        ("cuda", "off", None),
+        ("cpu", "bfloat16", torch.bfloat16),
+    ],
+)
 def test_autocast_is_bf16_on_cuda_by_default_and_off_on_cpu(device, autocast, want):
     assert autocast_dtype(ModelConfig(device=device, autocast=autocast)) is want
 

@@ -45,11 +45,19 @@ def _full_key(cfg, vocab_size=54):
 
 @pytest.mark.parametrize(
     "setting,value",
-    [("model.teacher_dtype", "bfloat16"), ("task.name", "tb-countdown4e"),
-     ("task.teacher_style_flag", True), ("seed", 7), ("rollout.teacher_temperature", 0.7),
-     ("rollout.top_p", 0.9), ("task.max_new_tokens", 9), ("objective.teacher_temperature", 0.7),
-     ("optim.grad_accum", 2), ("objective.chunk_size", 5)],
-)  # fmt: skip
+    [
+        ("model.teacher_dtype", "bfloat16"),
+        ("task.name", "tb-countdown4e"),
+        ("task.teacher_style_flag", True),
+        ("seed", 7),
+        ("rollout.teacher_temperature", 0.7),
+        ("rollout.top_p", 0.9),
+        ("task.max_new_tokens", 9),
+        ("objective.teacher_temperature", 0.7),
+        ("optim.grad_accum", 2),
+        ("objective.chunk_size", 5),
+    ],
+)
 def test_every_sampling_and_scoring_setting_invalidates(tiny_pair, setting, value):
     base = tiny_cfg(tiny_pair, **SHARED)
     assert _full_key(tiny_cfg(tiny_pair, **SHARED, **{setting: value})) != _full_key(base)

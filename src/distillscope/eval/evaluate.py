@@ -24,9 +24,9 @@ from pathlib import Path
 import torch
 
 from distillscope.config import RunConfig, evaluation_key
-from distillscope.eval.metrics import pass_at_k_curve, update_sparsity
-from distillscope.eval.samples import SampleLog
-from distillscope.eval.sampling import sample_and_score
+from distillscope.eval.generate import sample_and_score
+from distillscope.eval.measures import pass_at_k_curve, update_sparsity
+from distillscope.eval.samples_file import SampleLog
 from distillscope.models import load_model, load_weights, resolve_model_path
 from distillscope.rollout import RolloutCache, model_generator
 from distillscope.store import checkpoint_dir, write_eval
@@ -48,9 +48,12 @@ EVAL_STREAM = 10_000  # generator streams of evaluation, apart from training's
 def _load_student(cfg: RunConfig):
     m = cfg.model
     return load_model(
-        resolve_model_path(m.student), dtype=m.dtype, device=m.device,
-        allow_pickle=m.allow_pickle, trust_remote_code=m.trust_remote_code,
-    )  # fmt: skip
+        resolve_model_path(m.student),
+        dtype=m.dtype,
+        device=m.device,
+        allow_pickle=m.allow_pickle,
+        trust_remote_code=m.trust_remote_code,
+    )
 
 
 class SplitOverlapError(RuntimeError):
@@ -68,7 +71,7 @@ def evaluate(
 ) -> dict:
     """Evaluate the trained student of ``run_dir`` (or ``student``) and write ``eval.json``.
 
-    Also writes ``samples.jsonl`` (:mod:`distillscope.eval.samples`). ``on_block(message)`` is
+    Also writes ``samples.jsonl`` (:mod:`distillscope.eval.samples_file`). ``on_block(message)`` is
     called as each block starts (progress: loading, accuracy, coverage, harder, skills).
     ``untrained=True`` evaluates the untrained student itself (a study's baseline, same items and
     generator streams as a run's evaluation): no checkpoint is read, forgetting is 0 by
@@ -104,9 +107,15 @@ def evaluate(
     def draw(block: str, task, problems, n: int, temperature: float, stream: int):
         say(f"{block}: {len(problems)} items × {n} samples")
         res = sample_and_score(
-            student, tokenizer, task, problems, n=n, temperature=temperature,
-            generator=gen(stream), **common,
-        )  # fmt: skip
+            student,
+            tokenizer,
+            task,
+            problems,
+            n=n,
+            temperature=temperature,
+            generator=gen(stream),
+            **common,
+        )
         log.add(block, task, problems, res)
         return res
 
@@ -155,9 +164,10 @@ def evaluate(
     if e.skill_items:
         say(f"skills: {e.skill_items} items per skill, before and after")
         before = _skills_before(
-            cfg, cache_dir,
+            cfg,
+            cache_dir,
             lambda: skill_scores(initial, tokenizer, e.skill_items, e.temperature, gen(4), common),
-        )  # fmt: skip
+        )
         after = (
             before
             if untrained

@@ -27,5 +27,5 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "slice_logits",
             "stop_token_ids",
         ),
-    },  # fmt: skip
+    },
 )

@@ -6,7 +6,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from distillscope.testbed import testbed_path
+#: The shipped testbed's model directories (``testbed/weights/<role>``: package data, found by
+#: path so that loading a model never imports the testbed builder).
+TESTBED_WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "testbed" / "weights"
+TESTBED_ROLES = ("teacher", "student")
+
+
+def testbed_path(role: str) -> Path:
+    """Directory of the shipped testbed ``teacher`` or ``student``."""
+    if role not in TESTBED_ROLES:
+        raise ValueError(f"testbed role must be one of {TESTBED_ROLES}, got {role!r}")
+    return TESTBED_WEIGHTS_DIR / role
 
 
 def resolve_model_path(spec: str) -> Path:

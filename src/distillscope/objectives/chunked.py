@@ -143,9 +143,13 @@ def chunked_divergence(
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     vocab = check_hidden_inputs(
-        student_hidden_B_T_H, student_head_V_H, teacher_hidden_B_T_H, teacher_head_V_H,
-        mask_B_T, vocab_size,
-    )  # fmt: skip
+        student_hidden_B_T_H,
+        student_head_V_H,
+        teacher_hidden_B_T_H,
+        teacher_head_V_H,
+        mask_B_T,
+        vocab_size,
+    )
     student_head_V_H, teacher_head_V_H = student_head_V_H[:vocab], teacher_head_V_H[:vocab]
 
     keep_B_T = mask_B_T.bool()

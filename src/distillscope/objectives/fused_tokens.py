@@ -73,10 +73,13 @@ def _gathered_logprobs(
     """ℓ(y_n) for N rows, ``rows`` at a time (no graph)."""
     out_N = hidden_N_H.new_empty(hidden_N_H.shape[0], dtype=_softmax_dtype(hidden_N_H))
     return _map_chunks(
-        hidden_N_H, head_V_H, tau, rows,
+        hidden_N_H,
+        head_V_H,
+        tau,
+        rows,
         lambda logp_C_V, start, stop: logp_C_V.gather(-1, tokens_N[start:stop, None])[:, 0],
         out_N,
-    )  # fmt: skip
+    )
 
 
 def _masked_rows(
@@ -240,8 +243,11 @@ def draw_from_hidden(
     )
     uniforms_N = uniforms_B_T[keep_B_T]
     tokens_N = _map_chunks(
-        hidden_N_H, head, temperature, rows,
+        hidden_N_H,
+        head,
+        temperature,
+        rows,
         lambda logp_C_V, start, stop: inverse_cdf_draw(logp_C_V, uniforms_N[start:stop]),
         hidden_N_H.new_empty(hidden_N_H.shape[0], dtype=torch.long),
-    )  # fmt: skip
+    )
     return torch.zeros_like(keep_B_T, dtype=torch.long).masked_scatter(keep_B_T, tokens_N)

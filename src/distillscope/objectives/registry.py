@@ -35,9 +35,14 @@ FUSED_MIN_VOCAB = 4096
 
 LOSS_OPTIONS = ("student_temperature", "teacher_temperature", "reduction")
 OPD_OPTIONS = (
-    "regulation", "clip_min", "clip_max", "eps_low", "eps_high", "student_temperature",
+    "regulation",
+    "clip_min",
+    "clip_max",
+    "eps_low",
+    "eps_high",
+    "student_temperature",
     "reduction",
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)
@@ -68,40 +73,57 @@ OBJECTIVES: dict[str, ObjectiveKind] = {
     k.name: k
     for k in (
         ObjectiveKind(
-            "forward_kl", "divergences:forward_kl",
-            "KL(π_T ‖ π_S), full vocabulary (mode-covering)", full_vocabulary=True,
+            "forward_kl",
+            "divergences:forward_kl",
+            "KL(π_T ‖ π_S), full vocabulary (mode-covering)",
+            full_vocabulary=True,
         ),
         ObjectiveKind(
-            "reverse_kl", "divergences:reverse_kl",
-            "KL(π_S ‖ π_T), full vocabulary (mode-seeking)", full_vocabulary=True,
+            "reverse_kl",
+            "divergences:reverse_kl",
+            "KL(π_S ‖ π_T), full vocabulary (mode-seeking)",
+            full_vocabulary=True,
         ),
         ObjectiveKind(
-            "jsd", "divergences:generalized_jsd",
+            "jsd",
+            "divergences:generalized_jsd",
             "generalised Jensen–Shannon divergence (objective.beta)",
-            options=(*LOSS_OPTIONS, "beta"), full_vocabulary=True,
+            options=(*LOSS_OPTIONS, "beta"),
+            full_vocabulary=True,
         ),
         ObjectiveKind(
-            "mixture", "divergences:kl_mixture", "α·forward + (1−α)·reverse KL (objective.alpha)",
-            options=(*LOSS_OPTIONS, "alpha"), full_vocabulary=True,
+            "mixture",
+            "divergences:kl_mixture",
+            "α·forward + (1−α)·reverse KL (objective.alpha)",
+            options=(*LOSS_OPTIONS, "alpha"),
+            full_vocabulary=True,
         ),
         ObjectiveKind(
-            "forward_sampled", "estimators:sampled_forward_kl",
+            "forward_sampled",
+            "estimators:sampled_forward_kl",
             "forward KL, one teacher sample per position",
-            needs_generator=True, hidden_form="token_logprobs",
+            needs_generator=True,
+            hidden_form="token_logprobs",
         ),
         ObjectiveKind(
-            "reverse_sampled", "estimators:sampled_reverse_kl",
+            "reverse_sampled",
+            "estimators:sampled_reverse_kl",
             "reverse KL, one student sample per position",
-            needs_generator=True, hidden_form="token_logprobs",
+            needs_generator=True,
+            hidden_form="token_logprobs",
         ),
         ObjectiveKind(
-            "opd", "opd:opd_policy_gradient",
+            "opd",
+            "opd:opd_policy_gradient",
             "on-policy distillation: clipped policy gradient with teacher advantages",
-            inputs="sampled_tokens", options=OPD_OPTIONS, needs_behavior_logprobs=True,
-            needs_student_rollouts=True, hidden_form="token_logprobs",
+            inputs="sampled_tokens",
+            options=OPD_OPTIONS,
+            needs_behavior_logprobs=True,
+            needs_student_rollouts=True,
+            hidden_form="token_logprobs",
         ),
     )
-}  # fmt: skip
+}
 
 
 def objective_kind(name: str) -> ObjectiveKind:

@@ -193,9 +193,13 @@ def _folded_rows(
     )
     with torch.no_grad():
         return _map_chunks(
-            hidden_N_H, head_V_H, tau, rows,
-            lambda logp_C_V, start, stop: fold(logp_C_V, ids_N_K[start:stop]), out_N_K1,
-        )  # fmt: skip
+            hidden_N_H,
+            head_V_H,
+            tau,
+            rows,
+            lambda logp_C_V, start, stop: fold(logp_C_V, ids_N_K[start:stop]),
+            out_N_K1,
+        )
 
 
 def _uniform_fold(keep_B_T: torch.Tensor, k: int, like: torch.Tensor) -> torch.Tensor:

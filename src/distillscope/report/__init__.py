@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from distillscope.report.aggregate import aggregate
 from distillscope.report.claimkit import ClaimRule, Verdict
+from distillscope.report.load import Study, load_study
 from distillscope.report.render import write_report
 from distillscope.report.scorecard import RULES, ClaimResult, score_claims
-from distillscope.report.study import Study, load_study
 
 __all__ = [
     "RULES",

@@ -50,8 +50,8 @@ from distillscope.report.claimkit import experiment_rows, is_baseline
 from distillscope.report.claims_ablation import C15_MARGIN
 from distillscope.report.claims_grid import C1_MARGIN
 from distillscope.report.claims_spectrum import C7_MARGIN
+from distillscope.report.load import CALIBRATION_FILE, load_study
 from distillscope.report.scorecard import RULES, score_claims
-from distillscope.report.study import CALIBRATION_FILE, load_study
 from distillscope.store import atomic_write_text
 
 SCENARIOS = ("null", "zeros", "constant", "margin", "planted")

@@ -27,7 +27,7 @@ from distillscope.report.figures import (
     save_figure,
     style,
 )
-from distillscope.report.study import Study, metrics_frame
+from distillscope.report.load import Study, metrics_frame
 
 LOSS, GRAD, LENGTH = "train/loss", "train/grad_norm", "rollout/len_mean"
 S_PROB, T_PROB = "rollout/student_token_prob", "rollout/teacher_token_prob"

@@ -26,8 +26,8 @@ from distillscope.report.figures import (
     pass_at_k_figure,
     spectrum_figure,
 )
+from distillscope.report.load import Study, load_study
 from distillscope.report.scorecard import ClaimResult, score_claims
-from distillscope.report.study import Study, load_study
 from distillscope.report.tables import (
     Table,
     experiment_tables,

@@ -34,7 +34,7 @@ from distillscope.report.claims_ablation import RULES_ABLATION
 from distillscope.report.claims_grid import RULES_GRID
 from distillscope.report.claims_opd import LEN_RATIO, REWARD_DROP, RULES_OPD
 from distillscope.report.claims_spectrum import RULES_SPECTRUM
-from distillscope.report.study import metrics_frame
+from distillscope.report.load import metrics_frame
 from distillscope.store import run_dir
 
 RULES: list[ClaimRule] = sorted(

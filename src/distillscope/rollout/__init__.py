@@ -12,7 +12,7 @@ from distillscope.rollout.cache import (
     key_digest,
     prompt_digest,
 )
-from distillscope.rollout.metrics import likelihood_metrics, rollout_length_metrics
+from distillscope.rollout.diagnostics import likelihood_metrics, rollout_length_metrics
 from distillscope.rollout.policies import (
     SOURCE_JOINT,
     SOURCE_STUDENT,

@@ -95,9 +95,16 @@ def sample_rollouts(
         stop_check_every = 1 if prompt_ids.device.type == "cpu" else 8
     with _eval_mode([d.model for d in decoders.values()]), torch.inference_mode():
         steps = _decode(
-            policy, decoders, source_B, generator, max_new_tokens, stop_ids, pad_token_id,
-            vocab, stop_check_every,
-        )  # fmt: skip
+            policy,
+            decoders,
+            source_B,
+            generator,
+            max_new_tokens,
+            stop_ids,
+            pad_token_id,
+            vocab,
+            stop_check_every,
+        )
     # Clone outside inference mode: inference tensors could not be saved for a later backward.
     out = {name: t.clone() for name, t in steps.items()}
     return Rollouts(

@@ -32,7 +32,7 @@ def execute_run(
     ``threads`` sets torch's intra-op threads (None keeps the process's setting).
     """
     from distillscope.store import read_status
-    from distillscope.study.run import run_one
+    from distillscope.study.run_one import run_one
 
     cfg = _worker_config(config, threads)
     cache = Path(cache_dir) if cache_dir else None
@@ -70,7 +70,7 @@ Job = tuple[str, dict[str, Any], str]  # (run_id, config, run_dir)
 def _start_worker() -> None:
     # Workers watch their parent: a SIGKILLed study leaves no worker running its queue.
     watch_parent()
-    import distillscope.study.run  # noqa: F401 — torch, transformers, the training stack: once
+    import distillscope.study.run_one  # noqa: F401 — torch, transformers, the training stack: once
 
 
 def _ready() -> None:

@@ -1,84 +1,13 @@
-"""One run end to end: train, evaluate, and keep ``status.json`` truthful throughout."""
+"""Deprecated: renamed to :mod:`distillscope.study.run_one` (alias kept one release)."""
 
-from __future__ import annotations
+import sys
+import warnings
 
-import traceback
-from collections.abc import Callable
-from pathlib import Path
+import distillscope.study.run_one as _module
 
-import torch
-
-from distillscope.config import RunConfig
-from distillscope.eval.evaluate import evaluate
-from distillscope.store import (
-    CHECKPOINT_META,
-    RunMismatchError,
-    check_run_config,
-    checkpoint_dir,
-    read_json_strict,
-    write_status,
+warnings.warn(
+    "distillscope.study.run is deprecated; import distillscope.study.run_one instead",
+    DeprecationWarning,
+    stacklevel=2,
 )
-from distillscope.train.checkpoint import check_checkpoint_meta
-from distillscope.train.loop import DivergedError, distill
-
-
-def run_one(
-    cfg: RunConfig,
-    run_dir: Path,
-    *,
-    rollout_cache: Path | None = None,
-    on_step: Callable[[int, dict], None] | None = None,
-    overwrite: bool = False,
-    skip_eval: bool = False,
-    on_eval: Callable[[str], None] | None = None,
-) -> dict:
-    """``distill`` then ``evaluate``; status ends ``done``, ``diverged`` or ``failed`` (+ reason).
-
-    Returns the evaluation metrics (empty when the run diverged or ``skip_eval``, which leaves
-    the status ``trained``). A failure other than divergence is re-raised after the status is
-    written. ``on_step`` and ``on_eval`` report progress (see ``distill`` and ``evaluate``).
-    """
-    try:
-        student = distill(
-            cfg, run_dir, rollout_cache=rollout_cache, on_step=on_step, overwrite=overwrite
-        )
-    except DivergedError:
-        return {}
-    except RunMismatchError:  # the directory is another run's: leave its status alone
-        raise
-    except Exception as err:
-        _failed(run_dir, err)
-        raise
-    return {} if skip_eval else evaluate_run(cfg, run_dir, student, on_eval, rollout_cache)
-
-
-def evaluate_run(
-    cfg: RunConfig,
-    run_dir: Path,
-    student: torch.nn.Module | None = None,
-    on_eval: Callable[[str], None] | None = None,
-    cache_dir: Path | None = None,
-) -> dict:
-    """Evaluate a run (its checkpoint unless ``student`` is given); status ends ``done``.
-
-    Without ``student``, the checkpoint must have been written under ``cfg``'s fingerprint.
-    ``cache_dir``: the study's shared cache (the baseline's skill scores).
-    """
-    if student is None:
-        fingerprint = check_run_config(run_dir, cfg.model_dump(mode="json"))
-        meta = checkpoint_dir(run_dir) / CHECKPOINT_META
-        check_checkpoint_meta(meta, read_json_strict(meta), fingerprint)
-    write_status(run_dir, "running", phase="eval")
-    try:
-        metrics = evaluate(cfg, run_dir, student, on_eval, cache_dir=cache_dir)
-    except Exception as err:
-        _failed(run_dir, err)
-        raise
-    write_status(run_dir, "done")
-    return metrics
-
-
-def _failed(run_dir: Path, err: Exception) -> None:
-    write_status(
-        run_dir, "failed", f"{type(err).__name__}: {err}", traceback=traceback.format_exc(limit=5)
-    )
+sys.modules[__name__] = _module

@@ -48,10 +48,19 @@ PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
 
 #: Axis columns recorded for every run even when the study does not vary them.
 RECORDED = (
-    "rollout.policy", "rollout.lam", "objective.kind", "objective.regulation", "optim.lr",
-    "optim.grad_clip", "seed", "task.name", "model.teacher", "task.teacher_style_flag",
-    "rollout.prompts_per_step", "rollout.rollouts_per_prompt",
-)  # fmt: skip
+    "rollout.policy",
+    "rollout.lam",
+    "objective.kind",
+    "objective.regulation",
+    "optim.lr",
+    "optim.grad_clip",
+    "seed",
+    "task.name",
+    "model.teacher",
+    "task.teacher_style_flag",
+    "rollout.prompts_per_step",
+    "rollout.rollouts_per_prompt",
+)
 
 
 class Experiment(BaseModel):

@@ -9,15 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-WEIGHTS_DIR = Path(__file__).parent / "weights"
-ROLES = ("teacher", "student")
+from distillscope.models.paths import TESTBED_ROLES as ROLES
+from distillscope.models.paths import TESTBED_WEIGHTS_DIR as WEIGHTS_DIR
+from distillscope.models.paths import testbed_path
 
-
-def testbed_path(role: str) -> Path:
-    """Directory of the shipped testbed ``teacher`` or ``student``."""
-    if role not in ROLES:
-        raise ValueError(f"testbed role must be one of {ROLES}, got {role!r}")
-    return WEIGHTS_DIR / role
+__all__ = ["ROLES", "WEIGHTS_DIR", "testbed_info", "testbed_path"]
 
 
 def testbed_info(root: Path = WEIGHTS_DIR) -> dict:

@@ -158,9 +158,10 @@ def pretrain_role(out_dir: Path, role: str, recipe: Recipe, steps_scale: float) 
     Runs in its own process during a parallel build, so it logs to ``out_dir/<role>.log``.
     """
     spec, train = (
-        (recipe.teacher, recipe.teacher_train) if role == "teacher"
+        (recipe.teacher, recipe.teacher_train)
+        if role == "teacher"
         else (recipe.student, recipe.student_train)
-    )  # fmt: skip
+    )
     tokenizer = build_tokenizer()
     steps = max(1, int(train.steps * steps_scale))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -222,8 +223,9 @@ def build(
     if parallel and len(todo) > 1:
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=len(todo), mp_context=ctx) as pool:
-            futures = {r: pool.submit(_pretrain_in_process, out_dir, r, recipe, steps_scale)
-                       for r in todo}  # fmt: skip
+            futures = {
+                r: pool.submit(_pretrain_in_process, out_dir, r, recipe, steps_scale) for r in todo
+            }
             records.update({r: f.result() for r, f in futures.items()})
     else:
         records.update({r: pretrain_role(out_dir, r, recipe, steps_scale) for r in todo})
@@ -242,8 +244,11 @@ def build(
             acc = measure(model, tokenizer, COUNTDOWN_3_TB, probe_items)["accuracy"]
             return f"countdown3 accuracy {acc:.2f} (50 probe items, T=0.5)"
 
-        sharp = replace(sharp, steps=max(1, int(sharp.steps * steps_scale)),
-                        problems=max(2, int(sharp.problems * steps_scale)))  # fmt: skip
+        sharp = replace(
+            sharp,
+            steps=max(1, int(sharp.steps * steps_scale)),
+            problems=max(2, int(sharp.problems * steps_scale)),
+        )
         if done_rounds:
             log(f"[teacher] sharpened earlier for {done_rounds} round(s), resuming")
         t0, seconds_before = time.time(), teacher_record.get("sharpen_seconds", 0.0)
@@ -253,9 +258,17 @@ def build(
             teacher_record["sharpen_seconds"] = round(seconds_before + time.time() - t0, 1)
             _save(models["teacher"], tokenizer, out_dir / "teacher", teacher_record)
 
-        sharpen(models["teacher"], tokenizer, sharp, recipe.teacher_train.mixture, train_model,
-                lambda m: log(f"[teacher] {m}"), probe=probe, start_round=done_rounds,
-                round_done=round_done)  # fmt: skip
+        sharpen(
+            models["teacher"],
+            tokenizer,
+            sharp,
+            recipe.teacher_train.mixture,
+            train_model,
+            lambda m: log(f"[teacher] {m}"),
+            probe=probe,
+            start_round=done_rounds,
+            round_done=round_done,
+        )
     log("measuring the capability gap")
     measured = measure_testbed(
         models["teacher"], models["student"], tokenizer, eval_items, skill_items

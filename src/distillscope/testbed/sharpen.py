@@ -101,5 +101,4 @@ def _fine_tune(model, tokenizer, spec, r, kept, replay_mixture, train, log, prob
         warmup=20,
         min_lr_ratio=1.0,
     )
-    train(model, tokenizer, round_spec, log, probe=probe, probe_every=spec.steps,
-          sources=sources)  # fmt: skip
+    train(model, tokenizer, round_spec, log, probe=probe, probe_every=spec.steps, sources=sources)

@@ -47,7 +47,8 @@ from distillscope.store import MetricsLog, claim_run, write_config, write_status
 from distillscope.tasks import training_problems
 from distillscope.train.checkpoint import export_student, load_checkpoint, save_checkpoint
 from distillscope.train.checks import preflight
-from distillscope.train.objective import (
+from distillscope.train.precision import forward_precision
+from distillscope.train.scoring import (
     Scores,
     TeacherTopK,
     diagnostic_logprobs,
@@ -56,7 +57,6 @@ from distillscope.train.objective import (
     teacher_topk,
     use_fused,
 )
-from distillscope.train.precision import forward_precision
 from distillscope.train.setup import load_models, make_policy
 
 
@@ -101,9 +101,12 @@ def distill(
         check_topk(cfg.objective.teacher_topk, pair.vocab_size)
     pool = training_problems(task, cfg.task.eval_fraction)
     encoder = PromptEncoder(
-        task, pair.tokenizer, cfg.task.prompt_format, cfg.task.teacher_style_flag,
+        task,
+        pair.tokenizer,
+        cfg.task.prompt_format,
+        cfg.task.teacher_style_flag,
         teacher_tokenizer=pair.teacher_tokenizer,
-    )  # fmt: skip
+    )
     policy = make_policy(cfg.rollout)
     student, teacher = pair.student, pair.teacher
     if cfg.model.gradient_checkpointing:
@@ -257,7 +260,7 @@ def _forward_backward(
     """Teacher forward (no grad), student forward, objective, backward — per micro-batch.
 
     Exact accumulation: micro-batch k's loss is weighted by its share of the whole batch's
-    normaliser (:func:`~distillscope.train.objective.micro_batch_share`), so the summed gradient is
+    normaliser (:func:`~distillscope.train.scoring.micro_batch_share`), so the summed gradient is
     the full batch's for every reduction and any ``grad_accum``, dividing the batch or not.
     Sampled estimators draw from uniforms of the whole batch, and the diagnostics are computed
     once on the whole batch's token log-probs: no metric depends on ``grad_accum`` or the path.

@@ -1,0 +1,166 @@
+"""``run_study``: plan the grid, skip finished runs, execute the rest, rebuild the table, report.
+
+    distillscope study                       # the quick preset on the shipped testbed
+    distillscope study --preset smoke --out /tmp/s
+    distillscope study my-study.yaml --executor pool --workers 2
+    distillscope study status DIR
+
+Before the runs, the study evaluates its baseline(s), the untrained student
+(:mod:`distillscope.study.baseline`): in this process, or with ``--executor pool`` as the
+first jobs of the pool. Re-running on an existing directory
+resumes: runs whose status is ``done`` or ``diverged`` are skipped, interrupted ones restart from
+their last checkpoint, a finished baseline is not evaluated again.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+from distillscope import __version__
+from distillscope.config import ConfigError, RunConfig
+from distillscope.safeyaml import YamlError, load_yaml_file
+from distillscope.store import atomic_write_text, read_status
+from distillscope.study.baseline import plan_baselines, run_baseline
+from distillscope.study.executors import Job, WorkerPool, run_pool, run_ray, run_sequential
+from distillscope.study.lock import StudyLock
+from distillscope.study.spec import PlannedRun, StudySpec, expand, load_spec
+from distillscope.study.table import write_table
+from distillscope.train import preflight_all
+
+FINISHED = ("done", "diverged")
+#: study_status key listing runs whose status.json is corrupt (they also count as pending).
+UNREADABLE = "unreadable status.json"
+
+
+def prepare(spec: StudySpec, out: Path) -> list[PlannedRun]:
+    """Write (or check) ``study.yaml`` in ``out`` and return the planned runs."""
+    out.mkdir(parents=True, exist_ok=True)
+    spec_path = out / "study.yaml"
+    text = yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
+    if spec_path.is_file() and _read_spec_file(spec_path) != spec.model_dump(mode="json"):
+        raise ConfigError(f"{out} holds a different study; choose another --out to start anew")
+    atomic_write_text(spec_path, text)
+    return expand(spec)
+
+
+def _read_spec_file(spec_path: Path) -> object:
+    """The study.yaml a study directory holds, read within safeyaml's limits."""
+    try:
+        return load_yaml_file(spec_path, "study file")
+    except YamlError as err:
+        raise ConfigError(f"{err}; choose another --out to start anew") from None
+
+
+def run_study(
+    spec: StudySpec,
+    out: Path,
+    *,
+    executor: str = "sequential",
+    workers: int | WorkerPool = 2,
+    address: str | None = None,
+    cpus_per_run: float = 1.0,
+    gpus_per_run: float = 0.0,
+    on_run_done: Callable[[str, str], None] | None = None,
+    on_step: Callable[[str, int, dict], None] | None = None,
+) -> Path:
+    """Execute every unfinished run of ``spec`` into ``out``; returns the results table path.
+
+    ``workers``: the pool's size, or a started :class:`~distillscope.study.executors.WorkerPool`
+    (the ``study`` command starts one before it plans, so worker start-up overlaps planning).
+    The study directory is locked for the duration (:class:`~distillscope.study.lock.StudyLock`):
+    a second study on it fails at once naming the holder.
+    """
+    if isinstance(workers, int) and workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    # A missing model or a bad task file stops the study before it writes anything.
+    preflight_all([r.config for r in _unfinished(expand(spec), out)])
+    out.mkdir(parents=True, exist_ok=True)
+    with StudyLock(out):
+        return _run_locked(
+            spec, out, executor, workers, address, cpus_per_run, gpus_per_run, on_run_done, on_step
+        )
+
+
+def _job(out: Path, run_id: str, config: RunConfig) -> Job:
+    """What an executor needs of one run or baseline: plain data that pickles cheaply."""
+    return run_id, config.model_dump(mode="json"), str(out / "runs" / run_id)
+
+
+def _run_locked(
+    spec: StudySpec,
+    out: Path,
+    executor: str,
+    workers: int | WorkerPool,
+    address: str | None,
+    cpus_per_run: float,
+    gpus_per_run: float,
+    on_run_done: Callable[[str, str], None] | None,
+    on_step: Callable[[str, int, dict], None] | None,
+) -> Path:
+    runs = prepare(spec, out)
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    baselines = plan_baselines(runs)
+    cache = str(out / "rollout-cache")
+    baseline_jobs = []  # a pool evaluates the baselines in its workers, ahead of the runs
+    for b in baselines:
+        if executor != "pool":
+            run_baseline(b, out / "runs" / b.run_id, Path(cache))
+        elif read_status(out / "runs" / b.run_id)["status"] != "done":
+            baseline_jobs.append(_job(out, b.run_id, b.config))
+    write_table(out, runs, baselines)
+    jobs = [_job(out, r.run_id, r.config) for r in _unfinished(runs, out)]
+    if executor == "sequential":
+        results = run_sequential(jobs, cache, on_step)
+    elif executor == "pool":
+        results = run_pool(jobs, cache, workers, baseline_jobs)
+    elif executor == "ray":
+        results = run_ray(jobs, cache, address, cpus_per_run, gpus_per_run)
+    else:
+        raise ConfigError(f"--executor must be sequential, pool or ray, got {executor!r}")
+    baseline_ids = {b.run_id for b in baselines}
+    for run_id, status in results:
+        # after every run: a killed study loses at most the runs in flight
+        write_table(out, runs, baselines)
+        if on_run_done is not None and run_id not in baseline_ids:
+            on_run_done(run_id, status)
+    table = write_table(out, runs, baselines)
+    saved = table.get("time/teacher_saved_s")
+    provenance = {
+        "command": "distillscope " + " ".join(sys.argv[1:]) if sys.argv else "",
+        "version": __version__,
+        "started": started,
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.node()} {platform.machine()} {platform.python_version()}",
+        "executor": executor,
+        # generation + teacher forward the runs read from the shared rollout cache
+        "teacher_time_saved_s": round(float(saved.sum()), 1) if saved is not None else 0.0,
+    }
+    atomic_write_text(out / "provenance.json", json.dumps(provenance, indent=1) + "\n")
+    return out / "results.parquet"
+
+
+def _unfinished(runs: list[PlannedRun], out: Path) -> list[PlannedRun]:
+    return [r for r in runs if read_status(out / "runs" / r.run_id)["status"] not in FINISHED]
+
+
+def study_status(out: Path) -> dict[str, list[str]]:
+    """Run ids (baselines included), sorted, by status for the study in ``out``."""
+    spec_path = out / "study.yaml"
+    if not spec_path.is_file():
+        raise FileNotFoundError(f"{out} is not a study directory (no study.yaml)")
+    spec = load_spec(spec_path)
+    by: dict[str, list[str]] = {}
+    runs = expand(spec)
+    for rid in [r.run_id for r in runs] + [b.run_id for b in plan_baselines(runs)]:
+        status = read_status(out / "runs" / rid)
+        by.setdefault(status["status"], []).append(rid)
+        if status.get("corrupt"):  # counted as pending too; listed so that the user sees it
+            by.setdefault(UNREADABLE, []).append(rid)
+    return {status: sorted(ids) for status, ids in by.items()}

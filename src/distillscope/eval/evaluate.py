@@ -19,18 +19,21 @@ draws skill problems).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from transformers import PreTrainedTokenizerBase
 
 from distillscope.config import RunConfig, evaluation_key
-from distillscope.eval.generate import sample_and_score
+from distillscope.eval.generate import Samples, sample_and_score
 from distillscope.eval.measures import pass_at_k_curve, update_sparsity
 from distillscope.eval.samples_file import SampleLog
 from distillscope.models import load_model, load_weights, resolve_model_path
 from distillscope.rollout import RolloutCache, model_generator
 from distillscope.store import checkpoint_dir, write_eval
 from distillscope.tasks import (
+    Task,
     evaluation_problems,
     make_split,
     resolve_task,
@@ -43,6 +46,7 @@ from distillscope.tasks.verify import detect_style
 PASS_KS = (1, 2, 5, 10, 20, 32, 64)
 SKILL_SEED = 44
 EVAL_STREAM = 10_000  # generator streams of evaluation, apart from training's
+SPARSITY_TAUS = (1e-6, 1e-8)  # thresholds of eval/sparsity_*_tau*
 
 
 def _load_student(cfg: RunConfig):
@@ -85,6 +89,38 @@ def evaluate(
     say = on_block or (lambda message: None)
     task = resolve_task(cfg.task.name, cfg.task.file)  # a bad task file fails before loading
     say("loading the student")
+    initial, student, tokenizer = _students(cfg, run_dir, student, untrained)
+    blocks = _Blocks(cfg, student, tokenizer, say)
+    train_pool = training_problems(task, cfg.task.eval_fraction)
+    held_out = evaluation_problems(
+        task, e.eval_seed, max(e.items, e.coverage_items), cfg.task.eval_fraction
+    )
+    out: dict[str, float] = split_record("split", held_out, train_pool, task.name)
+    acc = blocks.draw("accuracy", task, held_out[: e.items], 1, e.temperature, 0)
+    out.update(_accuracy(acc))
+    if e.style:
+        out.update(_style_share(acc))
+    if e.coverage_items:
+        out.update(_coverage(blocks, "coverage", "eval", task, held_out, e.coverage_temperature, 1))
+    if e.harder_task:
+        out.update(_harder(blocks, train_pool))
+    if e.skill_items:
+        out.update(_skills(blocks, initial, untrained, cache_dir))
+    if not untrained:
+        out.update(_sparsity(initial, student))
+    write_eval(run_dir, out)
+    blocks.log.write(run_dir)
+    return out
+
+
+def _students(
+    cfg: RunConfig, run_dir: Path, student: torch.nn.Module | None, untrained: bool
+) -> tuple[torch.nn.Module, torch.nn.Module, PreTrainedTokenizerBase]:
+    """The untrained student, the student to evaluate (in eval mode) and their tokenizer.
+
+    The one to evaluate is ``student`` when given, else the checkpoint of ``run_dir`` (loaded
+    strictly), or the untrained student itself when ``untrained``.
+    """
     initial, tokenizer = _load_student(cfg)
     if untrained:
         student = initial
@@ -92,100 +128,132 @@ def evaluate(
         student, _ = _load_student(cfg)
         load_weights(student, checkpoint_dir(run_dir) / "model.safetensors")  # strict
     student.eval()
+    return initial, student, tokenizer
 
-    def gen(stream: int) -> torch.Generator:
-        return model_generator(student, cfg.seed, 0, stream=EVAL_STREAM + stream)
 
-    common = dict(
-        max_new_tokens=cfg.task.max_new_tokens,
-        prompt_format=cfg.task.prompt_format,
-        memory_budget_mb=e.memory_budget_mb,
-    )
+@dataclass
+class _Blocks:
+    """What every evaluation block shares: the student, its generator streams, the sample log."""
 
-    log = SampleLog(tokenizer, cfg.task.prompt_format, e.samples_per_block)
+    cfg: RunConfig
+    student: torch.nn.Module
+    tokenizer: PreTrainedTokenizerBase
+    say: Callable[[str], None]
+    log: SampleLog = field(init=False)
+    common: dict = field(init=False)  # the sampling settings every block passes on
 
-    def draw(block: str, task, problems, n: int, temperature: float, stream: int):
-        say(f"{block}: {len(problems)} items × {n} samples")
+    def __post_init__(self) -> None:
+        task, e = self.cfg.task, self.cfg.eval
+        self.log = SampleLog(self.tokenizer, task.prompt_format, e.samples_per_block)
+        self.common = dict(
+            max_new_tokens=task.max_new_tokens,
+            prompt_format=task.prompt_format,
+            memory_budget_mb=e.memory_budget_mb,
+        )
+
+    def generator(self, stream: int) -> torch.Generator:
+        """A fresh generator of evaluation stream ``stream`` (apart from training's streams)."""
+        return model_generator(self.student, self.cfg.seed, 0, stream=EVAL_STREAM + stream)
+
+    def draw(
+        self, block: str, task: Task, problems: list, n: int, temperature: float, stream: int
+    ) -> Samples:
+        """``n`` scored samples per problem of the student, kept in the sample log as ``block``."""
+        self.say(f"{block}: {len(problems)} items × {n} samples")
         res = sample_and_score(
-            student,
-            tokenizer,
+            self.student,
+            self.tokenizer,
             task,
             problems,
             n=n,
             temperature=temperature,
-            generator=gen(stream),
-            **common,
+            generator=self.generator(stream),
+            **self.common,
         )
-        log.add(block, task, problems, res)
+        self.log.add(block, task, problems, res)
         return res
 
-    out: dict[str, float] = {}
-    fraction = cfg.task.eval_fraction
-    train_pool = training_problems(task, fraction)
-    held_out = evaluation_problems(task, e.eval_seed, max(e.items, e.coverage_items), fraction)
-    out.update(split_record("split", held_out, train_pool, task.name))
-    acc = draw("accuracy", task, held_out[: e.items], 1, e.temperature, 0)
-    out["eval/accuracy"] = acc.accuracy()
+
+def _accuracy(acc: Samples) -> dict[str, float]:
+    """Accuracy (one sample per item), mean completion length and the share cut at the limit."""
     flat_len = [x for row in acc.lengths for x in row]
-    out["eval/len_mean"] = sum(flat_len) / len(flat_len)
-    out["eval/truncated_frac"] = sum(x for row in acc.truncated for x in row) / len(flat_len)
-    if e.style:
-        styles = [detect_style(t) for row in acc.texts for t in row]
-        out["eval/teacher_style_share"] = sum(s == "alt" for s in styles) / len(styles)
+    return {
+        "eval/accuracy": acc.accuracy(),
+        "eval/len_mean": sum(flat_len) / len(flat_len),
+        "eval/truncated_frac": sum(x for row in acc.truncated for x in row) / len(flat_len),
+    }
+
+
+def _style_share(acc: Samples) -> dict[str, float]:
+    """Share of the accuracy block's answers written in the teacher's alternative style."""
+    styles = [detect_style(t) for row in acc.texts for t in row]
+    return {"eval/teacher_style_share": sum(s == "alt" for s in styles) / len(styles)}
+
+
+def _harder(blocks: _Blocks, train_pool: list) -> dict[str, float]:
+    """The harder variant's split record, accuracy and (with coverage items) pass@k."""
+    e = blocks.cfg.eval
+    harder = resolve_task(e.harder_task)
+    items = evaluation_problems(harder, e.eval_seed, max(e.items, e.coverage_items))
+    out: dict[str, float] = split_record("split/harder", items, train_pool, harder.name)
+    acc = blocks.draw("harder", harder, items[: e.items], 1, e.harder_temperature, 2)
+    out["eval/harder_accuracy"] = acc.accuracy()
     if e.coverage_items:
-        cov = draw(
-            "coverage",
-            task,
-            held_out[: e.coverage_items],
-            e.coverage_samples,
-            e.coverage_temperature,
-            1,
-        )
-        out.update(_coverage("eval", cov, e.coverage_samples))
-
-    if e.harder_task:
-        harder = resolve_task(e.harder_task)
-        items = evaluation_problems(harder, e.eval_seed, max(e.items, e.coverage_items))
-        out.update(split_record("split/harder", items, train_pool, harder.name))
-        out["eval/harder_accuracy"] = draw(
-            "harder", harder, items[: e.items], 1, e.harder_temperature, 2
-        ).accuracy()
-        if e.coverage_items:
-            h_cov = draw(
-                "harder_coverage",
-                harder,
-                items[: e.coverage_items],
-                e.coverage_samples,
-                e.harder_temperature,
-                3,
+        out.update(
+            _coverage(
+                blocks, "harder_coverage", "eval/harder", harder, items, e.harder_temperature, 3
             )
-            out.update(_coverage("eval/harder", h_cov, e.coverage_samples))
-
-    if e.skill_items:
-        say(f"skills: {e.skill_items} items per skill, before and after")
-        before = _skills_before(
-            cfg,
-            cache_dir,
-            lambda: skill_scores(initial, tokenizer, e.skill_items, e.temperature, gen(4), common),
         )
-        after = (
-            before
-            if untrained
-            else skill_scores(student, tokenizer, e.skill_items, e.temperature, gen(4), common, log)
-        )
-        out["eval/skills_before"] = sum(before.values()) / len(before)
-        out["eval/skills_after"] = sum(after.values()) / len(after)
-        out["eval/forgetting_pp"] = 100.0 * (out["eval/skills_after"] - out["eval/skills_before"])
-        out.update({f"eval/{name}": v for name, v in after.items()})
+    return out
 
+
+def _skills(
+    blocks: _Blocks, initial: torch.nn.Module, untrained: bool, cache_dir: Path | None
+) -> dict[str, float]:
+    """Skill-suite accuracy before and after training, its change (forgetting) and each skill.
+
+    forgetting_pp = 100 · (skills_after − skills_before); 0 for the untrained student.
+    """
+    e, tokenizer = blocks.cfg.eval, blocks.tokenizer
+    blocks.say(f"skills: {e.skill_items} items per skill, before and after")
+    before = _skills_before(
+        blocks.cfg,
+        cache_dir,
+        lambda: skill_scores(
+            initial, tokenizer, e.skill_items, e.temperature, blocks.generator(4), blocks.common
+        ),
+    )
+    after = (
+        before
+        if untrained
+        else skill_scores(
+            blocks.student,
+            tokenizer,
+            e.skill_items,
+            e.temperature,
+            blocks.generator(4),
+            blocks.common,
+            blocks.log,
+        )
+    )
+    out = {
+        "eval/skills_before": sum(before.values()) / len(before),
+        "eval/skills_after": sum(after.values()) / len(after),
+    }
+    out["eval/forgetting_pp"] = 100.0 * (out["eval/skills_after"] - out["eval/skills_before"])
+    out.update({f"eval/{name}": v for name, v in after.items()})
+    return out
+
+
+def _sparsity(initial: torch.nn.Module, student: torch.nn.Module) -> dict[str, float]:
+    """Update sparsity of the trained student in fp32 and bf16 at each of :data:`SPARSITY_TAUS`."""
     init_state, final_state = initial.state_dict(), student.state_dict()
-    for tau in () if untrained else (1e-6, 1e-8):
+    out = {}
+    for tau in SPARSITY_TAUS:
         out[f"eval/sparsity_fp32_tau{tau:.0e}"] = update_sparsity(init_state, final_state, tau)
         out[f"eval/sparsity_bf16_tau{tau:.0e}"] = update_sparsity(
             init_state, final_state, tau, dtype=torch.bfloat16
         )
-    write_eval(run_dir, out)
-    log.write(run_dir)
     return out
 
 
@@ -215,7 +283,20 @@ def split_record(prefix: str, items: list, train_pool: list, name: str) -> dict[
     return {f"{prefix}/eval_items": len(items), f"{prefix}/overlap": 0}
 
 
-def _coverage(prefix: str, samples, n: int) -> dict[str, float]:
+def _coverage(
+    blocks: _Blocks,
+    block: str,
+    prefix: str,
+    task: Task,
+    items: list,
+    temperature: float,
+    stream: int,
+) -> dict[str, float]:
+    """``{prefix}/pass@k`` (k of :data:`PASS_KS` up to n) and ``{prefix}/avg@n`` from n =
+    ``eval.coverage_samples`` samples on each of the first ``eval.coverage_items`` items."""
+    e = blocks.cfg.eval
+    n = e.coverage_samples
+    samples = blocks.draw(block, task, items[: e.coverage_items], n, temperature, stream)
     curve = pass_at_k_curve(samples.correct_counts, n, [k for k in PASS_KS if k <= n])
     out = {f"{prefix}/pass@{k}": v for k, v in curve.items()}
     out[f"{prefix}/avg@{n}"] = samples.accuracy()

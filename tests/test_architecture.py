@@ -20,7 +20,11 @@ SRC = Path(distillscope.__file__).parent
 #: unit → the units it may import (a unit is a subpackage or a top-level module).
 ALLOWED: dict[str, set[str]] = {
     "metric_keys": set(),
-    "labels": set(),
+    # reader-facing names: the rollout policies' labels come from their registry
+    "labels": {"policy_registry"},
+    # torch-free, so that config validation and the report can read it; each constructor
+    # imports its policy class from rollout when a run calls it
+    "policy_registry": {"rollout"},
     "store": set(),
     "safeyaml": set(),
     "lazy": set(),  # package exports loaded on first use
@@ -28,11 +32,21 @@ ALLOWED: dict[str, set[str]] = {
     "objectives": {"lazy"},
     # objective kinds are validated against the objectives registry; YAML is read by safeyaml
     # (and task.file is checked against the file-task kinds of tasks)
-    "config": {"objectives", "safeyaml", "tasks"},
+    "config": {"objectives", "policy_registry", "safeyaml", "tasks"},
     "testbed": {"tasks", "models"},  # the builder saves model directories where models finds them
     "models": {"lazy"},  # testbed:teacher / testbed:student are found by path, not by import
     "rollout": {"tasks"},
-    "train": {"config", "lazy", "store", "metric_keys", "tasks", "models", "objectives", "rollout"},
+    "train": {
+        "config",
+        "lazy",
+        "store",
+        "metric_keys",
+        "tasks",
+        "models",
+        "objectives",
+        "policy_registry",
+        "rollout",
+    },
     "eval": {"config", "store", "metric_keys", "tasks", "models", "rollout"},
     "study": {"config", "safeyaml", "store", "metric_keys", "labels", "train", "eval"},
     "report": {"config", "safeyaml", "store", "metric_keys", "labels"},

@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from distillscope.policy_registry import POLICY_NAMES, ROLLOUT_POLICIES
 from distillscope.safeyaml import YamlError, clip, load_yaml, load_yaml_file, quote
 
 
@@ -125,10 +126,12 @@ class TaskConfig(_Section):
 
 
 class RolloutConfig(_Section):
-    policy: Literal["student", "teacher", "spectrum", "mix", "interleave"] = Field(
+    # The registry's names (distillscope.policy_registry): a Literal built from them keeps
+    # pydantic's one-line error and the `distillscope config` listing of the allowed values.
+    policy: Literal[POLICY_NAMES] = Field(
         "student",
-        description="who writes the trajectories: student (OnPD), teacher (OffPD), λ-spectrum, "
-        "GKD sequence mix, or token interleaving",
+        description="who writes the trajectories: "
+        + ", ".join(f"{k.name} ({k.summary})" for k in ROLLOUT_POLICIES.values()),
     )
     lam: Float = Field(1.0, ge=-2.0, le=2.0, description="λ of the spectrum policy (−1 T, +1 S)")
     student_temperature: Float = Field(1.0, gt=0, description="student sampling temperature")
@@ -144,16 +147,12 @@ class RolloutConfig(_Section):
 
     @model_validator(mode="after")
     def _reads(self) -> RolloutConfig:
-        # What each policy reads (train/setup.make_policy): spectrum samples both models at the
-        # student temperature; cache_teacher_rollouts is a study-wide switch, never an error.
-        p = self.policy
-        reads = {
-            "lam": p == "spectrum",
-            "p_student": p == "mix",
-            "top_k": p == "interleave",
-            "teacher_temperature": p in ("teacher", "mix", "interleave"),
-        }
-        self._ignored("rollout", reads, f"rollout.policy={p}")
+        # A policy-specific field is refused under a policy that does not read it (the
+        # registry's options; spectrum samples both models at the student temperature).
+        options = ROLLOUT_POLICIES[self.policy].options
+        specific = {name for k in ROLLOUT_POLICIES.values() for name in k.options}
+        reads = {name: name in options for name in type(self).model_fields if name in specific}
+        self._ignored("rollout", reads, f"rollout.policy={self.policy}")
         return self
 
 

@@ -5,14 +5,8 @@ from __future__ import annotations
 
 from distillscope.config import RolloutConfig, RunConfig
 from distillscope.models import ModelPair, load_pair, resolve_model_path
-from distillscope.rollout import (
-    InterleavePolicy,
-    MixturePolicy,
-    RolloutPolicy,
-    SpectrumPolicy,
-    StudentPolicy,
-    TeacherPolicy,
-)
+from distillscope.policy_registry import ROLLOUT_POLICIES
+from distillscope.rollout import RolloutPolicy
 
 
 def load_models(cfg: RunConfig) -> ModelPair:
@@ -31,21 +25,6 @@ def load_models(cfg: RunConfig) -> ModelPair:
 
 
 def make_policy(cfg: RolloutConfig) -> RolloutPolicy:
-    """The rollout policy a config names, with its temperatures (docs/method.md §3)."""
-    student = StudentPolicy(temperature=cfg.student_temperature, top_p=cfg.top_p)
-    teacher = TeacherPolicy(temperature=cfg.teacher_temperature, top_p=cfg.top_p)
-    if cfg.policy == "student":
-        return student
-    if cfg.policy == "teacher":
-        return teacher
-    if cfg.policy == "spectrum":
-        # [P] samples the spectrum with both models at temperature 1.0 (docs/method.md §10).
-        return SpectrumPolicy(
-            lam=cfg.lam,
-            student_temperature=cfg.student_temperature,
-            teacher_temperature=cfg.student_temperature,
-            top_p=cfg.top_p,
-        )
-    if cfg.policy == "mix":
-        return MixturePolicy(p_student=cfg.p_student, student=student, teacher=teacher)
-    return InterleavePolicy(top_k=cfg.top_k, student=student, teacher=teacher)
+    """The rollout policy a config names, with its temperatures (docs/method.md §3): the
+    registry entry's constructor (:data:`distillscope.policy_registry.ROLLOUT_POLICIES`)."""
+    return ROLLOUT_POLICIES[cfg.policy].make(cfg)

@@ -1,0 +1,76 @@
+"""The rollout policy registry: one entry per policy, read by config, loop and labels."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from distillscope.config import ConfigError, RolloutConfig, load_run_config
+from distillscope.labels import ROLLOUT_NAMES
+from distillscope.policy_registry import POLICY_NAMES, ROLLOUT_POLICIES
+from distillscope.rollout import (
+    InterleavePolicy,
+    MixturePolicy,
+    SpectrumPolicy,
+    StudentPolicy,
+    TeacherPolicy,
+)
+from distillscope.train.setup import make_policy
+
+CLASSES = {
+    "student": StudentPolicy,
+    "teacher": TeacherPolicy,
+    "spectrum": SpectrumPolicy,
+    "mix": MixturePolicy,
+    "interleave": InterleavePolicy,
+}
+
+
+def test_each_entry_builds_its_policy_and_names_it_once():
+    assert POLICY_NAMES == tuple(CLASSES)
+    assert ROLLOUT_NAMES == {n: k.label for n, k in ROLLOUT_POLICIES.items()}
+    assert len(set(ROLLOUT_NAMES.values())) == len(ROLLOUT_NAMES)
+    for name, cls in CLASSES.items():
+        assert type(make_policy(RolloutConfig(policy=name))) is cls
+        for option in ROLLOUT_POLICIES[name].options:
+            assert option in RolloutConfig.model_fields
+
+
+def test_the_spectrum_samples_both_models_at_the_student_temperature():
+    # [P] samples the λ-spectrum with both models at 1.0 (docs/method.md §3, §10)
+    cfg = RolloutConfig(policy="spectrum", lam=0.5, student_temperature=0.8, top_p=0.9)
+    assert make_policy(cfg) == SpectrumPolicy(
+        lam=0.5, student_temperature=0.8, teacher_temperature=0.8, top_p=0.9
+    )
+    mix = make_policy(RolloutConfig(policy="mix", p_student=0.25, teacher_temperature=0.7))
+    assert mix == MixturePolicy(0.25, StudentPolicy(1.0), TeacherPolicy(0.7))
+
+
+@pytest.mark.parametrize("name", POLICY_NAMES)
+def test_an_option_of_another_policy_is_refused(name):
+    options = ROLLOUT_POLICIES[name].options
+    others = {o for k in ROLLOUT_POLICIES.values() for o in k.options} - set(options)
+    values = {"lam": 0.5, "p_student": 0.25, "top_k": 3, "teacher_temperature": 0.7}
+    for option in options:
+        load_run_config(None, [f"rollout.policy={name}", f"rollout.{option}={values[option]}"])
+    for option in others:
+        with pytest.raises(ConfigError, match=f"rollout.{option}=.* is ignored under"):
+            load_run_config(None, [f"rollout.policy={name}", f"rollout.{option}={values[option]}"])
+
+
+def test_an_unknown_policy_names_the_allowed_values():
+    with pytest.raises(ConfigError) as err:
+        load_run_config(None, ["rollout.policy=onn"])
+    allowed = "'student', 'teacher', 'spectrum', 'mix' or 'interleave'"
+    assert str(err.value) == f"config: rollout.policy: Input should be {allowed} (got 'onn')"
+
+
+def test_the_registry_and_the_labels_import_no_torch():
+    script = (
+        "import sys; import distillscope.labels, distillscope.policy_registry; "
+        "assert not [m for m in sys.modules if m in ('torch', 'transformers') "
+        "or m.startswith('distillscope.rollout')], sorted(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=300)

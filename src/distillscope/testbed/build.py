@@ -123,7 +123,8 @@ def train_model(
 def measure_testbed(
     teacher, student, tokenizer, items: int = EVAL_ITEMS, skill_items: int = SKILL_EVAL_ITEMS
 ) -> dict[str, dict[str, float]]:
-    """The capability-gap numbers of DESIGN "The testbed" (1 sample per item at T = 0.5)."""
+    """The capability-gap numbers (docs/method.md §7) of a testbed: Countdown-3 and skill-suite
+    accuracy of teacher and student, 1 sample per held-out item at T = 0.5."""
     cd3 = held_out_problems(COUNTDOWN_3_TB, EVAL_SEED, items)
     out: dict[str, dict[str, float]] = {"teacher": {}, "student": {}}
     out["teacher"]["countdown3_accuracy"] = measure(teacher, tokenizer, COUNTDOWN_3_TB, cd3)[
@@ -208,67 +209,14 @@ def build(
     """
     t_start = time.time()
     tokenizer = build_tokenizer()
-    records: dict[str, dict] = {}
-    todo = []
-    for role, train in (("teacher", recipe.teacher_train), ("student", recipe.student_train)):
-        path = out_dir / role / "build.json"
-        record = json.loads(path.read_text()) if path.is_file() else {}
-        if record.get("steps") == max(1, int(train.steps * steps_scale)):
-            log(f"{role}: pretrained earlier in {out_dir / role}, reusing it")
-            records[role] = record
-        else:
-            todo.append(role)
-    if todo:
-        log(f"pretraining {', '.join(todo)} (logs: {out_dir}/<role>.log)")
-    if parallel and len(todo) > 1:
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=len(todo), mp_context=ctx) as pool:
-            futures = {
-                r: pool.submit(_pretrain_in_process, out_dir, r, recipe, steps_scale) for r in todo
-            }
-            records.update({r: f.result() for r, f in futures.items()})
-    else:
-        records.update({r: pretrain_role(out_dir, r, recipe, steps_scale) for r in todo})
+    records = _pretrain_both(out_dir, recipe, steps_scale, log, parallel)
     models = {
         r: LlamaForCausalLM.from_pretrained(out_dir / r, use_safetensors=True).eval()
         for r in ("teacher", "student")
     }
-
-    sharp = recipe.teacher_sharpen
-    teacher_record = records["teacher"]
-    done_rounds = teacher_record.get("sharpen_rounds", 0)
-    if sharp is not None and done_rounds < sharp.rounds:
-        probe_items = training_problems_from(COUNTDOWN_3_TB, EVAL_SEED + 1000, 50)  # not held out
-
-        def probe(model: LlamaForCausalLM) -> str:
-            acc = measure(model, tokenizer, COUNTDOWN_3_TB, probe_items)["accuracy"]
-            return f"countdown3 accuracy {acc:.2f} (50 probe items, T=0.5)"
-
-        sharp = replace(
-            sharp,
-            steps=max(1, int(sharp.steps * steps_scale)),
-            problems=max(2, int(sharp.problems * steps_scale)),
-        )
-        if done_rounds:
-            log(f"[teacher] sharpened earlier for {done_rounds} round(s), resuming")
-        t0, seconds_before = time.time(), teacher_record.get("sharpen_seconds", 0.0)
-
-        def round_done(r: int) -> None:
-            teacher_record["sharpen_rounds"] = r + 1
-            teacher_record["sharpen_seconds"] = round(seconds_before + time.time() - t0, 1)
-            _save(models["teacher"], tokenizer, out_dir / "teacher", teacher_record)
-
-        sharpen(
-            models["teacher"],
-            tokenizer,
-            sharp,
-            recipe.teacher_train.mixture,
-            train_model,
-            lambda m: log(f"[teacher] {m}"),
-            probe=probe,
-            start_round=done_rounds,
-            round_done=round_done,
-        )
+    _sharpen_teacher(
+        out_dir, models["teacher"], tokenizer, recipe, records["teacher"], steps_scale, log
+    )
     log("measuring the capability gap")
     measured = measure_testbed(
         models["teacher"], models["student"], tokenizer, eval_items, skill_items
@@ -295,3 +243,80 @@ def build(
     }
     (out_dir / "testbed.json").write_text(json.dumps(info, indent=2) + "\n")
     return info
+
+
+def _pretrain_both(
+    out_dir: Path, recipe: Recipe, steps_scale: float, log: Callable[[str], None], parallel: bool
+) -> dict[str, dict]:
+    """The ``build.json`` record of each role: reused when it records the scaled step count,
+    else pretrained now (both at once in spawned processes when ``parallel``)."""
+    records: dict[str, dict] = {}
+    todo = []
+    for role, train in (("teacher", recipe.teacher_train), ("student", recipe.student_train)):
+        path = out_dir / role / "build.json"
+        record = json.loads(path.read_text()) if path.is_file() else {}
+        if record.get("steps") == max(1, int(train.steps * steps_scale)):
+            log(f"{role}: pretrained earlier in {out_dir / role}, reusing it")
+            records[role] = record
+        else:
+            todo.append(role)
+    if todo:
+        log(f"pretraining {', '.join(todo)} (logs: {out_dir}/<role>.log)")
+    if parallel and len(todo) > 1:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=len(todo), mp_context=ctx) as pool:
+            futures = {
+                r: pool.submit(_pretrain_in_process, out_dir, r, recipe, steps_scale) for r in todo
+            }
+            records.update({r: f.result() for r, f in futures.items()})
+    else:
+        records.update({r: pretrain_role(out_dir, r, recipe, steps_scale) for r in todo})
+    return records
+
+
+def _sharpen_teacher(
+    out_dir: Path,
+    teacher: LlamaForCausalLM,
+    tokenizer,
+    recipe: Recipe,
+    teacher_record: dict,
+    steps_scale: float,
+    log: Callable[[str], None],
+) -> None:
+    """Sharpen the pretrained teacher by expert iteration (:func:`sharpen`), resuming after the
+    rounds ``teacher_record`` says are done; the teacher is saved after every round."""
+    sharp = recipe.teacher_sharpen
+    done_rounds = teacher_record.get("sharpen_rounds", 0)
+    if sharp is None or done_rounds >= sharp.rounds:
+        return
+    probe_items = training_problems_from(COUNTDOWN_3_TB, EVAL_SEED + 1000, 50)  # not held out
+
+    def probe(model: LlamaForCausalLM) -> str:
+        acc = measure(model, tokenizer, COUNTDOWN_3_TB, probe_items)["accuracy"]
+        return f"countdown3 accuracy {acc:.2f} (50 probe items, T=0.5)"
+
+    sharp = replace(
+        sharp,
+        steps=max(1, int(sharp.steps * steps_scale)),
+        problems=max(2, int(sharp.problems * steps_scale)),
+    )
+    if done_rounds:
+        log(f"[teacher] sharpened earlier for {done_rounds} round(s), resuming")
+    t0, seconds_before = time.time(), teacher_record.get("sharpen_seconds", 0.0)
+
+    def round_done(r: int) -> None:
+        teacher_record["sharpen_rounds"] = r + 1
+        teacher_record["sharpen_seconds"] = round(seconds_before + time.time() - t0, 1)
+        _save(teacher, tokenizer, out_dir / "teacher", teacher_record)
+
+    sharpen(
+        teacher,
+        tokenizer,
+        sharp,
+        recipe.teacher_train.mixture,
+        train_model,
+        lambda m: log(f"[teacher] {m}"),
+        probe=probe,
+        start_round=done_rounds,
+        round_done=round_done,
+    )

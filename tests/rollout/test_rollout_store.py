@@ -102,11 +102,12 @@ def test_cache_creates_once_per_key_and_reloads_identically(tmp_path):
         return _rollouts()
 
     key = {"teacher": "tb-teacher", "task": "countdown3", "seed": 42, "step": 0, "temperature": 0.5}
-    first = cache.get_or_create(key, make)
-    again = cache.get_or_create(dict(reversed(list(key.items()))), make)  # key order is irrelevant
-    assert len(calls) == 1
+    first, saved = cache.fetch(key, make)
+    assert saved == 0.0  # made, not read
+    again, saved = cache.fetch(dict(reversed(list(key.items()))), make)  # key order is irrelevant
+    assert len(calls) == 1 and saved >= 0.0
     _assert_identical(first, again)
-    cache.get_or_create({**key, "step": 1}, make)
+    cache.fetch({**key, "step": 1}, make)
     assert len(calls) == 2
     names = sorted(p.name for p in (tmp_path / "cache").iterdir())
     assert len(names) == 6 and not any(n.endswith(".tmp") for n in names)  # value, key, cost
@@ -128,9 +129,9 @@ def test_cached_tensors_reload_bit_for_bit_with_their_cost(tmp_path):
 def test_cache_key_must_be_plain_json(tmp_path):
     cache = RolloutCache(tmp_path)
     with pytest.raises(ValueError, match="JSON"):
-        cache.get_or_create({"temperature": float("nan")}, _rollouts)
+        cache.fetch({"temperature": float("nan")}, _rollouts)
     with pytest.raises(ValueError, match="JSON"):
-        cache.get_or_create({"prompts": torch.zeros(2)}, _rollouts)
+        cache.fetch({"prompts": torch.zeros(2)}, _rollouts)
 
 
 def test_a_failed_make_leaves_no_file(tmp_path):
@@ -140,7 +141,7 @@ def test_a_failed_make_leaves_no_file(tmp_path):
         raise RuntimeError("teacher crashed")
 
     with pytest.raises(RuntimeError):
-        cache.get_or_create({"seed": 1}, boom)
+        cache.fetch({"seed": 1}, boom)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -4,8 +4,9 @@
 Teacher rollouts do not depend on the student, so every OffPD run that shares the teacher, the
 task, the seed, the step and the sampling settings can read one stored batch instead of
 generating it again — the cost argument of [P]. Nor does the teacher's forward pass over them:
-its completion outputs (logits when V ≤ :data:`TEACHER_LOGITS_MAX_VOCAB`, final hidden states
-for the chunked objectives at any V) are stored bit for bit next to the rollouts, so a later run
+its completion outputs (logits when V ≤ :data:`TEACHER_LOGITS_MAX_VOCAB`; final hidden states
+on the fused path and a top-k teacher's reduction at any V) are stored bit for bit next to the
+rollouts, so a later run
 skips the teacher forward and computes the identical loss. Each entry also records how long
 making it took, which a run reading it reports as ``time/teacher_saved``.
 
@@ -13,7 +14,7 @@ making it took, which a run reading it reports as ``time/teacher_saved``.
     key = {"teacher": "testbed-teacher@sha", "task": "countdown3", "seed": 42, "step": 7,
            "policy": "teacher", "temperature": 0.5, "top_p": 1.0, "max_new_tokens": 40,
            "prompts": prompt_digest(ids_B_P, mask_B_P)}
-    rollouts = cache.get_or_create(key, lambda: sample_rollouts(...))
+    rollouts, saved_s = cache.fetch(key, lambda: sample_rollouts(...))
 """
 
 from __future__ import annotations
@@ -33,8 +34,12 @@ from safetensors.torch import load_file, save_file
 from distillscope.rollout.rollouts import Rollouts
 
 TEACHER_LOGITS_MAX_VOCAB = 4096
-"""Largest vocabulary whose teacher completion logits are cached in full (fp32, B·T·V floats:
-16 × 24 × 4,096 × 4 B = 6.3 MB a step). Above it only hidden states are cached (chunked path)."""
+"""Largest vocabulary at which a run on the logits path caches the teacher's completion logits
+in full (fp32, B·T·V floats: at this V, 16 rows × 24 tokens take 6.3 MB a step); above it that
+path caches no teacher scores (hidden states on the fused path and a top-k teacher's reduction
+are cached at any V). A storage limit of the cache alone: which path a run takes is decided by
+:data:`distillscope.objectives.registry.FUSED_MIN_VOCAB`, an independent threshold that happens
+to have the same value."""
 
 
 class RolloutCache:
@@ -53,12 +58,9 @@ class RolloutCache:
         """Where the rollouts of ``key`` are (or would be) stored."""
         return self.root / f"{key_digest(key)}.safetensors"
 
-    def get_or_create(self, key: dict[str, Any], make: Callable[[], Rollouts]) -> Rollouts:
-        """The stored rollouts of ``key``, or ``make()``'s, stored first (``make`` runs once)."""
-        return self.fetch(key, make)[0]
-
     def fetch(self, key: dict[str, Any], make: Callable[[], Rollouts]) -> tuple[Rollouts, float]:
-        """``(rollouts, seconds saved)``: 0.0 when ``make`` ran, its recorded time on a hit."""
+        """``(rollouts, seconds saved)``: the stored rollouts of ``key`` and the seconds making
+        them took, or ``make()``'s, stored first, and 0.0 (``make`` runs at most once)."""
         return self._fetch(key, make, Rollouts.save, Rollouts.load)
 
     def fetch_tensors(

@@ -21,7 +21,14 @@ import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
 from distillscope.models import resolve_model_path
-from distillscope.rollout import SpectrumPolicy, StudentPolicy, TeacherPolicy, sample_rollouts
+from distillscope.rollout import (
+    PromptBatch,
+    SamplingSpec,
+    SpectrumPolicy,
+    StudentPolicy,
+    TeacherPolicy,
+    sample_rollouts,
+)
 
 
 def random_llama(vocab: int, hidden: int = 64, layers: int = 2) -> LlamaForCausalLM:
@@ -53,12 +60,9 @@ def ours(policy, student, teacher, ids, mask, new_tokens: int) -> None:
         policy,
         student,
         teacher,
-        ids,
-        mask,
-        max_new_tokens=new_tokens,
-        eos_token_id=[],
-        pad_token_id=0,
-        generator=torch.Generator().manual_seed(0),
+        PromptBatch(ids, mask),
+        SamplingSpec(new_tokens, stop_ids=[], pad_id=0),
+        torch.Generator().manual_seed(0),
     )
 
 

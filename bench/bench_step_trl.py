@@ -135,7 +135,7 @@ def check_losses_equal() -> tuple[float, float]:
     """TRL's ``generalized_jsd_loss`` (β = 0) and ours on the same teacher-written batch."""
     from trl.experimental.gkd import GKDTrainer
 
-    from distillscope.rollout import sample_rollouts, step_generator
+    from distillscope.rollout import PromptBatch, SamplingSpec, sample_rollouts, step_generator
     from distillscope.train.setup import make_policy
 
     cfg = ours_config("teacher", 0.5, 1)
@@ -148,12 +148,11 @@ def check_losses_equal() -> tuple[float, float]:
         make_policy(cfg.rollout),
         pair.student,
         pair.teacher,
-        ids,
-        mask,
-        max_new_tokens=NEW_TOKENS,
-        eos_token_id=pair.tokenizer.eos_token_id,
-        pad_token_id=pair.tokenizer.pad_token_id,
-        generator=step_generator(SEED, 0),
+        PromptBatch(ids, mask),
+        SamplingSpec(
+            NEW_TOKENS, stop_ids=pair.tokenizer.eos_token_id, pad_id=pair.tokenizer.pad_token_id
+        ),
+        step_generator(SEED, 0),
     )
     with torch.no_grad():
         s, t = (

@@ -21,6 +21,8 @@ from transformers import (
 )
 
 from distillscope.rollout import (
+    PromptBatch,
+    SamplingSpec,
     SpectrumPolicy,
     StudentPolicy,
     TeacherPolicy,
@@ -158,13 +160,9 @@ def _with_and_without(policy, ids, mask, max_new_tokens, stops, seed):
             policy,
             student,
             teacher,
-            ids,
-            mask,
-            max_new_tokens=max_new_tokens,
-            eos_token_id=stops,
-            pad_token_id=0,
-            generator=torch.Generator().manual_seed(seed),
-            fast_decode=fast,
+            PromptBatch(ids, mask),
+            SamplingSpec(max_new_tokens, stop_ids=stops, pad_id=0, fast_decode=fast),
+            torch.Generator().manual_seed(seed),
         )
         for fast in (True, False)
     ]
@@ -235,13 +233,9 @@ def test_configurations_it_does_not_reproduce_are_refused():
             StudentPolicy(),
             gelu,
             None,
-            ids,
-            mask,
-            max_new_tokens=4,
-            eos_token_id=5,
-            pad_token_id=0,
-            generator=torch.Generator().manual_seed(0),
-            use_cache=cache,
+            PromptBatch(ids, mask),
+            SamplingSpec(4, stop_ids=5, pad_id=0, use_cache=cache),
+            torch.Generator().manual_seed(0),
         )
         for cache in (True, False)
     ]

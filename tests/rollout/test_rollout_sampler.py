@@ -17,7 +17,9 @@ from distillscope.rollout import (
     SOURCE_TEACHER,
     InterleavePolicy,
     MixturePolicy,
+    PromptBatch,
     Rollouts,
+    SamplingSpec,
     SpectrumPolicy,
     StudentPolicy,
     TeacherPolicy,
@@ -74,24 +76,14 @@ def _sample(
     policy, models, prompts, *, seed=0, use_cache=True, teacher_prompt=False, max_new_tokens=MAX_NEW
 ):
     student, teacher = models
-    extra = {}
+    batch = PromptBatch(prompts["ids"], prompts["mask"])
     if teacher_prompt:
-        extra = {
-            "teacher_prompt_ids": prompts["teacher_ids"],
-            "teacher_prompt_mask": prompts["teacher_mask"],
-        }
+        batch = PromptBatch(
+            prompts["ids"], prompts["mask"], prompts["teacher_ids"], prompts["teacher_mask"]
+        )
+    spec = SamplingSpec(max_new_tokens, stop_ids=EOS, pad_id=PAD, use_cache=use_cache)
     return sample_rollouts(
-        policy,
-        student,
-        teacher,
-        prompts["ids"],
-        prompts["mask"],
-        max_new_tokens=max_new_tokens,
-        eos_token_id=EOS,
-        pad_token_id=PAD,
-        generator=torch.Generator().manual_seed(seed),
-        use_cache=use_cache,
-        **extra,
+        policy, student, teacher, batch, spec, torch.Generator().manual_seed(seed)
     )
 
 
@@ -192,12 +184,9 @@ def test_only_the_needed_model_runs_and_scoring_fills_the_rest(models, prompts):
         StudentPolicy(),
         student,
         None,  # the teacher is not needed for on-policy sampling
-        prompts["ids"],
-        prompts["mask"],
-        max_new_tokens=MAX_NEW,
-        eos_token_id=EOS,
-        pad_token_id=PAD,
-        generator=torch.Generator().manual_seed(0),
+        PromptBatch(prompts["ids"], prompts["mask"]),
+        SamplingSpec(MAX_NEW, stop_ids=EOS, pad_id=PAD),
+        torch.Generator().manual_seed(0),
     )
     assert student.training
     student.eval()

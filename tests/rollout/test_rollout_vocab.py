@@ -17,7 +17,9 @@ from distillscope.models import load_pair
 from distillscope.rollout import (
     InterleavePolicy,
     MixturePolicy,
+    PromptBatch,
     PromptEncoder,
+    SamplingSpec,
     SpectrumPolicy,
     StudentPolicy,
     TeacherPolicy,
@@ -55,16 +57,12 @@ def prompts(pair):
 
 
 def sample(pair, prompts, policy, seed=0, **kw):
-    ids, mask = prompts
-    args = dict(max_new_tokens=8, eos_token_id=pair.stop_ids, pad_token_id=0, vocab_size=V)
+    spec = SamplingSpec(
+        **{**dict(max_new_tokens=8, stop_ids=pair.stop_ids, pad_id=0, vocab_size=V), **kw}
+    )
+    generator = torch.Generator().manual_seed(seed)
     return sample_rollouts(
-        policy,
-        pair.student,
-        pair.teacher,
-        ids,
-        mask,
-        generator=torch.Generator().manual_seed(seed),
-        **{**args, **kw},
+        policy, pair.student, pair.teacher, PromptBatch(*prompts), spec, generator
     )
 
 
@@ -99,28 +97,28 @@ def test_differing_logit_widths_need_the_vocabulary_size(pair, prompts):
 def test_any_of_several_stop_ids_ends_a_row(pair, prompts):
     # Stop at any of 1,500 ids: rows end early, each at its first stop id.
     stops = list(range(0, V, 2))
-    r = sample(pair, prompts, StudentPolicy(), eos_token_id=stops, max_new_tokens=12)
+    r = sample(pair, prompts, StudentPolicy(), stop_ids=stops, max_new_tokens=12)
     is_stop = torch.isin(r.completion_B_T, torch.tensor(stops)) & (r.completion_mask_B_T == 1)
     for b in range(r.batch_size):
         n = int(r.lengths_B[b])
         assert bool(is_stop[b, n - 1]) != bool(r.truncated_B[b])
         assert not bool(is_stop[b, : n - 1].any())
     assert not bool(r.truncated_B.all())
-    one = sample(pair, prompts, StudentPolicy(), eos_token_id=2)
-    listed = sample(pair, prompts, StudentPolicy(), eos_token_id=[2])
+    one = sample(pair, prompts, StudentPolicy(), stop_ids=2)
+    listed = sample(pair, prompts, StudentPolicy(), stop_ids=[2])
     assert torch.equal(one.completion_B_T, listed.completion_B_T)
 
 
 @pytest.mark.parametrize("policy", POLICIES[:3] + POLICIES[-1:], ids=lambda p: p.name)
 def test_draws_do_not_depend_on_how_often_stopping_is_checked(pair, prompts, policy):
     stops = list(range(0, V, 3))
-    base = sample(pair, prompts, policy, eos_token_id=stops, stop_check_every=1)
+    base = sample(pair, prompts, policy, stop_ids=stops, stop_check_every=1)
     for k in (4, 100):
-        other = sample(pair, prompts, policy, eos_token_id=stops, stop_check_every=k)
+        other = sample(pair, prompts, policy, stop_ids=stops, stop_check_every=k)
         assert torch.equal(base.completion_B_T, other.completion_B_T)
         assert torch.equal(base.completion_mask_B_T, other.completion_mask_B_T)
         assert torch.equal(base.logp_behavior_B_T, other.logp_behavior_B_T)
-    reference = sample(pair, prompts, policy, eos_token_id=stops, use_cache=False)
+    reference = sample(pair, prompts, policy, stop_ids=stops, use_cache=False)
     assert torch.equal(base.completion_B_T, reference.completion_B_T)
 
 

@@ -8,7 +8,13 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from distillscope.models import stop_token_ids
-from distillscope.rollout import PromptEncoder, StudentPolicy, sample_rollouts
+from distillscope.rollout import (
+    PromptBatch,
+    PromptEncoder,
+    SamplingSpec,
+    StudentPolicy,
+    sample_rollouts,
+)
 from distillscope.tasks import Problem, Task
 
 
@@ -74,6 +80,13 @@ def sample_and_score(
     (:func:`eval_batch_size`, sized from the longest of the first batch's prompts).
     """
     encoder = PromptEncoder(task, tokenizer, prompt_format)
+    policy = StudentPolicy(temperature=temperature)
+    spec = SamplingSpec(
+        max_new_tokens=max_new_tokens,
+        stop_ids=stop_token_ids([tokenizer], [model]),
+        pad_id=tokenizer.pad_token_id,
+        vocab_size=len(tokenizer),
+    )
     flat = [p for p in problems for _ in range(n)]
     texts, lengths, truncated = [], [], []
     batch_size = MAX_EVAL_BATCH
@@ -83,18 +96,8 @@ def sample_and_score(
     for i in range(0, len(flat), batch_size):
         chunk = flat[i : i + batch_size]
         ids, mask = encoder.encode(chunk)
-        r = sample_rollouts(
-            StudentPolicy(temperature=temperature),
-            model,
-            None,
-            ids.to(model.device),
-            mask.to(model.device),
-            max_new_tokens=max_new_tokens,
-            eos_token_id=stop_token_ids([tokenizer], [model]),
-            pad_token_id=tokenizer.pad_token_id,
-            generator=generator,
-            vocab_size=len(tokenizer),
-        )
+        prompts = PromptBatch(ids.to(model.device), mask.to(model.device))
+        r = sample_rollouts(policy, model, None, prompts, spec, generator)
         texts += tokenizer.batch_decode(r.completion_B_T, skip_special_tokens=True)
         lengths += r.lengths_B.tolist()
         truncated += r.truncated_B.tolist()

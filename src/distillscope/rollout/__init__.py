@@ -1,8 +1,10 @@
 """Rollouts: who writes the completion tokens (docs/method.md §3).
 
-Policies (student, teacher, λ-spectrum, sequence mixing, token interleaving), one batched
-KV-cache sampler that decodes both models in lock step, scoring of missing log-probs, rollout
-diagnostics, and a disk cache of teacher rollouts for off-policy reuse.
+Policies (student, teacher, λ-spectrum, sequence mixing, token interleaving; the names a config
+may use are in :mod:`distillscope.policy_registry`), one batched KV-cache sampler that decodes
+both models in lock step (a :class:`PromptBatch` and a :class:`SamplingSpec` in,
+:class:`Rollouts` out), scoring of missing log-probs, rollout diagnostics, and a disk cache of
+teacher rollouts for off-policy reuse.
 """
 
 from distillscope.rollout.cache import (
@@ -33,7 +35,7 @@ from distillscope.rollout.prompts import (
     step_generator,
     step_rng,
 )
-from distillscope.rollout.rollouts import Rollouts, position_ids
+from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec, position_ids
 from distillscope.rollout.sampler import (
     completion_logprobs,
     sample_rollouts,
@@ -49,11 +51,13 @@ __all__ = [
     "InterleavePolicy",
     "MixturePolicy",
     "NonFiniteSamplingError",
+    "PromptBatch",
     "PromptEncoder",
     "RolloutCache",
     "TEACHER_LOGITS_MAX_VOCAB",
     "RolloutPolicy",
     "Rollouts",
+    "SamplingSpec",
     "SpectrumPolicy",
     "StudentPolicy",
     "TeacherPolicy",

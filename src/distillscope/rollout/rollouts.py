@@ -1,4 +1,5 @@
-"""``Rollouts``: the batch of completions a rollout policy wrote, with the log-probs of its tokens.
+"""What the sampler takes and gives: :class:`PromptBatch` and :class:`SamplingSpec` in,
+:class:`Rollouts` (the completions a rollout policy wrote, with the log-probs of its tokens) out.
 
 Layout: prompts are LEFT-padded (``[B, P]``), completions RIGHT-padded (``[B, T]``), so
 ``concat(prompt, completion)`` is contiguous per row and a causal LM's logits at positions
@@ -9,7 +10,7 @@ Layout: prompts are LEFT-padded (``[B, P]``), completions RIGHT-padded (``[B, T]
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Literal
@@ -24,6 +25,71 @@ _META_KEY = "distillscope.rollouts"
 _FORMAT_VERSION = 2  # 2: completion fields end in _B_T (were _B_L)
 _OPTIONAL = ("logp_student_B_T", "logp_teacher_B_T")
 _TEACHER_PROMPT = ("teacher_prompt_ids_B_Q", "teacher_prompt_mask_B_Q")
+
+
+@dataclass(frozen=True, eq=False)
+class PromptBatch:
+    """One batch of left-padded prompts: the student's ``[B, P]`` and the teacher's ``[B, Q]``.
+
+    Without a teacher prompt the teacher reads the student's: the very same tensors, which
+    :class:`Rollouts` keeps shared (and stores once).
+    """
+
+    ids_B_P: torch.Tensor
+    mask_B_P: torch.Tensor
+    teacher_ids_B_Q: torch.Tensor | None = None
+    teacher_mask_B_Q: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if (self.teacher_ids_B_Q is None) != (self.teacher_mask_B_Q is None):
+            raise ValueError("PromptBatch needs both teacher_ids_B_Q and teacher_mask_B_Q, or none")
+        if self.teacher_ids_B_Q is None:
+            object.__setattr__(self, "teacher_ids_B_Q", self.ids_B_P)
+            object.__setattr__(self, "teacher_mask_B_Q", self.mask_B_P)
+        if self.teacher_ids_B_Q.shape[0] != self.ids_B_P.shape[0]:
+            raise ValueError(
+                f"teacher_ids_B_Q has {self.teacher_ids_B_Q.shape[0]} rows but ids_B_P has "
+                f"{self.ids_B_P.shape[0]}: the teacher needs one prompt per student prompt"
+            )
+
+    def of(self, role: Role) -> tuple[torch.Tensor, torch.Tensor]:
+        """(ids, mask) of the prompt ``role`` reads."""
+        if role == "student":
+            return self.ids_B_P, self.mask_B_P
+        return self.teacher_ids_B_Q, self.teacher_mask_B_Q
+
+
+@dataclass(frozen=True)
+class SamplingSpec:
+    """How every policy's decoding ends and what it may draw (temperatures and top-p belong to
+    the policy).
+
+    ``stop_ids`` is one stop id or several (``<|im_end|>`` and ``<|endoftext|>``): a row ends at
+    the first one it emits; none means every row runs ``max_new_tokens``. ``vocab_size`` V is the
+    shared tokenizer's length: both models' logits are sliced to their first V columns before any
+    softmax, so padded embedding rows are never drawn, scored or mixed (docs/method.md §1); None
+    means the models' own logit width (which must then agree). Decoding stops once every row has
+    ended, checked every ``stop_check_every`` tokens (None: every token on CPU, where the check is
+    free; every 8 on an accelerator, where it is a host synchronisation); the draws do not depend
+    on it. ``use_cache=False`` re-runs the whole sequence at each step (the reference path);
+    ``fast_decode`` (with the cache) decodes models that
+    :func:`~distillscope.rollout.fast_decode.supports` with the lean static-cache decoder (same
+    logits, same draws), False always through the model's own forward.
+    """
+
+    max_new_tokens: int
+    stop_ids: int | Sequence[int]  # kept as a tuple
+    pad_id: int
+    vocab_size: int | None = None
+    use_cache: bool = True
+    stop_check_every: int | None = None
+    fast_decode: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        stops = self.stop_ids
+        object.__setattr__(self, "stop_ids", (stops,) if isinstance(stops, int) else tuple(stops))
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """One batched sampler for every rollout policy: both models decoded in lock step with KV caches.
 
+    spec = SamplingSpec(max_new_tokens=30, stop_ids=2, pad_id=0)
     g = torch.Generator().manual_seed(0)
-    r = sample_rollouts(SpectrumPolicy(lam=0.5), student, teacher, ids_B_P, mask_B_P,
-                        max_new_tokens=30, eos_token_id=2, pad_token_id=0, generator=g)
+    r = sample_rollouts(SpectrumPolicy(lam=0.5), student, teacher, PromptBatch(ids, mask), spec, g)
 
 Each model the policy needs gets a decoder (its own prompt, attention mask and KV cache): a
 :class:`~distillscope.rollout.fast_decode.StaticDecoder` for Llama-family models, which runs the
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -29,89 +29,50 @@ from transformers import DynamicCache, PreTrainedModel
 
 from distillscope.rollout.fast_decode import StaticDecoder, static_decoder
 from distillscope.rollout.policies import RolloutPolicy
-from distillscope.rollout.rollouts import Role, Rollouts, position_ids
+from distillscope.rollout.rollouts import PromptBatch, Role, Rollouts, SamplingSpec, position_ids
 
 
 def sample_rollouts(
     policy: RolloutPolicy,
     student: PreTrainedModel | None,
     teacher: PreTrainedModel | None,
-    prompt_ids: torch.Tensor,
-    prompt_mask: torch.Tensor,
-    *,
-    teacher_prompt_ids: torch.Tensor | None = None,
-    teacher_prompt_mask: torch.Tensor | None = None,
-    max_new_tokens: int,
-    eos_token_id: int | Sequence[int],
-    pad_token_id: int,
+    prompts: PromptBatch,
+    spec: SamplingSpec,
     generator: torch.Generator,
-    vocab_size: int | None = None,
-    use_cache: bool = True,
-    stop_check_every: int | None = None,
-    fast_decode: bool = True,
 ) -> Rollouts:
     """Sample one completion per prompt row with ``policy``; every random draw uses ``generator``.
 
-    ``prompt_ids``/``prompt_mask`` ``[B, P]`` are the student's left-padded prompts; the teacher
-    reads ``teacher_prompt_ids``/``teacher_prompt_mask`` ``[B, Q]`` if given, else the same.
-    ``generator`` must live on the models' device. A model the policy does not need is not run
-    (and may be None); its ``logp_*_B_L`` stays None for :func:`score_rollouts`.
-
-    ``vocab_size`` V is the shared tokenizer's length: both models' logits are sliced to their
-    first V columns before any softmax, so padded embedding rows are never drawn, scored or mixed
-    (docs/method.md §1); None means the models' own logit width (which must then agree).
-    ``eos_token_id`` is one stop id or several (``<|im_end|>`` and ``<|endoftext|>``); a row ends
-    at the first one it emits. Decoding stops once every row has ended, checked every
-    ``stop_check_every`` tokens (default: every token on CPU, where the check is free; every 8
-    on an accelerator, where it is a host synchronisation). The draws do not depend on it: the
-    extra steps only write pad columns, which are trimmed. Returned tensors are ordinary (not
-    inference) tensors. ``fast_decode`` (with ``use_cache``) decodes models that
-    :func:`~distillscope.rollout.fast_decode.supports` with the lean static-cache decoder (same
-    logits, same draws); False always goes through the model's own forward.
+    The student reads ``prompts.ids_B_P``, the teacher ``prompts.teacher_ids_B_Q``; ``spec``
+    says how decoding ends and what may be drawn (:class:`SamplingSpec`). ``generator`` must
+    live on the models' device. A model the policy does not need is not run (and may be None);
+    its ``logp_*_B_T`` stays None for :func:`score_rollouts`. Returned tensors are ordinary (not
+    inference) tensors.
     """
-    if teacher_prompt_ids is None:
-        teacher_prompt_ids, teacher_prompt_mask = prompt_ids, prompt_mask
-    _check_inputs(prompt_ids, teacher_prompt_ids, max_new_tokens)
-    source_B = policy.assign_sources(prompt_ids.shape[0], generator)
+    source_B = policy.assign_sources(prompts.ids_B_P.shape[0], generator)
     run_student, run_teacher = policy.models_needed(source_B)
     decoders: dict[Role, _Decoder | StaticDecoder] = {}
-    if run_student:
-        model = _require(student, "student", policy)
-        decoders["student"] = _decoder(
-            model, prompt_ids, prompt_mask, max_new_tokens, use_cache, fast_decode
-        )
-    if run_teacher:
-        model = _require(teacher, "teacher", policy)
-        decoders["teacher"] = _decoder(
-            model, teacher_prompt_ids, teacher_prompt_mask, max_new_tokens, use_cache, fast_decode
-        )
-    vocab = _shared_vocab_size(decoders, vocab_size)
-    stop_ids = torch.as_tensor(
-        [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id),
-        dtype=torch.long,
-        device=prompt_ids.device,
+    for role, model, needed in (
+        ("student", student, run_student),
+        ("teacher", teacher, run_teacher),
+    ):
+        if needed:
+            decoders[role] = _decoder(_require(model, role, policy), *prompts.of(role), spec)
+    device = prompts.ids_B_P.device
+    every = spec.stop_check_every
+    resolved = replace(
+        spec,
+        vocab_size=_shared_vocab_size(decoders, spec.vocab_size),
+        stop_check_every=(1 if device.type == "cpu" else 8) if every is None else every,
     )
-    if stop_check_every is None:
-        stop_check_every = 1 if prompt_ids.device.type == "cpu" else 8
     with _eval_mode([d.model for d in decoders.values()]), torch.inference_mode():
-        steps = _decode(
-            policy,
-            decoders,
-            source_B,
-            generator,
-            max_new_tokens,
-            stop_ids,
-            pad_token_id,
-            vocab,
-            stop_check_every,
-        )
+        steps = _decode(policy, decoders, source_B, generator, resolved)
     # Clone outside inference mode: inference tensors could not be saved for a later backward.
     out = {name: t.clone() for name, t in steps.items()}
     return Rollouts(
-        prompt_ids_B_P=prompt_ids,
-        prompt_mask_B_P=prompt_mask,
-        teacher_prompt_ids_B_Q=teacher_prompt_ids,
-        teacher_prompt_mask_B_Q=teacher_prompt_mask,
+        prompt_ids_B_P=prompts.ids_B_P,
+        prompt_mask_B_P=prompts.mask_B_P,
+        teacher_prompt_ids_B_Q=prompts.teacher_ids_B_Q,
+        teacher_prompt_mask_B_Q=prompts.teacher_mask_B_Q,
         completion_B_T=out["completion"],
         completion_mask_B_T=out["mask"],
         logp_student_B_T=out.get("student"),
@@ -125,19 +86,14 @@ def sample_rollouts(
 
 
 def _decoder(
-    model: PreTrainedModel,
-    ids_B_P: torch.Tensor,
-    mask_B_P: torch.Tensor,
-    max_new_tokens: int,
-    use_cache: bool,
-    fast_decode: bool,
+    model: PreTrainedModel, ids_B_P: torch.Tensor, mask_B_P: torch.Tensor, spec: SamplingSpec
 ) -> _Decoder | StaticDecoder:
     """The fastest decoder that computes ``model``'s own forward for these prompts."""
-    if use_cache and fast_decode:  # the lean decoder always caches
-        decoder = static_decoder(model, ids_B_P, mask_B_P, max_new_tokens)
+    if spec.use_cache and spec.fast_decode:  # the lean decoder always caches
+        decoder = static_decoder(model, ids_B_P, mask_B_P, spec.max_new_tokens)
         if decoder is not None:
             return decoder
-    return _Decoder(model, ids_B_P, mask_B_P, use_cache, max_new_tokens)
+    return _Decoder(model, ids_B_P, mask_B_P, spec.use_cache, spec.max_new_tokens)
 
 
 def _decode(
@@ -145,20 +101,17 @@ def _decode(
     decoders: dict[Role, _Decoder | StaticDecoder],
     source_B: torch.Tensor,
     generator: torch.Generator,
-    max_new_tokens: int,
-    stop_ids: torch.Tensor,
-    pad_token_id: int,
-    vocab_size: int,
-    stop_check_every: int,
+    spec: SamplingSpec,
 ) -> dict[str, torch.Tensor]:
     """The decoding loop; returns ``[B, L]`` columns (and ``truncated`` ``[B]``).
 
-    Columns are written into preallocated ``[B, max_new_tokens]`` buffers and trimmed to the
-    longest row at the end; no host synchronisation happens except the stop check. On CPU,
-    where counting rows is free, lean decoders drop ended rows once a quarter of the rows they
-    hold have ended (:func:`_compact`), at the same steps whatever ``stop_check_every`` is; the
-    policy still draws for every row from its own uniform, and ended rows keep their last
-    logits, so the draws of live rows are unchanged.
+    ``spec`` is resolved: its ``vocab_size`` and ``stop_check_every`` are set. Columns are
+    written into preallocated ``[B, max_new_tokens]`` buffers and trimmed to the longest row at
+    the end; no host synchronisation happens except the stop check. On CPU, where counting rows
+    is free, lean decoders drop ended rows once a quarter of the rows they hold have ended
+    (:func:`_compact`), at the same steps whatever ``stop_check_every`` is; the policy still
+    draws for every row from its own uniform, and ended rows keep their last logits, so the
+    draws of live rows are unchanged.
     """
     temperature = {"student": policy.student_temperature, "teacher": policy.teacher_temperature}
     logits = {role: d.start() for role, d in decoders.items()}
@@ -167,9 +120,11 @@ def _decode(
         isinstance(d, StaticDecoder) for d in decoders.values()
     )
     active_B = torch.ones_like(source_B, dtype=torch.bool)
+    max_new_tokens, pad_id, vocab_size = spec.max_new_tokens, spec.pad_id, spec.vocab_size
+    stop_ids = torch.as_tensor(spec.stop_ids, dtype=torch.long, device=source_B.device)
     shape, device = (source_B.shape[0], max_new_tokens), source_B.device
     out = {
-        "completion": torch.full(shape, pad_token_id, dtype=torch.long, device=device),
+        "completion": torch.full(shape, pad_id, dtype=torch.long, device=device),
         "mask": torch.zeros(shape, dtype=torch.long, device=device),
     }
     for name in ("behavior", *decoders):
@@ -183,7 +138,7 @@ def _decode(
         token_B, logp_behavior_B = policy.draw(
             logp.get("student"), logp.get("teacher"), source_B, active_B, generator
         )
-        token_B = token_B.masked_fill(~active_B, pad_token_id)
+        token_B = token_B.masked_fill(~active_B, pad_id)
         out["completion"][:, n] = token_B
         out["mask"][:, n] = active_B
         out["behavior"][:, n] = logp_behavior_B.masked_fill(~active_B, 0.0)
@@ -195,7 +150,7 @@ def _decode(
         if n + 1 == max_new_tokens:
             break
         # The only host synchronisation: stop once every row has ended.
-        if (n + 1) % stop_check_every == 0 and not bool(active_B.any()):
+        if (n + 1) % spec.stop_check_every == 0 and not bool(active_B.any()):
             steps = n + 1
             break
         if can_compact:
@@ -412,18 +367,6 @@ def _eval_mode(models: list[PreTrainedModel]) -> Iterator[None]:
     finally:
         for m, mode in zip(models, was_training, strict=True):
             m.train(mode)
-
-
-def _check_inputs(
-    prompt_ids_B_P: torch.Tensor, teacher_prompt_ids_B_Q: torch.Tensor, max_new_tokens: int
-) -> None:
-    if max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    if teacher_prompt_ids_B_Q.shape[0] != prompt_ids_B_P.shape[0]:
-        raise ValueError(
-            f"teacher_prompt_ids has {teacher_prompt_ids_B_Q.shape[0]} rows but prompt_ids has "
-            f"{prompt_ids_B_P.shape[0]}: the teacher needs one prompt per student prompt"
-        )
 
 
 def _require(

@@ -33,9 +33,11 @@ from distillscope.rollout import (
     SOURCE_TEACHER,
     TEACHER_LOGITS_MAX_VOCAB,
     NonFiniteSamplingError,
+    PromptBatch,
     PromptEncoder,
     RolloutCache,
     Rollouts,
+    SamplingSpec,
     likelihood_metrics,
     model_generator,
     prompt_digest,
@@ -227,20 +229,15 @@ def _roll_out(
     step: int,
 ) -> Rollouts:
     """Sample this step's rollouts with the step's own generator."""
-    return sample_rollouts(
-        policy,
-        pair.student,
-        pair.teacher,
-        prompt_ids,
-        prompt_mask,
-        teacher_prompt_ids=teacher_ids,
-        teacher_prompt_mask=teacher_mask,
+    spec = SamplingSpec(
         max_new_tokens=cfg.task.max_new_tokens,
-        eos_token_id=pair.stop_ids or pair.tokenizer.eos_token_id,
-        pad_token_id=pair.tokenizer.pad_token_id,
-        generator=model_generator(pair.student, cfg.seed, step),
+        stop_ids=pair.stop_ids or pair.tokenizer.eos_token_id,
+        pad_id=pair.tokenizer.pad_token_id,
         vocab_size=pair.vocab_size,
     )
+    prompts = PromptBatch(prompt_ids, prompt_mask, teacher_ids, teacher_mask)
+    generator = model_generator(pair.student, cfg.seed, step)
+    return sample_rollouts(policy, pair.student, pair.teacher, prompts, spec, generator)
 
 
 def _to(tensors: tuple[torch.Tensor, ...], device: str) -> tuple[torch.Tensor, ...]:

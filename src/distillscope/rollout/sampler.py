@@ -11,8 +11,8 @@ model's own forward and a ``DynamicCache``. At every step the policy sees the te
 log-probs of all of them and draws one token per row, which is appended to every decoder.
 Prompts are left padded, so each forward gets the full attention mask and explicit position ids
 (cumsum(mask) − 1).
-``use_cache=False`` re-runs the whole sequence at each step: the reference the tests hold the
-cached path to (same tokens for the same generator).
+``SamplingSpec(use_cache=False)`` re-runs the whole sequence at each step: the reference the
+tests hold the cached path to (same tokens for the same generator).
 """
 
 from __future__ import annotations

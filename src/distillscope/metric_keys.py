@@ -3,9 +3,16 @@
 The training loop writes ``train``/``objective``/``kl``/``opd``/``rollout``/``time``/``perf`` keys
 to ``metrics.jsonl`` every step; the evaluation writes ``eval`` keys to ``eval.json``; the study
 adds per-run summaries of the step metrics to ``results.parquet``. The report reads units from
-here (a ``fraction`` is shown in percent), and the README's metric table is rendered from it::
+here (a ``fraction`` is shown in percent), and the metric table of docs/metrics.md is rendered
+from it::
 
-    python -m distillscope.metric_keys          # print the Markdown table the README holds
+    python -m distillscope.metric_keys          # rewrite the table in docs/metrics.md
+
+Each key an objective returns also says how a step with ``optim.grad_accum`` micro-batches
+combines its per-micro-batch values (``accumulate``): ``sum`` adds them (token counts),
+``loss`` weights each by the micro-batch's share of the batch's loss normaliser (so the step
+logs the full batch's loss, :func:`distillscope.train.scoring.micro_batch_share`), and ``mean``
+by its share of the batch's tokens (token means).
 
 Keys with ``{…}`` are families: ``{k}`` a pass@k sample count, ``{n}`` the samples per item,
 ``{skill}`` a skill of the testbed suite, ``{phase}`` a phase of the step, ``{view}`` fp32/bf16,
@@ -21,6 +28,7 @@ from typing import Literal
 Unit = Literal["fraction", "pp", "nats", "tokens", "seconds", "tokens/s", "ratio", "count", "—"]
 Better = Literal["higher", "lower", "none"]
 Stage = Literal["train", "rollout", "eval", "study"]
+Accumulate = Literal["sum", "loss", "mean"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,8 @@ class MetricKey:
     meaning: str
     better: Better
     stage: Stage
+    #: how a step combines the values of its micro-batches (keys an objective returns only)
+    accumulate: Accumulate | None = None
 
     def matches(self, name: str) -> bool:
         """Whether ``name`` is this key, or a member of this family."""
@@ -39,56 +49,96 @@ class MetricKey:
         return re.fullmatch(pattern, name) is not None
 
 
-def _keys(stage: Stage, *rows: tuple[str, Unit, str, Better]) -> list[MetricKey]:
-    return [MetricKey(key, unit, meaning, better, stage) for key, unit, meaning, better in rows]
+def _keys(stage: Stage, *rows: tuple) -> list[MetricKey]:
+    """Rows of ``(key, unit, meaning, better)``, or with a fifth item: its ``accumulate``."""
+    return [MetricKey(*row[:4], stage, *row[4:]) for row in rows]
 
 
 METRICS: tuple[MetricKey, ...] = (
     *_keys(
         "train",
-        ("train/loss", "—", "the objective's loss this step (mean over micro-batches)", "lower"),
+        (
+            "train/loss",
+            "—",
+            "the objective's loss this step (mean over micro-batches)",
+            "lower",
+            "loss",
+        ),
         ("train/lr", "—", "learning rate this step (linear warm-up, then constant)", "none"),
         ("train/grad_norm", "—", "global gradient norm before clipping", "none"),
         ("train/grad_clipped", "fraction", "1 when the pre-clip norm exceeded the clip", "none"),
-        ("objective/loss", "—", "the loss value the objective returned", "lower"),
-        ("objective/tokens", "count", "completion tokens in the loss", "none"),
+        ("objective/loss", "—", "the loss value the objective returned", "lower", "loss"),
+        ("objective/tokens", "count", "completion tokens in the loss", "none", "sum"),
         (
             "objective/forward_kl",
             "nats",
             "KL(π_T ‖ π_S), token mean (full vocabulary; the k + 1 bins of a top-k teacher)",
             "lower",
+            "mean",
         ),
         (
             "objective/reverse_kl",
             "nats",
             "KL(π_S ‖ π_T), token mean (full vocabulary; the k + 1 bins of a top-k teacher)",
             "lower",
+            "mean",
         ),
-        ("objective/teacher_entropy", "nats", "H(π_T) at the loss temperature, token mean", "none"),
-        ("objective/student_entropy", "nats", "H(π_S) at the loss temperature, token mean", "none"),
+        (
+            "objective/teacher_entropy",
+            "nats",
+            "H(π_T) at the loss temperature, token mean",
+            "none",
+            "mean",
+        ),
+        (
+            "objective/student_entropy",
+            "nats",
+            "H(π_S) at the loss temperature, token mean",
+            "none",
+            "mean",
+        ),
         (
             "objective/teacher_topk_mass",
             "fraction",
             "top-k teacher (objective.teacher_topk): the teacher's mass in its top k, token mean",
             "none",
+            "mean",
         ),
-        ("objective/forward_kl_estimate", "nats", "sampled forward-KL estimate", "lower"),
-        ("objective/reverse_kl_estimate", "nats", "sampled reverse-KL estimate", "lower"),
+        ("objective/forward_kl_estimate", "nats", "sampled forward-KL estimate", "lower", "mean"),
+        ("objective/reverse_kl_estimate", "nats", "sampled reverse-KL estimate", "lower", "mean"),
         ("kl/k1", "nats", "KL(π_S ‖ π_T) by Schulman k1 on student-written tokens", "lower"),
         ("kl/k2", "nats", "Schulman k2 = ½ (log r)² on student-written tokens", "lower"),
         ("kl/k3", "nats", "KL(π_S ‖ π_T) by Schulman k3 on student-written tokens", "lower"),
         ("kl/forward_k1", "nats", "KL(π_T ‖ π_S) by k1 on teacher-written tokens", "lower"),
         ("kl/forward_k2", "nats", "k2 with log r = ℓ_S − ℓ_T on teacher-written tokens", "lower"),
         ("kl/forward_k3", "nats", "KL(π_T ‖ π_S) by k3 on teacher-written tokens", "lower"),
-        ("opd/loss", "—", "OPD clipped policy-gradient surrogate", "lower"),
-        ("opd/raw_advantage_mean", "nats", "mean log π_T − log π_S before regulation", "higher"),
-        ("opd/raw_advantage_std", "nats", "its standard deviation", "none"),
-        ("opd/advantage_mean", "nats", "mean advantage after regulation", "higher"),
-        ("opd/advantage_std", "nats", "its standard deviation", "none"),
-        ("opd/hard_clip_frac", "fraction", "tokens whose advantage the hard clip changed", "none"),
-        ("opd/ratio_mean", "ratio", "mean importance ratio π_θ / π_old", "none"),
-        ("opd/ratio_clip_frac", "fraction", "tokens whose importance ratio was clipped", "none"),
-        ("opd/tokens", "count", "completion tokens in the OPD loss", "none"),
+        ("opd/loss", "—", "OPD clipped policy-gradient surrogate", "lower", "loss"),
+        (
+            "opd/raw_advantage_mean",
+            "nats",
+            "mean log π_T − log π_S before regulation",
+            "higher",
+            "mean",
+        ),
+        ("opd/raw_advantage_std", "nats", "its standard deviation", "none", "mean"),
+        ("opd/advantage_mean", "nats", "mean advantage after regulation", "higher", "mean"),
+        ("opd/advantage_std", "nats", "its standard deviation", "none", "mean"),
+        (
+            "opd/hard_clip_frac",
+            "fraction",
+            "tokens whose advantage the hard clip changed",
+            "none",
+            "mean",
+        ),
+        ("opd/ratio_mean", "ratio", "mean importance ratio π_θ / π_old", "none", "mean"),
+        (
+            "opd/ratio_clip_frac",
+            "fraction",
+            "tokens whose importance ratio was clipped",
+            "none",
+            "mean",
+        ),
+        ("opd/tokens", "count", "completion tokens in the OPD loss", "none", "sum"),
         ("time/{phase}", "seconds", "wall time of one phase of the step", "lower"),
         ("time/step", "seconds", "wall time of the whole step", "lower"),
         ("time/teacher_saved", "seconds", "rollout + teacher forward read from cache", "higher"),
@@ -158,13 +208,21 @@ def unit(name: str) -> str:
     return info.unit if info is not None else "—"
 
 
+def accumulation(name: str) -> Accumulate:
+    """How a step combines the micro-batch values of ``name`` (a key an objective returns)."""
+    info = metric_info(name)
+    if info is None or info.accumulate is None:
+        raise ValueError(f"metric {name!r} declares no micro-batch accumulation in metric_keys")
+    return info.accumulate
+
+
 def is_fraction(name: str) -> bool:
     """Whether ``name`` is stored as a fraction in [0, 1] (the report shows it in percent)."""
     return unit(name) == "fraction"
 
 
 def markdown_table() -> str:
-    """The metric table of the README, rendered from :data:`METRICS`."""
+    """The metric table of docs/metrics.md, rendered from :data:`METRICS`."""
     lines = ["| key | stage | unit | better | meaning |", "|---|---|---|---|---|"]
     for m in METRICS:
         lines.append(f"| `{m.key}` | {m.stage} | {m.unit} | {m.better} | {m.meaning} |")
@@ -172,4 +230,17 @@ def markdown_table() -> str:
 
 
 if __name__ == "__main__":
-    print(markdown_table(), end="")
+    import sys
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+    if not doc.exists():  # an installed package, not a source checkout: print the table
+        print(markdown_table(), end="")
+        sys.exit(0)
+    begin, end = "<!-- metric-table:begin -->\n", "<!-- metric-table:end -->"
+    head, found_begin, rest = doc.read_text(encoding="utf-8").partition(begin)
+    _, found_end, tail = rest.partition(end)
+    if not (found_begin and found_end):
+        sys.exit(f"{doc}: the metric-table markers are missing")
+    doc.write_text(head + begin + markdown_table() + end + tail, encoding="utf-8")
+    print(f"wrote the metric table of {doc}")

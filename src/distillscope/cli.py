@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +28,7 @@ from rich.table import Table
 from distillscope import __version__
 
 if TYPE_CHECKING:
-    from distillscope.study.executors import WorkerPool
+    from distillscope.study.executors import ExecutorSpec
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0])
 testbed_app = typer.Typer(no_args_is_help=True, help="The built-in testbed models.")
@@ -281,7 +280,7 @@ def study_cmd(
 
     distillscope study --preset paper-qwen model.teacher=/models/q7b model.student=/models/q1.5b
     """
-    from distillscope.study.executors import WorkerPool
+    from distillscope.study.executors import ExecutorSpec
 
     args = list(args or [])
     if args[:1] == ["status"]:
@@ -297,22 +296,10 @@ def study_cmd(
         raise ValueError(f"give one study file, got {files[:3]}; overrides look like key=value")
     if files and preset:
         raise ValueError("give a study file or --preset, not both")
-    if workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {workers}")
-    # Started first: the workers import torch and transformers while this process plans.
-    with WorkerPool(workers) if executor == "pool" else nullcontext(workers) as pool:
-        _study(
-            files,
-            overrides,
-            preset,
-            out,
-            executor,
-            pool,
-            address,
-            cpus_per_run,
-            gpus_per_run,
-            report,
-        )
+    execution = ExecutorSpec(executor, workers, address, cpus_per_run, gpus_per_run)  # checked
+    # Started first: a pool's workers import torch and transformers while this process plans.
+    with execution.started() as running:
+        _study(files, overrides, preset, out, running, report)
 
 
 def _study(
@@ -320,11 +307,7 @@ def _study(
     overrides: list[str],
     preset: str | None,
     out: Path | None,
-    executor: str,
-    workers: int | WorkerPool,
-    address: str | None,
-    cpus_per_run: float,
-    gpus_per_run: float,
+    executor: ExecutorSpec,
     report: bool,
 ) -> None:
     from datetime import datetime
@@ -340,10 +323,10 @@ def _study(
     for r in runs:  # devices and dtypes this machine has, before any run starts
         check_machine(r.config)
     preflight_all([r.config for r in runs])  # one line naming a bad path, before any output
-    console.print(f"study [bold]{study.name}[/bold]: {len(runs)} runs into {out} ({executor})")
+    console.print(f"study [bold]{study.name}[/bold]: {len(runs)} runs into {out} ({executor.kind})")
     with _progress() as bar:
         runs_bar = bar.add_task("runs", total=len(runs))
-        step_bar = bar.add_task("steps", total=None, visible=executor == "sequential")
+        step_bar = bar.add_task("steps", total=None, visible=executor.kind == "sequential")
         steps_of = {r.run_id: r.config.optim.steps for r in runs}
 
         def on_run_done(run_id: str, status: str) -> None:
@@ -360,17 +343,7 @@ def _study(
         bar.update(
             runs_bar, completed=len(finished.get("done", [])) + len(finished.get("diverged", []))
         )
-        run_study(
-            study,
-            out,
-            executor=executor,
-            workers=workers,
-            address=address,
-            cpus_per_run=cpus_per_run,
-            gpus_per_run=gpus_per_run,
-            on_run_done=on_run_done,
-            on_step=on_step,
-        )
+        run_study(study, out, executor, on_run_done=on_run_done, on_step=on_step)
     console.print(f"results table: {out / 'results.parquet'}")
     from distillscope.study.baseline import BASELINE
 

@@ -1,7 +1,10 @@
 """Where runs execute: in this process, in a local process pool, or as Ray tasks.
 
-Every executor calls :func:`execute_run` for each pending run; runs are independent and each
-writes only its own run directory, so the executors give the same results (timings aside).
+An :class:`ExecutorSpec` says which, and with what (workers, Ray address, resources per run);
+the ``study`` command builds one from its options and hands it to
+:func:`~distillscope.study.run_study.run_study`, which hands it to :func:`run_jobs`. Every
+executor calls :func:`execute_run` for each pending run; runs are independent and each writes
+only its own run directory, so the executors give the same results (timings aside).
 """
 
 from __future__ import annotations
@@ -10,10 +13,12 @@ import multiprocessing as mp
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import nullcontext
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from distillscope.config import ConfigError
 from distillscope.study.lock import watch_parent
 
 EXECUTORS = ("sequential", "pool", "ray")
@@ -101,21 +106,72 @@ class WorkerPool:
         self.executor.shutdown(wait=True, cancel_futures=True)
 
 
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """What executes a study's runs; the ``study`` command's executor options as one value."""
+
+    kind: str = "sequential"
+    """``sequential`` (this process, step-level progress), ``pool`` (local processes) or ``ray``."""
+    workers: int | WorkerPool = 2
+    """pool: the number of worker processes, or a started :class:`WorkerPool`."""
+    address: str | None = None
+    """ray: the cluster address (None: start a local Ray)."""
+    cpus_per_run: float = 1.0
+    """ray: CPUs requested per run (also its torch threads)."""
+    gpus_per_run: float = 0.0
+    """ray: GPUs requested per run."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXECUTORS:
+            raise ConfigError(f"--executor must be sequential, pool or ray, got {self.kind!r}")
+        if isinstance(self.workers, int) and self.workers < 1:
+            raise ConfigError(f"--workers must be at least 1, got {self.workers}")
+
+    @contextmanager
+    def started(self) -> Iterator[ExecutorSpec]:
+        """This spec with its pool's workers running (a pool of ``workers`` processes is started
+        here and shut down on exit; any other spec is returned as it is)."""
+        if self.kind != "pool" or isinstance(self.workers, WorkerPool):
+            yield self
+            return
+        with WorkerPool(self.workers) as pool:
+            yield replace(self, workers=pool)
+
+
+def run_jobs(
+    executor: ExecutorSpec,
+    jobs: list[Job],
+    cache_dir: str,
+    baselines: Sequence[Job] = (),
+    on_step: Callable[[str, int, dict], None] | None = None,
+) -> Iterator[tuple[str, str]]:
+    """Run ``jobs`` on ``executor``; yields (run_id, status) as they finish.
+
+    ``baselines`` are evaluated by the pool's workers ahead of the runs (other executors leave
+    them to the caller); ``on_step(run_id, step, row)`` reports steps of the sequential executor.
+    """
+    if executor.kind == "sequential":
+        return run_sequential(jobs, cache_dir, on_step)
+    if executor.kind == "pool":
+        return run_pool(jobs, cache_dir, executor, baselines)
+    return run_ray(jobs, cache_dir, executor)
+
+
 def run_pool(
     jobs: list[Job],
     cache_dir: str,
-    workers: int | WorkerPool,
+    executor: ExecutorSpec,
     baselines: Sequence[Job] = (),
 ) -> Iterator[tuple[str, str]]:
-    """Run jobs in a :class:`WorkerPool` (or a new one of ``workers`` processes); yields
-    (run_id, status) as they finish.
+    """Run jobs in ``executor``'s :class:`WorkerPool` (or a new one of ``executor.workers``
+    processes); yields (run_id, status) as they finish.
 
     ``baselines`` are queued first: they run side by side on the workers and are done long
     before any run evaluates (a run reads their skill scores from the shared cache and scores
     the skills itself on a miss, so the order is for speed, not correctness).
     """
-    started = workers if isinstance(workers, WorkerPool) else None
-    with nullcontext(started) if started else WorkerPool(workers) as pool:  # ours: shut down
+    with executor.started() as running:  # a pool started here is shut down here
+        pool = running.workers
         submit, threads = pool.executor.submit, pool.threads
         futures = {
             submit(execute_baseline, rid, cfg, d, cache_dir, threads): rid
@@ -128,19 +184,17 @@ def run_pool(
             yield futures[fut], fut.result()
 
 
-def run_ray(
-    jobs: list[Job], cache_dir: str, address: str | None, cpus_per_run: float, gpus_per_run: float
-) -> Iterator[tuple[str, str]]:
-    """Run each job as a Ray task with its CPU/GPU request; yields (run_id, status)."""
+def run_ray(jobs: list[Job], cache_dir: str, executor: ExecutorSpec) -> Iterator[tuple[str, str]]:
+    """Run each job as a Ray task with ``executor``'s CPU/GPU request; yields (run_id, status)."""
     try:
         import ray
     except ImportError:
         raise ValueError("--executor ray needs Ray: pip install 'distillscope[ray]'") from None
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    remote = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus_per_run)(execute_run)
-    threads = max(1, int(cpus_per_run))
+        ray.init(address=executor.address, include_dashboard=False, log_to_driver=False)
+    remote = ray.remote(num_cpus=executor.cpus_per_run, num_gpus=executor.gpus_per_run)(execute_run)
+    threads = max(1, int(executor.cpus_per_run))
     refs = {remote.remote(cfg, d, cache_dir, threads): rid for rid, cfg, d in jobs}
     try:
         pending = list(refs)

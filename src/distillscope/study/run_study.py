@@ -28,7 +28,7 @@ from distillscope.config import ConfigError, RunConfig
 from distillscope.safeyaml import YamlError, load_yaml_file
 from distillscope.store import atomic_write_text, read_status
 from distillscope.study.baseline import plan_baselines, run_baseline
-from distillscope.study.executors import Job, WorkerPool, run_pool, run_ray, run_sequential
+from distillscope.study.executors import ExecutorSpec, Job, WorkerPool, run_jobs
 from distillscope.study.lock import StudyLock
 from distillscope.study.spec import PlannedRun, StudySpec, expand, load_spec
 from distillscope.study.table import write_table
@@ -61,31 +61,33 @@ def _read_spec_file(spec_path: Path) -> object:
 def run_study(
     spec: StudySpec,
     out: Path,
+    executor: ExecutorSpec | str = "sequential",
     *,
-    executor: str = "sequential",
-    workers: int | WorkerPool = 2,
-    address: str | None = None,
-    cpus_per_run: float = 1.0,
-    gpus_per_run: float = 0.0,
+    workers: int | WorkerPool | None = None,
     on_run_done: Callable[[str, str], None] | None = None,
     on_step: Callable[[str, int, dict], None] | None = None,
 ) -> Path:
     """Execute every unfinished run of ``spec`` into ``out``; returns the results table path.
 
-    ``workers``: the pool's size, or a started :class:`~distillscope.study.executors.WorkerPool`
-    (the ``study`` command starts one before it plans, so worker start-up overlaps planning).
-    The study directory is locked for the duration (:class:`~distillscope.study.lock.StudyLock`):
-    a second study on it fails at once naming the holder.
+    ``executor``: what executes the runs (:class:`~distillscope.study.executors.ExecutorSpec`:
+    kind, workers or a started pool, Ray address, resources per run), or only its kind, with
+    ``workers`` for a pool's size or started
+    :class:`~distillscope.study.executors.WorkerPool` (the ``study`` command starts one before
+    it plans, so worker start-up overlaps planning). ``on_run_done(run_id, status)`` is called
+    as each run finishes, ``on_step(run_id, step, row)`` after each step of the sequential
+    executor. The study directory is locked for the duration
+    (:class:`~distillscope.study.lock.StudyLock`): a second study on it fails at once naming
+    the holder.
     """
-    if isinstance(workers, int) and workers < 1:
-        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    if isinstance(executor, str):  # the kind alone: a convenience for scripts and tests
+        executor = ExecutorSpec(executor) if workers is None else ExecutorSpec(executor, workers)
+    elif workers is not None:
+        raise TypeError("run_study: give workers inside the ExecutorSpec, not beside it")
     # A missing model or a bad task file stops the study before it writes anything.
     preflight_all([r.config for r in _unfinished(expand(spec), out)])
     out.mkdir(parents=True, exist_ok=True)
     with StudyLock(out):
-        return _run_locked(
-            spec, out, executor, workers, address, cpus_per_run, gpus_per_run, on_run_done, on_step
-        )
+        return _run_locked(spec, out, executor, on_run_done, on_step)
 
 
 def _job(out: Path, run_id: str, config: RunConfig) -> Job:
@@ -96,11 +98,7 @@ def _job(out: Path, run_id: str, config: RunConfig) -> Job:
 def _run_locked(
     spec: StudySpec,
     out: Path,
-    executor: str,
-    workers: int | WorkerPool,
-    address: str | None,
-    cpus_per_run: float,
-    gpus_per_run: float,
+    executor: ExecutorSpec,
     on_run_done: Callable[[str, str], None] | None,
     on_step: Callable[[str, int, dict], None] | None,
 ) -> Path:
@@ -110,20 +108,13 @@ def _run_locked(
     cache = str(out / "rollout-cache")
     baseline_jobs = []  # a pool evaluates the baselines in its workers, ahead of the runs
     for b in baselines:
-        if executor != "pool":
+        if executor.kind != "pool":
             run_baseline(b, out / "runs" / b.run_id, Path(cache))
         elif read_status(out / "runs" / b.run_id)["status"] != "done":
             baseline_jobs.append(_job(out, b.run_id, b.config))
     write_table(out, runs, baselines)
     jobs = [_job(out, r.run_id, r.config) for r in _unfinished(runs, out)]
-    if executor == "sequential":
-        results = run_sequential(jobs, cache, on_step)
-    elif executor == "pool":
-        results = run_pool(jobs, cache, workers, baseline_jobs)
-    elif executor == "ray":
-        results = run_ray(jobs, cache, address, cpus_per_run, gpus_per_run)
-    else:
-        raise ConfigError(f"--executor must be sequential, pool or ray, got {executor!r}")
+    results = run_jobs(executor, jobs, cache, baseline_jobs, on_step)
     baseline_ids = {b.run_id for b in baselines}
     for run_id, status in results:
         # after every run: a killed study loses at most the runs in flight
@@ -138,7 +129,7 @@ def _run_locked(
         "started": started,
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.node()} {platform.machine()} {platform.python_version()}",
-        "executor": executor,
+        "executor": executor.kind,
         # generation + teacher forward the runs read from the shared rollout cache
         "teacher_time_saved_s": round(float(saved.sum()), 1) if saved is not None else 0.0,
     }

@@ -1,4 +1,4 @@
-"""The arrows between distillscope's packages point one way (DESIGN "Data flow").
+"""The arrows between distillscope's packages point one way (docs/architecture.md).
 
 Every ``import`` of every module is read from its source (function-level imports included) and
 checked against the allowed arrows: tasks, models, objectives, rollout and the torch-free store

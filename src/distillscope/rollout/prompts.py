@@ -28,7 +28,7 @@ def step_generator(
 
     Sampling draws on the device of the logits they sample from, so the generator must live on
     the model's device (``model_generator``). The same seed gives the same draws on CPU; a CUDA
-    generator's stream differs from the CPU one (README "Real checkpoints", determinism).
+    generator's stream differs from the CPU one (docs/real-models.md, "Determinism").
     """
     mixed = (seed * 1_000_003 + step * 9_176 + stream * 7_919) % (2**63 - 1)
     return torch.Generator(device=torch.device(device)).manual_seed(mixed)

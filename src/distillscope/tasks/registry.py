@@ -13,7 +13,7 @@ COUNTDOWN_4 = CountdownTask("countdown4", 4, PAPER_POOL, max_target=10_000)
 COUNTDOWN_4E = CountdownTask("countdown4e", 4, SMALL_POOL)
 
 # Testbed-sized variants: operands 1..10 and targets ≤ 100, so that a model of a few million
-# parameters trained on two CPU cores can solve them (see README, "The testbed").
+# parameters trained on two CPU cores can solve them (see docs/testbed.md).
 TB_MAX_TARGET = 100
 COUNTDOWN_3_TB = CountdownTask("tb-countdown3", 3, SMALL_POOL, max_target=TB_MAX_TARGET)
 COUNTDOWN_4_TB = CountdownTask("tb-countdown4", 4, SMALL_POOL, max_target=TB_MAX_TARGET)

@@ -1,11 +1,11 @@
 """Build the testbed: train the tiny Llama teacher and student from scratch, with fixed seeds.
 
-    distillscope testbed build --out ./my-testbed      # full build (see README for the time)
+    distillscope testbed build --out ./my-testbed      # full build (times: BENCHMARKS.md)
     distillscope testbed build --out /tmp/tb --steps-scale 0.002   # a few steps, for tests
 
 The teacher learns Countdown (3 and 4 operands, both answer styles) and the skill suite; the
 student learns the skill suite and only a little Countdown, so that it starts far below the
-teacher (the capability gap of docs/method.md §7 and the README's testbed section).
+teacher (the capability gap of docs/method.md §7 and docs/testbed.md).
 """
 
 from __future__ import annotations

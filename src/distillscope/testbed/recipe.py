@@ -189,7 +189,8 @@ DEFAULT_RECIPE = Recipe(
     ),
     # The student has the abilities and lacks only the task, like [P]'s: skills, single steps,
     # 2- and 4-operand Countdown and Countdown-3's search on two-digit operands, but no
-    # Countdown-3 over the testbed's numbers (BENCHMARKS.md, "learnability search").
+    # Countdown-3 over the testbed's numbers (docs/notes/2026-11-testbed-search.md,
+    # "learnability search").
     student_train=TrainSpec(
         steps=2000,
         batch_size=128,

@@ -40,6 +40,8 @@ ROOT_PATH = re.compile(r"(?<![\w/.-])(?:" + "|".join(map(re.escape, ROOT_DIRS)) 
 #: citation (`DESIGN "Data flow"`, `METHOD §7`, `METHOD Eq. 1`).
 CAPS_DOC = re.compile(r"\b([A-Z][A-Z0-9_-]+\.md)\b")
 CAPS_CITATION = re.compile(r"\b([A-Z]{4,})(?:\.md)? +(?:§|\"|Eq\b|section\b)")
+#: A section of the README or BENCHMARKS.md cited by its title (`BENCHMARKS.md "Sampler"`).
+SECTION_CITATION = re.compile(r"\b(README|BENCHMARKS)(?:\.md,?)? +\"([^\"\n]+)\"")
 
 
 def doc_pages() -> list[Path]:
@@ -53,7 +55,8 @@ def source_files() -> list[Path]:
     found = []
     for folder in ("src", "tests", "bench", "docs"):
         found += [p for p in sorted((ROOT / folder).rglob("*")) if p.suffix in suffixes]
-    return [p for p in found if p.resolve() != Path(__file__).resolve()]
+    here = Path(__file__).resolve()
+    return [p for p in found if p.resolve() != here and ".egg-info" not in str(p)]
 
 
 def slug(heading: str) -> str:
@@ -162,6 +165,18 @@ def missing_documents(text: str, where: str) -> list[str]:
     ]
 
 
+def missing_sections(text: str, where: str) -> list[str]:
+    """Sections of README.md or BENCHMARKS.md that ``text`` cites by title and that no heading
+    of that page contains (case-insensitive)."""
+    problems = []
+    for doc, title in SECTION_CITATION.findall(text):
+        page = ROOT / f"{doc}.md"
+        headings = HEADING.findall(FENCE.sub("", page.read_text(encoding="utf-8")))
+        if not any(title.lower() in h.lower() for h in headings):
+            problems.append(f'{where} cites {doc}.md "{title}", which has no such section')
+    return problems
+
+
 def bench_names() -> list[str]:
     """The benchmark names of bench/update_benchmarks.py (its ``BENCHMARKS`` dict), read from
     the source so that no torch import is needed."""
@@ -203,6 +218,7 @@ def test_no_file_cites_a_document_the_repository_lacks():
     for path in [*source_files(), ROOT / "README.md", ROOT / "BENCHMARKS.md"]:
         text = path.read_text(encoding="utf-8", errors="replace")
         problems += missing_documents(text, str(path.relative_to(ROOT)))
+        problems += missing_sections(text, str(path.relative_to(ROOT)))
     assert not problems
 
 
@@ -232,7 +248,7 @@ def test_the_checks_catch_a_planted_broken_page(tmp_path):
     page.write_text(
         "# Title\n\n[ok](page.md#title) [gone](missing.md) [anchor](page.md#nowhere)\n"
         "`src/distillscope/not_a_module.py` and `rollout/no_such_file.py`, `rollout.polcy`\n"
-        'as DESIGN "Data flow" says, and METHOD §7; see also NOTES.md.\n'
+        'as DESIGN "Data flow" says, and METHOD §7; see NOTES.md and BENCHMARKS.md "Nowhere".\n'
         "<!-- bench:train -->\n<!-- /bench:train -->\n<!-- bench:gone -->\n",
         encoding="utf-8",
     )
@@ -244,5 +260,8 @@ def test_the_checks_catch_a_planted_broken_page(tmp_path):
     assert any("rollout.polcy" in p for p in problems)
     cited = missing_documents(page.read_text(encoding="utf-8"), "page.md")
     assert [c.split()[2].rstrip(",") for c in cited] == ["DESIGN.md", "METHOD.md", "NOTES.md"]
+    assert missing_sections(page.read_text(encoding="utf-8"), "page.md") == [
+        'page.md cites BENCHMARKS.md "Nowhere", which has no such section'
+    ]
     blocks = bench_block_problems(page.read_text(), ["train", "study"])
     assert any("bench:study" in p for p in blocks) and any("bench:gone" in p for p in blocks)

@@ -16,12 +16,13 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from distillscope.config import ConfigError
 from distillscope.study.lock import watch_parent
 
-EXECUTORS = ("sequential", "pool", "ray")
+ExecutorKind = Literal["sequential", "pool", "ray"]
+EXECUTORS: tuple[str, ...] = get_args(ExecutorKind)
 
 
 def execute_run(
@@ -110,7 +111,7 @@ class WorkerPool:
 class ExecutorSpec:
     """What executes a study's runs; the ``study`` command's executor options as one value."""
 
-    kind: str = "sequential"
+    kind: ExecutorKind = "sequential"
     """``sequential`` (this process, step-level progress), ``pool`` (local processes) or ``ray``."""
     workers: int | WorkerPool = 2
     """pool: the number of worker processes, or a started :class:`WorkerPool`."""

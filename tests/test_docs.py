@@ -165,6 +165,32 @@ def missing_documents(text: str, where: str) -> list[str]:
     ]
 
 
+def cli_commands() -> dict[str, set[str]]:
+    """The CLI's commands, each with its subcommands (empty for a plain command)."""
+    import typer
+
+    from distillscope.cli import app
+
+    group = typer.main.get_command(app)
+    return {
+        name: set(getattr(command, "commands", {}))
+        for name, command in group.commands.items()  # type: ignore[attr-defined]
+    }
+
+
+def command_problems(page: Path, commands: dict[str, set[str]]) -> list[str]:
+    """``distillscope WORD [SUB]`` invocations in ``page``'s code that the CLI does not have."""
+    problems = []
+    text = page.read_text(encoding="utf-8")
+    code = "\n".join(FENCE.findall(text) + CODE_SPAN.findall(FENCE.sub("", text)))
+    for name, sub in re.findall(r"\bdistillscope +([a-z][\w-]*)(?: +([a-z][\w-]*))?", code):
+        if name not in commands:
+            problems.append(f"{page.name}: `distillscope {name}` is not a command")
+        elif commands[name] and sub and sub not in commands[name]:
+            problems.append(f"{page.name}: `distillscope {name} {sub}` is not a command")
+    return problems
+
+
 def missing_sections(text: str, where: str) -> list[str]:
     """Sections of README.md or BENCHMARKS.md that ``text`` cites by title and that no heading
     of that page contains (case-insensitive)."""
@@ -213,6 +239,11 @@ def test_cited_paths_and_fields_exist(page):
     assert not page_problems(page, config_fields())
 
 
+@pytest.mark.parametrize("page", doc_pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_cli_invocations_exist(page):
+    assert not command_problems(page, cli_commands())
+
+
 def test_no_file_cites_a_document_the_repository_lacks():
     problems = []
     for path in [*source_files(), ROOT / "README.md", ROOT / "BENCHMARKS.md"]:
@@ -252,6 +283,7 @@ def test_the_checks_catch_a_planted_broken_page(tmp_path):
         "<!-- bench:train -->\n<!-- /bench:train -->\n<!-- bench:gone -->\n",
         encoding="utf-8",
     )
+    planted = page.read_text(encoding="utf-8")
     links = broken_links(page)
     assert len(links) == 2 and "missing.md" in links[0] and "#nowhere" in links[1]
     problems = page_problems(page, config_fields())
@@ -263,5 +295,11 @@ def test_the_checks_catch_a_planted_broken_page(tmp_path):
     assert missing_sections(page.read_text(encoding="utf-8"), "page.md") == [
         'page.md cites BENCHMARKS.md "Nowhere", which has no such section'
     ]
-    blocks = bench_block_problems(page.read_text(), ["train", "study"])
+    page.write_text("```bash\ndistillscope trian x\ndistillscope testbed bild\n```\n")
+    commands = command_problems(page, {"train": set(), "testbed": {"build"}})
+    assert commands == [
+        "page.md: `distillscope trian` is not a command",
+        "page.md: `distillscope testbed bild` is not a command",
+    ]
+    blocks = bench_block_problems(planted, ["train", "study"])
     assert any("bench:study" in p for p in blocks) and any("bench:gone" in p for p in blocks)

@@ -9,23 +9,33 @@ otherwise), as :mod:`.load` does, so nothing is ever downloaded.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from distillscope.lazy import lazy_exports
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers imports huggingface_hub
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-__getattr__, __dir__, __all__ = lazy_exports(
-    __name__,
-    {
-        "load": ("ModelPair", "load_model", "load_pair", "load_weights", "resolve_dtype"),
-        "paths": ("ModelLoadError", "check_model_dir", "resolve_model_path"),
-        "vocab": (
-            "SpecialTokensWarning",
-            "TokenizerMismatchError",
-            "check_tokenizers_match",
-            "slice_logits",
-            "stop_token_ids",
-        ),
-    },
-)
+if TYPE_CHECKING:
+    # The public names, one list: editors read these imports, lazy_exports parses them.
+    from distillscope.models.load import (  # noqa: F401
+        ModelPair,
+        load_model,
+        load_pair,
+        load_weights,
+        resolve_dtype,
+    )
+    from distillscope.models.paths import (  # noqa: F401
+        ModelLoadError,
+        check_model_dir,
+        resolve_model_path,
+    )
+    from distillscope.models.vocab import (  # noqa: F401
+        SpecialTokensWarning,
+        TokenizerMismatchError,
+        check_tokenizers_match,
+        slice_logits,
+        stop_token_ids,
+    )
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)

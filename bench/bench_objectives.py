@@ -8,7 +8,8 @@ temperature 1 — from student hidden states (N, H) and LM head (V, H) and a tea
 shape, forward *and* backward (∂/∂hidden and ∂/∂head of the student):
 
 - ``plain``: distillscope ``forward_kl`` on logits materialised as h Wᵀ, autograd;
-- ``chunked``: distillscope ``chunked_forward_kl`` (autograd per chunk), its default 1,024 rows;
+- ``chunked``: the tests' reference ``chunked_forward_kl`` (tests/objectives/chunked_reference.py,
+  autograd per chunk), its default 1,024 rows;
 - ``fused``: distillscope ``fused_divergence`` (closed-form gradients, default 256 MB budget);
 - ``fused_1gb``: the same with ``memory_budget_mb=1024`` (fewer, larger chunks);
 - ``trl``: TRL ``GKDTrainer.generalized_jsd_loss`` (β = 0) on materialised logits;
@@ -63,6 +64,17 @@ def _reset_peak_rss() -> None:
     Path("/proc/self/clear_refs").write_text("5")
 
 
+def _chunked_reference():
+    """tests/objectives/chunked_reference.py, the autograd-per-chunk reference (not packaged)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "tests" / "objectives" / "chunked_reference.py"
+    spec = importlib.util.spec_from_file_location("chunked_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _objective(mode: str):
     """The loss function of ``mode``: (h_S, W_S, h_T, W_T) of shapes (B, T, H), (V, H) → loss."""
     import torch
@@ -76,7 +88,7 @@ def _objective(mode: str):
 
         return plain
     if mode == "chunked":
-        from distillscope.objectives import chunked_forward_kl
+        chunked_forward_kl = _chunked_reference().chunked_forward_kl
 
         def chunked(h, w, h_t, w_t):
             mask = torch.ones(h.shape[:2], dtype=torch.bool)
@@ -84,15 +96,19 @@ def _objective(mode: str):
 
         return chunked
     if mode in ("fused", "fused_1gb"):
-        from distillscope.objectives import DEFAULT_MEMORY_BUDGET_MB, fused_divergence
+        from distillscope.objectives import (
+            DEFAULT_MEMORY_BUDGET_MB,
+            ChunkSpec,
+            DivergenceOptions,
+            fused_divergence,
+        )
 
-        budget_mb = 1024 if mode == "fused_1gb" else DEFAULT_MEMORY_BUDGET_MB
+        chunks = ChunkSpec(1024 if mode == "fused_1gb" else DEFAULT_MEMORY_BUDGET_MB)
+        options = DivergenceOptions(reduction="token_mean")
 
         def fused(h, w, h_t, w_t):
             mask = torch.ones(h.shape[:2], dtype=torch.bool)
-            return fused_divergence(
-                h, w, h_t, w_t, mask, reduction="token_mean", memory_budget_mb=budget_mb
-            )[0]
+            return fused_divergence(h, w, h_t, w_t, mask, options=options, chunks=chunks)[0]
 
         return fused
     if mode == "matmul floor":

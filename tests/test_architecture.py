@@ -20,8 +20,9 @@ SRC = Path(distillscope.__file__).parent
 #: unit → the units it may import (a unit is a subpackage or a top-level module).
 ALLOWED: dict[str, set[str]] = {
     "metric_keys": set(),
-    # reader-facing names: the rollout policies' labels come from their registry
-    "labels": {"policy_registry"},
+    # reader-facing names: the rollout policies' and objective kinds' labels come from their
+    # registries (both torch-free)
+    "labels": {"policy_registry", "objectives"},
     # torch-free, so that config validation and the report can read it; each constructor
     # imports its policy class from rollout when a run calls it
     "policy_registry": {"rollout"},
@@ -35,7 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"objectives", "policy_registry", "safeyaml", "tasks"},
     "testbed": {"tasks", "models"},  # the builder saves model directories where models finds them
     "models": {"lazy"},  # testbed:teacher / testbed:student are found by path, not by import
-    "rollout": {"tasks"},
+    "rollout": {"tasks", "objectives"},  # the sampler's tempered log-softmax is the objectives' one
     "train": {
         "config",
         "lazy",

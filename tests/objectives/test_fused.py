@@ -15,6 +15,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from distillscope.objectives import (
     DEFAULT_MEMORY_BUDGET_MB,
+    ChunkSpec,
+    DivergenceOptions,
     chunk_rows,
     forward_kl,
     fused_divergence,
@@ -22,6 +24,8 @@ from distillscope.objectives import (
     kl_mixture,
     reverse_kl,
 )
+
+from .chunked_reference import chunked_divergence
 
 B, T, H, H_TEACHER = 3, 7, 8, 12
 V_STUDENT, V_TEACHER, VOCAB = 33, 37, 29  # padded head widths, both wider than the tokenizer
@@ -49,11 +53,29 @@ def _inputs(seed: int, dtype: torch.dtype = torch.float32):
     return (*(t.to(dtype) for t in tensors), mask)
 
 
-def _fused(hidden, head, teacher_hidden, teacher_head, mask, divergence, **kw):
-    """Loss, metrics and (hidden, head) gradients of the fused objective."""
+def _fused(
+    hidden,
+    head,
+    teacher_hidden,
+    teacher_head,
+    mask,
+    divergence,
+    chunk_size=None,
+    vocab_size=None,
+    **kw,
+):
+    """Loss, metrics and (hidden, head) gradients of the fused objective; ``kw`` are options."""
     h, w = hidden.clone().requires_grad_(), head.clone().requires_grad_()
     loss, metrics = fused_divergence(
-        h, w, teacher_hidden, teacher_head, mask, divergence=divergence, **EXTRA[divergence], **kw
+        h,
+        w,
+        teacher_hidden,
+        teacher_head,
+        mask,
+        divergence=divergence,
+        options=DivergenceOptions(**EXTRA[divergence], **kw),
+        chunks=ChunkSpec(chunk_size=chunk_size),
+        vocab_size=vocab_size,
     )
     loss.backward()
     return loss.detach(), metrics, h.grad, w.grad
@@ -185,6 +207,33 @@ def test_fused_equals_plain(divergence, temperatures, reduction) -> None:
 
 @pytest.mark.parametrize("divergence", list(PLAIN))
 @pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_fused_equals_the_chunked_reference(divergence, reduction) -> None:
+    # Closed-form gradients against autograd on each chunk (tests/objectives/chunked_reference.py)
+    inputs = _inputs(10)
+    kw = {"student_temperature": 0.7, "teacher_temperature": 2.0, "reduction": reduction}
+    fused = _fused(*inputs, divergence, chunk_size=4, vocab_size=VOCAB, **kw)
+    h, w = inputs[0].clone().requires_grad_(), inputs[1].clone().requires_grad_()
+    loss, metrics = chunked_divergence(
+        h,
+        w,
+        *inputs[2:],
+        divergence=divergence,
+        chunk_size=4,
+        vocab_size=VOCAB,
+        **EXTRA[divergence],
+        **kw,
+    )
+    loss.backward()
+    torch.testing.assert_close(fused[0], loss.detach(), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fused[2], h.grad, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fused[3], w.grad, atol=1e-5, rtol=1e-5)
+    assert fused[1].keys() == metrics.keys()
+    for key, value in metrics.items():
+        assert fused[1][key] == pytest.approx(value, abs=2e-5), key
+
+
+@pytest.mark.parametrize("divergence", list(PLAIN))
+@pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_float64_equals_independent_reference(divergence, reduction) -> None:
     hidden, head, teacher_hidden, teacher_head, mask = _inputs(1, torch.float64)
     tau_s, tau_t = 0.7, 2.0
@@ -238,7 +287,7 @@ def test_all_masked_is_zero_and_backward_works() -> None:
                 teacher_head,
                 mask,
                 divergence=divergence,
-                reduction=reduction,
+                options=DivergenceOptions(reduction=reduction),
                 vocab_size=VOCAB,
             )
             assert loss.item() == 0.0 and loss.requires_grad
@@ -260,9 +309,9 @@ def test_jsd_at_beta_zero_and_one_is_exactly_zero() -> None:
             teacher_head,
             mask,
             divergence="jsd",
-            beta=beta,
+            options=DivergenceOptions(beta=beta),
+            chunks=ChunkSpec(chunk_size=4),
             vocab_size=VOCAB,
-            chunk_size=4,
         )
         loss.backward()
         assert loss.item() == 0.0
@@ -274,7 +323,12 @@ def test_mixture_endpoints_are_the_two_kls() -> None:
     for alpha, pure in ((1.0, "forward_kl"), (0.0, "reverse_kl")):
         h, w = inputs[0].clone().requires_grad_(), inputs[1].clone().requires_grad_()
         mixed, _ = fused_divergence(
-            h, w, *inputs[2:], divergence="mixture", alpha=alpha, vocab_size=VOCAB
+            h,
+            w,
+            *inputs[2:],
+            divergence="mixture",
+            options=DivergenceOptions(alpha=alpha),
+            vocab_size=VOCAB,
         )
         mixed.backward()
         want = _fused(*inputs, pure, vocab_size=VOCAB)
@@ -298,12 +352,13 @@ def test_teacher_is_detached_and_no_grad_mode_skips_gradients() -> None:
     teacher_head.requires_grad_()
     h = hidden.clone().requires_grad_()
     args = (h, head, teacher_hidden, teacher_head, mask)
-    loss, metrics = fused_divergence(*args, divergence="jsd", vocab_size=VOCAB, chunk_size=3)
+    chunks = ChunkSpec(chunk_size=3)
+    loss, metrics = fused_divergence(*args, divergence="jsd", vocab_size=VOCAB, chunks=chunks)
     loss.backward()
     assert teacher_hidden.grad is None and teacher_head.grad is None
     with torch.no_grad():
         loss_eval, metrics_eval = fused_divergence(
-            *args, divergence="jsd", vocab_size=VOCAB, chunk_size=3
+            *args, divergence="jsd", vocab_size=VOCAB, chunks=chunks
         )
     assert not loss_eval.requires_grad
     assert loss_eval.item() == loss.item() and metrics_eval == metrics
@@ -330,9 +385,11 @@ def test_bad_inputs_raise_one_line_errors() -> None:
     with pytest.raises(ValueError, match="head weight"):
         fused_divergence(hidden, head.T, teacher_hidden, teacher_head, mask, vocab_size=VOCAB)
     with pytest.raises(ValueError, match="chunk_size"):
-        fused_divergence(*_inputs(9)[:4], mask, vocab_size=VOCAB, chunk_size=0)
+        fused_divergence(*_inputs(9)[:4], mask, vocab_size=VOCAB, chunks=ChunkSpec(chunk_size=0))
     with pytest.raises(ValueError, match="memory_budget_mb"):
-        fused_divergence(*_inputs(9)[:4], mask, vocab_size=VOCAB, memory_budget_mb=0)
+        fused_divergence(
+            *_inputs(9)[:4], mask, vocab_size=VOCAB, chunks=ChunkSpec(memory_budget_mb=0)
+        )
     with pytest.raises(ValueError, match="divergence"):
         fused_divergence(*_inputs(9)[:4], mask, vocab_size=VOCAB, divergence="tv")
 
@@ -400,7 +457,7 @@ def test_fused_respects_the_memory_budget(divergence) -> None:
             teacher_head,
             mask,
             divergence=divergence,
-            memory_budget_mb=budget_mb,
+            chunks=ChunkSpec(memory_budget_mb=budget_mb),
         )
         loss.backward()
     buffers = 5 if divergence == "jsd" else 4

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from distillscope.objectives import (
+    ChunkSpec,
     draw_from_hidden,
     inverse_cdf_draw,
     sampled_reverse_kl,
@@ -29,7 +30,13 @@ def test_token_logprobs_and_gradients_equal_autograd_on_logits(temperature, chun
     hidden, head, mask, tokens, v = _inputs()
     weights = torch.randn(mask.shape, dtype=torch.float64)
     got = token_logprobs_from_hidden(
-        hidden, head, tokens, mask, temperature=temperature, vocab_size=v, chunk_size=chunk_size
+        hidden,
+        head,
+        tokens,
+        mask,
+        temperature=temperature,
+        vocab_size=v,
+        chunks=ChunkSpec(chunk_size=chunk_size),
     )
     (got * weights).sum().backward()
     got_grads = hidden.grad.clone(), head.grad.clone()
@@ -66,7 +73,13 @@ def test_draws_from_hidden_equal_draws_from_logits_and_ignore_the_chunking(chunk
     hidden, head, mask, _, v = _inputs(seed=3)
     u = torch.rand(mask.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     got = draw_from_hidden(
-        hidden, head, mask, u, temperature=0.7, vocab_size=v, chunk_size=chunk_size
+        hidden,
+        head,
+        mask,
+        u,
+        temperature=0.7,
+        vocab_size=v,
+        chunks=ChunkSpec(chunk_size=chunk_size),
     )
     logp = torch.log_softmax(hidden.detach() @ head.detach()[:v].T / 0.7, dim=-1)
     want = inverse_cdf_draw(logp.reshape(-1, v), u.reshape(-1)).view(mask.shape) * mask
@@ -93,7 +106,9 @@ def test_sampled_estimator_draws_from_the_given_uniforms():
 
 def test_several_temperatures_from_one_pass_equal_one_at_a_time():
     hidden, head, mask, tokens, v = _inputs(seed=5)
-    got = token_logprobs_at_temperatures(hidden, head, tokens, mask, (0.5, 1.0), chunk_size=2)
+    got = token_logprobs_at_temperatures(
+        hidden, head, tokens, mask, (0.5, 1.0), chunks=ChunkSpec(chunk_size=2)
+    )
     for tau, logp in zip((0.5, 1.0), got, strict=True):
         want = token_logprobs_from_hidden(hidden, head, tokens, mask, temperature=tau).detach()
         torch.testing.assert_close(logp, want, rtol=0, atol=1e-12)

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from distillscope.objectives import opd_policy_gradient, regulate_advantage
+from distillscope.objectives import OPDOptions, opd_policy_gradient, regulate_advantage
 
 B, T, V = 2, 6, 9
 
@@ -38,7 +38,7 @@ def test_ratio_one_is_reinforce_with_regulated_rewards(regulation: str, reductio
         logp_teacher,
         logp_old,
         mask,
-        regulation=regulation,
+        options=OPDOptions(regulation=regulation),
         student_temperature=0.7,
         reduction=reduction,
     )
@@ -86,7 +86,12 @@ def test_advantage_metrics() -> None:
     logits, tokens, mask, logp_teacher = _batch(1)
     logp_old = _logp_of_tokens(logits, tokens)
     _, metrics = opd_policy_gradient(
-        logits, tokens, logp_teacher, logp_old, mask, regulation="hard_clip", clip_max=0.5
+        logits,
+        tokens,
+        logp_teacher,
+        logp_old,
+        mask,
+        options=OPDOptions(regulation="hard_clip", clip_max=0.5),
     )
     delta = (logp_teacher - logp_old)[mask]
     clipped = delta.clamp(-3.0, 0.5)
@@ -113,8 +118,7 @@ def _one_token(advantage_sign: float, ratio: float, eps: float = 0.2):
         logp_now + advantage_sign,  # Δℓ = ±1
         logp_now - math.log(ratio),  # r = exp(log π_θ − log π_old)
         torch.ones(1, 1, dtype=torch.bool),
-        eps_low=eps,
-        eps_high=eps,
+        options=OPDOptions(eps_low=eps, eps_high=eps),
     )
     (grad,) = torch.autograd.grad(loss, z)
     return loss, metrics, grad, z.detach(), tokens
@@ -171,8 +175,10 @@ def test_bad_options_raise() -> None:
     logits, tokens, mask, logp_teacher = _batch()
     args = (logits, tokens, logp_teacher, logp_teacher, mask)
     with pytest.raises(ValueError, match="clip_min"):
-        opd_policy_gradient(*args, regulation="hard_clip", clip_min=1.0, clip_max=1.0)
+        opd_policy_gradient(
+            *args, options=OPDOptions(regulation="hard_clip", clip_min=1.0, clip_max=1.0)
+        )
     with pytest.raises(ValueError, match="eps_low"):
-        opd_policy_gradient(*args, eps_low=1.0)
+        opd_policy_gradient(*args, options=OPDOptions(eps_low=1.0))
     with pytest.raises(ValueError, match="logp_old_B_T"):
         opd_policy_gradient(logits, tokens, logp_teacher, logp_teacher[:, :-1], mask)

@@ -6,8 +6,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distillscope.objectives import OBJECTIVES
-from distillscope.objectives.divergences import log_probs, token_divergence
+from distillscope.objectives import OBJECTIVES, ChunkSpec
+from distillscope.objectives.divergences import tempered_log_softmax, token_divergence
 from distillscope.objectives.topk import (
     check_topk,
     fold,
@@ -58,8 +58,10 @@ def test_the_folded_divergence_never_exceeds_the_full_one(divergence, seed, k, t
     ids, t_fold = teacher_topk_from_logits(teacher, k, temperature=0.7)
     s_fold = student_folded_from_logits(student, ids, tau_s)
     folded = token_divergence(s_fold, t_fold, divergence)
-    full = token_divergence(log_probs(student, tau_s), log_probs(teacher, 0.7), divergence)
-    full = full.double()  # log_probs computes in fp32
+    full = token_divergence(
+        tempered_log_softmax(student, tau_s), tempered_log_softmax(teacher, 0.7), divergence
+    )
+    full = full.double()  # the fold is fp64 (fp64 logits stay fp64)
     assert bool((folded <= full * (1 + 1e-5) + 1e-6).all())
     assert bool((folded >= -1e-12).all())
 
@@ -71,8 +73,10 @@ def test_it_equals_the_full_divergence_when_the_teacher_has_no_tail(divergence):
     ids, t_fold = teacher_topk_from_logits(teacher, 4, temperature=1.0)
     s_fold = student_folded_from_logits(student, ids, 1.0)
     folded = token_divergence(s_fold, t_fold, divergence)
-    full = token_divergence(log_probs(student, 1.0), log_probs(teacher, 1.0), divergence)
-    full = full.double()  # log_probs computes in fp32
+    full = token_divergence(
+        tempered_log_softmax(student, 1.0), tempered_log_softmax(teacher, 1.0), divergence
+    )
+    full = full.double()  # the fold is fp64 (fp64 logits stay fp64)
     if divergence == "forward_kl":  # only the student's tail is coarsened, which F ignores
         torch.testing.assert_close(folded, full, rtol=1e-5, atol=1e-5)
     else:
@@ -97,7 +101,7 @@ def test_fused_student_fold_matches_the_plain_one_in_value_and_gradient(tau, chu
 
     plain = student_folded_from_logits(hidden @ head.T, ids, tau, vocab_size=V)
     fused = student_folded_from_hidden(
-        hidden, head, ids, mask, tau, vocab_size=V, chunk_size=chunk_size
+        hidden, head, ids, mask, tau, vocab_size=V, chunks=ChunkSpec(chunk_size=chunk_size)
     )
     keep = mask.bool()
     torch.testing.assert_close(fused[keep], plain[keep])
@@ -113,7 +117,7 @@ def test_teacher_topk_from_hidden_equals_the_logits_path(chunk_size):
     hidden, head = _logits((2, 5, 6), 10, scale=1.0), _logits((15, 6), 11, scale=1.0)
     mask = torch.tensor([[1, 1, 1, 1, 0], [1, 0, 0, 0, 0]])
     ids_h, fold_h = teacher_topk_from_hidden(
-        hidden, head, mask, 4, 0.5, vocab_size=13, chunk_size=chunk_size
+        hidden, head, mask, 4, 0.5, vocab_size=13, chunks=ChunkSpec(chunk_size=chunk_size)
     )
     ids_l, fold_l = teacher_topk_from_logits(hidden @ head.T, 4, 0.5, vocab_size=13)
     keep = mask.bool()
@@ -136,7 +140,7 @@ def test_every_full_vocabulary_kind_takes_folded_inputs():
     mask = torch.ones(2, 3)
     for name, kind in OBJECTIVES.items():
         if kind.full_vocabulary:
-            loss, _ = kind.loss(s_fold, t_fold, mask)
+            loss, _ = kind.loss(fused=False)(s_fold, t_fold, mask)
             direct = token_divergence(s_fold, t_fold, name).mean()
             torch.testing.assert_close(loss.double(), direct, rtol=1e-5, atol=1e-6)
 
@@ -148,7 +152,7 @@ def test_teacher_topk_from_hidden_also_gives_the_completion_log_probs():
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
     tokens = torch.randint(0, 13, (2, 5), generator=torch.Generator().manual_seed(0)) * mask
     ids, folded, at_tau, at_one = teacher_topk_from_hidden(
-        hidden, head, mask, 3, 0.5, vocab_size=13, chunk_size=3, tokens_B_T=tokens
+        hidden, head, mask, 3, 0.5, vocab_size=13, chunks=ChunkSpec(chunk_size=3), tokens_B_T=tokens
     )
     ref_tau, ref_one = token_logprobs_at_temperatures(
         hidden, head, tokens, mask, (0.5, 1.0), vocab_size=13

@@ -2,7 +2,8 @@
 
 Every objective here is a pure function ``(logits, logits, mask, options) -> (loss, metrics)``:
 
-- log-probabilities are ``log_softmax(z / temperature)`` in fp32 whatever the input dtype;
+- log-probabilities are ``log_softmax(z / temperature)`` in fp32 whatever the input dtype
+  (:func:`tempered_log_softmax`, the one body every sampler, scorer and loss calls);
 - the teacher is detached (it is frozen and gets no gradient, docs/method.md §1);
 - ``mask_B_T`` marks the completion tokens that count (prompt and padding are False);
 - ``reduction`` is one of
@@ -24,14 +25,14 @@ from typing import Literal
 
 import torch
 
-Reduction = Literal["seq_mean", "token_mean", "sum"]
+from distillscope.objectives.options import REDUCTIONS, DivergenceOptions, Reduction
+
 Divergence = Literal["forward_kl", "reverse_kl", "jsd", "mixture"]
-REDUCTIONS: tuple[str, ...] = ("seq_mean", "token_mean", "sum")
 DIVERGENCES: tuple[str, ...] = ("forward_kl", "reverse_kl", "jsd", "mixture")
 
 
 # ---------------------------------------------------------------------------------------------
-# Checks and shared pieces (also used by chunked.py, estimators.py and opd.py)
+# Checks and shared pieces (also used by fused.py, estimators.py and opd.py)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -92,9 +93,19 @@ def align_vocab(
     return student_logits_B_T_V, teacher_logits_B_T_V
 
 
-def log_probs(logits_B_T_V: torch.Tensor, temperature: float) -> torch.Tensor:
-    """``log_softmax(z / temperature)`` over the last dimension, computed in fp32."""
-    return torch.log_softmax(logits_B_T_V.float() / temperature, dim=-1)
+def tempered_log_softmax(
+    logits_V: torch.Tensor, temperature: float, vocab_size: int | None = None
+) -> torch.Tensor:
+    """ℓ = log_softmax(z[..., :V] / τ) over the last dimension, in fp32 (docs/method.md §1–§2).
+
+    The one tempered log-softmax of the package: the sampler draws from it, the scorers and
+    every loss read it. Low-precision logits are promoted to fp32 first (fp64 stays fp64);
+    ``vocab_size`` V cuts padded head columns off before the softmax (None: the full width). At
+    τ = 1 the division, an exact no-op that would copy the tensor, is skipped.
+    """
+    z_V = logits_V if vocab_size is None else logits_V[..., :vocab_size]
+    z_V = z_V.to(torch.promote_types(z_V.dtype, torch.float32))
+    return torch.log_softmax(z_V if temperature == 1.0 else z_V / temperature, dim=-1)
 
 
 def token_weights(
@@ -229,21 +240,25 @@ STAT_KEYS = (
 )
 
 
-def _objective(
+def divergence_loss(
     student_logits_B_T_V: torch.Tensor,
     teacher_logits_B_T_V: torch.Tensor,
     mask_B_T: torch.Tensor,
-    divergence: str,
     *,
-    student_temperature: float,
-    teacher_temperature: float,
-    reduction: str,
-    vocab_size: int | None,
-    beta: float = 0.5,
-    alpha: float = 0.5,
+    divergence: str = "forward_kl",
+    options: DivergenceOptions | None = None,
+    vocab_size: int | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Shared body of the public objectives: align, log-softmax, divergence, reduce, metrics."""
-    check_options(reduction, student_temperature, teacher_temperature)
+    """Any divergence of :func:`token_divergence` on logits, reduced: the body of the public
+    objectives below (align, log-softmax, divergence, reduce, metrics).
+
+    loss = Σ_n w_n D(softmax(z_S,n / τ_S), softmax(z_T,n / τ_T)) with the reduction weights w of
+    :func:`token_weights` (docs/method.md §1–§2, [P] Eq. 1); the plain form of every
+    full-vocabulary kind, as :func:`~distillscope.objectives.fused.fused_divergence` is its form
+    from hidden states. ``options`` defaults to :class:`DivergenceOptions`' defaults.
+    """
+    o = options or DivergenceOptions()
+    check_options(o.reduction, o.student_temperature, o.teacher_temperature)
     student_logits_B_T_V, teacher_logits_B_T_V = align_vocab(
         student_logits_B_T_V, teacher_logits_B_T_V, vocab_size
     )
@@ -253,12 +268,12 @@ def _objective(
             f"{tuple(teacher_logits_B_T_V.shape)} must cover the same (B, T) positions"
         )
     check_shape("mask_B_T", mask_B_T, student_logits_B_T_V.shape[:-1])
-    logp_student_B_T_V = log_probs(student_logits_B_T_V, student_temperature)
-    logp_teacher_B_T_V = log_probs(teacher_logits_B_T_V.detach(), teacher_temperature)
+    logp_student_B_T_V = tempered_log_softmax(student_logits_B_T_V, o.student_temperature)
+    logp_teacher_B_T_V = tempered_log_softmax(teacher_logits_B_T_V.detach(), o.teacher_temperature)
     per_token_B_T = token_divergence(
-        logp_student_B_T_V, logp_teacher_B_T_V, divergence, beta=beta, alpha=alpha
+        logp_student_B_T_V, logp_teacher_B_T_V, divergence, beta=o.beta, alpha=o.alpha
     )
-    loss = reduce_tokens(per_token_B_T, mask_B_T, reduction)
+    loss = reduce_tokens(per_token_B_T, mask_B_T, o.reduction)
 
     stats_4_B_T = token_stats(logp_student_B_T_V.detach(), logp_teacher_B_T_V)
     weights_B_T = token_weights(mask_B_T, "token_mean")
@@ -302,14 +317,13 @@ def forward_kl(
     Returns:
         ``(loss, metrics)``: a scalar fp32 loss and the metrics listed in the module docstring.
     """
-    return _objective(
+    options = DivergenceOptions(student_temperature, teacher_temperature, reduction)
+    return divergence_loss(
         student_logits_B_T_V,
         teacher_logits_B_T_V,
         mask_B_T,
-        "forward_kl",
-        student_temperature=student_temperature,
-        teacher_temperature=teacher_temperature,
-        reduction=reduction,
+        divergence="forward_kl",
+        options=options,
         vocab_size=vocab_size,
     )
 
@@ -330,14 +344,13 @@ def reverse_kl(
     gradient w.r.t. the student logits is ∂R/∂z_S = π_S ⊙ (log π_S − log π_T − R) ([P] Eq. 5).
     Arguments and return value as in :func:`forward_kl`.
     """
-    return _objective(
+    options = DivergenceOptions(student_temperature, teacher_temperature, reduction)
+    return divergence_loss(
         student_logits_B_T_V,
         teacher_logits_B_T_V,
         mask_B_T,
-        "reverse_kl",
-        student_temperature=student_temperature,
-        teacher_temperature=teacher_temperature,
-        reduction=reduction,
+        divergence="reverse_kl",
+        options=options,
         vocab_size=vocab_size,
     )
 
@@ -362,16 +375,14 @@ def generalized_jsd(
     :func:`forward_kl`, :func:`reverse_kl` or :func:`kl_mixture` for those.
     Other arguments and the return value as in :func:`forward_kl`.
     """
-    return _objective(
+    options = DivergenceOptions(student_temperature, teacher_temperature, reduction, beta=beta)
+    return divergence_loss(
         student_logits_B_T_V,
         teacher_logits_B_T_V,
         mask_B_T,
-        "jsd",
-        student_temperature=student_temperature,
-        teacher_temperature=teacher_temperature,
-        reduction=reduction,
+        divergence="jsd",
+        options=options,
         vocab_size=vocab_size,
-        beta=beta,
     )
 
 
@@ -391,14 +402,12 @@ def kl_mixture(
     α = 1 is :func:`forward_kl`, α = 0 is :func:`reverse_kl`. Other arguments and the return
     value as in :func:`forward_kl`.
     """
-    return _objective(
+    options = DivergenceOptions(student_temperature, teacher_temperature, reduction, alpha=alpha)
+    return divergence_loss(
         student_logits_B_T_V,
         teacher_logits_B_T_V,
         mask_B_T,
-        "mixture",
-        student_temperature=student_temperature,
-        teacher_temperature=teacher_temperature,
-        reduction=reduction,
+        divergence="mixture",
+        options=options,
         vocab_size=vocab_size,
-        alpha=alpha,
     )

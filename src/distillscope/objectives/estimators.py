@@ -34,9 +34,9 @@ from distillscope.objectives.divergences import (
     align_vocab,
     check_options,
     check_shape,
-    log_probs,
     masked_mean,
     reduce_tokens,
+    tempered_log_softmax,
 )
 from distillscope.objectives.fused_tokens import inverse_cdf_draw
 
@@ -49,15 +49,15 @@ def _sampled_objective(
     tokens_B_T: torch.Tensor | None,
     mask_B_T: torch.Tensor,
     direction: Direction,
-    generator: torch.Generator | None,
+    uniforms_B_T: torch.Tensor | None,
     *,
     student_temperature: float,
     teacher_temperature: float,
     reduction: str,
     vocab_size: int | None,
-    uniforms_B_T: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Shared body: pick y per position (draw or rollout token), then the estimator's loss."""
+    """Shared body: pick y per position (the rollout's token, or a draw by inverse CDF from
+    ``uniforms_B_T``), then the estimator's loss."""
     check_options(reduction, student_temperature, teacher_temperature)
     student_logits_B_T_V, teacher_logits_B_T_V = align_vocab(
         student_logits_B_T_V, teacher_logits_B_T_V, vocab_size
@@ -69,13 +69,11 @@ def _sampled_objective(
         )
     check_shape("mask_B_T", mask_B_T, student_logits_B_T_V.shape[:-1])
     keep_B_T = mask_B_T.bool()
-    logp_student_B_T_V = log_probs(student_logits_B_T_V, student_temperature)
-    logp_teacher_B_T_V = log_probs(teacher_logits_B_T_V.detach(), teacher_temperature)
+    logp_student_B_T_V = tempered_log_softmax(student_logits_B_T_V, student_temperature)
+    logp_teacher_B_T_V = tempered_log_softmax(teacher_logits_B_T_V.detach(), teacher_temperature)
 
     if tokens_B_T is None:  # draw y' from the sampling model; every position draws once
         sampler_logp_B_T_V = logp_teacher_B_T_V if direction == "forward" else logp_student_B_T_V
-        if uniforms_B_T is None:
-            uniforms_B_T = draw_uniforms(keep_B_T.shape, generator, keep_B_T.device)
         check_shape("uniforms_B_T", uniforms_B_T, keep_B_T.shape)
         vocab = sampler_logp_B_T_V.shape[-1]
         tokens_N = inverse_cdf_draw(
@@ -153,18 +151,19 @@ def sampled_forward_kl(
     (one U[0, 1) per position) replaces the generator: y' is drawn by inverse CDF from it, so
     the same uniforms give the same tokens on every path (:mod:`.fused_tokens`).
     """
+    if uniforms_B_T is None:
+        uniforms_B_T = draw_uniforms(mask_B_T.shape, generator, mask_B_T.device)
     return _sampled_objective(
         student_logits_B_T_V,
         teacher_logits_B_T_V,
         None,
         mask_B_T,
         "forward",
-        generator,
+        uniforms_B_T,
         student_temperature=student_temperature,
         teacher_temperature=teacher_temperature,
         reduction=reduction,
         vocab_size=vocab_size,
-        uniforms_B_T=uniforms_B_T,
     )
 
 
@@ -185,18 +184,19 @@ def sampled_reverse_kl(
     [P] App. A.2. Its gradient is an unbiased estimate of ∇ KL(π_S ‖ π_T) (score function; the
     sample itself is a constant). ``generator`` as in :func:`sampled_forward_kl`.
     """
+    if uniforms_B_T is None:
+        uniforms_B_T = draw_uniforms(mask_B_T.shape, generator, mask_B_T.device)
     return _sampled_objective(
         student_logits_B_T_V,
         teacher_logits_B_T_V,
         None,
         mask_B_T,
         "reverse",
-        generator,
+        uniforms_B_T,
         student_temperature=student_temperature,
         teacher_temperature=teacher_temperature,
         reduction=reduction,
         vocab_size=vocab_size,
-        uniforms_B_T=uniforms_B_T,
     )
 
 

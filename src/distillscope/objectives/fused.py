@@ -3,8 +3,9 @@
 The same objectives as :mod:`.divergences` (docs/method.md §1–§2) computed the way
 docs/method.md §2 "Memory" asks: from the final hidden states and the LM-head weights, a chunk
 of token rows at a time, so the [tokens × V] logits of the two models never exist at once.
-Unlike :mod:`.chunked`, no autograd graph is built per chunk: the gradient w.r.t. the chunk's
-student logits is written in closed form, folded at once into ∂L/∂h = G W and ∂L/∂W += Gᵀ h, and
+No autograd graph is built per chunk (as the tests' reference implementation,
+tests/objectives/chunked_reference.py, does): the gradient w.r.t. the chunk's student logits
+is written in closed form, folded at once into ∂L/∂h = G W and ∂L/∂W += Gᵀ h, and
 dropped (the pattern of Liger-Kernel's fused linear losses). ``backward`` only scales those two
 by the incoming gradient. One pass over the chunk does loss, metrics and gradient; the chunk's
 buffers are allocated once and reused.
@@ -27,14 +28,15 @@ the row *after* the matmuls, on the (rows × H) side, never on the (rows × V) b
 Memory. Per chunk of C rows: four (C × V) buffers in fp32 (fp64 for fp64 inputs) —
 student and teacher log-probs, student and teacher probs, the gradient written into one of
 them — five for JSD, plus one (C × V) product in the input dtype when the inputs are
-bf16/fp16. :func:`chunk_rows` picks the largest C whose buffers fit ``memory_budget_mb``, and
-the N rows are split into ⌈N / C⌉ equal chunks. On top of that: ∂L/∂W (V_s × H, the size of the
-head, accumulated in fp32) and ∂L/∂h (N × H).
+bf16/fp16. :class:`~.options.ChunkSpec` picks the largest C whose buffers fit its
+``memory_budget_mb`` (or takes its ``chunk_size``), and the N rows are split into ⌈N / C⌉ equal
+chunks. On top of that: ∂L/∂W (V_s × H, the size of the head, accumulated in fp32) and ∂L/∂h
+(N × H).
 
-The default budget, :data:`DEFAULT_MEMORY_BUDGET_MB` = 256 MB, allows 500 rows at V = 32,000
-and 124 at V = 128,256. It trades time for memory at large V: each chunk re-reads the heads in
-three matmuls, and on a CPU a matmul with ~128 rows runs ~1.5× slower per row than one with
-≥ 512 (bench/bench_objectives.py shows both budgets); raise it where memory allows.
+The default budget, :data:`~.options.DEFAULT_MEMORY_BUDGET_MB` = 256 MB, allows 500 rows at
+V = 32,000 and 124 at V = 128,256. It trades time for memory at large V: each chunk re-reads the
+heads in three matmuls, and on a CPU a matmul with ~128 rows runs ~1.5× slower per row than one
+with ≥ 512 (bench/bench_objectives.py shows both budgets); raise it where memory allows.
 
 No bias terms (LM heads of Llama/Qwen have none). Metric keys and values as in
 :mod:`.divergences`, so metrics never depend on the path.
@@ -43,40 +45,28 @@ No bias terms (LM heads of Llama/Qwen have none). Metric keys and values as in
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
 from distillscope.objectives.divergences import (
     STAT_KEYS,
-    Reduction,
     check_divergence,
     check_options,
     check_shape,
     token_weights,
 )
-
-DEFAULT_MEMORY_BUDGET_MB = 256.0
-"""Default budget for a chunk's transient (rows × V) buffers; see :func:`chunk_rows`."""
+from distillscope.objectives.options import ChunkSpec, DivergenceOptions
 
 
-def chunk_rows(
-    memory_budget_mb: float, vocab_size: int, *, buffers: int = 4, bytes_per_value: int = 4
-) -> int:
-    """Token rows per chunk so that ``buffers`` (rows × vocab_size) buffers fit the budget.
+@dataclass(frozen=True)
+class _Plan:
+    """What one fused call computes: the divergence, its options, rows per chunk, V."""
 
-    rows = ⌊budget / (buffers · vocab_size · bytes_per_value)⌋ with budget in MB (10⁶ bytes),
-    and at least 1 (one row is the floor: a budget below one row's buffers is not honoured).
-    Non-decreasing in the budget, non-increasing in the vocabulary size and buffer count.
-    """
-    if not memory_budget_mb > 0:
-        raise ValueError(f"memory_budget_mb must be positive, got {memory_budget_mb}")
-    if vocab_size < 1 or buffers < 1 or bytes_per_value < 1:
-        raise ValueError(
-            f"vocab_size, buffers and bytes_per_value must be ≥ 1, got "
-            f"{vocab_size}, {buffers}, {bytes_per_value}"
-        )
-    bytes_per_row = buffers * vocab_size * bytes_per_value
-    return max(1, int(memory_budget_mb * 1e6) // bytes_per_row)
+    divergence: str
+    options: DivergenceOptions
+    rows: int
+    vocab: int
 
 
 def _logits_into(
@@ -95,7 +85,7 @@ def _closed_form(
     logp_C_2_V: torch.Tensor,
     p_C_2_V: torch.Tensor,
     spare_C_V: torch.Tensor | None,
-    options: dict,
+    plan: _Plan,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
     """Per-row divergence, the 4 metric stats, and ∂D/∂a (see module docstring) for one chunk.
 
@@ -114,7 +104,7 @@ def _closed_form(
     logp_student_C_V, logp_teacher_C_V = logp_C_2_V[:, 0], logp_C_2_V[:, 1]
     p_student_C_V, p_teacher_C_V = p_C_2_V[:, 0], p_C_2_V[:, 1]
 
-    divergence = options["divergence"]
+    divergence = plan.divergence
     if divergence == "forward_kl":  # p_S − p_T, written over p_S
         return forward_C, stats_4_C, p_student_C_V.sub_(p_teacher_C_V), 1.0
     if divergence in ("reverse_kl", "mixture"):
@@ -122,13 +112,13 @@ def _closed_form(
         grad_C_V = logp_student_C_V.sub_(logp_teacher_C_V).sub_(reverse_C[:, None])
         if divergence == "reverse_kl":
             return reverse_C, stats_4_C, grad_C_V.mul_(p_student_C_V), 1.0
-        alpha = options["alpha"]  # α (p_S − p_T) + (1−α) p_S ⊙ (ℓ_S − ℓ_T − R)
+        alpha = plan.options.alpha  # α (p_S − p_T) + (1−α) p_S ⊙ (ℓ_S − ℓ_T − R)
         grad_C_V.mul_(1.0 - alpha).add_(alpha).mul_(p_student_C_V).sub_(p_teacher_C_V, alpha=alpha)
         return alpha * forward_C + (1.0 - alpha) * reverse_C, stats_4_C, grad_C_V, 1.0
 
     # jsd. log M with M = β p_T + (1−β) p_S; at β ∈ {0, 1} log M is ℓ_S / ℓ_T exactly, so the
     # divergence and its gradient are exactly 0 there, as in the plain path.
-    beta = options["beta"]
+    beta = plan.options.beta
     if beta == 0.0:
         logp_mix_C_V = logp_student_C_V
     elif beta == 1.0:
@@ -193,10 +183,11 @@ class _FusedDivergence(torch.autograd.Function):
         teacher_hidden_N_H: torch.Tensor,
         teacher_head_V_H: torch.Tensor,
         weights_N: torch.Tensor,
-        options: dict,
+        plan: _Plan,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         need_hidden_grad, need_head_grad = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        rows, vocab = student_hidden_N_H.shape[0], options["vocab_size"]
+        rows, vocab = student_hidden_N_H.shape[0], plan.vocab
+        tau_s, tau_t = plan.options.student_temperature, plan.options.teacher_temperature
         device = student_hidden_N_H.device
         dtype = torch.promote_types(student_hidden_N_H.dtype, torch.float32)  # softmax dtype
         head_V_H = student_head_V_H[:vocab]  # row slices of the heads: views, no copy
@@ -213,7 +204,7 @@ class _FusedDivergence(torch.autograd.Function):
                 grad_head_V_H.zero_()
         # Equal chunks, as few as the bound allows: no small trailing chunk (a matmul with few
         # rows re-reads the whole head for little work), and the buffers shrink to fit.
-        chunks = max(1, math.ceil(rows / options["chunk_size"]))
+        chunks = max(1, math.ceil(rows / plan.rows))
         chunk = max(1, math.ceil(rows / chunks))
         # Student and teacher side by side, (C, 2, V): one log_softmax, one exp and one batched
         # product serve both models (see _closed_form).
@@ -221,7 +212,7 @@ class _FusedDivergence(torch.autograd.Function):
         p_C_2_V = torch.empty_like(logp_C_2_V)
         spare_C_V = (
             torch.empty((chunk, vocab), dtype=dtype, device=device)
-            if _buffer_count(options["divergence"], options["beta"]) > 4
+            if _buffer_count(plan.divergence, plan.options.beta) > 4
             else None
         )
         loss_sum = torch.zeros((), dtype=dtype, device=device)
@@ -231,24 +222,19 @@ class _FusedDivergence(torch.autograd.Function):
             hidden_C_H = student_hidden_N_H[start:stop]
             logp, p = logp_C_2_V[: stop - start], p_C_2_V[: stop - start]
             spare = None if spare_C_V is None else spare_C_V[: stop - start]
-            _logits_into(hidden_C_H, head_V_H, options["student_temperature"], logp[:, 0])
-            _logits_into(
-                teacher_hidden_N_H[start:stop],
-                teacher_head_V_H,
-                options["teacher_temperature"],
-                logp[:, 1],
-            )
+            _logits_into(hidden_C_H, head_V_H, tau_s, logp[:, 0])
+            _logits_into(teacher_hidden_N_H[start:stop], teacher_head_V_H, tau_t, logp[:, 1])
             logp_2C_V = logp.view(-1, vocab)  # (C·2, V): row c·2 + i is model i of token c
             torch.log_softmax(logp_2C_V, dim=-1, out=logp_2C_V)
             torch.exp(logp, out=p)
-            divergence_C, stats_4_C, grad_C_V, scale = _closed_form(logp, p, spare, options)
+            divergence_C, stats_4_C, grad_C_V, scale = _closed_form(logp, p, spare, plan)
             weights_C = weights_N[start:stop].to(dtype)
             loss_sum += (divergence_C * weights_C).sum()
             stat_sums_4 += stats_4_C.sum(dim=-1)
             # ∂L/∂z_S = (w_n · scale / τ_S) ⊙ grad_C_V; the row factor goes on the (C × H) side.
             _fold_gradient(
                 grad_C_V,
-                (weights_C * (scale / options["student_temperature"]))[:, None],
+                (weights_C * (scale / tau_s))[:, None],
                 hidden_C_H,
                 head_V_H,
                 None if grad_hidden_N_H is None else grad_hidden_N_H[start:stop],
@@ -322,14 +308,9 @@ def fused_divergence(
     mask_B_T: torch.Tensor,
     *,
     divergence: str = "forward_kl",
-    memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
-    chunk_size: int | None = None,
-    student_temperature: float = 1.0,
-    teacher_temperature: float = 1.0,
-    reduction: Reduction = "seq_mean",
+    options: DivergenceOptions | None = None,
+    chunks: ChunkSpec | None = None,
     vocab_size: int | None = None,
-    beta: float = 0.5,
-    alpha: float = 0.5,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Any divergence of :mod:`.divergences` from hidden states, fused and chunked by memory.
 
@@ -345,21 +326,23 @@ def fused_divergence(
         teacher_hidden_B_T_H: teacher final hidden states; its width H_t may differ.
         teacher_head_V_H: teacher LM-head weight, (V_t, H_t).
         mask_B_T: True at the completion tokens that count; only those rows are projected.
-        divergence: "forward_kl", "reverse_kl", "jsd" (uses ``beta``) or "mixture" (``alpha``).
-        memory_budget_mb: bound on the chunk's transient (rows × V) buffers; the rows per
-            chunk are :func:`chunk_rows` of it.
-        chunk_size: explicit bound on the rows per chunk, overriding the budget (tests,
-            benchmarks). Either bound splits the N masked rows into ⌈N / bound⌉ equal chunks.
+        divergence: "forward_kl", "reverse_kl", "jsd" (uses ``options.beta``) or "mixture"
+            (``options.alpha``).
+        options: temperatures, reduction, β, α (:class:`~.options.DivergenceOptions`; its
+            defaults when None).
+        chunks: rows per chunk, from a memory budget on the chunk's transient (rows × V)
+            buffers or an explicit ``chunk_size`` (:class:`~.options.ChunkSpec`; its default
+            256 MB budget when None). Either bound splits the N masked rows into ⌈N / bound⌉
+            equal chunks.
         vocab_size: use only the first ``vocab_size`` rows of both heads (docs/method.md §1);
             without it, heads of different widths raise ValueError.
 
     Returns:
-        ``(loss, metrics)`` exactly as the plain objective returns them.
+        ``(loss, metrics)`` exactly as :func:`~.divergences.divergence_loss` returns them.
     """
-    check_options(reduction, student_temperature, teacher_temperature)
-    check_divergence(divergence, beta=beta, alpha=alpha)
-    if chunk_size is not None and chunk_size < 1:
-        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    o = options or DivergenceOptions()
+    check_options(o.reduction, o.student_temperature, o.teacher_temperature)
+    check_divergence(divergence, beta=o.beta, alpha=o.alpha)
     vocab = check_hidden_inputs(
         student_hidden_B_T_H,
         student_head_V_H,
@@ -370,23 +353,10 @@ def fused_divergence(
     )
     keep_B_T = mask_B_T.bool()
     dtype = torch.promote_types(student_hidden_B_T_H.dtype, torch.float32)  # fp32, fp64 for fp64
-    weights_N = token_weights(keep_B_T, reduction, dtype)[keep_B_T]  # (N,) reduction weights
-    if chunk_size is None:
-        chunk_size = chunk_rows(
-            memory_budget_mb,
-            vocab,
-            buffers=_buffer_count(divergence, beta),
-            bytes_per_value=dtype.itemsize,
-        )
-    options = {
-        "divergence": divergence,
-        "chunk_size": chunk_size,
-        "vocab_size": vocab,
-        "student_temperature": student_temperature,
-        "teacher_temperature": teacher_temperature,
-        "beta": beta,
-        "alpha": alpha,
-    }
+    weights_N = token_weights(keep_B_T, o.reduction, dtype)[keep_B_T]  # (N,) reduction weights
+    rows = (chunks or ChunkSpec()).rows(
+        vocab, buffers=_buffer_count(divergence, o.beta), bytes_per_value=dtype.itemsize
+    )
     return apply_over_rows(
         _FusedDivergence,
         student_hidden_B_T_H,
@@ -395,7 +365,7 @@ def fused_divergence(
         teacher_head_V_H,
         keep_B_T,
         weights_N,
-        options,
+        _Plan(divergence, o, rows, vocab),
     )
 
 
@@ -407,13 +377,13 @@ def apply_over_rows(
     teacher_head_V_H: torch.Tensor,
     keep_B_T: torch.Tensor,
     weights_N: torch.Tensor,
-    options: dict,
+    plan: object,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Run a hidden-state divergence ``function`` on the kept rows; ``(loss, metrics)``.
 
-    ``function.apply(h_S (N, H), W_S, h_T (N, H_t), W_T, weights_N, options)`` returns the
-    weighted loss sum and the four metric sums (:data:`STAT_KEYS`); the fused and the chunked
-    (autograd per chunk) forms share this wrapper. The teacher is detached.
+    ``function.apply(h_S (N, H), W_S, h_T (N, H_t), W_T, weights_N, plan)`` returns the
+    weighted loss sum and the four metric sums (:data:`STAT_KEYS`); the fused form and the
+    tests' reference (autograd per chunk) share this wrapper. The teacher is detached.
     """
     if not torch.is_grad_enabled():
         # Under no_grad, Function.forward still sees needs_input_grad=True; detaching the
@@ -426,7 +396,7 @@ def apply_over_rows(
         teacher_hidden_B_T_H.detach()[keep_B_T],
         teacher_head_V_H.detach(),
         weights_N,
-        options,
+        plan,
     )
     tokens = keep_B_T.sum().float().reshape(1)
     means_4 = stat_sums_4 / tokens.clamp_min(1.0)

@@ -3,9 +3,8 @@
 OPD, the sampled estimators and every diagnostic (k1/k2/k3, likelihoods) need only
 ℓ(y_n) = log softmax(h_n Wᵀ / τ)[y_n] of one token per position, or one draw per position. At
 V = 151,936 the [tokens × V] logits they are usually gathered from are the memory wall
-(docs/method.md §2, Memory); here they exist for one chunk of rows at a time, sized by
-``memory_budget_mb`` (:func:`~distillscope.objectives.fused.chunk_rows`), in the forward *and*
-the backward pass.
+(docs/method.md §2, Memory); here they exist for one chunk of rows at a time, sized by a
+:class:`~distillscope.objectives.options.ChunkSpec`, in the forward *and* the backward pass.
 
 Gradient (recomputed chunk by chunk in ``backward``, nothing of size V is saved): with
 p = softmax(z / τ) and upstream g_n = ∂L/∂ℓ(y_n),
@@ -22,7 +21,8 @@ from __future__ import annotations
 
 import torch
 
-from distillscope.objectives.fused import DEFAULT_MEMORY_BUDGET_MB, chunk_rows
+from distillscope.objectives.divergences import tempered_log_softmax
+from distillscope.objectives.options import ChunkSpec
 
 #: (rows × V) fp32 buffers one chunk of the token log-prob needs (logits, exp, and one spare).
 TOKEN_BUFFERS = 3
@@ -40,15 +40,9 @@ def inverse_cdf_draw(logp_N_V: torch.Tensor, uniforms_N: torch.Tensor) -> torch.
     return tokens_N.clamp_max(logp_N_V.shape[-1] - 1)
 
 
-def _rows_per_chunk(vocab: int, memory_budget_mb: float, chunk_size: int | None, rows: int) -> int:
-    bound = chunk_size if chunk_size else chunk_rows(memory_budget_mb, vocab, buffers=TOKEN_BUFFERS)
-    return max(1, min(bound, rows))
-
-
 def _chunk_logprobs(hidden_C_H: torch.Tensor, head_V_H: torch.Tensor, tau: float) -> torch.Tensor:
     """log softmax(h Wᵀ / τ) of one chunk in fp32 (fp64 for fp64 inputs; docs/method.md §2)."""
-    logits_C_V = (hidden_C_H @ head_V_H.T).to(_softmax_dtype(hidden_C_H))
-    return torch.log_softmax(logits_C_V / tau, dim=-1)
+    return tempered_log_softmax(hidden_C_H @ head_V_H.T, tau)
 
 
 def _softmax_dtype(tensor: torch.Tensor) -> torch.dtype:
@@ -87,15 +81,14 @@ def _masked_rows(
     head_V_H: torch.Tensor,
     mask_B_T: torch.Tensor,
     vocab_size: int | None,
-    memory_budget_mb: float,
-    chunk_size: int | None,
+    chunks: ChunkSpec | None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
     """(keep_B_T, hidden_N_H of the masked positions, head sliced to V, rows per chunk)."""
     vocab = head_V_H.shape[0] if vocab_size is None else vocab_size
     keep_B_T = mask_B_T.bool()
     hidden_N_H = hidden_B_T_H[keep_B_T]
-    rows = _rows_per_chunk(vocab, memory_budget_mb, chunk_size, hidden_N_H.shape[0])
-    return keep_B_T, hidden_N_H, head_V_H[:vocab], rows
+    bound = (chunks or ChunkSpec()).rows(vocab, buffers=TOKEN_BUFFERS)
+    return keep_B_T, hidden_N_H, head_V_H[:vocab], max(1, min(bound, hidden_N_H.shape[0]))
 
 
 class _TokenLogprobs(torch.autograd.Function):
@@ -156,19 +149,18 @@ def token_logprobs_from_hidden(
     *,
     temperature: float = 1.0,
     vocab_size: int | None = None,
-    memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
-    chunk_size: int | None = None,
+    chunks: ChunkSpec | None = None,
 ) -> torch.Tensor:
     """ℓ_B_T = log softmax(h Wᵀ / τ)[y] (fp32) at masked positions, 0 elsewhere; differentiable.
 
     Only the first ``vocab_size`` rows of the head count (docs/method.md §1). Gradients flow to
-    ``hidden_B_T_H`` and ``head_V_H`` when grad mode is on; logits exist for ``chunk_size``
-    rows at a time (or as many as ``memory_budget_mb`` allows), never for the whole batch.
+    ``hidden_B_T_H`` and ``head_V_H`` when grad mode is on; logits exist for one chunk of rows
+    at a time (``chunks``; the default 256 MB budget when None), never for the whole batch.
     """
     if temperature <= 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
     keep_B_T, hidden_N_H, head, rows = _masked_rows(
-        hidden_B_T_H, head_V_H, mask_B_T, vocab_size, memory_budget_mb, chunk_size
+        hidden_B_T_H, head_V_H, mask_B_T, vocab_size, chunks
     )
     tokens_N = tokens_B_T[keep_B_T].long()
     if bool((tokens_N >= head.shape[0]).any()) or bool((tokens_N < 0).any()):
@@ -192,8 +184,7 @@ def token_logprobs_at_temperatures(
     temperatures: tuple[float, ...],
     *,
     vocab_size: int | None = None,
-    memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
-    chunk_size: int | None = None,
+    chunks: ChunkSpec | None = None,
 ) -> list[torch.Tensor]:
     """:func:`token_logprobs_from_hidden` at several temperatures from one head pass, no graph.
 
@@ -201,7 +192,7 @@ def token_logprobs_at_temperatures(
     product h Wᵀ per chunk serves every τ (diagnostics read the loss temperatures and 1.0).
     """
     keep_B_T, hidden_N_H, head, rows = _masked_rows(
-        hidden_B_T_H, head_V_H, mask_B_T, vocab_size, memory_budget_mb, chunk_size
+        hidden_B_T_H, head_V_H, mask_B_T, vocab_size, chunks
     )
     tokens_N_1 = tokens_B_T[keep_B_T].long()[:, None]
 
@@ -210,7 +201,7 @@ def token_logprobs_at_temperatures(
         at_tau = {1.0: logp_C_V}  # ℓ₁ itself; each other τ is one more log_softmax
         for tau in temperatures:
             if tau not in at_tau:
-                at_tau[tau] = torch.log_softmax(logp_C_V / tau, -1)
+                at_tau[tau] = tempered_log_softmax(logp_C_V, tau)
         return torch.cat([at_tau[tau].gather(-1, index_C_1) for tau in temperatures], dim=-1)
 
     out_N_K = hidden_N_H.new_empty(
@@ -230,8 +221,7 @@ def draw_from_hidden(
     *,
     temperature: float = 1.0,
     vocab_size: int | None = None,
-    memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
-    chunk_size: int | None = None,
+    chunks: ChunkSpec | None = None,
 ) -> torch.Tensor:
     """y_B_T ~ softmax(h Wᵀ / τ) at masked positions (0 elsewhere), by :func:`inverse_cdf_draw`.
 
@@ -239,7 +229,7 @@ def draw_from_hidden(
     tokens as the plain estimators' draws from the logits.
     """
     keep_B_T, hidden_N_H, head, rows = _masked_rows(
-        hidden_B_T_H, head_V_H, mask_B_T, vocab_size, memory_budget_mb, chunk_size
+        hidden_B_T_H, head_V_H, mask_B_T, vocab_size, chunks
     )
     uniforms_N = uniforms_B_T[keep_B_T]
     tokens_N = _map_chunks(

@@ -13,35 +13,33 @@ what each key means is registered in :mod:`distillscope.metric_keys`, the one li
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 
 from distillscope.objectives.divergences import (
-    Reduction,
     check_options,
     check_shape,
-    log_probs,
     masked_mean,
     reduce_tokens,
+    tempered_log_softmax,
 )
+from distillscope.objectives.options import REGULATIONS, OPDOptions, Reduction, Regulation
 
-Regulation = Literal["none", "hard_clip", "log_compress"]
-REGULATIONS: tuple[str, ...] = ("none", "hard_clip", "log_compress")
+_DEFAULTS = OPDOptions()
 
 
 def regulate_advantage(
     delta_B_T: torch.Tensor,
-    regulation: Regulation = "none",
+    regulation: Regulation = _DEFAULTS.regulation,
     *,
-    clip_min: float = -3.0,
-    clip_max: float = 3.0,
+    clip_min: float = _DEFAULTS.clip_min,
+    clip_max: float = _DEFAULTS.clip_max,
 ) -> torch.Tensor:
     """The signal regulation g of [D] (docs/method.md §4), elementwise on Δℓ_B_T.
 
     none: g(x) = x;   hard_clip: g(x) = clip(x, c_min, c_max);
     log_compress: g(x) = sign(x) · log(1 + |x|).
-    [D] gives no thresholds; ours default to c_min = −3, c_max = 3 (docs/method.md §10).
+    [D] gives no thresholds; ours default to those of :class:`~.options.OPDOptions`
+    (docs/method.md §10).
     """
     if regulation == "none":
         return delta_B_T
@@ -68,11 +66,7 @@ def opd_policy_gradient(
     logp_old_B_T: torch.Tensor,
     mask_B_T: torch.Tensor,
     *,
-    regulation: Regulation = "none",
-    clip_min: float = -3.0,
-    clip_max: float = 3.0,
-    eps_low: float = 0.2,
-    eps_high: float = 0.2,
+    options: OPDOptions | None = None,
     student_temperature: float = 1.0,
     reduction: Reduction = "seq_mean",
 ) -> tuple[torch.Tensor, dict[str, float]]:
@@ -96,8 +90,9 @@ def opd_policy_gradient(
         logp_teacher_B_T: log π_T(y_t|h_t) of the sampled tokens (a constant).
         logp_old_B_T: log π_old(y_t|h_t) under the policy that sampled them (a constant).
         mask_B_T: True at the completion tokens that count.
-        regulation, clip_min, clip_max: the shaping g of the advantage.
-        eps_low, eps_high: the trust region [1 − ε_low, 1 + ε_high] of the importance ratio.
+        options: the shaping g of the advantage (regulation, clip_min, clip_max) and the trust
+            region [1 − ε_low, 1 + ε_high] of the importance ratio (:class:`~.options.OPDOptions`;
+            its defaults when None).
         student_temperature: τ_S of the current log-probs; use the sampling temperature that
             produced ``logp_old_B_T`` so that r_t = 1 on the first update.
 
@@ -110,18 +105,10 @@ def opd_policy_gradient(
     check_shape("mask_B_T", mask_B_T, leading_shape)
     keep_B_T = mask_B_T.bool()
     index_B_T_1 = tokens_B_T.long().masked_fill(~keep_B_T, 0).unsqueeze(-1)
-    logp_B_T = log_probs(student_logits_B_T_V, student_temperature).gather(-1, index_B_T_1)
+    logp_B_T_V = tempered_log_softmax(student_logits_B_T_V, student_temperature)
+    logp_B_T = logp_B_T_V.gather(-1, index_B_T_1).squeeze(-1)
     return opd_from_logprobs(
-        logp_B_T.squeeze(-1),
-        logp_teacher_B_T,
-        logp_old_B_T,
-        mask_B_T,
-        regulation=regulation,
-        clip_min=clip_min,
-        clip_max=clip_max,
-        eps_low=eps_low,
-        eps_high=eps_high,
-        reduction=reduction,
+        logp_B_T, logp_teacher_B_T, logp_old_B_T, mask_B_T, options=options, reduction=reduction
     )
 
 
@@ -131,11 +118,7 @@ def opd_from_logprobs(
     logp_old_B_T: torch.Tensor,
     mask_B_T: torch.Tensor,
     *,
-    regulation: Regulation = "none",
-    clip_min: float = -3.0,
-    clip_max: float = 3.0,
-    eps_low: float = 0.2,
-    eps_high: float = 0.2,
+    options: OPDOptions | None = None,
     reduction: Reduction = "seq_mean",
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """:func:`opd_policy_gradient` from ℓ_θ(y_t) (differentiable, at τ_S) instead of logits.
@@ -144,6 +127,9 @@ def opd_from_logprobs(
     (:func:`~distillscope.objectives.fused_tokens.token_logprobs_from_hidden`); both paths share
     this body, so their losses, gradients and metrics agree.
     """
+    o = options or _DEFAULTS
+    regulation, clip_min, clip_max = o.regulation, o.clip_min, o.clip_max
+    eps_low, eps_high = o.eps_low, o.eps_high
     check_options(reduction)
     if regulation not in REGULATIONS:
         raise ValueError(f"regulation must be one of {REGULATIONS}, got {regulation!r}")

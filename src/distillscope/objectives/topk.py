@@ -34,7 +34,7 @@ import math
 
 import torch
 
-from distillscope.objectives.fused import DEFAULT_MEMORY_BUDGET_MB
+from distillscope.objectives.divergences import tempered_log_softmax
 from distillscope.objectives.fused_tokens import (
     _chunk_logprobs,
     _map_chunks,
@@ -42,6 +42,7 @@ from distillscope.objectives.fused_tokens import (
     _softmax_dtype,
     backprop_chunks,
 )
+from distillscope.objectives.options import ChunkSpec
 
 
 def check_topk(k: int, vocab_size: int) -> None:
@@ -77,9 +78,8 @@ def teacher_topk_from_logits(
 
     Only the first ``vocab_size`` logits count (padded embedding rows are never chosen).
     """
-    logits = logits_B_T_V if vocab_size is None else logits_B_T_V[..., :vocab_size]
-    check_topk(k, logits.shape[-1])
-    logp_B_T_V = torch.log_softmax(logits.to(_softmax_dtype(logits)) / temperature, dim=-1)
+    logp_B_T_V = tempered_log_softmax(logits_B_T_V, temperature, vocab_size)
+    check_topk(k, logp_B_T_V.shape[-1])
     return _top(logp_B_T_V, k)
 
 
@@ -92,8 +92,7 @@ def teacher_topk_from_hidden(
     temperature: float,
     *,
     vocab_size: int | None = None,
-    memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
-    chunk_size: int | None = None,
+    chunks: ChunkSpec | None = None,
     tokens_B_T: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, ...]:
     """:func:`teacher_topk_from_logits` from hidden states, a chunk of masked rows at a time.
@@ -104,7 +103,7 @@ def teacher_topk_from_hidden(
     log softmax(τ ℓ_τ), a per-row shift of the tempered log-probs.
     """
     keep_B_T, hidden_N_H, head, rows = _masked_rows(
-        hidden_B_T_H, head_V_H, mask_B_T, vocab_size, memory_budget_mb, chunk_size
+        hidden_B_T_H, head_V_H, mask_B_T, vocab_size, chunks
     )
     check_topk(k, head.shape[0])
     dtype = _softmax_dtype(hidden_N_H)
@@ -153,9 +152,7 @@ def student_folded_from_logits(
 
     Differentiable (autograd through the full log-softmax; the plain path).
     """
-    logits = logits_B_T_V if vocab_size is None else logits_B_T_V[..., :vocab_size]
-    logp_B_T_V = torch.log_softmax(logits.to(_softmax_dtype(logits)) / temperature, dim=-1)
-    return fold(logp_B_T_V, ids_B_T_K)
+    return fold(tempered_log_softmax(logits_B_T_V, temperature, vocab_size), ids_B_T_K)
 
 
 class _FoldedLogprobs(torch.autograd.Function):
@@ -216,8 +213,7 @@ def student_folded_from_hidden(
     temperature: float,
     *,
     vocab_size: int | None = None,
-    memory_budget_mb: float = DEFAULT_MEMORY_BUDGET_MB,
-    chunk_size: int | None = None,
+    chunks: ChunkSpec | None = None,
 ) -> torch.Tensor:
     """:func:`student_folded_from_logits` from hidden states; logits exist a chunk at a time.
 
@@ -225,7 +221,7 @@ def student_folded_from_hidden(
     (no gradient).
     """
     keep_B_T, hidden_N_H, head, rows = _masked_rows(
-        hidden_B_T_H, head_V_H, mask_B_T, vocab_size, memory_budget_mb, chunk_size
+        hidden_B_T_H, head_V_H, mask_B_T, vocab_size, chunks
     )
     ids_N_K = ids_B_T_K[keep_B_T]
     if torch.is_grad_enabled() and (hidden_N_H.requires_grad or head.requires_grad):

@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 import torch
-import torch.nn.functional as F
 from transformers import DynamicCache, PreTrainedModel
 
+from distillscope.objectives.divergences import tempered_log_softmax
 from distillscope.rollout.fast_decode import StaticDecoder, static_decoder
 from distillscope.rollout.policies import RolloutPolicy
 from distillscope.rollout.rollouts import PromptBatch, Role, Rollouts, SamplingSpec, position_ids
@@ -186,8 +186,7 @@ def tempered_logprobs(logits_B_V: torch.Tensor, temperature: float) -> torch.Ten
 
     At T = 1 the division (an exact no-op that would copy ``[B, V]``) is skipped.
     """
-    z_B_V = logits_B_V.float()
-    return F.log_softmax(z_B_V if temperature == 1.0 else z_B_V / temperature, dim=-1)
+    return tempered_log_softmax(logits_B_V, temperature)
 
 
 class _Decoder:

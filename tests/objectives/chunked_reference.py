@@ -1,5 +1,11 @@
-"""Chunked full-vocabulary divergences from hidden states and LM-head weights (docs/method.md §2,
-Memory).
+"""The reference the fused objectives are checked against: chunked full-vocabulary divergences
+from hidden states and LM-head weights by autograd on each chunk (docs/method.md §2, Memory).
+
+Not part of the package: training computes these divergences with
+:func:`distillscope.objectives.fused_divergence` (closed-form gradients, chunks sized by a memory
+budget). This file keeps the straightforward version — the plain per-token divergence of
+:mod:`distillscope.objectives.divergences` on each chunk, differentiated by autograd — so that the
+tests (and ``bench/bench_objectives.py``'s ``chunked`` mode) can hold the fused form to it.
 
 The [tokens × V] logits of two models are the memory bottleneck (V = 128,256 for Llama 3,
 151,936 for Qwen). These objectives take the final hidden states and the LM-head weights
@@ -25,7 +31,7 @@ from distillscope.objectives.divergences import (
     Reduction,
     check_divergence,
     check_options,
-    log_probs,
+    tempered_log_softmax,
     token_divergence,
     token_stats,
     token_weights,
@@ -62,10 +68,11 @@ class _ChunkedDivergence(torch.autograd.Function):
             hidden_C_H = student_hidden_N_H[start : start + chunk_size]
             logits_C_V = (hidden_C_H @ student_head_V_H.T).float()
             teacher_logits_C_V = teacher_hidden_N_H[start : start + chunk_size] @ teacher_head_V_H.T
-            logp_teacher_C_V = log_probs(teacher_logits_C_V, options["teacher_temperature"])
+            tau_t = options["teacher_temperature"]
+            logp_teacher_C_V = tempered_log_softmax(teacher_logits_C_V, tau_t)
             with torch.enable_grad():  # Function.forward runs under no_grad; we need a local graph
                 logits_C_V.requires_grad_(need_grad)
-                logp_student_C_V = log_probs(logits_C_V, options["student_temperature"])
+                logp_student_C_V = tempered_log_softmax(logits_C_V, options["student_temperature"])
                 divergence_C = token_divergence(
                     logp_student_C_V,
                     logp_teacher_C_V,
@@ -132,8 +139,7 @@ def chunked_divergence(
         chunk_size: positions per chunk; the transient logits and log-probs take a small
             multiple (about 10×) of chunk_size · V fp32 values, whatever the token count.
         vocab_size: use only the first ``vocab_size`` rows of both heads (docs/method.md §1);
-        without
-            it, heads of different widths raise ValueError.
+            without it, heads of different widths raise ValueError.
 
     Returns:
         ``(loss, metrics)`` exactly as the plain objective returns them.

@@ -26,8 +26,19 @@ from pydantic import (
     model_validator,
 )
 
+from distillscope.objectives.options import (
+    DEFAULT_MEMORY_BUDGET_MB,
+    ChunkSpec,
+    DivergenceOptions,
+    OPDOptions,
+    Reduction,
+    Regulation,
+)
+from distillscope.objectives.registry import FUSED_MIN_VOCAB, OBJECTIVES
 from distillscope.policy_registry import POLICY_NAMES, ROLLOUT_POLICIES
 from distillscope.safeyaml import YamlError, clip, load_yaml, load_yaml_file, quote
+
+_OPD = OPDOptions()  # the OPD fields' defaults
 
 
 class ConfigError(ValueError):
@@ -163,7 +174,7 @@ class ObjectiveConfig(_Section):
     )
     student_temperature: Float = Field(1.0, gt=0, description="student temperature in the loss")
     teacher_temperature: Float = Field(0.5, gt=0, description="teacher temperature in the loss")
-    reduction: Literal["seq_mean", "token_mean", "sum"] = Field(
+    reduction: Reduction = Field(
         "seq_mean",
         description="per-sequence mean (docs/method.md §1), pooled token mean, or sum",
     )
@@ -172,10 +183,12 @@ class ObjectiveConfig(_Section):
     path: Literal["auto", "fused", "plain"] = Field(
         "auto",
         description="loss from hidden states chunk by chunk (fused) or from full logits (plain); "
-        "auto = fused when the vocabulary exceeds 4,096 tokens or chunk_size > 0",
+        f"auto = fused when the vocabulary exceeds {FUSED_MIN_VOCAB:,} tokens or chunk_size > 0",
     )
     memory_budget_mb: Float = Field(
-        256.0, gt=0, description="fused path: MB for one chunk's (rows × V) buffers"
+        DEFAULT_MEMORY_BUDGET_MB,
+        gt=0,
+        description="fused path: MB for one chunk's (rows × V) buffers",
     )
     chunk_size: Int = Field(
         0, ge=0, description="fused path: rows per chunk, overriding memory_budget_mb; 0 = budget"
@@ -187,36 +200,56 @@ class ObjectiveConfig(_Section):
         "tail bin and the divergence is taken over those k + 1 bins (changes the objective: a "
         "lower bound of the full one; cached for shared rollouts at any vocabulary); 0 = off",
     )
-    regulation: Literal["none", "hard_clip", "log_compress"] = Field(
-        "none", description="opd: advantage shaping g"
-    )
-    clip_min: Float = Field(-3.0, description="opd hard_clip lower bound")
-    clip_max: Float = Field(3.0, description="opd hard_clip upper bound")
-    eps_low: Float = Field(0.2, ge=0, description="opd importance-ratio clip (low)")
-    eps_high: Float = Field(0.2, ge=0, description="opd importance-ratio clip (high)")
+    regulation: Regulation = Field(_OPD.regulation, description="opd: advantage shaping g")
+    clip_min: Float = Field(_OPD.clip_min, description="opd hard_clip lower bound")
+    clip_max: Float = Field(_OPD.clip_max, description="opd hard_clip upper bound")
+    eps_low: Float = Field(_OPD.eps_low, ge=0, description="opd importance-ratio clip (low)")
+    eps_high: Float = Field(_OPD.eps_high, ge=0, description="opd importance-ratio clip (high)")
 
     @field_validator("kind")
     @classmethod
     def _known_kind(cls, kind: str) -> str:
-        # Imported here so that reading configs (the report, CLI help) does not load torch.
-        from distillscope.objectives.registry import OBJECTIVES
-
         if kind not in OBJECTIVES:
             raise ValueError(f"must be one of {', '.join(OBJECTIVES)}")
         return kind
 
     @model_validator(mode="after")
     def _reads(self) -> ObjectiveConfig:
-        from distillscope.objectives.registry import OBJECTIVES
-
-        options = OBJECTIVES[self.kind].options
-        kind_only = ("beta", "alpha", "regulation", "clip_min", "clip_max", "eps_low", "eps_high")
-        reads = {n: n in options for n in kind_only}
-        reads["teacher_topk"] = OBJECTIVES[self.kind].full_vocabulary
+        # What each kind reads comes from its registry entry: a field some kind reads only
+        # (β, α, the OPD options) is refused under the others; teacher_topk needs a
+        # full-vocabulary kind.
+        kind = OBJECTIVES[self.kind]
+        kind_only = dict.fromkeys(name for k in OBJECTIVES.values() for name in k.options)
+        reads = {name: name in kind.options for name in kind_only}
+        reads["teacher_topk"] = kind.full_vocabulary
         self._ignored("objective", reads, f"objective.kind={self.kind}")
         fused_only = {"memory_budget_mb": self.path != "plain", "chunk_size": self.path != "plain"}
         self._ignored("objective", fused_only, "objective.path=plain")
         return self
+
+    def divergence_options(self) -> DivergenceOptions:
+        """The loss temperatures, reduction, β and α, as the divergences take them."""
+        return DivergenceOptions(
+            student_temperature=self.student_temperature,
+            teacher_temperature=self.teacher_temperature,
+            reduction=self.reduction,
+            beta=self.beta,
+            alpha=self.alpha,
+        )
+
+    def opd_options(self) -> OPDOptions:
+        """The OPD regulation and trust region, as :mod:`distillscope.objectives.opd` takes them."""
+        return OPDOptions(
+            regulation=self.regulation,
+            clip_min=self.clip_min,
+            clip_max=self.clip_max,
+            eps_low=self.eps_low,
+            eps_high=self.eps_high,
+        )
+
+    def chunks(self) -> ChunkSpec:
+        """Rows per chunk of the fused path: ``chunk_size`` if > 0, else the memory budget."""
+        return ChunkSpec(memory_budget_mb=self.memory_budget_mb, chunk_size=self.chunk_size or None)
 
 
 class OptimConfig(_Section):
@@ -273,8 +306,6 @@ class RunConfig(_Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:
-        from distillscope.objectives.registry import OBJECTIVES
-
         o = self.objective
         kind = OBJECTIVES[o.kind]
         if self.model.dtype != "float32" and not self.model.low_precision_weights:

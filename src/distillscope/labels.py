@@ -3,9 +3,9 @@ study records the name it gave an axis value.
 
 - :data:`ROLLOUT_NAMES`, :data:`OBJECTIVE_NAMES`, :data:`REGULATION_NAMES` name the values of
   ``rollout.policy``, ``objective.kind`` and ``objective.regulation``. ``ROLLOUT_NAMES`` is read
-  from the policy registry (:mod:`distillscope.policy_registry`, each entry's ``label``). The
-  objective registry (:mod:`distillscope.objectives.registry`) holds the kinds themselves; a
-  test checks that this table names each of them exactly once.
+  from the policy registry (:mod:`distillscope.policy_registry`, each entry's ``label``),
+  ``OBJECTIVE_NAMES`` from the objective registry (:mod:`distillscope.objectives.registry`,
+  likewise).
 - **Labelled axes.** A study axis given as a mapping (``optim.lr: {low: 1e-4, high: 1e-3}``)
   runs the values and records each run's label in the column :func:`label_column` names
   (``optim.lr`` → ``lr_label``). Any axis may be labelled; :func:`labelled_axes` finds the
@@ -18,18 +18,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
+from distillscope.objectives.registry import OBJECTIVES
 from distillscope.policy_registry import ROLLOUT_POLICIES
 
 ROLLOUT_NAMES = {name: kind.label for name, kind in ROLLOUT_POLICIES.items()}
-OBJECTIVE_NAMES = {
-    "forward_kl": "forward KL",
-    "reverse_kl": "reverse KL",
-    "jsd": "JSD",
-    "mixture": "FKL/RKL mixture",
-    "forward_sampled": "forward KL (sampled)",
-    "reverse_sampled": "reverse KL (sampled)",
-    "opd": "OPD",
-}
+OBJECTIVE_NAMES = {name: kind.label for name, kind in OBJECTIVES.items()}
 REGULATION_NAMES = {
     "none": "unregulated",
     "hard_clip": "hard clip",

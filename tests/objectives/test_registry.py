@@ -7,12 +7,20 @@ import inspect
 import pytest
 
 from distillscope.config import ConfigError, ObjectiveConfig, run_config_from_dict
+from distillscope.labels import OBJECTIVE_NAMES
 from distillscope.objectives import (
     DEFAULT_MEMORY_BUDGET_MB,
     DIVERGENCES,
     OBJECTIVES,
-    fused_divergence,
+    OPDOptions,
 )
+
+#: the keywords each kind's loss takes, by what the step passes it (registry docstring)
+KEYWORDS = {
+    "logits": ({"options", "vocab_size"}, {"options", "chunks", "vocab_size"}),
+    "rollout_tokens": ({"options", "reduction"},) * 2,
+    "drawn_tokens": ({"reduction"},) * 2,
+}
 
 
 def test_every_kind_validates_and_unknown_kinds_name_the_field():
@@ -22,26 +30,52 @@ def test_every_kind_validates_and_unknown_kinds_name_the_field():
         run_config_from_dict({"objective": {"kind": "kl"}})
 
 
-def test_options_are_config_fields_and_keywords_of_the_function():
-    for kind in OBJECTIVES.values():
-        params = inspect.signature(kind.loss).parameters
-        for option in kind.options:
-            assert option in ObjectiveConfig.model_fields, (kind.name, option)
-            assert option in params, (kind.name, option)
-        assert ("generator" in params) == kind.needs_generator, kind.name
+@pytest.mark.parametrize("name", list(OBJECTIVES))
+def test_each_path_builds_a_loss_with_the_keywords_of_its_inputs(name):
+    kind = OBJECTIVES[name]
+    assert kind.name == name and OBJECTIVE_NAMES[name] == kind.label
+    for fused, keywords in zip((False, True), KEYWORDS[kind.inputs], strict=True):
+        params = inspect.signature(kind.loss(fused)).parameters
+        assert keywords <= set(params), (name, fused)
+    for option in kind.options:
+        assert option in ObjectiveConfig.model_fields, (name, option)
+    assert kind.needs_generator == (kind.inputs == "drawn_tokens")
+    assert kind.full_vocabulary == (name in DIVERGENCES)
 
 
-def test_every_kind_has_a_hidden_state_form():
-    divergence = inspect.signature(fused_divergence).parameters["divergence"]
-    assert divergence.default in OBJECTIVES
-    for kind in OBJECTIVES.values():
-        want = "divergence" if kind.name in DIVERGENCES else "token_logprobs"
-        assert kind.hidden_form == want, kind.name
-        assert kind.full_vocabulary == (kind.name in DIVERGENCES)
+def test_what_each_kind_reads_is_what_the_config_refuses_under_the_others():
+    kind_only = {option for kind in OBJECTIVES.values() for option in kind.options}
+    assert kind_only == {
+        "beta",
+        "alpha",
+        "regulation",
+        "clip_min",
+        "clip_max",
+        "eps_low",
+        "eps_high",
+    }
+    for name, kind in OBJECTIVES.items():
+        rollout = {"rollout": {"policy": "student"}}
+        for option in kind_only - set(kind.options):
+            data = {
+                "objective": {"kind": name, option: 0.25 if option != "regulation" else "hard_clip"}
+            }
+            with pytest.raises(ConfigError, match=f"objective.{option}=.* is ignored under"):
+                run_config_from_dict({**data, **rollout})
 
 
-def test_memory_budget_default_is_the_fused_default():
-    assert ObjectiveConfig().memory_budget_mb == DEFAULT_MEMORY_BUDGET_MB
+def test_memory_budget_and_opd_defaults_are_the_objectives_defaults():
+    cfg = ObjectiveConfig()
+    assert cfg.memory_budget_mb == DEFAULT_MEMORY_BUDGET_MB
+    assert cfg.opd_options() == OPDOptions()
+    assert cfg.chunks().chunk_size is None and cfg.chunks().memory_budget_mb == 256.0
+
+
+def test_the_path_description_names_the_fused_threshold():
+    from distillscope.objectives import FUSED_MIN_VOCAB
+
+    description = ObjectiveConfig.model_fields["path"].description
+    assert f"{FUSED_MIN_VOCAB:,} tokens" in description
 
 
 @pytest.mark.parametrize("kind", list(OBJECTIVES))

@@ -1,48 +1,48 @@
 """The objective kinds a config can name: one entry each, the single home of the list.
 
-``objective.kind`` is validated against :data:`OBJECTIVES` when a config loads, and the
-training loop looks its entry up once to call the function. Each entry says what the function
-needs, so that incompatible settings fail at validation, not at step 0:
+Adding an objective is one :class:`ObjectiveKind` in :data:`OBJECTIVES` plus its module: the
+entry names the kind, what tables call it (``labels.OBJECTIVE_NAMES`` reads ``label``), its
+summary for ``distillscope config``, the ``objective.*`` fields only it reads (``options``: a
+config that sets another kind's option is refused on load), what it needs from the loop, and two
+small constructors — the loss on logits (``plain``) and its form from hidden states + LM-head
+weights (``fused``, the default training path when V > :data:`FUSED_MIN_VOCAB`, docs/method.md
+§2 Memory: no [B, T, V] tensor exists at real vocabularies). Each constructor imports its module
+when a run calls it, so validating a config (which reads this registry) never imports torch.
 
-- ``inputs="logits"``: ``loss(student_logits_B_T_V, teacher_logits_B_T_V, mask_B_T, **options,
-  vocab_size=...)`` — a full-vocabulary divergence or a sampled estimator on both models' logits;
-- ``inputs="sampled_tokens"``: ``loss(student_logits_B_T_V, tokens_B_T, logp_teacher_B_T,
-  logp_behavior_B_T, mask_B_T, **options)`` — a policy gradient on the rollout's own tokens.
+What the training step passes to the function a constructor returns depends on ``inputs``:
 
-``options`` are the ``ObjectiveConfig`` fields passed to the function by keyword.
+- ``"logits"`` — a full-vocabulary divergence. plain: ``f(student_logits_B_T_V,
+  teacher_logits_B_T_V, mask_B_T, *, options, vocab_size)``; fused: ``f(student_hidden_B_T_H,
+  student_head_V_H, teacher_hidden_B_T_H, teacher_head_V_H, mask_B_T, *, options, chunks,
+  vocab_size)``, with ``options`` a :class:`~.options.DivergenceOptions` and ``chunks`` a
+  :class:`~.options.ChunkSpec`; closed-form gradients (:mod:`.fused`);
+- ``"rollout_tokens"`` — a policy gradient on the rollout's own tokens (OPD):
+  ``f(logp_student_B_T, logp_teacher_B_T, logp_behavior_B_T, mask_B_T, *, options, reduction)``
+  with ``options`` an :class:`~.options.OPDOptions`;
+- ``"drawn_tokens"`` — a sampled estimator on one extra token per position, drawn by inverse
+  CDF from the step's uniforms under ``draws_from``: ``f(logp_student_B_T, logp_teacher_B_T,
+  mask_B_T, *, reduction)``.
 
-Every kind also has a form from hidden states + LM-head weights (``hidden_form``), the default
-training path when V > :data:`FUSED_MIN_VOCAB` (docs/method.md §2, Memory), so that no
-[B, T, V] tensor exists at real vocabularies:
-
-- ``"divergence"``: :func:`~distillscope.objectives.fused.fused_divergence` (closed-form
-  gradients, chunks sized by ``objective.memory_budget_mb``);
-- ``"token_logprobs"``: the loss needs one token's log-prob per position (OPD, the sampled
-  estimators); :mod:`~distillscope.objectives.fused_tokens` gives it chunk by chunk, with draws
-  by inverse CDF from the same uniforms as the logits path.
+The last two read one token's log-prob per position, which both paths give (from logits, or
+chunk by chunk from hidden states, :mod:`.fused_tokens`): their ``plain`` and ``fused`` are the
+same function.
 """
 
 from __future__ import annotations
 
-import importlib
+import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
+
+from distillscope.objectives.options import OPDOptions
 
 #: Above this vocabulary size the training loop computes every objective and diagnostic from
 #: hidden states (``objective.path: auto``); at or below it, from logits.
 FUSED_MIN_VOCAB = 4096
 
-LOSS_OPTIONS = ("student_temperature", "teacher_temperature", "reduction")
-OPD_OPTIONS = (
-    "regulation",
-    "clip_min",
-    "clip_max",
-    "eps_low",
-    "eps_high",
-    "student_temperature",
-    "reduction",
-)
+Inputs = Literal["logits", "rollout_tokens", "drawn_tokens"]
+Loss = Callable[..., tuple]
 
 
 @dataclass(frozen=True)
@@ -50,84 +50,120 @@ class ObjectiveKind:
     """One objective a run can minimise, and what it needs from the loop and the config."""
 
     name: str
-    #: "module:function" of the loss within this package, imported on first use, so that
-    #: validating a config (which reads this registry) never imports torch
-    impl: str
+    label: str  # what tables and figures call it (labels.OBJECTIVE_NAMES)
     summary: str  # one line, shown in the CLI's config listing
-    inputs: Literal["logits", "sampled_tokens"] = "logits"
-    options: tuple[str, ...] = LOSS_OPTIONS
-    hidden_form: Literal["divergence", "token_logprobs"] = "divergence"  # see module docstring
-    full_vocabulary: bool = False  # sums over the whole vocabulary at each position
-    needs_generator: bool = False  # draws extra tokens with the step's generator
+    plain: Callable[[], Loss]  # the loss on logits, imported when called
+    fused: Callable[[], Loss]  # its form from hidden states + LM head, imported when called
+    inputs: Inputs = "logits"  # what the step passes to the loss (module docstring)
+    #: the ``objective.*`` fields only this kind reads (every kind reads the loss temperatures
+    #: and the reduction; full-vocabulary kinds also ``teacher_topk``)
+    options: tuple[str, ...] = ()
+    draws_from: Literal["teacher", "student"] | None = None  # drawn_tokens: the sampling model
     needs_behavior_logprobs: bool = False  # needs the sampler's log-probs of its own tokens
     needs_student_rollouts: bool = False  # only meaningful when the student wrote the tokens
 
     @property
-    def loss(self) -> Callable[..., tuple]:
-        """The loss function (see the module docstring for its signature)."""
-        module, function = self.impl.split(":")
-        return getattr(importlib.import_module(f"{__package__}.{module}"), function)
+    def full_vocabulary(self) -> bool:
+        """Whether the loss sums over the whole vocabulary at each position."""
+        return self.inputs == "logits"
+
+    @property
+    def needs_generator(self) -> bool:
+        """Whether the loss draws extra tokens (from the step's own generator stream)."""
+        return self.draws_from is not None
+
+    def loss(self, fused: bool) -> Loss:
+        """The function the step calls on the fused (hidden states) or the plain path."""
+        return (self.fused if fused else self.plain)()
+
+
+def _divergence(name: str) -> Loss:
+    from distillscope.objectives.divergences import divergence_loss
+
+    return functools.partial(divergence_loss, divergence=name)
+
+
+def _fused_divergence(name: str) -> Loss:
+    from distillscope.objectives.fused import fused_divergence
+
+    return functools.partial(fused_divergence, divergence=name)
+
+
+def _opd() -> Loss:
+    from distillscope.objectives.opd import opd_from_logprobs
+
+    return opd_from_logprobs
+
+
+def _sampled(direction: str) -> Loss:
+    from distillscope.objectives.estimators import sampled_token_loss
+
+    return functools.partial(sampled_token_loss, direction=direction)
+
+
+def _full_vocabulary(name: str, label: str, summary: str, options: tuple[str, ...] = ()):
+    """A divergence of :mod:`.divergences` (plain) and :mod:`.fused` (hidden states)."""
+    return ObjectiveKind(
+        name,
+        label,
+        summary,
+        plain=functools.partial(_divergence, name),
+        fused=functools.partial(_fused_divergence, name),
+        options=options,
+    )
+
+
+def _estimator(name: str, label: str, summary: str, draws_from: Literal["teacher", "student"]):
+    """A sampled estimator of :mod:`.estimators`: forward KL draws from π_T, reverse from π_S."""
+    loss = functools.partial(_sampled, "forward" if draws_from == "teacher" else "reverse")
+    return ObjectiveKind(
+        name, label, summary, loss, loss, inputs="drawn_tokens", draws_from=draws_from
+    )
 
 
 OBJECTIVES: dict[str, ObjectiveKind] = {
     k.name: k
     for k in (
-        ObjectiveKind(
-            "forward_kl",
-            "divergences:forward_kl",
-            "KL(π_T ‖ π_S), full vocabulary (mode-covering)",
-            full_vocabulary=True,
+        _full_vocabulary(
+            "forward_kl", "forward KL", "KL(π_T ‖ π_S), full vocabulary (mode-covering)"
         ),
-        ObjectiveKind(
-            "reverse_kl",
-            "divergences:reverse_kl",
-            "KL(π_S ‖ π_T), full vocabulary (mode-seeking)",
-            full_vocabulary=True,
+        _full_vocabulary(
+            "reverse_kl", "reverse KL", "KL(π_S ‖ π_T), full vocabulary (mode-seeking)"
         ),
-        ObjectiveKind(
+        _full_vocabulary(
             "jsd",
-            "divergences:generalized_jsd",
+            "JSD",
             "generalised Jensen–Shannon divergence (objective.beta)",
-            options=(*LOSS_OPTIONS, "beta"),
-            full_vocabulary=True,
+            options=("beta",),
         ),
-        ObjectiveKind(
+        _full_vocabulary(
             "mixture",
-            "divergences:kl_mixture",
+            "FKL/RKL mixture",
             "α·forward + (1−α)·reverse KL (objective.alpha)",
-            options=(*LOSS_OPTIONS, "alpha"),
-            full_vocabulary=True,
+            options=("alpha",),
         ),
-        ObjectiveKind(
+        _estimator(
             "forward_sampled",
-            "estimators:sampled_forward_kl",
+            "forward KL (sampled)",
             "forward KL, one teacher sample per position",
-            needs_generator=True,
-            hidden_form="token_logprobs",
+            draws_from="teacher",
         ),
-        ObjectiveKind(
+        _estimator(
             "reverse_sampled",
-            "estimators:sampled_reverse_kl",
+            "reverse KL (sampled)",
             "reverse KL, one student sample per position",
-            needs_generator=True,
-            hidden_form="token_logprobs",
+            draws_from="student",
         ),
         ObjectiveKind(
             "opd",
-            "opd:opd_policy_gradient",
+            "OPD",
             "on-policy distillation: clipped policy gradient with teacher advantages",
-            inputs="sampled_tokens",
-            options=OPD_OPTIONS,
+            plain=_opd,
+            fused=_opd,
+            inputs="rollout_tokens",
+            options=tuple(f.name for f in fields(OPDOptions)),
             needs_behavior_logprobs=True,
             needs_student_rollouts=True,
-            hidden_form="token_logprobs",
         ),
     )
 }
-
-
-def objective_kind(name: str) -> ObjectiveKind:
-    """The registry entry of ``name``; ValueError naming the allowed kinds otherwise."""
-    if name not in OBJECTIVES:
-        raise ValueError(f"objective.kind must be one of {tuple(OBJECTIVES)}, got {name!r}")
-    return OBJECTIVES[name]

@@ -36,6 +36,8 @@ def one_step(kind: str, path: str, vocab: int, hidden: int) -> dict:
     from distillscope.config import load_run_config
     from distillscope.rollout import Rollouts
     from distillscope.train.loop import _forward_backward, _PhaseTimer
+    from distillscope.train.step import Objective, micro_batches
+    from distillscope.train.teacher import TeacherScorer
 
     torch.set_num_threads(2)
     models = []
@@ -75,7 +77,10 @@ def one_step(kind: str, path: str, vocab: int, hidden: int) -> dict:
     Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
     before = _status_kb("VmRSS")
     t0 = time.perf_counter()
-    _forward_backward(run_cfg, rollouts, models[0], models[1], vocab, 0, _PhaseTimer())
+    objective = Objective.from_config(run_cfg.objective, vocab)
+    batches = micro_batches(rollouts, run_cfg.optim.grad_accum)
+    t_scores, _ = TeacherScorer(run_cfg, models[1], objective).scores(0, None, batches)
+    _forward_backward(run_cfg, objective, rollouts, batches, models[0], t_scores, 0, _PhaseTimer())
     seconds = time.perf_counter() - t0
     return {"extra_mb": (_status_kb("VmHWM") - before) / 1024, "seconds": seconds}
 

@@ -37,7 +37,7 @@ from distillscope.rollout import PromptEncoder, select_problems
 from distillscope.store import read_metrics
 from distillscope.tasks import resolve_task, training_problems
 from distillscope.train import distill
-from distillscope.train.loop import completion_logits
+from distillscope.train.scoring import completion_logits
 from distillscope.train.setup import load_models
 
 PROMPTS, NEW_TOKENS, SEED = 16, 24, 42

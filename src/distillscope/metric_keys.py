@@ -11,7 +11,7 @@ from it::
 Each key an objective returns also says how a step with ``optim.grad_accum`` micro-batches
 combines its per-micro-batch values (``accumulate``): ``sum`` adds them (token counts),
 ``loss`` weights each by the micro-batch's share of the batch's loss normaliser (so the step
-logs the full batch's loss, :func:`distillscope.train.scoring.micro_batch_share`), and ``mean``
+logs the full batch's loss, :func:`distillscope.train.step.micro_batch_share`), and ``mean``
 by its share of the batch's tokens (token means).
 
 Keys with ``{…}`` are families: ``{k}`` a pass@k sample count, ``{n}`` the samples per item,

@@ -8,6 +8,9 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from distillscope.config import load_run_config
 from distillscope.rollout import Rollouts
+from distillscope.train.loop import _forward_backward, _PhaseTimer
+from distillscope.train.step import Objective, micro_batches
+from distillscope.train.teacher import TeacherScorer
 
 
 def tiny_llama(vocab: int, hidden: int, seed: int, dtype=torch.float64) -> LlamaForCausalLM:
@@ -69,3 +72,13 @@ def models_f64():
 def step_cfg(**over):
     """A run config for calling the forward/backward directly (model paths are unused)."""
     return load_run_config(None, [f"{k}={v}" for k, v in over.items()])
+
+
+def train_step(cfg, rollouts: Rollouts, student, teacher, vocab: int, step: int = 0) -> dict:
+    """One step's forwards and backward as the loop runs them (a live teacher): its metrics."""
+    objective = Objective.from_config(cfg.objective, vocab)
+    batches = micro_batches(rollouts, cfg.optim.grad_accum)
+    t_scores, _ = TeacherScorer(cfg, teacher, objective).scores(step, None, batches)
+    return _forward_backward(
+        cfg, objective, rollouts, batches, student, t_scores, step, _PhaseTimer()
+    )

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from distillscope.train.loop import _forward_backward, _PhaseTimer
-from distillscope.train.scoring import micro_batch_share
+from distillscope.metric_keys import METRICS, accumulation
+from distillscope.train.step import micro_batch_share
 
-from .conftest import random_rollouts, step_cfg
+from .conftest import random_rollouts, step_cfg, train_step
 
 REDUCTIONS = ("seq_mean", "token_mean", "sum")
 
@@ -21,7 +21,7 @@ def _step(models, rollouts, **over) -> tuple[dict[str, float], torch.Tensor]:
     """Metrics and the flat gradient of one step's forward/backward."""
     student, teacher = models
     student.zero_grad(set_to_none=True)
-    row = _forward_backward(step_cfg(**over), rollouts, student, teacher, 40, 0, _PhaseTimer())
+    row = train_step(step_cfg(**over), rollouts, student, teacher, 40)
     grads = [p.grad.flatten() for p in student.parameters() if p.grad is not None]
     return row, torch.cat(grads)
 
@@ -60,3 +60,17 @@ def test_accumulation_is_exact_for_every_kind(models_f64, path, kind):
     row, grad = _step(models_f64, rollouts, **over, **{"optim.grad_accum": 3})
     torch.testing.assert_close(grad, ref_grad, rtol=0, atol=1e-6)
     assert row["train/loss"] == pytest.approx(ref_row["train/loss"], abs=1e-6)
+
+
+def test_every_metric_an_objective_returns_declares_how_micro_batches_combine():
+    returned = [
+        m for m in METRICS if m.key == "train/loss" or m.key.startswith(("objective/", "opd/"))
+    ]
+    assert len(returned) == 19 and all(m.accumulate for m in returned)
+    assert [accumulation(k) for k in ("objective/tokens", "opd/loss", "objective/forward_kl")] == [
+        "sum",
+        "loss",
+        "mean",
+    ]
+    with pytest.raises(ValueError, match="declares no micro-batch accumulation"):
+        accumulation("kl/k1")  # computed once on the whole batch, never accumulated

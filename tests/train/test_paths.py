@@ -9,9 +9,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from distillscope.objectives import OBJECTIVES
-from distillscope.train.loop import _forward_backward, _PhaseTimer
 
-from .conftest import random_rollouts, step_cfg, tiny_llama
+from .conftest import random_rollouts, step_cfg, tiny_llama, train_step
 
 # Rows written by the student (1), the teacher (0) or jointly (−1), as each policy writes them.
 WRITERS = {
@@ -25,7 +24,7 @@ WRITERS = {
 def _step(models, rollouts, vocab=40, **over):
     student, teacher = models
     student.zero_grad(set_to_none=True)
-    row = _forward_backward(step_cfg(**over), rollouts, student, teacher, vocab, 0, _PhaseTimer())
+    row = train_step(step_cfg(**over), rollouts, student, teacher, vocab)
     return row, torch.cat([p.grad.flatten() for p in student.parameters() if p.grad is not None])
 
 

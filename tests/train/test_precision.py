@@ -6,10 +6,9 @@ import pytest
 import torch
 
 from distillscope.config import ConfigError, ModelConfig, run_config_from_dict
-from distillscope.train.loop import _forward_backward, _PhaseTimer
 from distillscope.train.precision import autocast_dtype, forward_precision
 
-from .conftest import random_rollouts, step_cfg, tiny_llama
+from .conftest import random_rollouts, step_cfg, tiny_llama, train_step
 
 
 @pytest.mark.parametrize(
@@ -43,9 +42,7 @@ def test_autocast_step_keeps_fp32_weights_and_gradients(path):
         assert torch.get_autocast_dtype("cpu") == torch.bfloat16 and torch.is_autocast_enabled(
             "cpu"
         )
-    row = _forward_backward(
-        cfg, random_rollouts(4, 40, seed=0), student, teacher, 40, 0, _PhaseTimer()
-    )
+    row = train_step(cfg, random_rollouts(4, 40, seed=0), student, teacher, 40)
     assert row["train/loss"] == row["train/loss"]  # finite, not NaN
     for p in student.parameters():
         assert p.dtype == torch.float32 and p.grad is not None and p.grad.dtype == torch.float32

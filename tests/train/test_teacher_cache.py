@@ -6,7 +6,8 @@ from tests.train.test_distill import strip_timings, tiny_cfg
 from distillscope.rollout import TEACHER_LOGITS_MAX_VOCAB, key_digest
 from distillscope.store import read_metrics
 from distillscope.train import distill
-from distillscope.train.loop import _cache_key, _score_key, _teacher_score_form
+from distillscope.train.step import Objective
+from distillscope.train.teacher import _rollout_key, _score_form, _score_key
 
 SHARED = {"rollout.policy": "teacher", "rollout.cache_teacher_rollouts": True, "optim.steps": 2}
 
@@ -38,9 +39,15 @@ def test_a_run_with_another_objective_and_lr_reads_the_same_scores(tiny_pair, tm
     assert all(r["time/teacher_saved"] > 0 for r in read_metrics(tmp_path / "b"))
 
 
+def _teacher_score_form(cfg, vocab_size):
+    """What the cache keeps of the teacher's scores: "topk", "hidden", "logits", or None."""
+    form = _score_form(Objective.from_config(cfg.objective, vocab_size))
+    return None if form is None else form.CACHE_FORM
+
+
 def _full_key(cfg, vocab_size=54):
-    form = _teacher_score_form(cfg, vocab_size)
-    return key_digest({**_cache_key(cfg, 0, "prompts"), **_score_key(cfg, form, vocab_size)})
+    form = _score_form(Objective.from_config(cfg.objective, vocab_size))
+    return key_digest({**_rollout_key(cfg, 0, "prompts"), **_score_key(cfg, form, vocab_size)})
 
 
 @pytest.mark.parametrize(

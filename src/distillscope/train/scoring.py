@@ -1,172 +1,261 @@
-"""From an ``ObjectiveConfig`` to a call of the pure objective it names, on either path.
+"""A model's scores of the completion positions, on either path, with their own chunk settings.
 
-A model's forward gives :class:`Scores`: the completion logits ``[B, T, V]`` (the plain path,
-small vocabularies and the reference) or the final hidden states ``[B, T, H]`` and the LM-head
-weight ``[V, H]`` (the fused path, the default above
+A model's forward gives one of two classes with the same methods: :class:`LogitScores`, the
+completion logits ``[B, T, V]`` (the plain path, small vocabularies and the reference), or
+:class:`HiddenScores`, the final hidden states ``[B, T, H]`` and the LM-head weight ``[V, H]``
+with their :class:`~distillscope.objectives.ChunkSpec` (the fused path, the default above
 :data:`~distillscope.objectives.registry.FUSED_MIN_VOCAB` tokens: no ``[B, T, V]`` tensor
-exists, docs/method.md §2 Memory). The kind's entry in
-:data:`distillscope.objectives.OBJECTIVES` says which function to call on each path; the
-diagnostics read per-token log-probs, which both paths give, so their metrics agree.
+exists, docs/method.md §2 Memory). A teacher reduced to its top k is a :class:`TeacherTopK`.
+:class:`ScorePath`, built once per run, decides which class a forward gives. Each class gives
+per-token log-probs, so the diagnostics do not depend on the path; a teacher's scores compute a
+full-vocabulary divergence from a student's (:meth:`LogitScores.divergence_from`), so that the
+scores, not the caller, pick the plain or the fused form of the kind.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
-from distillscope.config import ObjectiveConfig
 from distillscope.objectives import (
-    OBJECTIVES,
+    ChunkSpec,
+    DivergenceOptions,
+    ObjectiveKind,
     draw_from_hidden,
-    fused_divergence,
     inverse_cdf_draw,
-    opd_from_logprobs,
-    sampled_token_loss,
+    tempered_log_softmax,
     token_logprobs_at_temperatures,
     token_logprobs_from_hidden,
 )
-from distillscope.objectives.divergences import check_options
-from distillscope.objectives.registry import FUSED_MIN_VOCAB
 from distillscope.objectives.topk import (
     student_folded_from_hidden,
     student_folded_from_logits,
     teacher_topk_from_hidden,
     teacher_topk_from_logits,
 )
-from distillscope.rollout import Rollouts, tempered_logprobs
-
-_DIRECTION = {"forward_sampled": "forward", "reverse_sampled": "reverse"}
+from distillscope.rollout import Rollouts
 
 
-def use_fused(cfg: ObjectiveConfig, vocab_size: int) -> bool:
-    """Whether the loss is computed from hidden states: ``objective.path``, auto by V."""
-    if cfg.path != "auto":
-        return cfg.path == "fused"
-    return vocab_size > FUSED_MIN_VOCAB or cfg.chunk_size > 0
+def completion_logits(model: torch.nn.Module, r: Rollouts, role: str) -> torch.Tensor:
+    """Logits ``[B, T, V]`` of ``model`` at the positions that predict the completion tokens."""
+    ids_B_S, mask_B_S, pos_B_S = r.sequence(role)
+    logits_B_S_V = model(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S).logits
+    return logits_B_S_V[:, r.completion_logits_slice(role)]
 
 
-def micro_batch_share(mask_B_T: torch.Tensor, index_b: torch.Tensor, reduction: str) -> float:
-    """Weight of the rows ``index_b``'s own reduced loss in the whole batch's loss.
+def completion_hidden(model: torch.nn.Module, r: Rollouts, role: str) -> torch.Tensor:
+    """Final hidden states ``[B, T, H]`` predicting the completion (the decoder body only).
 
-    loss(batch) = Σ_k share_k · loss(micro-batch k) exactly, for any split of the rows:
-    seq_mean: share = S_k / S (rows with ≥ 1 masked token); token_mean: share = N_k / N
-    (masked tokens); sum: share = 1. Zero when the batch or micro-batch has nothing to count.
+    The fused objectives apply the LM head chunk by chunk, so full logits never exist.
     """
-    check_options(reduction)
-    if reduction == "sum":
-        return 1.0
-    m_B_T = mask_B_T.bool()
-    counts_B = m_B_T.sum(dim=-1) if reduction == "token_mean" else m_B_T.any(dim=-1)
-    total = float(counts_B.sum())
-    return float(counts_B[index_b].sum()) / total if total > 0 else 0.0
+    ids_B_S, mask_B_S, pos_B_S = r.sequence(role)
+    out = model.model(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S)
+    return out.last_hidden_state[:, r.completion_logits_slice(role)]
 
 
-@dataclass
-class Scores:
-    """One model's scores of the completion positions: logits, or hidden states + LM head."""
+def _masked_tokens(r: Rollouts) -> torch.Tensor:
+    """The completion tokens, 0 where masked (padding ids may lie outside the vocabulary)."""
+    return r.completion_B_T.masked_fill(r.completion_mask_B_T == 0, 0)
 
-    logits_B_T_V: torch.Tensor | None = None
-    hidden_B_T_H: torch.Tensor | None = None
-    head_V_H: torch.Tensor | None = None
 
-    @property
-    def fused(self) -> bool:
-        return self.logits_B_T_V is None
+@dataclass(frozen=True)
+class LogitScores:
+    """A model's completion logits ``[B, T, V']``, of which the first ``vocab_size`` count."""
+
+    logits_B_T_V: torch.Tensor
+    vocab_size: int
+    CACHE_FORM = "logits"  # what a rollout-cache key calls this form
 
     def token_logprobs(
-        self, cfg: ObjectiveConfig, r: Rollouts, temperature: float, vocab_size: int, tokens=None
+        self, tokens_B_T: torch.Tensor, mask_B_T: torch.Tensor, temperature: float
     ) -> torch.Tensor:
-        """log softmax(z / τ)[y] (fp32) of ``tokens`` (default: the completion), 0 where masked.
-
-        Differentiable in grad mode; on the fused path chunk by chunk from hidden states.
-        """
-        tokens_B_T = r.completion_B_T if tokens is None else tokens
-        mask_B_T = r.completion_mask_B_T
-        if self.fused:
-            return token_logprobs_from_hidden(
-                self.hidden_B_T_H,
-                self.head_V_H,
-                tokens_B_T.masked_fill(mask_B_T == 0, 0),
-                mask_B_T,
-                temperature=temperature,
-                vocab_size=vocab_size,
-                memory_budget_mb=cfg.memory_budget_mb,
-                chunk_size=cfg.chunk_size or None,
-            )
-        logp_B_T_V = tempered_logprobs(self.logits_B_T_V[..., :vocab_size], temperature)
+        """log softmax(z / τ)[y] (fp32) of ``tokens_B_T``, 0 where masked; differentiable."""
+        logp_B_T_V = tempered_log_softmax(self.logits_B_T_V, temperature, self.vocab_size)
         index_B_T_1 = tokens_B_T.masked_fill(mask_B_T == 0, 0)[..., None]
         logp_B_T = logp_B_T_V.gather(-1, index_B_T_1).squeeze(-1)
         return logp_B_T.masked_fill(mask_B_T == 0, 0.0)
 
     @torch.no_grad()
-    def token_logprobs_at(
-        self, cfg: ObjectiveConfig, r: Rollouts, temperatures: tuple[float, ...], vocab_size: int
-    ) -> list[torch.Tensor]:
-        """The completion's log-probs at each temperature (one head pass on the fused path)."""
-        if not self.fused:
-            by_tau = {
-                tau: self.token_logprobs(cfg, r, tau, vocab_size) for tau in set(temperatures)
-            }
-            return [by_tau[tau] for tau in temperatures]
-        return token_logprobs_at_temperatures(
-            self.hidden_B_T_H,
-            self.head_V_H,
-            r.completion_B_T.masked_fill(r.completion_mask_B_T == 0, 0),
-            r.completion_mask_B_T,
-            temperatures,
-            vocab_size=vocab_size,
-            memory_budget_mb=cfg.memory_budget_mb,
-            chunk_size=cfg.chunk_size or None,
-        )
+    def completion_logprobs(self, r: Rollouts, temperature: float) -> list[torch.Tensor]:
+        """The completion's log-probs at ``temperature`` and at 1.0 (the diagnostics)."""
+        tokens_B_T, mask_B_T = r.completion_B_T, r.completion_mask_B_T
+        by_tau = {tau: self.token_logprobs(tokens_B_T, mask_B_T, tau) for tau in {temperature, 1.0}}
+        return [by_tau[temperature], by_tau[1.0]]
 
     def folded(
-        self, cfg: ObjectiveConfig, r: Rollouts, ids_B_T_K: torch.Tensor, vocab_size: int
+        self, ids_B_T_K: torch.Tensor, mask_B_T: torch.Tensor, temperature: float
     ) -> torch.Tensor:
-        """Log-probs at the student temperature folded onto ``ids`` + a tail bin (differentiable;
-        :mod:`distillscope.objectives.topk`)."""
-        tau = cfg.student_temperature
-        if not self.fused:
-            return student_folded_from_logits(self.logits_B_T_V, ids_B_T_K, tau, vocab_size)
-        return student_folded_from_hidden(
-            self.hidden_B_T_H,
-            self.head_V_H,
-            ids_B_T_K,
-            r.completion_mask_B_T,
-            tau,
-            vocab_size=vocab_size,
-            memory_budget_mb=cfg.memory_budget_mb,
-            chunk_size=cfg.chunk_size or None,
+        """Log-probs folded onto ``ids`` + a tail bin (differentiable; :mod:`~.objectives.topk`)."""
+        return student_folded_from_logits(
+            self.logits_B_T_V, ids_B_T_K, temperature, self.vocab_size
         )
 
     @torch.no_grad()
     def draw(
-        self,
-        cfg: ObjectiveConfig,
-        r: Rollouts,
-        uniforms_B_T: torch.Tensor,
-        temperature: float,
-        vocab_size: int,
+        self, mask_B_T: torch.Tensor, uniforms_B_T: torch.Tensor, temperature: float
     ) -> torch.Tensor:
         """One token per completion position, by inverse CDF from ``uniforms_B_T``."""
-        mask_B_T = r.completion_mask_B_T
-        if self.fused:
-            return draw_from_hidden(
-                self.hidden_B_T_H,
-                self.head_V_H,
-                mask_B_T,
-                uniforms_B_T,
-                temperature=temperature,
-                vocab_size=vocab_size,
-                memory_budget_mb=cfg.memory_budget_mb,
-                chunk_size=cfg.chunk_size or None,
-            )
-        logp_B_T_V = tempered_logprobs(self.logits_B_T_V[..., :vocab_size], temperature)
+        logp_B_T_V = tempered_log_softmax(self.logits_B_T_V, temperature, self.vocab_size)
         tokens_N = inverse_cdf_draw(logp_B_T_V.flatten(0, 1), uniforms_B_T.flatten())
         return tokens_N.view(mask_B_T.shape).masked_fill(mask_B_T == 0, 0)
 
+    @torch.no_grad()
+    def topk(self, k: int, r: Rollouts, temperature: float) -> TeacherTopK:
+        """These (teacher) scores reduced to their top ``k`` tokens at ``temperature``."""
+        ids, folded = teacher_topk_from_logits(self.logits_B_T_V, k, temperature, self.vocab_size)
+        return TeacherTopK(ids, folded, *self.completion_logprobs(r, temperature))
 
-@dataclass
+    def divergence_from(
+        self, student: LogitScores, mask_B_T: torch.Tensor, kind: ObjectiveKind, options
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """The full-vocabulary ``kind`` between ``student``'s and these (teacher) logits."""
+        return kind.loss(fused=False)(
+            student.logits_B_T_V,
+            self.logits_B_T_V,
+            mask_B_T,
+            options=options,
+            vocab_size=self.vocab_size,
+        )
+
+    def to(self, device: torch.device | str) -> LogitScores:
+        return replace(self, logits_B_T_V=self.logits_B_T_V.to(device))
+
+    def cloned_to(self, device: torch.device | str) -> LogitScores:
+        """A copy on ``device`` that may enter autograd (made outside inference mode)."""
+        return replace(self, logits_B_T_V=self.logits_B_T_V.clone().to(device))
+
+    def cache_tensors(self) -> dict[str, torch.Tensor]:
+        """What the rollout cache stores of these scores (see :meth:`from_cache`)."""
+        return {"": self.logits_B_T_V}
+
+    @classmethod
+    def from_cache(cls, tensors: dict[str, torch.Tensor], path: ScorePath, head_V_H=None):
+        return cls(tensors[""], path.vocab_size)
+
+
+@dataclass(frozen=True)
+class HiddenScores:
+    """A model's final hidden states ``[B, T, H]`` and LM-head weight ``[V', H]``: the loss
+    projects them chunk by chunk (``chunks``), so the ``[B, T, V]`` logits never exist."""
+
+    hidden_B_T_H: torch.Tensor
+    head_V_H: torch.Tensor
+    vocab_size: int
+    chunks: ChunkSpec
+    CACHE_FORM = "hidden"
+
+    def token_logprobs(
+        self, tokens_B_T: torch.Tensor, mask_B_T: torch.Tensor, temperature: float
+    ) -> torch.Tensor:
+        """log softmax(h Wᵀ / τ)[y] (fp32) of ``tokens_B_T``, 0 where masked; differentiable."""
+        return token_logprobs_from_hidden(
+            self.hidden_B_T_H,
+            self.head_V_H,
+            tokens_B_T.masked_fill(mask_B_T == 0, 0),
+            mask_B_T,
+            temperature=temperature,
+            vocab_size=self.vocab_size,
+            chunks=self.chunks,
+        )
+
+    @torch.no_grad()
+    def completion_logprobs(self, r: Rollouts, temperature: float) -> list[torch.Tensor]:
+        """The completion's log-probs at ``temperature`` and at 1.0, from one head pass."""
+        return token_logprobs_at_temperatures(
+            self.hidden_B_T_H,
+            self.head_V_H,
+            _masked_tokens(r),
+            r.completion_mask_B_T,
+            (temperature, 1.0),
+            vocab_size=self.vocab_size,
+            chunks=self.chunks,
+        )
+
+    def folded(
+        self, ids_B_T_K: torch.Tensor, mask_B_T: torch.Tensor, temperature: float
+    ) -> torch.Tensor:
+        """Log-probs folded onto ``ids`` + a tail bin, chunk by chunk (differentiable)."""
+        return student_folded_from_hidden(
+            self.hidden_B_T_H,
+            self.head_V_H,
+            ids_B_T_K,
+            mask_B_T,
+            temperature,
+            vocab_size=self.vocab_size,
+            chunks=self.chunks,
+        )
+
+    @torch.no_grad()
+    def draw(
+        self, mask_B_T: torch.Tensor, uniforms_B_T: torch.Tensor, temperature: float
+    ) -> torch.Tensor:
+        """One token per completion position, by inverse CDF from ``uniforms_B_T``."""
+        return draw_from_hidden(
+            self.hidden_B_T_H,
+            self.head_V_H,
+            mask_B_T,
+            uniforms_B_T,
+            temperature=temperature,
+            vocab_size=self.vocab_size,
+            chunks=self.chunks,
+        )
+
+    @torch.no_grad()
+    def topk(self, k: int, r: Rollouts, temperature: float) -> TeacherTopK:
+        """These (teacher) scores reduced to their top ``k`` tokens: one head pass gives the top
+        k and the completion's log-probs."""
+        return TeacherTopK(
+            *teacher_topk_from_hidden(
+                self.hidden_B_T_H,
+                self.head_V_H,
+                r.completion_mask_B_T,
+                k,
+                temperature,
+                vocab_size=self.vocab_size,
+                chunks=self.chunks,
+                tokens_B_T=_masked_tokens(r),
+            )
+        )
+
+    def divergence_from(
+        self, student: HiddenScores, mask_B_T: torch.Tensor, kind: ObjectiveKind, options
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """The full-vocabulary ``kind`` between ``student``'s and these (teacher) hidden states."""
+        return kind.loss(fused=True)(
+            student.hidden_B_T_H,
+            student.head_V_H,
+            self.hidden_B_T_H,
+            self.head_V_H,
+            mask_B_T,
+            options=options,
+            chunks=self.chunks,
+            vocab_size=self.vocab_size,
+        )
+
+    def to(self, device: torch.device | str) -> HiddenScores:
+        return replace(
+            self, hidden_B_T_H=self.hidden_B_T_H.to(device), head_V_H=self.head_V_H.to(device)
+        )
+
+    def cloned_to(self, device: torch.device | str) -> HiddenScores:
+        """A copy on ``device`` that may enter autograd; the head is the model's own weight."""
+        return replace(
+            self,
+            hidden_B_T_H=self.hidden_B_T_H.clone().to(device),
+            head_V_H=self.head_V_H.to(device),
+        )
+
+    def cache_tensors(self) -> dict[str, torch.Tensor]:
+        """What the rollout cache stores: the hidden states (the head is the teacher's own)."""
+        return {"": self.hidden_B_T_H}
+
+    @classmethod
+    def from_cache(cls, tensors: dict[str, torch.Tensor], path: ScorePath, head_V_H=None):
+        return cls(tensors[""], head_V_H, path.vocab_size, path.chunks)
+
+
+@dataclass(frozen=True)
 class TeacherTopK:
     """The teacher's scores reduced to its top k (``objective.teacher_topk``): ids ``[B, T, k]``,
     folded log-probs ``[B, T, k + 1]`` at the loss temperature, and its exact log-probs of the
@@ -179,140 +268,60 @@ class TeacherTopK:
     token_t1_B_T: torch.Tensor
 
     TENSORS = ("ids_B_T_K", "folded_B_T_K1", "token_loss_t_B_T", "token_t1_B_T")
+    CACHE_FORM = "topk"
 
-    def tensors(self) -> dict[str, torch.Tensor]:
-        return {name: getattr(self, name) for name in self.TENSORS}
+    def completion_logprobs(self, r: Rollouts, temperature: float) -> list[torch.Tensor]:
+        """The completion's exact log-probs, recorded before the teacher was reduced."""
+        return [self.token_loss_t_B_T, self.token_t1_B_T]
+
+    def divergence_from(
+        self, student, mask_B_T: torch.Tensor, kind: ObjectiveKind, options: DivergenceOptions
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """``kind`` between the folded student and the folded teacher (docs/method.md §2).
+
+        Both are folded at their own loss temperature, so the divergence reads them at 1.0.
+        """
+        folded_B_T_K1 = student.folded(self.ids_B_T_K, mask_B_T, options.student_temperature)
+        at_one = replace(options, student_temperature=1.0, teacher_temperature=1.0)
+        loss, metrics = kind.loss(fused=False)(
+            folded_B_T_K1, self.folded_B_T_K1, mask_B_T, options=at_one
+        )
+        top_mass_B_T = self.folded_B_T_K1[..., :-1].logsumexp(dim=-1).exp()
+        keep_B_T = mask_B_T.bool()
+        metrics["objective/teacher_topk_mass"] = (
+            float(top_mass_B_T[keep_B_T].mean()) if bool(keep_B_T.any()) else 1.0
+        )
+        return loss, metrics
 
     def to(self, device: torch.device | str) -> TeacherTopK:
         return TeacherTopK(*(getattr(self, name).to(device) for name in self.TENSORS))
 
+    def cache_tensors(self) -> dict[str, torch.Tensor]:
+        return {f"/{name}": getattr(self, name) for name in self.TENSORS}
 
-@torch.no_grad()
-def teacher_topk(
-    cfg: ObjectiveConfig, teacher: Scores, r: Rollouts, vocab_size: int
-) -> TeacherTopK:
-    """The teacher's :class:`Scores` reduced to its top ``cfg.teacher_topk`` tokens."""
-    k, tau = cfg.teacher_topk, cfg.teacher_temperature
-    if teacher.fused:  # one head pass for the top k and the completion's log-probs
-        tokens_B_T = r.completion_B_T.masked_fill(r.completion_mask_B_T == 0, 0)
-        return TeacherTopK(
-            *teacher_topk_from_hidden(
-                teacher.hidden_B_T_H,
-                teacher.head_V_H,
-                r.completion_mask_B_T,
-                k,
-                tau,
-                vocab_size=vocab_size,
-                memory_budget_mb=cfg.memory_budget_mb,
-                chunk_size=cfg.chunk_size or None,
-                tokens_B_T=tokens_B_T,
-            )
-        )
-    ids, folded = teacher_topk_from_logits(teacher.logits_B_T_V, k, tau, vocab_size)
-    loss_t, t1 = teacher.token_logprobs_at(cfg, r, (tau, 1.0), vocab_size)
-    return TeacherTopK(ids, folded, loss_t, t1)
+    @classmethod
+    def from_cache(cls, tensors: dict[str, torch.Tensor], path: ScorePath, head_V_H=None):
+        return cls(*(tensors[f"/{name}"] for name in cls.TENSORS))
 
 
-def _topk_loss(
-    cfg: ObjectiveConfig, student: Scores, teacher: TeacherTopK, r: Rollouts, vocab_size: int
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """The configured divergence between the folded student and the folded teacher."""
-    kind = OBJECTIVES[cfg.kind]
-    options = {name: getattr(cfg, name) for name in kind.options}
-    options.update(student_temperature=1.0, teacher_temperature=1.0)  # folded at their own τ
-    mask_B_T = r.completion_mask_B_T
-    folded_B_T_K1 = student.folded(cfg, r, teacher.ids_B_T_K, vocab_size)
-    loss, metrics = kind.loss(folded_B_T_K1, teacher.folded_B_T_K1, mask_B_T, **options)
-    top_mass_B_T = teacher.folded_B_T_K1[..., :-1].logsumexp(dim=-1).exp()
-    keep_B_T = mask_B_T.bool()
-    metrics["objective/teacher_topk_mass"] = (
-        float(top_mass_B_T[keep_B_T].mean()) if bool(keep_B_T.any()) else 1.0
-    )
-    return loss, metrics
+Scores = LogitScores | HiddenScores
+TeacherScores = LogitScores | HiddenScores | TeacherTopK
 
 
-def objective_loss(
-    cfg: ObjectiveConfig,
-    student: Scores,
-    teacher: Scores | TeacherTopK,
-    rollouts: Rollouts,
-    vocab_size: int,
-    uniforms_B_T: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """The configured objective on one micro-batch; ``uniforms_B_T`` feeds sampled estimators.
+@dataclass(frozen=True)
+class ScorePath:
+    """How the step scores a model's completion: logits (plain) or hidden states + LM head
+    (fused, chunked by ``chunks``), over the shared vocabulary of ``vocab_size`` tokens."""
 
-    Full-vocabulary kinds call the plain divergence on logits or
-    :func:`~distillscope.objectives.fused_divergence` on hidden states; OPD and the sampled
-    estimators share one body on per-token log-probs, from logits or from hidden states. A
-    :class:`TeacherTopK` teacher (``objective.teacher_topk``) gives the folded divergence.
-    """
-    if isinstance(teacher, TeacherTopK):
-        return _topk_loss(cfg, student, teacher, rollouts, vocab_size)
-    kind = OBJECTIVES[cfg.kind]
-    options = {name: getattr(cfg, name) for name in kind.options}
-    mask_B_T = rollouts.completion_mask_B_T
-    if kind.full_vocabulary:
-        if not student.fused:
-            return kind.loss(
-                student.logits_B_T_V,
-                teacher.logits_B_T_V,
-                mask_B_T,
-                vocab_size=vocab_size,
-                **options,
-            )
-        return fused_divergence(
-            student.hidden_B_T_H,
-            student.head_V_H,
-            teacher.hidden_B_T_H,
-            teacher.head_V_H,
-            mask_B_T,
-            divergence=cfg.kind,
-            memory_budget_mb=cfg.memory_budget_mb,
-            chunk_size=cfg.chunk_size or None,
-            vocab_size=vocab_size,
-            **options,
-        )
-    tau_s, tau_t = cfg.student_temperature, cfg.teacher_temperature
-    if kind.inputs == "sampled_tokens":  # OPD: advantage log π_T − log π_S of the rollout
-        options.pop("student_temperature")
-        return opd_from_logprobs(
-            student.token_logprobs(cfg, rollouts, tau_s, vocab_size),
-            teacher.token_logprobs(cfg, rollouts, tau_t, vocab_size).detach(),
-            rollouts.logp_behavior_B_T,
-            mask_B_T,
-            **options,
-        )
-    # sampled estimators: y' ~ π_T (forward) or π_S (reverse), one per position
-    direction = _DIRECTION[cfg.kind]
-    sampler, tau = (teacher, tau_t) if direction == "forward" else (student, tau_s)
-    tokens_B_T = sampler.draw(cfg, rollouts, uniforms_B_T, tau, vocab_size)
-    return sampled_token_loss(
-        student.token_logprobs(cfg, rollouts, tau_s, vocab_size, tokens_B_T),
-        teacher.token_logprobs(cfg, rollouts, tau_t, vocab_size, tokens_B_T).detach(),
-        mask_B_T,
-        direction,
-        cfg.reduction,
-    )
+    fused: bool
+    chunks: ChunkSpec
+    vocab_size: int
 
-
-@torch.no_grad()
-def diagnostic_logprobs(
-    cfg: ObjectiveConfig,
-    student: Scores,
-    teacher: Scores | TeacherTopK,
-    r: Rollouts,
-    vocab_size: int,
-) -> dict[str, torch.Tensor]:
-    """Completion-token log-probs the diagnostics read: both models at the loss temperatures
-    (k1/k2/k3 and the forward-KL estimators) and at 1.0 (likelihoods), ``[B, T]`` each."""
-    out = {}
-    for role, scores, tau in (
-        ("student", student, cfg.student_temperature),
-        ("teacher", teacher, cfg.teacher_temperature),
-    ):
-        if isinstance(scores, TeacherTopK):  # exact, recorded before the teacher was reduced
-            loss_t, t1 = scores.token_loss_t_B_T, scores.token_t1_B_T
-        else:
-            loss_t, t1 = scores.token_logprobs_at(cfg, r, (tau, 1.0), vocab_size)
-        out[f"{role}_loss_t"], out[f"{role}_t1"] = loss_t, t1
-    return out
+    def scores(self, model: torch.nn.Module, r: Rollouts, role: str) -> Scores:
+        """``model``'s scores of the completion of ``r`` (differentiable in grad mode)."""
+        if not self.fused:
+            return LogitScores(completion_logits(model, r, role), self.vocab_size)
+        head_V_H = model.get_output_embeddings().weight
+        # Autocast leaves bf16 hidden states; the objective casts per chunk, in the head's dtype.
+        hidden_B_T_H = completion_hidden(model, r, role).to(head_V_H.dtype)
+        return HiddenScores(hidden_B_T_H, head_V_H, self.vocab_size, self.chunks)

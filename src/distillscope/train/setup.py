@@ -10,9 +10,10 @@ from distillscope.rollout import RolloutPolicy
 
 
 def load_models(cfg: RunConfig) -> ModelPair:
-    """Teacher and student of the run (tokenizers checked to match, teacher frozen)."""
+    """Teacher and student of the run (tokenizers checked to match, teacher frozen); the
+    student recomputes its layer activations in backward with ``model.gradient_checkpointing``."""
     m = cfg.model
-    return load_pair(
+    pair = load_pair(
         resolve_model_path(m.teacher),
         resolve_model_path(m.student),
         dtype=m.dtype,
@@ -22,6 +23,9 @@ def load_models(cfg: RunConfig) -> ModelPair:
         allow_pickle=m.allow_pickle,
         trust_remote_code=m.trust_remote_code,
     )
+    if m.gradient_checkpointing:
+        pair.student.activation_checkpointing_enable({"use_reentrant": False})
+    return pair
 
 
 def make_policy(cfg: RolloutConfig) -> RolloutPolicy:

@@ -1,0 +1,152 @@
+"""What one training step computes from the scores: the configured objective, per micro-batch.
+
+:class:`Objective` resolves ``objective.*`` once per run — the kind's registry entry
+(:data:`distillscope.objectives.OBJECTIVES`), its typed options and the scoring path;
+:func:`micro_batches` is the step's one slicer of its batch; :func:`objective_loss` feeds the
+entry's loss from the score objects of :mod:`.scoring` (what it passes depends only on the
+entry's ``inputs``), and :func:`diagnostic_logprobs` gives the per-token log-probs every
+diagnostic reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from distillscope.config import ObjectiveConfig
+from distillscope.objectives import OBJECTIVES, DivergenceOptions, ObjectiveKind, OPDOptions
+from distillscope.objectives.divergences import check_options
+from distillscope.objectives.registry import FUSED_MIN_VOCAB
+from distillscope.objectives.topk import check_topk
+from distillscope.rollout import Rollouts
+from distillscope.train.scoring import ScorePath, Scores, TeacherScores
+
+
+def use_fused(cfg: ObjectiveConfig, vocab_size: int) -> bool:
+    """Whether the loss is computed from hidden states: ``objective.path``, auto by V."""
+    if cfg.path != "auto":
+        return cfg.path == "fused"
+    return vocab_size > FUSED_MIN_VOCAB or cfg.chunk_size > 0
+
+
+def micro_batch_share(mask_B_T: torch.Tensor, index_b: torch.Tensor, reduction: str) -> float:
+    """Weight of the rows ``index_b``'s own reduced loss in the whole batch's loss.
+
+    loss(batch) = Σ_k share_k · loss(micro-batch k) exactly, for any split of the rows:
+    seq_mean: share = S_k / S (rows with ≥ 1 masked token); token_mean: share = N_k / N
+    (masked tokens); sum: share = 1. Zero when the batch or micro-batch has nothing to count.
+    """
+    check_options(reduction)
+    if reduction == "sum":
+        return 1.0
+    m_B_T = mask_B_T.bool()
+    counts_B = m_B_T.sum(dim=-1) if reduction == "token_mean" else m_B_T.any(dim=-1)
+    total = float(counts_B.sum())
+    return float(counts_B[index_b].sum()) / total if total > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class MicroBatch:
+    """One of a step's ``optim.grad_accum`` micro-batches: its rows of the batch, and them."""
+
+    index_b: torch.Tensor  # row indices into the step's batch (CPU)
+    rollouts: Rollouts
+
+
+def micro_batches(rollouts: Rollouts, n: int) -> list[MicroBatch]:
+    """The step's ``n`` micro-batches: consecutive rows, none empty (the batch itself for one).
+
+    The one slicer of the step: the student's forwards and the teacher's scores (live or cached)
+    both read these rows.
+    """
+    out = []
+    for index_b in torch.arange(rollouts.batch_size).tensor_split(n):
+        if len(index_b) == rollouts.batch_size:
+            out.append(MicroBatch(index_b, rollouts))
+        elif len(index_b):
+            device = rollouts.completion_mask_B_T.device
+            out.append(MicroBatch(index_b, rollouts.rows(index_b.to(device))))
+    return out
+
+
+@dataclass(frozen=True)
+class Objective:
+    """The configured objective, resolved once per run: the kind's registry entry, its typed
+    options, the scoring path and the top-k reduction of the teacher (0 = none)."""
+
+    kind: ObjectiveKind
+    options: DivergenceOptions  # loss temperatures, reduction, β, α
+    opd: OPDOptions
+    path: ScorePath
+    teacher_topk: int = 0
+
+    @classmethod
+    def from_config(cls, cfg: ObjectiveConfig, vocab_size: int) -> Objective:
+        """The objective of ``cfg`` over ``vocab_size`` tokens; a top k ≥ V is refused."""
+        if cfg.teacher_topk:
+            check_topk(cfg.teacher_topk, vocab_size)
+        path = ScorePath(use_fused(cfg, vocab_size), cfg.chunks(), vocab_size)
+        return cls(
+            OBJECTIVES[cfg.kind],
+            cfg.divergence_options(),
+            cfg.opd_options(),
+            path,
+            cfg.teacher_topk,
+        )
+
+
+def objective_loss(
+    objective: Objective,
+    student: Scores,
+    teacher: TeacherScores,
+    r: Rollouts,
+    uniforms_B_T: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The objective on one micro-batch; ``uniforms_B_T`` feeds the sampled estimators.
+
+    What the kind's loss reads depends on its entry's ``inputs`` (registry docstring): the two
+    models' full scores (the teacher's scores pick the path, or fold the student onto a top-k
+    teacher), per-token log-probs of the rollout's own tokens (OPD), or of one token per position
+    drawn from ``draws_from`` (the sampled estimators). The teacher is a constant.
+    """
+    kind, o, mask_B_T = objective.kind, objective.options, r.completion_mask_B_T
+    if kind.inputs == "logits":
+        return teacher.divergence_from(student, mask_B_T, kind, o)
+    loss = kind.loss(objective.path.fused)
+    tau_s, tau_t = o.student_temperature, o.teacher_temperature
+    if kind.inputs == "rollout_tokens":  # OPD: advantage log π_T − log π_S of the rollout
+        tokens_B_T = r.completion_B_T
+        return loss(
+            student.token_logprobs(tokens_B_T, mask_B_T, tau_s),
+            teacher.token_logprobs(tokens_B_T, mask_B_T, tau_t).detach(),
+            r.logp_behavior_B_T,
+            mask_B_T,
+            options=objective.opd,
+            reduction=o.reduction,
+        )
+    # drawn tokens: y' ~ π_T or π_S, one per position, by inverse CDF from the step's uniforms
+    sampler, tau = (teacher, tau_t) if kind.draws_from == "teacher" else (student, tau_s)
+    tokens_B_T = sampler.draw(mask_B_T, uniforms_B_T, tau)
+    return loss(
+        student.token_logprobs(tokens_B_T, mask_B_T, tau_s),
+        teacher.token_logprobs(tokens_B_T, mask_B_T, tau_t).detach(),
+        mask_B_T,
+        reduction=o.reduction,
+    )
+
+
+@torch.no_grad()
+def diagnostic_logprobs(
+    objective: Objective, student: Scores, teacher: TeacherScores, r: Rollouts
+) -> dict[str, torch.Tensor]:
+    """Completion-token log-probs the diagnostics read: both models at the loss temperatures
+    (k1/k2/k3 and the forward-KL estimators) and at 1.0 (likelihoods), ``[B, T]`` each."""
+    o = objective.options
+    out = {}
+    for role, scores, tau in (
+        ("student", student, o.student_temperature),
+        ("teacher", teacher, o.teacher_temperature),
+    ):
+        out[f"{role}_loss_t"], out[f"{role}_t1"] = scores.completion_logprobs(r, tau)
+    return out

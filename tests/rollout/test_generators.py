@@ -1,9 +1,12 @@
 """Generators live on the model's device; the same seed gives the same draws on CPU."""
 
+import random
+
 import torch
 
-from distillscope.rollout import model_generator, step_generator
+from distillscope.rollout import model_generator, step_generator, step_rng
 from distillscope.rollout import prompts as prompts_module
+from distillscope.rollout.prompts import PROMPT_STREAM, Stream
 
 
 def test_same_seed_same_draws_and_streams_differ():
@@ -31,3 +34,20 @@ def test_generator_is_created_on_the_models_device(monkeypatch):
 
 def test_cpu_model_gets_a_cpu_generator():
     assert model_generator(torch.nn.Linear(2, 2), 1, 2).device == torch.device("cpu")
+
+
+def test_the_named_streams_keep_their_values_and_draws():
+    # A stream's value seeds its draws: renaming may never renumber (same seed, same metrics).
+    assert {s.name: int(s) for s in Stream} == {
+        "ROLLOUT": 0,
+        "ESTIMATOR": 1,
+        "EVAL_ACCURACY": 10_000,
+        "EVAL_COVERAGE": 10_001,
+        "EVAL_HARDER": 10_002,
+        "EVAL_HARDER_COVERAGE": 10_003,
+        "EVAL_SKILLS": 10_004,
+    }
+    named = torch.rand(5, generator=step_generator(42, 3, Stream.ESTIMATOR))
+    assert torch.equal(named, torch.rand(5, generator=step_generator(42, 3, 1)))
+    assert PROMPT_STREAM == 0
+    assert step_rng(42, 3).random() == random.Random("42/3/0").random()

@@ -31,6 +31,7 @@ from distillscope.eval.measures import pass_at_k_curve, update_sparsity
 from distillscope.eval.samples_file import SampleLog
 from distillscope.models import load_model, load_weights, resolve_model_path
 from distillscope.rollout import RolloutCache, model_generator
+from distillscope.rollout.prompts import Stream
 from distillscope.store import checkpoint_dir, write_eval
 from distillscope.tasks import (
     Task,
@@ -45,7 +46,6 @@ from distillscope.tasks.verify import detect_style
 
 PASS_KS = (1, 2, 5, 10, 20, 32, 64)
 SKILL_SEED = 44
-EVAL_STREAM = 10_000  # generator streams of evaluation, apart from training's
 SPARSITY_TAUS = (1e-6, 1e-8)  # thresholds of eval/sparsity_*_tau*
 
 
@@ -96,12 +96,13 @@ def evaluate(
         task, e.eval_seed, max(e.items, e.coverage_items), cfg.task.eval_fraction
     )
     out: dict[str, float] = split_record("split", held_out, train_pool, task.name)
-    acc = blocks.draw("accuracy", task, held_out[: e.items], 1, e.temperature, 0)
+    acc = blocks.draw("accuracy", task, held_out[: e.items], 1, e.temperature, Stream.EVAL_ACCURACY)
     out.update(_accuracy(acc))
     if e.style:
         out.update(_style_share(acc))
     if e.coverage_items:
-        out.update(_coverage(blocks, "coverage", "eval", task, held_out, e.coverage_temperature, 1))
+        t, stream = e.coverage_temperature, Stream.EVAL_COVERAGE
+        out.update(_coverage(blocks, "coverage", "eval", task, held_out, t, stream))
     if e.harder_task:
         out.update(_harder(blocks, train_pool))
     if e.skill_items:
@@ -151,9 +152,9 @@ class _Blocks:
             memory_budget_mb=e.memory_budget_mb,
         )
 
-    def generator(self, stream: int) -> torch.Generator:
+    def generator(self, stream: Stream) -> torch.Generator:
         """A fresh generator of evaluation stream ``stream`` (apart from training's streams)."""
-        return model_generator(self.student, self.cfg.seed, 0, stream=EVAL_STREAM + stream)
+        return model_generator(self.student, self.cfg.seed, 0, stream=stream)
 
     def draw(
         self, block: str, task: Task, problems: list, n: int, temperature: float, stream: int
@@ -196,12 +197,20 @@ def _harder(blocks: _Blocks, train_pool: list) -> dict[str, float]:
     harder = resolve_task(e.harder_task)
     items = evaluation_problems(harder, e.eval_seed, max(e.items, e.coverage_items))
     out: dict[str, float] = split_record("split/harder", items, train_pool, harder.name)
-    acc = blocks.draw("harder", harder, items[: e.items], 1, e.harder_temperature, 2)
+    acc = blocks.draw(
+        "harder", harder, items[: e.items], 1, e.harder_temperature, Stream.EVAL_HARDER
+    )
     out["eval/harder_accuracy"] = acc.accuracy()
     if e.coverage_items:
         out.update(
             _coverage(
-                blocks, "harder_coverage", "eval/harder", harder, items, e.harder_temperature, 3
+                blocks,
+                "harder_coverage",
+                "eval/harder",
+                harder,
+                items,
+                e.harder_temperature,
+                Stream.EVAL_HARDER_COVERAGE,
             )
         )
     return out
@@ -220,7 +229,12 @@ def _skills(
         blocks.cfg,
         cache_dir,
         lambda: skill_scores(
-            initial, tokenizer, e.skill_items, e.temperature, blocks.generator(4), blocks.common
+            initial,
+            tokenizer,
+            e.skill_items,
+            e.temperature,
+            blocks.generator(Stream.EVAL_SKILLS),
+            blocks.common,
         ),
     )
     after = (
@@ -231,7 +245,7 @@ def _skills(
             tokenizer,
             e.skill_items,
             e.temperature,
-            blocks.generator(4),
+            blocks.generator(Stream.EVAL_SKILLS),
             blocks.common,
             blocks.log,
         )

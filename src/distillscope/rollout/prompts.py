@@ -2,27 +2,48 @@
 
 Selection follows docs/method.md §10: prompts of a step are drawn without replacement within the
 step and with replacement across steps, from a stream seeded by ``(seed, step)`` — so a resumed run
-draws exactly what an uninterrupted one would have.
+draws exactly what an uninterrupted one would have. Every random draw of a run comes from one of
+the named streams below, seeded by ``(seed, step, stream)``.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from enum import IntEnum
 
 import torch
 from transformers import PreTrainedTokenizerBase
 
 from distillscope.tasks.base import Problem, Task, styled
 
+#: The Python RNG stream of a step's prompts (:func:`select_problems`, :func:`step_rng`).
+PROMPT_STREAM = 0
 
-def step_rng(seed: int, step: int, stream: int = 0) -> random.Random:
+
+class Stream(IntEnum):
+    """The named streams of the torch generators (:func:`step_generator`), fixed values.
+
+    A draw of step k comes from ``(seed, k, stream)``; changing a value would change every draw
+    of its stream. Evaluation draws at step 0, on streams apart from training's.
+    """
+
+    ROLLOUT = 0  # the sampler: the step's rollouts
+    ESTIMATOR = 1  # the sampled estimators: one uniform per completion position
+    EVAL_ACCURACY = 10_000  # held-out accuracy, one sample per item
+    EVAL_COVERAGE = 10_001  # pass@k samples
+    EVAL_HARDER = 10_002  # the harder task's accuracy
+    EVAL_HARDER_COVERAGE = 10_003  # the harder task's pass@k samples
+    EVAL_SKILLS = 10_004  # the skill suite, before and after training
+
+
+def step_rng(seed: int, step: int, stream: int = PROMPT_STREAM) -> random.Random:
     """An independent Python RNG for one (seed, step, stream) — no state carried across steps."""
-    return random.Random(f"{seed}/{step}/{stream}")
+    return random.Random(f"{seed}/{step}/{int(stream)}")
 
 
 def step_generator(
-    seed: int, step: int, stream: int = 0, device: torch.device | str = "cpu"
+    seed: int, step: int, stream: int = Stream.ROLLOUT, device: torch.device | str = "cpu"
 ) -> torch.Generator:
     """An independent torch generator for one (seed, step, stream), living on ``device``.
 
@@ -30,11 +51,11 @@ def step_generator(
     the model's device (``model_generator``). The same seed gives the same draws on CPU; a CUDA
     generator's stream differs from the CPU one (docs/real-models.md, "Determinism").
     """
-    mixed = (seed * 1_000_003 + step * 9_176 + stream * 7_919) % (2**63 - 1)
+    mixed = (seed * 1_000_003 + step * 9_176 + int(stream) * 7_919) % (2**63 - 1)
     return torch.Generator(device=torch.device(device)).manual_seed(mixed)
 
 
-def model_generator(model: torch.nn.Module, seed: int, step: int, stream: int = 0):
+def model_generator(model: torch.nn.Module, seed: int, step: int, stream: int = Stream.ROLLOUT):
     """``step_generator`` on the device of ``model``'s parameters."""
     return step_generator(seed, step, stream, device=next(model.parameters()).device)
 

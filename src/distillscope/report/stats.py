@@ -3,8 +3,9 @@
 A ``Pair`` holds two cell means (display units), their SEMs and degrees of freedom. A contrast
 is *beyond* a margin m when its one-sided (1 − α) t-bound lies beyond m (``beyond``), *within*
 ±m when both one-sided bounds lie inside (``within``, two one-sided tests). A side without a
-SEM (one seed) or a contrast without any seed variance never decides. Torch- and scipy-free:
-Student's t quantiles come from Simpson's rule on the density (``t_quantile``).
+SEM (one seed) or a contrast without any seed variance never decides. Student's t quantiles,
+Spearman's rank correlation and the least-squares trend come from ``scipy.stats``; Fisher's
+exact test is exact rational arithmetic (``fisher_greater``).
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from statistics import NormalDist
 
 import numpy as np
+import pandas as pd
+from scipy import stats
 
 #: Level of each one-sided test (a one-sided 97.5% bound = one end of a two-sided 95% CI): the
 #: false rate each verdict of a rule is built to keep, with room under the 5% target.
@@ -60,31 +61,12 @@ def welch_dof(variances: Sequence[float], dofs: Sequence[float]) -> float:
     return sum(v for v, _ in parts) ** 2 / sum(v * v / d for v, d in parts)
 
 
-@lru_cache(maxsize=4096)
-def _t_quantile(p: float, dof: float) -> float:
-    if math.isinf(dof):
-        return NormalDist().inv_cdf(p)
-    # CDF of Student's t by Simpson's rule on [0, x], then bisection on x.
-    c = math.exp(math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2)) / math.sqrt(dof * math.pi)
-
-    def cdf(x: float) -> float:
-        grid = np.linspace(0.0, x, 801)
-        f = c * (1.0 + grid * grid / dof) ** (-(dof + 1) / 2)
-        h = x / 800
-        return 0.5 + h / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
-
-    lo, hi = 0.0, 1.0
-    while cdf(hi) < p:
-        lo, hi = hi, hi * 2
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
-    return (lo + hi) / 2
-
-
 def t_quantile(p: float, dof: float) -> float:
-    """The p-quantile (p ≥ 0.5) of Student's t with ``dof`` degrees of freedom (∞: normal)."""
-    return _t_quantile(float(p), round(float(dof), 3))
+    """The p-quantile of Student's t with ``dof`` degrees of freedom (∞: the normal's).
+
+    ``scipy.stats.t.ppf``; ``dof`` may be fractional (Welch–Satterthwaite).
+    """
+    return float(stats.t.ppf(p, dof))
 
 
 def bounds(pair: Pair, alpha: float) -> tuple[float, float]:
@@ -203,6 +185,46 @@ def pooled(means: Sequence[float], sems: Sequence[float]) -> tuple[float, float]
     if any(math.isnan(s) for s in ss) or len(ss) != len(ms):
         return float(np.mean(ms)), math.nan
     return float(np.mean(ms)), math.sqrt(sum(s * s for s in ss)) / len(ss)
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rank correlation ρ (average ranks for ties, ``scipy.stats.spearmanr``) of
+    the points where both are finite; NaN with < 3 such points or when either has no spread."""
+    xs, ys = pd.Series(list(x), dtype=float), pd.Series(list(y), dtype=float)
+    ok = xs.notna() & ys.notna()
+    if ok.sum() < 3 or xs[ok].nunique() < 2 or ys[ok].nunique() < 2:
+        return math.nan
+    return float(stats.spearmanr(xs[ok], ys[ok]).statistic)
+
+
+def trend(x: np.ndarray, y: np.ndarray, key: str) -> Pair:
+    """The fitted change of y over the range of x as a pair: a = slope · (max x − min x), b = 0.
+
+    Least squares (``scipy.stats.linregress``) over the points where both are finite; the
+    change's SEM is the slope's standard error · range, on n − 2 degrees of freedom. NaN with
+    < 3 points or no spread in x.
+    """
+    ok = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[ok], y[ok]
+    if len(x) < 3 or np.ptp(x) == 0:
+        return Pair(key, math.nan, math.nan, 0.0, 0.0)
+    if np.ptp(y) == 0:  # flat: slope 0 with no residual (linregress's r would be 0/0, NaN)
+        return Pair(key, 0.0, 0.0, 0.0, 0.0, float(len(x) - 2), math.inf)
+    fit = stats.linregress(x, y)
+    span = float(np.ptp(x))
+    return Pair(key, fit.slope * span, fit.stderr * span, 0.0, 0.0, float(len(x) - 2), math.inf)
+
+
+def fisher_greater(hit_a: int, n_a: int, hit_b: int, n_b: int) -> float:
+    """One-sided Fisher exact p-value that group a's hit rate exceeds group b's.
+
+    p = Σ_{k ≥ hit_a} C(n_a, k) C(n_b, h − k) / C(n_a + n_b, h) with h = hit_a + hit_b (the
+    hypergeometric tail), in exact integer arithmetic: a p-value that equals the level exactly
+    (3/120 = 0.025) is not moved across it by rounding.
+    """
+    hits, n = hit_a + hit_b, n_a + n_b
+    tail = range(hit_a, min(n_a, hits) + 1)
+    return sum(math.comb(n_a, k) * math.comb(n_b, hits - k) for k in tail) / math.comb(n, hits)
 
 
 def pp(value: float, digits: int = 1) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from distillscope.report.claimkit import cell_key, match_columns
+from distillscope.report.matching import cell_key, match_columns
 from distillscope.report.tables import cell_table
 
 

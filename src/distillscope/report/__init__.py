@@ -10,7 +10,7 @@ a laptop. It imports nothing from training, rollouts, objectives, models or torc
 from __future__ import annotations
 
 from distillscope.report.aggregate import aggregate
-from distillscope.report.claimkit import ClaimRule, Verdict
+from distillscope.report.claimkit import ClaimRule, Scoring, Verdict
 from distillscope.report.load import Study, load_study
 from distillscope.report.render import write_report
 from distillscope.report.scorecard import RULES, ClaimResult, score_claims
@@ -19,6 +19,7 @@ __all__ = [
     "RULES",
     "ClaimResult",
     "ClaimRule",
+    "Scoring",
     "Study",
     "Verdict",
     "aggregate",

@@ -47,10 +47,11 @@ from distillscope.report.aggregate import (
     with_labels,
 )
 from distillscope.report.claimkit import experiment_rows, is_baseline
-from distillscope.report.claims_ablation import C15_MARGIN
-from distillscope.report.claims_grid import C1_MARGIN
-from distillscope.report.claims_spectrum import C7_MARGIN
+from distillscope.report.claims_ablation import CLAIM_15_MARGIN_PP
+from distillscope.report.claims_grid import CLAIM_01_MARGIN_PP
+from distillscope.report.claims_spectrum import CLAIM_07_MARGIN_PP
 from distillscope.report.load import CALIBRATION_FILE, load_study
+from distillscope.report.matching import LAMBDA
 from distillscope.report.scorecard import RULES, score_claims
 from distillscope.store import atomic_write_text
 
@@ -181,7 +182,7 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
     L = with_labels(d)
     n = len(d)
     kind, policy = _column(L, "objective.kind"), _column(L, "rollout.policy")
-    lam = pd.to_numeric(L["_lam"], errors="coerce").fillna(0.0).to_numpy()
+    lam = pd.to_numeric(L[LAMBDA], errors="coerce").fillna(0.0).to_numpy()
     reverse = kind.isin(["reverse_kl", "reverse_sampled"]).to_numpy()
     exp = _column(L, "experiment")
     spectrum = (exp == "spectrum").to_numpy()
@@ -226,19 +227,20 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
 def margin_offsets(d: pd.DataFrame) -> dict[str, np.ndarray]:
     """Offsets (stored units) that put each no-effect claim's effect exactly at its margin.
 
-    Claim 1: OnPD cells of the main grid C1_MARGIN pp more accurate; claim 7: forgetting of the
-    λ > 0 forward-KL spectrum cells C7_MARGIN pp higher; claim 15: the sampled forward-KL
-    estimator C15_MARGIN pp more accurate than the sampled reverse one. Each touches only the
-    experiment its rule reads (``_experiment``), so each claim sees one effect.
+    Claim 1: OnPD cells of the main grid CLAIM_01_MARGIN_PP more accurate; claim 7: forgetting
+    of the λ > 0 forward-KL spectrum cells CLAIM_07_MARGIN_PP higher; claim 15: the sampled
+    forward-KL estimator CLAIM_15_MARGIN_PP more accurate than the sampled reverse one. Each
+    touches only the experiment its rule reads (``_experiment``), so each claim sees one effect.
     """
     L = with_labels(d)
     kind = _column(L, "objective.kind")
-    lam = pd.to_numeric(L["_lam"], errors="coerce").fillna(0.0).to_numpy()
+    lam = pd.to_numeric(L[LAMBDA], errors="coerce").fillna(0.0).to_numpy()
     main_on = _experiment(L, "main") & (_column(L, "rollout.policy") == "student").to_numpy()
     spectrum_fwd = _experiment(L, "spectrum") & (kind == "forward_kl").to_numpy() & (lam > 0)
     sampled_fwd = _experiment(L, "sampled") & (kind == "forward_sampled").to_numpy()
-    acc = np.where(main_on, C1_MARGIN / 100, 0.0) + np.where(sampled_fwd, C15_MARGIN / 100, 0.0)
-    return {ACC: acc, "eval/forgetting_pp": np.where(spectrum_fwd, C7_MARGIN, 0.0)}
+    acc = np.where(main_on, CLAIM_01_MARGIN_PP / 100, 0.0)
+    acc = acc + np.where(sampled_fwd, CLAIM_15_MARGIN_PP / 100, 0.0)
+    return {ACC: acc, "eval/forgetting_pp": np.where(spectrum_fwd, CLAIM_07_MARGIN_PP, 0.0)}
 
 
 #: Planted metrics set to a level (not an offset from the study's typical value).
@@ -263,13 +265,11 @@ def draw(
     out = d.copy()
     base = is_baseline(out).to_numpy()
     opd = out["objective.kind"].map(str).eq("opd").to_numpy() if "objective.kind" in out else None
-    planted = (
-        planted_offsets(d, noise)
-        if scenario == "planted"
-        else margin_offsets(d)
-        if scenario == MARGIN
-        else {}
-    )
+    planted: dict[str, np.ndarray] = {}
+    if scenario == "planted":
+        planted = planted_offsets(d, noise)
+    elif scenario == MARGIN:
+        planted = margin_offsets(d)
     values = {}
     for m in metrics:
         if scenario in ("zeros", "constant"):
@@ -377,14 +377,8 @@ def calibrate(
         for c in ids
     }
     power = {str(c): rates["planted"][str(c)].get("supported", 0.0) for c in ids}
-    return {
-        "draws": draws,
-        "seed": seed,
-        "noise": noise,
-        "rates": rates,
-        "false_rate": false_rate,
-        "power": power,
-    }
+    out = {"draws": draws, "seed": seed, "noise": noise, "rates": rates}
+    return {**out, "false_rate": false_rate, "power": power}
 
 
 def _tables_of(scenario: str, draws: int) -> int:

@@ -1,10 +1,13 @@
-"""Building blocks of the scorecard rules: verdicts, sub-grids, matched comparisons, significance.
+"""Building blocks of the scorecard rules: verdicts, one scoring's sub-grids, power.
 
 Conventions every rule follows (docs/method.md §9, §10 "Scorecard statistics"):
 
 - Only finished runs (``status == "done"``) count; numbers are cell means over seeds. Baseline
   rows (``experiment == "baseline"``, the untrained student) are never part of a cell: they are
   the reference that shows whether the students learned (``learned``).
+- Rows are chosen and compared by config values (``rollout.policy == "student"``,
+  ``objective.kind == "reverse_kl"``, ``optim.grad_clip`` null); reader labels such as OnPD
+  only name cells in the evidence (:mod:`distillscope.report.matching`).
 - Fractions (accuracy, pass@k, sparsity, style share) are compared in percentage points (pp).
 - Comparisons are *matched*: OnPD is compared with OffPD only within cells that agree on every
   other axis (KL direction, LR, task …); matched differences are pooled into one contrast
@@ -18,28 +21,21 @@ Conventions every rule follows (docs/method.md §9, §10 "Scorecard statistics")
   inside (−m, m) (``within``). No-effect claims also need ``learned``: the study's students
   beat the untrained student by ≥ ``LEARNED_PP`` beyond uncertainty; otherwise the verdict is
   "inconclusive" with evidence starting ``no power``.
+- A rule reads the table through a ``Scoring``: one scoring of one table, which computes each
+  sub-grid and each matched comparison the rules ask for once.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import wraps
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from distillscope.labels import REGULATION_NAMES, labelled_axes
-from distillscope.report.aggregate import (
-    aggregate,
-    cell_columns,
-    done,
-    percent_scale,
-    with_label,
-    with_labels,
-)
+from distillscope.report.aggregate import done, with_labels
+from distillscope.report.matching import LAMBDA, Contrast, paired
 from distillscope.report.stats import (
     ALPHA,
     Pair,
@@ -48,6 +44,7 @@ from distillscope.report.stats import (
     num,
     pp,
     sample_pair,
+    within,
 )
 
 VERDICTS = ("supported", "contradicted", "inconclusive")
@@ -59,51 +56,8 @@ ERROR = "error"  # the rule raised: a bug, shown with its message, never a verdi
 LEARNED_PP = 5.0
 BASELINE = "baseline"  # experiment name (and run_id prefix) of the untrained-student rows
 
-# Columns that encode the same axis: comparing along one of them ignores all of them when matching
-# (and a labelled axis always brings its label column, see match_columns).
-_FAMILIES = {
-    "_rollout": ("rollout.policy", "rollout.lam", "_rollout", "_lam"),
-    "_lam": ("rollout.policy", "rollout.lam", "_rollout", "_lam"),
-    "_kl": ("objective.kind", "objective.regulation", "_kl"),
-    "objective.kind": ("objective.kind", "_kl"),
-    "optim.lr": ("optim.lr", "_lr"),
-    "optim.grad_clip": ("optim.grad_clip",),
-    "_clip": ("optim.grad_clip", "_clip"),
-}
-
-
-_MEMO: dict[tuple, tuple[tuple, object]] | None = None
-
-
-def memo(fn: Callable) -> Callable:
-    """Within ``scoring_pass``, compute ``fn(df, *args)`` once per table object and arguments.
-
-    The rules ask for the same sub-grids and matched pairs many times; the table (kept alive
-    in the memo, so its id cannot be reused) is read-only during a pass.
-    """
-
-    @wraps(fn)
-    def wrapper(df: pd.DataFrame, *args: object) -> object:
-        if _MEMO is None:
-            return fn(df, *args)
-        ids = tuple(id(a) if isinstance(a, pd.DataFrame) else a for a in args)
-        key = (fn.__qualname__, id(df), ids)
-        if key not in _MEMO:
-            _MEMO[key] = ((df, args), fn(df, *args))
-        return _MEMO[key][1]
-
-    return wrapper
-
-
-@contextmanager
-def scoring_pass() -> Iterator[None]:
-    """Scope of ``memo``: one scoring of one table."""
-    global _MEMO
-    _MEMO = {}
-    try:
-        yield
-    finally:
-        _MEMO = None
+# Sub-grids a rule can ask a Scoring for (see SUB_GRIDS).
+FINISHED, MAIN, SPECTRUM, LR_SWEEP = "finished", "main", "spectrum", "lr_sweep"
 
 
 @dataclass(frozen=True)
@@ -119,6 +73,50 @@ class Verdict:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
 
 
+@dataclass(eq=False)
+class Scoring:
+    """One scoring of one results table: the table and what the rules computed from it.
+
+    The rules ask for the same sub-grids and matched pairs many times; a Scoring computes each
+    once (``cached``). It lives for one ``score_claims`` call, and the table is not changed
+    while it does.
+    """
+
+    df: pd.DataFrame
+    _cache: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False)
+
+    def cached(self, fn: Callable[..., Any], *args: Hashable) -> Any:
+        """``fn(self, *args)``, computed once per scoring and arguments."""
+        key = (fn, args)
+        if key not in self._cache:
+            self._cache[key] = fn(self, *args)
+        return self._cache[key]
+
+    def grid(self, name: str) -> pd.DataFrame:
+        """Sub-grid ``name`` of the table (``SUB_GRIDS``)."""
+        return self.cached(_grid, name)
+
+    def pairs(self, grid: str, metric: str, contrast: Contrast) -> list[Pair]:
+        """``paired(self.grid(grid), metric, contrast)``."""
+        return self.cached(_grid_pairs, grid, metric, contrast)
+
+    def learned(self, grid: str) -> tuple[bool, str]:
+        """``learned(self.df, self.grid(grid))``: whether that sub-grid's students learned."""
+        return self.cached(_grid_learned, grid)
+
+
+def _grid(s: Scoring, name: str) -> pd.DataFrame:
+    return SUB_GRIDS[name](s.df)
+
+
+def _grid_pairs(s: Scoring, grid: str, metric: str, contrast: Contrast) -> list[Pair]:
+    return paired(s.grid(grid), metric, contrast)
+
+
+def _grid_learned(s: Scoring, grid: str) -> tuple[bool, str]:
+    return learned(s.df, s.grid(grid))
+
+
 @dataclass(frozen=True)
 class ClaimRule:
     """One published claim (docs/method.md §9) and how a study is scored against it."""
@@ -126,12 +124,47 @@ class ClaimRule:
     id: int
     claim: str  # one line, as in docs/method.md §9
     needs: str  # what a study must contain to test it (shown when it cannot)
-    applicable: Callable[[pd.DataFrame], bool]
+    applicable: Callable[[Scoring], bool]
     #: None only while ``unmeasured`` is non-empty: there is nothing to judge yet.
-    judge: Callable[[pd.DataFrame], Verdict] | None
+    judge: Callable[[Scoring], Verdict] | None
     #: Metric keys the claim needs that no code of distillscope writes (not in the metric
     #: registry; checked by a test): while non-empty the claim is "not implemented".
     unmeasured: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdicts
+
+
+def decide(rule: str, evidence: str, contradicted: bool, supported: bool) -> Verdict:
+    """A rule's verdict from its two tests: "contradicted" when the evidence goes against the
+    claim beyond uncertainty (checked first), else "supported" when it meets every margin of
+    the claim, else "inconclusive"."""
+    if contradicted:
+        return Verdict("contradicted", evidence, rule)
+    return Verdict("supported" if supported else "inconclusive", evidence, rule)
+
+
+def effect_verdict(pair: Pair, margin: float, rule: str, evidence: str) -> Verdict:
+    """An effect claim on one contrast d = a − b: contradicted when d < 0 beyond uncertainty,
+    supported when d > ``margin`` beyond it (``beyond`` at ALPHA), else inconclusive."""
+    return decide(rule, evidence, beyond(pair, 0.0) == -1, beyond(pair, margin) == 1)
+
+
+def no_effect_verdict(
+    s: Scoring, grid: str, contrasts: Sequence[Pair], margin: float, rule: str, evidence: str
+) -> Verdict:
+    """A no-effect claim on ``contrasts``: contradicted when some |d| > ``margin`` beyond
+    uncertainty (α = ALPHA / 2 split over the contrasts); else, when the students of sub-grid
+    ``grid`` did not learn, inconclusive ("no power …" first); else supported when every d is
+    within ±``margin`` (TOST), else inconclusive. The power sentence joins the evidence."""
+    if any(beyond(c, margin, ALPHA / (2 * len(contrasts))) != 0 for c in contrasts):
+        return Verdict("contradicted", evidence, rule)
+    power, text = s.learned(grid)
+    if not power:
+        return Verdict("inconclusive", f"{text}. {evidence}", rule)
+    found = all(within(c, margin) for c in contrasts)
+    return Verdict("supported" if found else "inconclusive", f"{evidence}; {text}", rule)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,7 +197,6 @@ def plain_rows(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-@memo
 def main_grid(df: pd.DataFrame) -> pd.DataFrame:
     """The finished OnPD/OffPD × forward/reverse KL runs of the main grid, with labels."""
     rows = plain_rows(experiment_rows(finished(df), "main"))
@@ -178,19 +210,25 @@ def main_grid(df: pd.DataFrame) -> pd.DataFrame:
     return with_labels(rows)
 
 
-@memo
 def spectrum_grid(df: pd.DataFrame) -> pd.DataFrame:
     """Finished full-vocabulary forward/reverse KL runs with a known λ (the λ-spectrum sub-grid)."""
     rows = plain_rows(experiment_rows(finished(df), "spectrum"))
     if "rollout.policy" not in rows.columns or "objective.kind" not in rows.columns:
         return rows.iloc[0:0]
     rows = with_labels(where(rows, "objective.kind", ["forward_kl", "reverse_kl"]))
-    return rows[rows["_lam"].notna()]
+    return rows[rows[LAMBDA].notna()]
+
+
+def lr_sweep_grid(df: pd.DataFrame) -> pd.DataFrame:
+    """The finished plain runs of the LR sweep, with labels (none without an ``optim.lr``)."""
+    rows = plain_rows(experiment_rows(finished(df), "lr_sweep"))
+    return with_labels(rows) if "optim.lr" in rows.columns else rows.iloc[0:0]
 
 
 def both_rollouts(rows: pd.DataFrame) -> bool:
-    """Whether labelled ``rows`` contain both OnPD and OffPD runs."""
-    return not rows.empty and "_rollout" in rows and {"OnPD", "OffPD"} <= set(rows["_rollout"])
+    """Whether ``rows`` contain both OnPD (student) and OffPD (teacher) runs."""
+    policies = set(rows["rollout.policy"]) if "rollout.policy" in rows.columns else set()
+    return {"student", "teacher"} <= policies
 
 
 def both_kls(rows: pd.DataFrame) -> bool:
@@ -205,6 +243,16 @@ def finished(df: pd.DataFrame) -> pd.DataFrame:
     return rows[~is_baseline(rows)]
 
 
+#: The sub-grids a Scoring computes once: every finished run, and the finished plain runs of
+#: the main grid, the λ-spectrum and the LR sweep.
+SUB_GRIDS: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
+    FINISHED: finished,
+    MAIN: main_grid,
+    SPECTRUM: spectrum_grid,
+    LR_SWEEP: lr_sweep_grid,
+}
+
+
 def is_baseline(df: pd.DataFrame) -> pd.Series:
     """Which rows are the untrained-student baseline (``experiment == "baseline"``)."""
     if "experiment" not in df.columns:
@@ -213,7 +261,6 @@ def is_baseline(df: pd.DataFrame) -> pd.Series:
     return (df["experiment"].map(str) == BASELINE) & ids.str.startswith(BASELINE)
 
 
-@memo
 def learned(df: pd.DataFrame, rows: pd.DataFrame) -> tuple[bool, str]:
     """Whether the students of ``rows`` beat the untrained student (the study's baseline rows).
 
@@ -256,175 +303,3 @@ def has(df: pd.DataFrame, *metrics: str) -> bool:
 def n_values(df: pd.DataFrame, column: str) -> int:
     """Number of distinct non-missing values of ``column`` (0 when absent)."""
     return int(df[column].dropna().nunique()) if column in df.columns else 0
-
-
-# ---------------------------------------------------------------------------------------------
-# Matched comparisons
-
-
-def match_columns(df: pd.DataFrame, axis: str) -> list[str]:
-    """Cell columns other than ``axis`` (and its aliases) and ``experiment``: what must agree."""
-    drop = {"experiment", axis, *_FAMILIES.get(axis, ())}
-    labels = labelled_axes(df.columns)
-    drop |= {labels[c] for c in drop if c in labels}
-    return [c for c in cell_columns(df) if c not in drop]
-
-
-def cell_key(row: pd.Series, columns: Sequence[str]) -> str:
-    """A readable name of a cell from its varying ``columns`` (reader labels where available)."""
-    shown_by = {"rollout.lam": "rollout.policy"}  # λ is part of the OnPD/OffPD/λ label
-    labels = labelled_axes(row.index)
-    labelled_by = {lab: axis for axis, lab in labels.items()}
-    parts = []
-    for c in columns:
-        v = row[c]
-        if shown_by.get(c) in columns or labelled_by.get(c) in columns:
-            continue  # shown with the axis it belongs to
-        if c == "rollout.policy" and "_rollout" in row:
-            v = row["_rollout"]
-        elif c == "objective.kind" and "_kl" in row:
-            v = row["_kl"]
-        elif c == "optim.lr" and "_lr" in row:
-            v = row["_lr"]
-        elif c == "objective.regulation":
-            if "objective.kind" in columns and row.get("objective.kind") == "opd":
-                continue  # the OPD label names its regulation
-            v = REGULATION_NAMES.get(str(v), f"regulation={v}")
-        elif c == "rollout.lam":
-            v = f"λ={v:+g}" if isinstance(v, float) and not math.isnan(v) else f"λ={v}"
-        else:
-            label = row[labels[c]] if c in labels else None
-            v = with_label(f"{c.split('.')[-1]}={v}", label)
-        parts.append(str(v))
-    return ", ".join(parts) if parts else "all"
-
-
-@memo
-def paired(
-    df: pd.DataFrame, metric: str, axis: str, a: object, b: object, min_runs: int = 1
-) -> list[Pair]:
-    """Matched cell means of ``metric`` (display units) for ``axis == a`` versus ``axis == b``.
-
-    Cells are matched on every other cell column (``match_columns``); only cells where both
-    sides have ≥ ``min_runs`` measured runs are returned.
-    """
-    if metric not in df.columns or axis not in df.columns:
-        return []
-    df = df if "_rollout" in df.columns else with_labels(df)
-    match = match_columns(df, axis)
-    varying = [c for c in match if df[c].map(str).nunique() > 1]
-    agg = aggregate(df, [metric], [*match, axis])
-    agg = agg[agg[f"{metric}:n"] >= min_runs]
-    scale = percent_scale(metric)
-    labels = with_labels(agg)
-    agg = agg.assign(_key=[cell_key(labels.loc[i], varying) for i in agg.index])
-    agg["_match"] = match_keys(agg, match)
-    out = []
-    for _, group in agg.groupby("_match", sort=True):
-        side_a = group[group[axis] == a]
-        side_b = group[group[axis] == b]
-        if len(side_a) == 1 and len(side_b) == 1:
-            ra, rb = side_a.iloc[0], side_b.iloc[0]
-            out.append(
-                Pair(
-                    key=str(ra["_key"]),
-                    a=ra[f"{metric}:mean"] * scale,
-                    a_sem=ra[f"{metric}:sem"] * scale,
-                    b=rb[f"{metric}:mean"] * scale,
-                    b_sem=rb[f"{metric}:sem"] * scale,
-                    a_dof=_dof(ra[f"{metric}:n"]),
-                    b_dof=_dof(rb[f"{metric}:n"]),
-                )
-            )
-    return out
-
-
-def _dof(n: float) -> float:
-    return float(n) - 1.0 if n >= 2 else math.nan
-
-
-def cell_means(df: pd.DataFrame, metric: str, by: Sequence[str]) -> pd.DataFrame:
-    """Mean, SEM and n of ``metric`` per ``by`` group, in display units (pp for fractions)."""
-    agg = aggregate(df, [metric], list(by))
-    scale = percent_scale(metric)
-    agg = agg[agg[f"{metric}:n"] > 0]
-    return agg.assign(
-        mean=agg[f"{metric}:mean"] * scale,
-        sem=agg[f"{metric}:sem"] * scale,
-        runs=agg[f"{metric}:n"],
-    )[[*by, "mean", "sem", "runs"]]
-
-
-def match_keys(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
-    """One string per row joining ``columns`` (NaN → "nan", so missing values match each other)."""
-    if not columns or frame.empty:
-        return pd.Series("", index=frame.index, dtype=object)
-    return frame[list(columns)].apply(lambda col: col.map(str)).agg("|".join, axis=1)
-
-
-@memo
-def series_over(df: pd.DataFrame, metric: str, x: str) -> list[tuple[str, pd.DataFrame]]:
-    """Cell means of ``metric`` against axis ``x``, one series per setting of the other axes.
-
-    Returns ``[(series name, DataFrame[x, mean, sem, runs] sorted by x), …]`` in display units.
-    """
-    if metric not in df.columns or x not in df.columns:
-        return []
-    df = with_labels(df)
-    match = match_columns(df, x)
-    varying = [c for c in match if df[c].map(str).nunique() > 1]
-    cm = cell_means(df, metric, [*match, x])
-    if cm.empty:
-        return []
-    labels = with_labels(cm)
-    names = [cell_key(labels.loc[i], varying) for i in cm.index]
-    out = []
-    for name in dict.fromkeys(names):
-        rows = cm[[n == name for n in names]].sort_values(x)
-        out.append((name, rows[[x, "mean", "sem", "runs"]].reset_index(drop=True)))
-    return out
-
-
-def spread(rows: pd.DataFrame) -> Pair:
-    """The highest and the lowest cell of a series as a pair (a = max, b = min)."""
-    hi, lo = rows.loc[rows["mean"].idxmax()], rows.loc[rows["mean"].idxmin()]
-    return Pair(
-        key="range",
-        a=float(hi["mean"]),
-        a_sem=float(hi["sem"]),
-        b=float(lo["mean"]),
-        b_sem=float(lo["sem"]),
-        a_dof=_dof(hi["runs"]),
-        b_dof=_dof(lo["runs"]),
-    )
-
-
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
-    """Spearman rank correlation (average ranks for ties); NaN with < 3 points or no spread."""
-    xs, ys = pd.Series(list(x), dtype=float), pd.Series(list(y), dtype=float)
-    ok = xs.notna() & ys.notna()
-    if ok.sum() < 3:
-        return math.nan
-    rx, ry = xs[ok].rank().to_numpy(), ys[ok].rank().to_numpy()
-    if rx.std() == 0 or ry.std() == 0:
-        return math.nan
-    return float(np.corrcoef(rx, ry)[0, 1])
-
-
-def describe_pairs(pairs: Sequence[Pair], unit: str = "pp", digits: int = 1) -> str:
-    """``forward KL, 1e-05: 72.0 vs 70.1 (Δ +1.9 ± 1.1 pp); …`` for the evidence column."""
-    parts = []
-    for p in pairs:
-        sem = "" if math.isnan(p.sem) else f" ± {p.sem:.{digits}f}"
-        unit_text = f" {unit}" if unit else ""
-        parts.append(
-            f"{p.key}: {num(p.a, digits)} vs {num(p.b, digits)} "
-            f"(Δ {pp(p.diff, digits)}{sem}{unit_text})"
-        )
-    return "; ".join(parts)
-
-
-def mean_diff(pairs: Sequence[Pair]) -> float:
-    """Mean of a − b over matched pairs (NaN for none)."""
-    diffs = [p.diff for p in pairs if not math.isnan(p.diff)]
-    return float(np.mean(diffs)) if diffs else math.nan

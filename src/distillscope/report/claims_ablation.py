@@ -1,32 +1,37 @@
-"""Scorecard rules on the ablations of [P]: docs/method.md §9 claims 10–15.
+"""Scorecard rules on the ablations of [P]: docs/method.md §9 claims 10–12 and 15.
 
-Harder variant, RLVR follow-up, teacher-style transfer, gradient clipping and sampled
-estimators. Margins are named constants (pp) from which each rule's prose is rendered;
-``claimkit`` says what "beyond" and "within" mean.
+Harder variant, RLVR follow-up, teacher-style transfer and sampled estimators (the clipping
+ablation, claims 13–14, is in ``claims_clipping``). Margins are named constants (pp) from
+which each rule's prose is rendered; ``claimkit`` says what "beyond" and "within" mean.
 """
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
-from distillscope.labels import is_label_column
-from distillscope.report.aggregate import objective_label, with_labels
+from distillscope.report.aggregate import objective_label, rollout_label
 from distillscope.report.claimkit import (
+    FINISHED,
+    MAIN,
+    SPECTRUM,
     ClaimRule,
+    Scoring,
     Verdict,
-    cell_means,
-    describe_pairs,
+    decide,
     experiment_rows,
-    finished,
     has,
-    learned,
-    main_grid,
-    paired,
     plain_rows,
-    spectrum_grid,
     where,
+)
+from distillscope.report.matching import (
+    FORWARD_VS_REVERSE,
+    LAMBDA,
+    ON_VS_OFF,
+    SAMPLED_FORWARD_VS_REVERSE,
+    cell_means,
+    cell_pair,
+    describe_pairs,
+    paired,
 )
 from distillscope.report.stats import (
     ALPHA,
@@ -43,27 +48,24 @@ from distillscope.report.stats import (
 ACC = "eval/accuracy"
 STYLE = "eval/teacher_style_share"
 RLVR = "rlvr/reward_final"
-CLIPPED, NORM_MEAN, NORM_MAX = (
-    "train/grad_clipped_frac",
-    "train/grad_norm_mean",
-    "train/grad_norm_max",
-)
 KINDS = ("forward_kl", "reverse_kl")
 CI = f"one-sided {1 - ALPHA:.0%} t-interval"
 
 
 # 10 -----------------------------------------------------------------------------------------
-C10_MARGIN = 1.0  # pp the on-policy side must gain on the harder variant
-R10 = (
+CLAIM_10_MARGIN_PP = 1.0  # the on-policy side must gain on the harder variant
+CLAIM_10_RULE = (
     "Harder-variant metric = eval/harder/pass@K at the largest K measured (else "
     "eval/harder_accuracy). Per KL direction, on-policy (OnPD, else the spectrum's λ > 0) minus "
     "off-policy (OffPD, else λ < 0), pooled over matched cells. Supported: the gain is > "
-    f"{C10_MARGIN:g} pp beyond its {CI} under both directions. Contradicted: off-policy better "
-    f"(gain < 0) beyond a {1 - ALPHA / 2:.1%} interval under either. Else inconclusive."
+    f"{CLAIM_10_MARGIN_PP:g} pp beyond its {CI} under both directions. Contradicted: off-policy "
+    f"better (gain < 0) beyond a {1 - ALPHA / 2:.1%} interval under either. Else inconclusive."
 )
 
 
-def _harder_metric(df: pd.DataFrame) -> str | None:
+def harder_metric(df: pd.DataFrame) -> str | None:
+    """The harder variant's measurement: eval/harder/pass@K at the largest K measured, else
+    eval/harder_accuracy (None when neither was)."""
     ks = [
         int(c.rsplit("@", 1)[1])
         for c in df.columns
@@ -74,88 +76,91 @@ def _harder_metric(df: pd.DataFrame) -> str | None:
     return "eval/harder_accuracy" if has(df, "eval/harder_accuracy") else None
 
 
-def _on_off(df: pd.DataFrame, metric: str, kind: str) -> tuple[Pair, str] | None:
-    """(on-policy vs off-policy pooled pair, per-cell text) under one KL direction."""
-    m = main_grid(df)
+def on_vs_off(s: Scoring, metric: str, kind: str) -> tuple[Pair, str] | None:
+    """(on-policy vs off-policy pooled pair, per-cell text) under one KL direction: OnPD vs
+    OffPD in the main grid, else the spectrum's cells at λ > 0 vs λ < 0 as samples."""
+    m = s.grid(MAIN)
     m = m[m["objective.kind"] == kind] if not m.empty else m
-    pairs = paired(m, metric, "_rollout", "OnPD", "OffPD") if has(m, metric) else []
+    pairs = paired(m, metric, ON_VS_OFF) if has(m, metric) else []
     if pairs:
         return pooled_pair(pairs, "OnPD vs OffPD"), describe_pairs(pairs)
-    g = spectrum_grid(df)
+    g = s.grid(SPECTRUM)
     g = g[g["objective.kind"] == kind] if not g.empty else g
     if not has(g, metric):
         return None
-    pos, neg = g[g["_lam"] > 0], g[g["_lam"] < 0]
+    pos, neg = g[g[LAMBDA] > 0], g[g[LAMBDA] < 0]
     if pos.empty or neg.empty:
         return None
-    cp, cn = (cell_means(x, metric, ["_lam"]) for x in (pos, neg))
+    cp, cn = (cell_means(x, metric, [LAMBDA]) for x in (pos, neg))
     p = sample_pair(list(cp["mean"]), list(cn["mean"]), "λ>0 vs λ<0")
     return p, f"λ>0 {num(p.a)} vs λ<0 {num(p.b)}"
 
 
-def _c10_applicable(df: pd.DataFrame) -> bool:
-    metric = _harder_metric(finished(df))
-    return metric is not None and all(_on_off(df, metric, k) is not None for k in KINDS)
+def claim_10_applicable(s: Scoring) -> bool:
+    """Claim 10 is testable: a harder-variant metric and on- vs off-policy runs per direction."""
+    metric = harder_metric(s.grid(FINISHED))
+    return metric is not None and all(on_vs_off(s, metric, k) is not None for k in KINDS)
 
 
-def _c10(df: pd.DataFrame) -> Verdict:
-    metric = _harder_metric(finished(df))
+def claim_10_harder_variant(s: Scoring) -> Verdict:
+    """Claim 10's verdict (``CLAIM_10_RULE``)."""
+    metric = harder_metric(s.grid(FINISHED))
     parts, signs = [], []
     for kind in KINDS:
-        pair, text = _on_off(df, metric, kind)
+        pair, text = on_vs_off(s, metric, kind)
         rel = f"{pp(100.0 * pair.diff / pair.b, 0)}% relative" if pair.b else "off-policy at 0"
         parts.append(
             f"{objective_label(kind)}: on − off {pp(pair.diff)} pp {interval(pair)} "
             f"({rel}) [{text}]"
         )
-        signs.append((beyond(pair, 0.0, ALPHA / 2), beyond(pair, C10_MARGIN)))
+        signs.append((beyond(pair, 0.0, ALPHA / 2), beyond(pair, CLAIM_10_MARGIN_PP)))
     ev = f"{metric}: " + "; ".join(parts)
-    if any(worse == -1 for worse, _ in signs):
-        return Verdict("contradicted", ev, R10)
-    found = all(gain == 1 for _, gain in signs)
-    return Verdict("supported" if found else "inconclusive", ev, R10)
-
-
-# 11 -----------------------------------------------------------------------------------------
-R11 = "Needs an RLVR stage after distillation (rlvr/reward_final); distillscope has none yet."
+    contradicted = any(worse == -1 for worse, _ in signs)
+    return decide(CLAIM_10_RULE, ev, contradicted, all(gain == 1 for _, gain in signs))
 
 
 # 12 -----------------------------------------------------------------------------------------
-C12_MARGIN = 20.0  # pp by which OnPD + reverse KL stays below each other configuration
-R12 = (
+CLAIM_12_MARGIN_PP = 20.0  # by which OnPD + reverse KL stays below each other configuration
+CLAIM_12_RULE = (
     "Teacher-style share of the student's answers per rollout × KL (style runs, pooled over "
     f"other axes). Supported: each other configuration's share exceeds OnPD + reverse KL's by > "
-    f"{C12_MARGIN:g} pp beyond its {CI}. Contradicted: OnPD + reverse KL's share above the mean "
-    f"of the other three beyond its {CI}. Else inconclusive."
+    f"{CLAIM_12_MARGIN_PP:g} pp beyond its {CI}. Contradicted: OnPD + reverse KL's share above "
+    f"the mean of the other three beyond its {CI}. Else inconclusive."
 )
+RESISTS = ("student", "reverse_kl")  # the configuration that resists: OnPD + reverse KL
 
 
-def _style_cells(df: pd.DataFrame) -> pd.DataFrame:
-    rows = experiment_rows(finished(df), "style")
+def style_cells(s: Scoring) -> pd.DataFrame:
+    """Style share per (rollout.policy, objective.kind) of the style runs, in the order of the
+    configurations' reader names (OffPD before OnPD, then by KL direction)."""
+    return s.cached(_style_cells)
+
+
+def _style_cells(s: Scoring) -> pd.DataFrame:
+    rows = experiment_rows(s.grid(FINISHED), "style")
     if "task.teacher_style_flag" in rows.columns:
         rows = rows[rows["task.teacher_style_flag"].fillna(False).astype(bool)]
     rows = where(where(rows, "rollout.policy", ["student", "teacher"]), "objective.kind", KINDS)
     if not has(rows, STYLE) or "rollout.policy" not in rows or "objective.kind" not in rows:
         return pd.DataFrame()
-    return cell_means(with_labels(rows), STYLE, ["_rollout", "objective.kind"])
+    cells = cell_means(rows, STYLE, ["rollout.policy", "objective.kind"])
+    names = cells["rollout.policy"].map(rollout_label)
+    return cells.assign(_name=names).sort_values(["_name", "objective.kind"], kind="stable")
 
 
-def _cell_pair(key: str, a: pd.Series, b: pd.Series) -> Pair:
-    dof = [r["runs"] - 1 if r["runs"] > 1 else math.nan for r in (a, b)]
-    return Pair(key, a["mean"], a["sem"], b["mean"], b["sem"], *dof)
+def _configuration(cell: pd.Series) -> str:
+    return f"{rollout_label(cell['rollout.policy'])} + {objective_label(cell['objective.kind'])}"
 
 
-def _c12(df: pd.DataFrame) -> Verdict:
-    cells = _style_cells(df)
-    get = {(r["_rollout"], r["objective.kind"]): r for _, r in cells.iterrows()}
-    target = get[("OnPD", "reverse_kl")]
-    others = [get[k] for k in get if k != ("OnPD", "reverse_kl")]
-    gaps = [
-        _cell_pair(f"{o['_rollout']} + {objective_label(o['objective.kind'])}", o, target)
-        for o in others
-    ]
+def claim_12_style_transfer(s: Scoring) -> Verdict:
+    """Claim 12's verdict (``CLAIM_12_RULE``) on the style runs."""
+    cells = style_cells(s)
+    get = {(r["rollout.policy"], r["objective.kind"]): r for _, r in cells.iterrows()}
+    target = get[RESISTS]
+    others = [get[k] for k in get if k != RESISTS]
+    gaps = [cell_pair(_configuration(o), o, target) for o in others]
     others_mean = pooled_pair(
-        [_cell_pair(g.key, o, o) for g, o in zip(gaps, others, strict=True)], "others"
+        [cell_pair(g.key, o, o) for g, o in zip(gaps, others, strict=True)], "others"
     )  # the target cell enters once, not once per gap
     rest = Pair(
         "others vs OnPD + reverse KL",
@@ -169,156 +174,47 @@ def _c12(df: pd.DataFrame) -> Verdict:
     ev = f"OnPD + reverse KL {num(target['mean'])}%; " + "; ".join(
         f"{g.key}: {num(g.a)}% (gap {pp(g.diff)} pp {interval(g)})" for g in gaps
     )
-    if beyond(rest, 0.0) == -1:
-        return Verdict("contradicted", ev, R12)
-    if all(beyond(g, C12_MARGIN) == 1 for g in gaps):
-        return Verdict("supported", ev, R12)
-    return Verdict("inconclusive", ev, R12)
-
-
-# 13 -----------------------------------------------------------------------------------------
-C13_ACTIVE, C13_RARE = 80.0, 50.0  # % of steps clipped: "throughout" / clearly not
-R13 = (
-    f"Main grid with clipping on. Active: the pooled share of clipped steps > {C13_ACTIVE:g}% "
-    f"beyond its {CI}. Larger norms: reverse-KL − forward-KL mean pre-clip norm, pooled over "
-    f"matched cells, > 0 beyond its {CI}. Supported: both. Contradicted: the clipped share < "
-    f"{C13_RARE:g}%, or the norm difference < 0, beyond {1 - ALPHA / 2:.1%} intervals. Else "
-    "inconclusive."
-)
-
-
-def _c13_applicable(df: pd.DataFrame) -> bool:
-    m = main_grid(df)
-    return has(m, CLIPPED, NORM_MEAN) and bool(paired(m, NORM_MEAN, "objective.kind", *KINDS[::-1]))
-
-
-def _c13(df: pd.DataFrame) -> Verdict:
-    m = main_grid(df)
-    cells = cell_means(m, CLIPPED, ["_rollout", "_kl", "_lr"])
-    share = pooled_pair(
-        [
-            Pair(
-                "",
-                r["mean"],
-                r["sem"],
-                0.0,
-                0.0,
-                r["runs"] - 1 if r["runs"] > 1 else math.nan,
-                math.inf,
-            )
-            for _, r in cells.iterrows()
-        ],
-        "clipped share",
-    )
-    norms = pooled_pair(paired(m, NORM_MEAN, "objective.kind", "reverse_kl", "forward_kl"), "norm")
-    ev = (
-        f"steps clipped {num(share.a)}% {interval(share)} (cells {num(cells['mean'].min())}–"
-        f"{num(cells['mean'].max())}%). Mean pre-clip norm reverse − forward {pp(norms.diff, 2)} "
-        f"{interval(norms)}"
-    )
-    active = Pair("active", share.a, share.a_sem, C13_ACTIVE, 0.0, share.a_dof, math.inf)
-    rare = Pair("rare", share.a, share.a_sem, C13_RARE, 0.0, share.a_dof, math.inf)
-    if beyond(rare, 0.0, ALPHA / 2) == -1 or beyond(norms, 0.0, ALPHA / 2) == -1:
-        return Verdict("contradicted", ev, R13)
-    if beyond(active, 0.0) == 1 and beyond(norms, 0.0) == 1:
-        return Verdict("supported", ev, R13)
-    return Verdict("inconclusive", ev, R13)
-
-
-# 14 -----------------------------------------------------------------------------------------
-C14_MARGIN = 5.0  # pp: a clip-on − clip-off accuracy gap larger than this is deterioration
-R14 = (
-    "Δ = accuracy with clipping (main grid) − without (optim.grad_clip off), pooled over "
-    "matched rollout×LR cells, per KL direction (the study's LR label is not part of the match). "
-    f"Forward KL stays effective: Δ within ±{C14_MARGIN:g} pp (TOST), students learned, no "
-    f"no-clip run diverged. Reverse KL deteriorates: Δ > {C14_MARGIN:g} pp beyond its {CI}, or "
-    "≥ half its no-clip runs diverged or failed. Supported: both. Contradicted: forward KL's Δ > "
-    f"{C14_MARGIN:g} pp beyond its {CI}, or ≥ half its no-clip runs diverged. Else inconclusive."
-)
-
-
-def _no_clip(df: pd.DataFrame, kind: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(all no-clip runs of ``kind`` whatever their status, matched clip/no-clip done rows)."""
-    if "optim.grad_clip" not in df.columns or "objective.kind" not in df.columns:
-        return df.iloc[0:0], df.iloc[0:0]
-    rows = experiment_rows(df, "no_clip")
-    rows = rows[rows["optim.grad_clip"].isna() & (rows["objective.kind"] == kind)]
-    rows = where(rows, "rollout.policy", ["student", "teacher"])
-    clip = main_grid(df)
-    clip = clip[clip["objective.kind"] == kind] if not clip.empty else clip
-    both = pd.concat([with_labels(finished(rows)), clip], ignore_index=True)
-    both = both.drop(columns=[c for c in both.columns if is_label_column(c)])
-    both["_clip"] = both["optim.grad_clip"].notna().map({True: "on", False: "off"})
-    return rows, both
-
-
-def _clip_pairs(df: pd.DataFrame, kind: str) -> list[Pair]:
-    _, both = _no_clip(df, kind)
-    return paired(both, ACC, "_clip", "on", "off") if not both.empty else []
-
-
-def _c14_applicable(df: pd.DataFrame) -> bool:
-    return all(len(_no_clip(df, k)[0]) > 0 and _clip_pairs(df, k) for k in KINDS)
-
-
-def _c14(df: pd.DataFrame) -> Verdict:
-    parts, pooled_by, bad_by = [], {}, {}
-    for kind in KINDS:
-        runs, both = _no_clip(df, kind)
-        pairs = _clip_pairs(df, kind)
-        bad = int(runs["status"].isin(["diverged", "failed"]).sum()) if "status" in runs else 0
-        pooled_by[kind] = pooled_pair(pairs, "clip on vs off")
-        bad_by[kind] = (bad, len(runs))
-        parts.append(
-            f"{objective_label(kind)}: clip on − off pooled {pp(pooled_by[kind].diff)} pp "
-            f"{interval(pooled_by[kind])} [{describe_pairs(pairs)}]; {bad}/{len(runs)} no-clip "
-            "runs diverged or failed"
-        )
-    ev = ". ".join(parts)
-    f, r = pooled_by["forward_kl"], pooled_by["reverse_kl"]
-    (f_bad, f_n), (r_bad, r_n) = bad_by["forward_kl"], bad_by["reverse_kl"]
-    if beyond(f, C14_MARGIN) == 1 or 2 * f_bad >= f_n:
-        return Verdict("contradicted", ev, R14)
-    r_worse = beyond(r, C14_MARGIN) == 1 or 2 * r_bad >= r_n
-    if not (f_bad == 0 and within(f, C14_MARGIN) and r_worse):
-        return Verdict("inconclusive", ev, R14)
-    power, text = learned(df, main_grid(df))
-    return Verdict("supported" if power else "inconclusive", f"{ev}; {text}", R14)
+    supported = all(beyond(g, CLAIM_12_MARGIN_PP) == 1 for g in gaps)
+    return decide(CLAIM_12_RULE, ev, beyond(rest, 0.0) == -1, supported)
 
 
 # 15 -----------------------------------------------------------------------------------------
-C15_MARGIN = 3.0  # pp: a forward − reverse difference within ± this is "no difference"
-R15 = (
+CLAIM_15_MARGIN_PP = 3.0  # a forward − reverse difference within ± this is "no difference"
+CLAIM_15_RULE = (
     "Picture = forward − reverse accuracy pooled over matched rollout×LR cells: forward better "
     f"or reverse better when Δ ≠ 0 beyond its {1 - ALPHA / 2:.1%} interval, flat when Δ is "
-    f"within ±{C15_MARGIN:g} pp (TOST), else unknown. Reference: the study's full-vocabulary "
-    "runs, else the published picture (forward better). Supported: the sampled estimators show "
-    "the reference's sign, or both are flat and the students learned. Contradicted: the "
-    f"opposite sign, or one flat and the other beyond ±{C15_MARGIN:g} pp. Else inconclusive."
+    f"within ±{CLAIM_15_MARGIN_PP:g} pp (TOST), else unknown. Reference: the study's "
+    "full-vocabulary runs, else the published picture (forward better). Supported: the sampled "
+    "estimators show the reference's sign, or both are flat and the students learned. "
+    "Contradicted: the opposite sign, or one flat and the other beyond "
+    f"±{CLAIM_15_MARGIN_PP:g} pp. Else inconclusive."
 )
 
-SAMPLED = ("forward_sampled", "reverse_sampled")
+
+def sampled_pairs(s: Scoring) -> list[Pair]:
+    """Sampled forward vs reverse KL accuracy of the plain sampled runs, matched."""
+    return s.cached(_sampled_pairs)
 
 
-def _sampled_pairs(df: pd.DataFrame) -> list[Pair]:
-    rows = plain_rows(experiment_rows(finished(df), "sampled"))
+def _sampled_pairs(s: Scoring) -> list[Pair]:
+    rows = plain_rows(experiment_rows(s.grid(FINISHED), "sampled"))
     if "objective.kind" not in rows.columns or not has(rows, ACC):
         return []
-    return paired(with_labels(rows), ACC, "objective.kind", *SAMPLED)
+    return paired(rows, ACC, SAMPLED_FORWARD_VS_REVERSE)
 
 
 def picture(pair: Pair) -> str:
-    """ "+", "−", "flat" or "unknown": the sign of a forward − reverse contrast (see R15)."""
+    """ "+", "−", "flat" or "unknown": the sign of a forward − reverse contrast (see claim 15)."""
     sign = beyond(pair, 0.0, ALPHA / 2)
     if sign:
         return "+" if sign > 0 else "−"
-    return "flat" if within(pair, C15_MARGIN) else "unknown"
+    return "flat" if within(pair, CLAIM_15_MARGIN_PP) else "unknown"
 
 
-def _c15(df: pd.DataFrame) -> Verdict:
-    s_pairs = _sampled_pairs(df)
-    m = main_grid(df)
-    f_pairs = paired(m, ACC, "objective.kind", *KINDS) if has(m, ACC) else []
+def claim_15_sampled_estimators(s: Scoring) -> Verdict:
+    """Claim 15's verdict (``CLAIM_15_RULE``)."""
+    s_pairs = sampled_pairs(s)
+    f_pairs = s.pairs(MAIN, ACC, FORWARD_VS_REVERSE) if has(s.grid(MAIN), ACC) else []
     sampled = pooled_pair(s_pairs, "sampled")
     full = pooled_pair(f_pairs, "full")
     ref = picture(full) if f_pairs else "+"
@@ -333,18 +229,14 @@ def _c15(df: pd.DataFrame) -> Verdict:
         f"[{describe_pairs(s_pairs)}]; reference: {ref_text}"
     )
     if "unknown" in (ref, got):
-        return Verdict("inconclusive", ev, R15)
-    if {ref, got} == {"+", "−"}:
-        return Verdict("contradicted", ev, R15)
+        return Verdict("inconclusive", ev, CLAIM_15_RULE)
     if "flat" in (ref, got) and ref != got:
         other = full if got == "flat" else sampled
-        if beyond(other, C15_MARGIN, ALPHA / 2) != 0:
-            return Verdict("contradicted", ev, R15)
-        return Verdict("inconclusive", ev, R15)
+        return decide(CLAIM_15_RULE, ev, beyond(other, CLAIM_15_MARGIN_PP, ALPHA / 2) != 0, False)
     if ref == "flat":
-        power, text = learned(df, finished(df))
-        return Verdict("supported" if power else "inconclusive", f"{ev}; {text}", R15)
-    return Verdict("supported", ev, R15)
+        power, text = s.learned(FINISHED)
+        return decide(CLAIM_15_RULE, f"{ev}; {text}", False, power)
+    return decide(CLAIM_15_RULE, ev, ref != got, True)
 
 
 RULES_ABLATION = [
@@ -353,14 +245,14 @@ RULES_ABLATION = [
         "On-policy (λ > 0) helps on the harder variant (+10–15% pass@k) under both KL directions.",
         "on- and off-policy runs under both KL directions with "
         "eval/harder/pass@k or eval/harder_accuracy",
-        _c10_applicable,
-        _c10,
+        claim_10_applicable,
+        claim_10_harder_variant,
     ),
     ClaimRule(
         11,
         "That advantage does not reliably survive a later RLVR stage.",
         "main grid with eval/harder/* and rlvr/reward_final (RLVR follow-up)",
-        lambda df: True,
+        lambda s: True,
         None,  # nothing to judge until an RLVR stage exists
         unmeasured=(RLVR,),
     ),
@@ -370,29 +262,14 @@ RULES_ABLATION = [
         "configurations adopt it.",
         "style runs (task.teacher_style_flag) of all four "
         "rollout × KL configurations with eval/teacher_style_share",
-        lambda df: len(_style_cells(df)) == 4,
-        _c12,
-    ),
-    ClaimRule(
-        13,
-        "Clipping is active throughout (pre-clip norms > threshold); reverse-KL norms "
-        "are larger/spikier.",
-        "main grid with both KL directions, train/grad_clipped_frac and train/grad_norm_mean",
-        _c13_applicable,
-        _c13,
-    ),
-    ClaimRule(
-        14,
-        "Without clipping, forward KL stays effective; reverse KL deteriorates.",
-        "runs with optim.grad_clip off matched to clipped runs, both KL directions",
-        _c14_applicable,
-        _c14,
+        lambda s: len(style_cells(s)) == 4,
+        claim_12_style_transfer,
     ),
     ClaimRule(
         15,
         "Sampled estimators keep the same qualitative picture.",
         "runs with objective.kind forward_sampled and reverse_sampled",
-        lambda df: bool(_sampled_pairs(df)),
-        _c15,
+        lambda s: bool(sampled_pairs(s)),
+        claim_15_sampled_estimators,
     ),
 ]

@@ -13,14 +13,14 @@ import math
 import pandas as pd
 
 from distillscope.report.claimkit import (
+    SPECTRUM,
     ClaimRule,
+    Scoring,
     Verdict,
-    learned,
-    memo,
-    series_over,
-    spearman,
-    spectrum_grid,
+    decide,
+    no_effect_verdict,
 )
+from distillscope.report.matching import LAMBDA, series_over
 from distillscope.report.stats import (
     ALPHA,
     Pair,
@@ -29,6 +29,7 @@ from distillscope.report.stats import (
     num,
     pp,
     sample_pair,
+    spearman,
     t_quantile,
     within,
 )
@@ -41,28 +42,32 @@ S_PROB, T_PROB = "rollout/student_token_prob_mean", "rollout/teacher_token_prob_
 
 
 # 6 ------------------------------------------------------------------------------------------
-C6_ROBUST = 8.0  # pp: forward KL's λ>0 vs λ<0 difference must stay within ± this
-C6_PREFER = 5.0  # pp by which reverse KL must prefer λ > 0
-R6 = (
+CLAIM_06_FORWARD_MARGIN_PP = 8.0  # forward KL's λ>0 vs λ<0 difference must stay within ± this
+CLAIM_06_REVERSE_GAIN_PP = 5.0  # by which reverse KL must prefer λ > 0
+CLAIM_06_RULE = (
     f"Per KL direction, Δ = mean accuracy of the cells at λ > 0 − mean at λ < 0 (cells as "
-    f"samples, Welch t). Supported: students learned, forward KL's Δ within ±{C6_ROBUST:g} pp "
-    f"(TOST) and reverse KL's Δ > {C6_PREFER:g} pp beyond its {CI}. Contradicted: reverse KL's "
-    f"Δ < 0, or forward KL's |Δ| > {C6_ROBUST:g} pp, beyond {1 - ALPHA / 2:.1%} intervals. "
+    f"samples, Welch t). Supported: students learned, forward KL's Δ within "
+    f"±{CLAIM_06_FORWARD_MARGIN_PP:g} pp (TOST) and reverse KL's Δ > "
+    f"{CLAIM_06_REVERSE_GAIN_PP:g} pp beyond its {CI}. Contradicted: reverse KL's Δ < 0, or "
+    f"forward KL's |Δ| > {CLAIM_06_FORWARD_MARGIN_PP:g} pp, beyond {1 - ALPHA / 2:.1%} intervals. "
     "Else inconclusive."
 )
 
 
-@memo
-def _by_direction(df: pd.DataFrame, metric: str) -> dict[str, list[tuple[str, pd.DataFrame]]]:
+def by_direction(s: Scoring, metric: str) -> dict[str, list[tuple[str, pd.DataFrame]]]:
     """{KL direction: [(series name, cells against λ)]} for series with ≥ 3 values of λ."""
-    g = spectrum_grid(df)
+    return s.cached(_by_direction, metric)
+
+
+def _by_direction(s: Scoring, metric: str) -> dict[str, list[tuple[str, pd.DataFrame]]]:
+    g = s.grid(SPECTRUM)
     out = {}
     for kind in ("forward_kl", "reverse_kl"):
         rows = g[g["objective.kind"] == kind] if not g.empty else g
         name = kind.replace("_kl", " KL")
         series = [
             (name if k == "all" else f"{name}, {k}", r)
-            for k, r in series_over(rows, metric, "_lam")
+            for k, r in series_over(rows, metric, LAMBDA)
             if len(r) >= 3
         ]
         if series:
@@ -70,100 +75,99 @@ def _by_direction(df: pd.DataFrame, metric: str) -> dict[str, list[tuple[str, pd
     return out
 
 
-def _spectrum_applicable(*metrics: str):
-    def check(df: pd.DataFrame) -> bool:
-        return all(len(_by_direction(df, m)) == 2 for m in metrics)
-
-    return check
+def claim_06_applicable(s: Scoring) -> bool:
+    """Claim 6 is testable: accuracy series over ≥ 3 λ under both KL directions."""
+    return len(by_direction(s, ACC)) == 2
 
 
 def _sides(series: list[tuple[str, pd.DataFrame]], key: str) -> Pair:
     """Cells at λ > 0 versus cells at λ < 0 of a direction's series, as samples."""
     rows = pd.concat([r for _, r in series])
     return sample_pair(
-        list(rows[rows["_lam"] > 0]["mean"]), list(rows[rows["_lam"] < 0]["mean"]), key
+        list(rows[rows[LAMBDA] > 0]["mean"]), list(rows[rows[LAMBDA] < 0]["mean"]), key
     )
 
 
 def _curve(series: list[tuple[str, pd.DataFrame]]) -> str:
     return "; ".join(
         f"[{k}] "
-        + ", ".join(f"{lam:+g}: {num(v)}" for lam, v in zip(r["_lam"], r["mean"], strict=True))
+        + ", ".join(f"{lam:+g}: {num(v)}" for lam, v in zip(r[LAMBDA], r["mean"], strict=True))
         for k, r in series
     )
 
 
-def _c6(df: pd.DataFrame) -> Verdict:
-    by = _by_direction(df, ACC)
+def claim_06_lambda_robustness(s: Scoring) -> Verdict:
+    """Claim 6's verdict (``CLAIM_06_RULE``) on the λ-spectrum's accuracy."""
+    by = by_direction(s, ACC)
     fwd, rev = _sides(by["forward_kl"], "forward"), _sides(by["reverse_kl"], "reverse")
     ev = (
         f"λ>0 − λ<0: forward KL {pp(fwd.diff)} pp {interval(fwd)}, reverse KL {pp(rev.diff)} pp "
         f"{interval(rev)}. Accuracy (%) by λ: {_curve(by['forward_kl'])}; "
         f"{_curve(by['reverse_kl'])}"
     )
-    if beyond(rev, 0.0, ALPHA / 2) == -1 or beyond(fwd, C6_ROBUST, ALPHA / 2) != 0:
-        return Verdict("contradicted", ev, R6)
-    if within(fwd, C6_ROBUST) and beyond(rev, C6_PREFER) == 1:
-        power, text = learned(df, spectrum_grid(df))
+    contradicted = (
+        beyond(rev, 0.0, ALPHA / 2) == -1 or beyond(fwd, CLAIM_06_FORWARD_MARGIN_PP, ALPHA / 2) != 0
+    )
+    supported = (
+        within(fwd, CLAIM_06_FORWARD_MARGIN_PP) and beyond(rev, CLAIM_06_REVERSE_GAIN_PP) == 1
+    )
+    if supported and not contradicted:
+        power, text = s.learned(SPECTRUM)
         if not power:
-            return Verdict("inconclusive", f"{text}. {ev}", R6)
-        return Verdict("supported", ev, R6)
-    return Verdict("inconclusive", ev, R6)
+            return Verdict("inconclusive", f"{text}. {ev}", CLAIM_06_RULE)
+    return decide(CLAIM_06_RULE, ev, contradicted, supported)
 
 
 # 7 ------------------------------------------------------------------------------------------
-C7_MARGIN = 8.0  # pp: "barely moves" means λ>0 vs λ<0 within ± this
-R7 = (
+CLAIM_07_MARGIN_PP = 8.0  # "barely moves" means λ>0 vs λ<0 within ± this
+CLAIM_07_RULE = (
     f"Per KL direction, for forgetting_pp and sparsity (bf16 view, τ = 1e-6): Δ = mean of the "
     f"cells at λ > 0 − mean at λ < 0 (cells as samples, Welch t). Supported: students learned "
-    f"and every Δ within ±{C7_MARGIN:g} pp (TOST). Contradicted: some |Δ| > {C7_MARGIN:g} pp "
-    f"beyond its interval (α split over the contrasts). Else inconclusive."
+    f"and every Δ within ±{CLAIM_07_MARGIN_PP:g} pp (TOST). Contradicted: some |Δ| > "
+    f"{CLAIM_07_MARGIN_PP:g} pp beyond its interval (α split over the contrasts). Else "
+    "inconclusive."
 )
 
 
-def _c7_applicable(df: pd.DataFrame) -> bool:
-    return bool(_by_direction(df, FORGET) or _by_direction(df, SPARSITY))
+def claim_07_applicable(s: Scoring) -> bool:
+    """Claim 7 is testable: forgetting or sparsity series over ≥ 3 λ."""
+    return bool(by_direction(s, FORGET) or by_direction(s, SPARSITY))
 
 
-def _c7(df: pd.DataFrame) -> Verdict:
+def claim_07_lambda_forgetting_sparsity(s: Scoring) -> Verdict:
+    """Claim 7's verdict (``CLAIM_07_RULE``) on the λ-spectrum's forgetting and sparsity."""
     contrasts, parts = [], []
     for metric, name in ((FORGET, "forgetting_pp"), (SPARSITY, "sparsity")):
-        for kind, series in _by_direction(df, metric).items():
+        for kind, series in by_direction(s, metric).items():
             c = _sides(series, f"{name} [{kind}]")
             contrasts.append(c)
             parts.append(
                 f"{name} [{kind.replace('_kl', ' KL')}] λ>0 − λ<0 {pp(c.diff)} pp {interval(c)}"
             )
     ev = "; ".join(parts)
-    k = len(contrasts)
-    if any(beyond(c, C7_MARGIN, ALPHA / (2 * k)) != 0 for c in contrasts):
-        return Verdict("contradicted", ev, R7)
-    power, text = learned(df, spectrum_grid(df))
-    if not power:
-        return Verdict("inconclusive", f"{text}. {ev}", R7)
-    if all(within(c, C7_MARGIN) for c in contrasts):
-        return Verdict("supported", f"{ev}; {text}", R7)
-    return Verdict("inconclusive", f"{ev}; {text}", R7)
+    return no_effect_verdict(s, SPECTRUM, contrasts, CLAIM_07_MARGIN_PP, CLAIM_07_RULE, ev)
 
 
 # 8 ------------------------------------------------------------------------------------------
-C8_MIN_LAMBDAS = 5  # fewer λ values leave Spearman's ρ too coarse to test
-R8 = (
-    f"Spearman ρ over λ (≥ {C8_MIN_LAMBDAS} values) of the mean per-token probability of the "
-    f"training rollouts, per KL direction; tested by t = ρ√((n−2)/(1−ρ²)) on n − 2 degrees of "
-    f"freedom. Supported: in every series ρ(student prob) > 0 and ρ(teacher prob) < 0, each "
+CLAIM_08_MIN_LAMBDAS = 5  # fewer λ values leave Spearman's ρ too coarse to test
+CLAIM_08_RULE = (
+    f"Spearman ρ over λ (≥ {CLAIM_08_MIN_LAMBDAS} values) of the mean per-token probability of "
+    f"the training rollouts, per KL direction; tested by t = ρ√((n−2)/(1−ρ²)) on n − 2 degrees "
+    f"of freedom. Supported: in every series ρ(student prob) > 0 and ρ(teacher prob) < 0, each "
     f"beyond the one-sided {1 - ALPHA:.0%} level. Contradicted: some series with the opposite "
     f"sign beyond the level (α split over the series). Else inconclusive."
 )
 
 
-def _c8_applicable(df: pd.DataFrame) -> bool:
-    return bool(_by_direction(df, S_PROB)) and bool(_by_direction(df, T_PROB))
+def claim_08_applicable(s: Scoring) -> bool:
+    """Claim 8 is testable: student and teacher token-probability series over ≥ 3 λ."""
+    return bool(by_direction(s, S_PROB)) and bool(by_direction(s, T_PROB))
 
 
 def rho_beyond(rho: float, n: int, alpha: float) -> int:
-    """+1 / −1 when Spearman ρ of n points is positive / negative at one-sided level alpha."""
-    if math.isnan(rho) or n < C8_MIN_LAMBDAS:
+    """+1 / −1 when Spearman ρ of n points is positive / negative at one-sided level alpha:
+    t = ρ √((n − 2) / (1 − ρ²)) beyond Student's t₁₋α(n − 2); 0 with < CLAIM_08_MIN_LAMBDAS."""
+    if math.isnan(rho) or n < CLAIM_08_MIN_LAMBDAS:
         return 0
     if abs(rho) >= 1.0:
         return 1 if rho > 0 else -1
@@ -172,24 +176,23 @@ def rho_beyond(rho: float, n: int, alpha: float) -> int:
     return 1 if t > crit else -1 if t < -crit else 0
 
 
-def _c8(df: pd.DataFrame) -> Verdict:
+def claim_08_lambda_likelihoods(s: Scoring) -> Verdict:
+    """Claim 8's verdict (``CLAIM_08_RULE``) on the rollouts' token probabilities over λ."""
     tests, parts = [], []
     for metric, who, want in ((S_PROB, "student", 1), (T_PROB, "teacher", -1)):
-        for series in _by_direction(df, metric).values():
+        for series in by_direction(s, metric).values():
             for key, rows in series:
-                rho = spearman(rows["_lam"], rows["mean"])
+                rho = spearman(rows[LAMBDA], rows["mean"])
                 tests.append((want, rho, len(rows)))
                 values = ", ".join(
-                    f"{lam:+g}: {v:.3f}" for lam, v in zip(rows["_lam"], rows["mean"], strict=True)
+                    f"{lam:+g}: {v:.3f}" for lam, v in zip(rows[LAMBDA], rows["mean"], strict=True)
                 )
                 parts.append(f"{who} prob [{key}] ρ = {num(rho, 2)} ({values})")
     ev = "; ".join(parts)
     k = len(tests)
-    if any(rho_beyond(r, n, ALPHA / k) == -w for w, r, n in tests):
-        return Verdict("contradicted", ev, R8)
-    if tests and all(rho_beyond(r, n, ALPHA) == w for w, r, n in tests):
-        return Verdict("supported", ev, R8)
-    return Verdict("inconclusive", ev, R8)
+    contradicted = any(rho_beyond(r, n, ALPHA / k) == -w for w, r, n in tests)
+    supported = bool(tests) and all(rho_beyond(r, n, ALPHA) == w for w, r, n in tests)
+    return decide(CLAIM_08_RULE, ev, contradicted, supported)
 
 
 RULES_SPECTRUM = [
@@ -198,21 +201,21 @@ RULES_SPECTRUM = [
         "Forward KL is robust across λ (accuracy varies ≤ ~5 pp); reverse KL varies "
         "strongly and prefers λ > 0.",
         "a λ-spectrum (≥ 3 λ) under both forward and reverse KL, eval/accuracy",
-        _spectrum_applicable(ACC),
-        _c6,
+        claim_06_applicable,
+        claim_06_lambda_robustness,
     ),
     ClaimRule(
         7,
         "λ barely moves forgetting or sparsity.",
         "a λ-spectrum (≥ 3 λ) with eval/forgetting_pp or sparsity",
-        _c7_applicable,
-        _c7,
+        claim_07_applicable,
+        claim_07_lambda_forgetting_sparsity,
     ),
     ClaimRule(
         8,
         "Trajectory likelihoods under student and teacher move with λ as intended.",
         f"a λ-spectrum (≥ 3 λ) with {S_PROB} and {T_PROB}",
-        _c8_applicable,
-        _c8,
+        claim_08_applicable,
+        claim_08_lambda_likelihoods,
     ),
 ]

@@ -16,7 +16,6 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from distillscope.report.aggregate import cell_columns, done, with_labels
-from distillscope.report.claimkit import cell_key
 from distillscope.report.figures import (
     MARKERS,
     OKABE_ITO,
@@ -28,6 +27,7 @@ from distillscope.report.figures import (
     style,
 )
 from distillscope.report.load import Study, metrics_frame
+from distillscope.report.matching import cell_key
 
 LOSS, GRAD, LENGTH = "train/loss", "train/grad_norm", "rollout/len_mean"
 S_PROB, T_PROB = "rollout/student_token_prob", "rollout/teacher_token_prob"

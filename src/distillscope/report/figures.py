@@ -22,7 +22,6 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullForma
 
 from distillscope.report.aggregate import done, with_labels
 from distillscope.report.claimkit import (
-    cell_means,
     experiment_rows,
     has,
     main_grid,
@@ -30,6 +29,7 @@ from distillscope.report.claimkit import (
     plain_rows,
     spectrum_grid,
 )
+from distillscope.report.matching import cell_means
 
 # Okabe–Ito, with grey in place of its yellow, which is unreadable as a thin line on white.
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999999")

@@ -27,10 +27,11 @@ from distillscope.report.claimkit import (
     NOT_IMPLEMENTED,
     NOT_TESTED,
     ClaimRule,
+    Scoring,
     Verdict,
-    scoring_pass,
 )
 from distillscope.report.claims_ablation import RULES_ABLATION
+from distillscope.report.claims_clipping import RULES_CLIPPING
 from distillscope.report.claims_grid import RULES_GRID
 from distillscope.report.claims_opd import LEN_RATIO, REWARD_DROP, RULES_OPD
 from distillscope.report.claims_spectrum import RULES_SPECTRUM
@@ -38,7 +39,7 @@ from distillscope.report.load import metrics_frame
 from distillscope.store import run_dir
 
 RULES: list[ClaimRule] = sorted(
-    [*RULES_GRID, *RULES_SPECTRUM, *RULES_ABLATION, *RULES_OPD], key=lambda r: r.id
+    [*RULES_GRID, *RULES_SPECTRUM, *RULES_ABLATION, *RULES_CLIPPING, *RULES_OPD], key=lambda r: r.id
 )
 
 
@@ -75,19 +76,19 @@ def score_claims(
     df = hashable_axes(df)
     if study_dir is not None:
         df = add_trajectory_features(df, Path(study_dir))
-    with scoring_pass():
-        return [score_one(r, df, strict) for r in RULES if claims is None or r.id in claims]
+    scoring = Scoring(df)  # one scoring: each sub-grid and matched comparison computed once
+    return [score_one(r, scoring, strict) for r in RULES if claims is None or r.id in claims]
 
 
-def score_one(rule: ClaimRule, df: pd.DataFrame, strict: bool = False) -> ClaimResult:
-    """One claim scored; see ``score_claims``."""
+def score_one(rule: ClaimRule, scoring: Scoring, strict: bool = False) -> ClaimResult:
+    """One claim scored on a scoring of a table (``Scoring(df)``); see ``score_claims``."""
     if rule.unmeasured:
         text = f"no code of distillscope writes {', '.join(rule.unmeasured)} yet"
         return ClaimResult(rule.id, rule.claim, NOT_IMPLEMENTED, text, "—")
     try:
-        if not rule.applicable(df):
+        if not rule.applicable(scoring):
             return ClaimResult(rule.id, rule.claim, NOT_TESTED, f"needs {rule.needs}", "—")
-        v: Verdict = rule.judge(df)
+        v: Verdict = rule.judge(scoring)
     except Exception as err:
         if strict:
             raise

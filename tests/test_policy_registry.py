@@ -34,7 +34,7 @@ def test_each_entry_builds_its_policy_and_names_it_once():
     assert len(set(ROLLOUT_NAMES.values())) == len(ROLLOUT_NAMES)
     for name, cls in CLASSES.items():
         assert type(make_policy(RolloutConfig(policy=name))) is cls
-        for option in ROLLOUT_POLICIES[name].options:
+        for option in ROLLOUT_POLICIES[name].all_options():
             assert option in RolloutConfig.model_fields
 
 
@@ -48,11 +48,52 @@ def test_the_spectrum_samples_both_models_at_the_student_temperature():
     assert mix == MixturePolicy(0.25, StudentPolicy(1.0), TeacherPolicy(0.7))
 
 
+def test_policies_temperatures_sample_each_model_at_its_pure_policy_temperature():
+    # docs/method.md §3 "The spectrum's ends": λ = −1 is then OffPD, λ = +1 OnPD
+    cfg = RolloutConfig(
+        policy="spectrum", lam=0.5, spectrum_temperatures="policies", student_temperature=0.8
+    )
+    assert make_policy(cfg) == SpectrumPolicy(
+        lam=0.5, student_temperature=0.8, teacher_temperature=0.5
+    )
+    cfg = load_run_config(
+        None,
+        [
+            "rollout.policy=spectrum",
+            "rollout.spectrum_temperatures=policies",
+            "rollout.teacher_temperature=0.7",
+        ],
+    ).rollout
+    assert make_policy(cfg).teacher_temperature == 0.7
+
+
+def test_the_spectrum_reads_teacher_temperature_only_with_policies_temperatures():
+    spectrum = ROLLOUT_POLICIES["spectrum"]
+    assert "teacher_temperature" not in spectrum.reads(RolloutConfig(policy="spectrum"))
+    policies = RolloutConfig(policy="spectrum", spectrum_temperatures="policies")
+    assert "teacher_temperature" in spectrum.reads(policies)
+    with pytest.raises(ConfigError, match="rollout.teacher_temperature=0.7 is ignored under"):
+        load_run_config(None, ["rollout.policy=spectrum", "rollout.teacher_temperature=0.7"])
+    for name in ("student", "teacher", "mix", "interleave"):
+        with pytest.raises(ConfigError, match="rollout.spectrum_temperatures='policies' is ign"):
+            load_run_config(
+                None, [f"rollout.policy={name}", "rollout.spectrum_temperatures=policies"]
+            )
+    with pytest.raises(ConfigError, match="spectrum_temperatures"):
+        load_run_config(None, ["rollout.policy=spectrum", "rollout.spectrum_temperatures=both"])
+
+
 @pytest.mark.parametrize("name", POLICY_NAMES)
 def test_an_option_of_another_policy_is_refused(name):
     options = ROLLOUT_POLICIES[name].options
     others = {o for k in ROLLOUT_POLICIES.values() for o in k.options} - set(options)
-    values = {"lam": 0.5, "p_student": 0.25, "top_k": 3, "teacher_temperature": 0.7}
+    values = {
+        "lam": 0.5,
+        "p_student": 0.25,
+        "top_k": 3,
+        "teacher_temperature": 0.7,
+        "spectrum_temperatures": "policies",
+    }
     for option in options:
         load_run_config(None, [f"rollout.policy={name}", f"rollout.{option}={values[option]}"])
     for option in others:

@@ -35,7 +35,7 @@ from distillscope.objectives.options import (
     Regulation,
 )
 from distillscope.objectives.registry import FUSED_MIN_VOCAB, OBJECTIVES
-from distillscope.policy_registry import POLICY_NAMES, ROLLOUT_POLICIES
+from distillscope.policy_registry import POLICY_NAMES, ROLLOUT_POLICIES, SPECTRUM_TEMPERATURES
 from distillscope.safeyaml import YamlError, clip, load_yaml, load_yaml_file, quote
 
 _OPD = OPDOptions()  # the OPD fields' defaults
@@ -145,6 +145,12 @@ class RolloutConfig(_Section):
         + ", ".join(f"{k.name} ({k.summary})" for k in ROLLOUT_POLICIES.values()),
     )
     lam: Float = Field(1.0, ge=-2.0, le=2.0, description="λ of the spectrum policy (−1 T, +1 S)")
+    spectrum_temperatures: Literal[tuple(SPECTRUM_TEMPERATURES)] = Field(
+        "paper",
+        description="spectrum: paper = both models sampled at student_temperature (1.0, [P]); "
+        "policies = each at its pure policy's (teacher at teacher_temperature), so λ = −1 is "
+        "OffPD and λ = +1 OnPD, token for token",
+    )
     student_temperature: Float = Field(1.0, gt=0, description="student sampling temperature")
     teacher_temperature: Float = Field(0.5, gt=0, description="teacher sampling temperature")
     top_p: Float = Field(1.0, gt=0, le=1, description="nucleus sampling threshold")
@@ -159,9 +165,10 @@ class RolloutConfig(_Section):
     @model_validator(mode="after")
     def _reads(self) -> RolloutConfig:
         # A policy-specific field is refused under a policy that does not read it (the
-        # registry's options; spectrum samples both models at the student temperature).
-        options = ROLLOUT_POLICIES[self.policy].options
-        specific = {name for k in ROLLOUT_POLICIES.values() for name in k.options}
+        # registry's options; spectrum reads teacher_temperature only with `policies`
+        # temperatures, under `paper` it samples both models at the student temperature).
+        options = ROLLOUT_POLICIES[self.policy].reads(self)
+        specific = {name for k in ROLLOUT_POLICIES.values() for name in k.all_options()}
         reads = {name: name in options for name in type(self).model_fields if name in specific}
         self._ignored("rollout", reads, f"rollout.policy={self.policy}")
         return self

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from distillscope.objectives.registry import OBJECTIVES
-from distillscope.policy_registry import ROLLOUT_POLICIES
+from distillscope.policy_registry import ROLLOUT_POLICIES, SPECTRUM_TEMPERATURES
 
 ROLLOUT_NAMES = {name: kind.label for name, kind in ROLLOUT_POLICIES.items()}
 OBJECTIVE_NAMES = {name: kind.label for name, kind in OBJECTIVES.items()}
@@ -28,6 +28,8 @@ REGULATION_NAMES = {
     "hard_clip": "hard clip",
     "log_compress": "log compression",
 }
+#: what the report calls each value of ``rollout.spectrum_temperatures`` (the policy registry's)
+SPECTRUM_TEMPERATURE_NAMES = dict(SPECTRUM_TEMPERATURES)
 
 LABEL_SUFFIX = "_label"
 

@@ -22,6 +22,7 @@ from distillscope.labels import (
     OBJECTIVE_NAMES,
     REGULATION_NAMES,
     ROLLOUT_NAMES,
+    SPECTRUM_TEMPERATURE_NAMES,
     is_label_column,
     labelled_axes,
 )
@@ -152,6 +153,64 @@ def rollout_label(policy: object, lam: object = None) -> str:
     if policy == "spectrum":
         return f"λ={float(lam):+g}" if lam is not None and not _isnan(lam) else "λ-spectrum"
     return ROLLOUT_NAMES.get(str(policy), str(policy))
+
+
+#: The config column saying at which temperatures a λ-spectrum sampled (docs/method.md §3).
+SPECTRUM_TEMPERATURES = "rollout.spectrum_temperatures"
+
+
+def spectrum_temperatures(rows: pd.DataFrame) -> list[str]:
+    """The ``rollout.spectrum_temperatures`` of the spectrum-policy runs in ``rows``, sorted.
+
+    A table written before the option existed has no such column (or an empty cell): those
+    runs sampled at [P]'s temperatures, ``paper``.
+    """
+    if "rollout.policy" not in rows.columns:
+        return []
+    spectrum = rows[rows["rollout.policy"].map(str) == "spectrum"]
+    if spectrum.empty:
+        return []
+    if SPECTRUM_TEMPERATURES not in spectrum.columns:
+        return ["paper"]
+    return sorted({"paper" if _isnan(v) else str(v) for v in spectrum[SPECTRUM_TEMPERATURES]})
+
+
+def spectrum_temperatures_text(rows: pd.DataFrame) -> str:
+    """``paper (both at T = 1.0)`` / ``policies (each at its sampling temperature)`` for the
+    spectrum runs of ``rows`` (both, joined by "and", when they differ; "" without any)."""
+    return " and ".join(SPECTRUM_TEMPERATURE_NAMES.get(t, t) for t in spectrum_temperatures(rows))
+
+
+def comparable_spectrum(rows: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """``rows`` of a λ-spectrum sub-grid without the pure-policy cells that its ends are not,
+    and a sentence saying which were left out ("" when none).
+
+    An OffPD or OnPD run counts at λ = −1 / +1 (:func:`effective_lam`) only where the spectrum's
+    end is that very policy (docs/method.md §3 "The spectrum's ends"): with ``policies``
+    temperatures both ends are; with ``paper`` temperatures λ = +1 still is OnPD (both sample
+    the student at ``rollout.student_temperature``) but λ = −1 is the teacher at T = 1.0, not
+    OffPD (the teacher at ``rollout.teacher_temperature``, 0.5), so the OffPD cells are left
+    out. A spectrum at both temperatures keeps its OffPD cells only if all of it is ``policies``.
+    """
+    temps = spectrum_temperatures(rows)
+    if not temps or temps == ["policies"] or "rollout.policy" not in rows.columns:
+        return rows, ""
+    offpd = rows["rollout.policy"].map(str) == "teacher"
+    if not offpd.any():
+        return rows, ""
+    note = (
+        f"{int(offpd.sum())} OffPD run(s) left out of the λ-spectrum: sampled at "
+        f"{spectrum_temperatures_text(rows)}, its λ = −1 is the teacher at T = 1.0, not OffPD"
+    )
+    return rows[~offpd], note
+
+
+def spectrum_temperature_label(policy: object, temperatures: object = None) -> str:
+    """The spectrum temperatures of one spectrum cell (``paper`` when unrecorded); — otherwise."""
+    if policy != "spectrum":
+        return "—"
+    value = "paper" if temperatures is None or _isnan(temperatures) else str(temperatures)
+    return SPECTRUM_TEMPERATURE_NAMES.get(value, value)
 
 
 def objective_label(kind: object, regulation: object = None, teacher_topk: object = None) -> str:

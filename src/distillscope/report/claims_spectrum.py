@@ -1,9 +1,10 @@
 """Scorecard rules on the λ-spectrum of rollout policies: docs/method.md §9 claims 6–8.
 
-λ = −1 is the teacher (OffPD), +1 the student (OnPD); OnPD/OffPD runs of the spectrum sub-grid
-count at λ = ±1. Contrasts compare the cell means (over seeds) at λ > 0 with those at λ < 0
-as samples (``sample_pair``), so a spectrum with one seed per λ is judged too. Margins are
-named constants (pp).
+λ = −1 is the teacher, +1 the student; OnPD/OffPD runs of the spectrum sub-grid count at
+λ = ±1 only where the spectrum's end is that policy (``aggregate.comparable_spectrum``: with
+``paper`` temperatures the OffPD cells are left out, and the evidence says so). Contrasts
+compare the cell means (over seeds) at λ > 0 with those at λ < 0 as samples (``sample_pair``),
+so a spectrum with one seed per λ is judged too. Margins are named constants (pp).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import math
 
 import pandas as pd
 
+from distillscope.report.aggregate import comparable_spectrum
 from distillscope.report.claimkit import (
     SPECTRUM,
     ClaimRule,
@@ -60,7 +62,7 @@ def by_direction(s: Scoring, metric: str) -> dict[str, list[tuple[str, pd.DataFr
 
 
 def _by_direction(s: Scoring, metric: str) -> dict[str, list[tuple[str, pd.DataFrame]]]:
-    g = s.grid(SPECTRUM)
+    g, _ = comparable_spectrum(s.grid(SPECTRUM))
     out = {}
     for kind in ("forward_kl", "reverse_kl"):
         rows = g[g["objective.kind"] == kind] if not g.empty else g
@@ -73,6 +75,12 @@ def _by_direction(s: Scoring, metric: str) -> dict[str, list[tuple[str, pd.DataF
         if series:
             out[kind] = series
     return out
+
+
+def left_out(s: Scoring) -> str:
+    """A sentence naming the OffPD runs left out of the spectrum (its λ = −1 is not OffPD)."""
+    note = comparable_spectrum(s.grid(SPECTRUM))[1]
+    return f" {note}." if note else ""
 
 
 def claim_06_applicable(s: Scoring) -> bool:
@@ -103,7 +111,7 @@ def claim_06_lambda_robustness(s: Scoring) -> Verdict:
     ev = (
         f"λ>0 − λ<0: forward KL {pp(fwd.diff)} pp {interval(fwd)}, reverse KL {pp(rev.diff)} pp "
         f"{interval(rev)}. Accuracy (%) by λ: {_curve(by['forward_kl'])}; "
-        f"{_curve(by['reverse_kl'])}"
+        f"{_curve(by['reverse_kl'])}{left_out(s)}"
     )
     contradicted = (
         beyond(rev, 0.0, ALPHA / 2) == -1 or beyond(fwd, CLAIM_06_FORWARD_MARGIN_PP, ALPHA / 2) != 0
@@ -144,7 +152,7 @@ def claim_07_lambda_forgetting_sparsity(s: Scoring) -> Verdict:
             parts.append(
                 f"{name} [{kind.replace('_kl', ' KL')}] λ>0 − λ<0 {pp(c.diff)} pp {interval(c)}"
             )
-    ev = "; ".join(parts)
+    ev = "; ".join(parts) + left_out(s)
     return no_effect_verdict(s, SPECTRUM, contrasts, CLAIM_07_MARGIN_PP, CLAIM_07_RULE, ev)
 
 
@@ -188,7 +196,7 @@ def claim_08_lambda_likelihoods(s: Scoring) -> Verdict:
                     f"{lam:+g}: {v:.3f}" for lam, v in zip(rows[LAMBDA], rows["mean"], strict=True)
                 )
                 parts.append(f"{who} prob [{key}] ρ = {num(rho, 2)} ({values})")
-    ev = "; ".join(parts)
+    ev = "; ".join(parts) + left_out(s)
     k = len(tests)
     contradicted = any(rho_beyond(r, n, ALPHA / k) == -w for w, r, n in tests)
     supported = bool(tests) and all(rho_beyond(r, n, ALPHA) == w for w, r, n in tests)

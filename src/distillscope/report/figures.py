@@ -20,7 +20,13 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
-from distillscope.report.aggregate import done, with_labels
+from distillscope.report.aggregate import (
+    comparable_spectrum,
+    done,
+    spectrum_temperatures,
+    spectrum_temperatures_text,
+    with_labels,
+)
 from distillscope.report.claimkit import (
     experiment_rows,
     has,
@@ -238,8 +244,9 @@ def lr_sweep_figure(df: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
 
 
 def spectrum_figure(df: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
-    """Accuracy, forgetting and sparsity against λ, per KL direction."""
-    rows = spectrum_grid(df)
+    """Accuracy, forgetting and sparsity against λ, per KL direction; the title names the
+    spectrum's temperatures (docs/method.md §3 "The spectrum's ends")."""
+    rows, left_out = comparable_spectrum(spectrum_grid(df))
     if n_values(rows, "_lam") < 3:
         return None
     panels = _panels(rows)
@@ -259,9 +266,24 @@ def spectrum_figure(df: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
         path = save_figure(fig, out_dir / "spectrum.png")
     return FigureInfo(
         path,
-        "λ-spectrum of rollout policies",
-        "λ = −1 is the teacher (OffPD), λ = +1 the student (OnPD), λ = 0 their "
-        "normalised geometric mean; |λ| > 1 extrapolates. Mean ± SEM over seeds.",
+        _spectrum_title("λ-spectrum of rollout policies", rows),
+        f"{_spectrum_ends(rows)}, λ = 0 their normalised geometric mean; |λ| > 1 "
+        f"extrapolates. Mean ± SEM over seeds.{f' {left_out}.' if left_out else ''}",
+    )
+
+
+def _spectrum_title(title: str, rows: pd.DataFrame) -> str:
+    """``title`` with the spectrum's sampling temperatures, ``… — paper (both at T = 1.0)``."""
+    temps = spectrum_temperatures_text(rows)
+    return f"{title} — {temps}" if temps else title
+
+
+def _spectrum_ends(rows: pd.DataFrame) -> str:
+    """What λ = ±1 are under the spectrum's temperatures (docs/method.md §3)."""
+    if spectrum_temperatures(rows) == ["policies"]:
+        return "λ = −1 is OffPD and λ = +1 OnPD, token for token"
+    return (
+        "λ = −1 is the teacher at T = 1.0 (not the OffPD cell, teacher at 0.5), λ = +1 the student"
     )
 
 
@@ -273,7 +295,7 @@ def _lam_axis(ax: Axes) -> None:
 
 def likelihood_figure(df: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
     """Mean per-token probability of the training rollouts under student and teacher, vs λ."""
-    rows = spectrum_grid(df)
+    rows, _ = comparable_spectrum(spectrum_grid(df))
     cols = (
         ("rollout/student_token_prob_mean", "Under the student"),
         ("rollout/teacher_token_prob_mean", "Under the teacher"),
@@ -292,7 +314,7 @@ def likelihood_figure(df: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
         path = save_figure(fig, out_dir / "likelihood_vs_lambda.png")
     return FigureInfo(
         path,
-        "Trajectory likelihood against λ",
+        _spectrum_title("Trajectory likelihood against λ", rows),
         "Mean probability (temperature 1.0) of the sampled rollout tokens, averaged "
         "over training steps and seeds; it should rise with λ under the student and "
         "fall under the teacher.",

@@ -14,6 +14,7 @@ import pandas as pd
 
 from distillscope.labels import is_label_column
 from distillscope.report.aggregate import (
+    SPECTRUM_TEMPERATURES,
     aggregate,
     axis_text,
     cell_columns,
@@ -21,6 +22,8 @@ from distillscope.report.aggregate import (
     fmt_mean_sem,
     percent_scale,
     plain_text,
+    spectrum_temperature_label,
+    spectrum_temperatures,
     with_labels,
 )
 from distillscope.report.claimkit import main_grid
@@ -54,6 +57,7 @@ _LABELLED = {
     "objective.kind",
     "objective.regulation",
     "optim.lr",
+    SPECTRUM_TEMPERATURES,
 }
 _ROLLOUT_ORDER = {"OnPD": 0, "OffPD": 1}
 VERDICT_ORDER = (
@@ -179,6 +183,11 @@ def cell_table(rows: pd.DataFrame, metrics: Sequence[tuple[str, str]]) -> Table 
         ("_lr", "LR", "optim.lr"),
     ]
     labels = [(c, h) for c, h, src in label_cols if src in agg.columns]
+    if spectrum_temperatures(agg):  # which temperatures a spectrum sampled at, old tables: paper
+        temps = agg[SPECTRUM_TEMPERATURES] if SPECTRUM_TEMPERATURES in agg else [None] * len(agg)
+        pairs = zip(agg["rollout.policy"], temps, strict=True)
+        agg = agg.assign(_temps=[spectrum_temperature_label(p, t) for p, t in pairs])
+        labels.insert(1, ("_temps", "Spectrum temperatures"))
     extra = [
         c
         for c in by

@@ -50,6 +50,7 @@ PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
 RECORDED = (
     "rollout.policy",
     "rollout.lam",
+    "rollout.spectrum_temperatures",
     "objective.kind",
     "objective.regulation",
     "optim.lr",

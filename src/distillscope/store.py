@@ -124,7 +124,10 @@ UNFINGERPRINTED = ("name", "checkpoint_every")
 #: Fields added after run directories existed, each with the default that reproduces how runs
 #: behaved before it. At that default a field is left out of fingerprints and run ids, so a
 #: study written by an earlier version still resumes and reports under this one.
-ADDED_FIELDS: dict[str, Any] = {"objective.teacher_topk": 0}
+ADDED_FIELDS: dict[str, Any] = {
+    "objective.teacher_topk": 0,
+    "rollout.spectrum_temperatures": "paper",
+}
 
 
 def added_at_default(config: dict[str, Any]) -> set[str]:

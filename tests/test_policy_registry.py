@@ -101,6 +101,20 @@ def test_an_option_of_another_policy_is_refused(name):
             load_run_config(None, [f"rollout.policy={name}", f"rollout.{option}={values[option]}"])
 
 
+def test_paper_temperatures_leave_run_ids_unchanged():
+    # The field added at its default (today's behaviour) stays out of fingerprints and run ids.
+    from distillscope.store import config_fingerprint
+
+    default = load_run_config(None, []).model_dump(mode="json")
+    _, fields = config_fingerprint(default)
+    assert "rollout.spectrum_temperatures" not in fields
+    policies = load_run_config(
+        None, ["rollout.policy=spectrum", "rollout.spectrum_temperatures=policies"]
+    )
+    _, fields = config_fingerprint(policies.model_dump(mode="json"))
+    assert fields["rollout.spectrum_temperatures"] == "policies"
+
+
 def test_an_unknown_policy_names_the_allowed_values():
     with pytest.raises(ConfigError) as err:
         load_run_config(None, ["rollout.policy=onn"])

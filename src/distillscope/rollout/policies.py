@@ -132,7 +132,10 @@ class SpectrumPolicy:
     """ρ = π_λ of the λ-spectrum, both models decoded in lock step ([P] §5.2; ``spectrum.py``).
 
     λ = −1 samples exactly like ``TeacherPolicy(teacher_temperature)`` and λ = +1 exactly like
-    ``StudentPolicy(student_temperature)``. [P] uses temperature 1.0 for both models.
+    ``StudentPolicy(student_temperature)``: same tokens and behaviour log-probs for the same
+    generator (z_λ is ℓ_T / ℓ_S bit for bit there, and one uniform per row is drawn per step).
+    [P] uses temperature 1.0 for both models (``rollout.spectrum_temperatures: paper``);
+    ``policies`` passes each pure policy's temperature, which makes the ends OffPD and OnPD.
     """
 
     lam: float

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from distillscope import testbed
-from distillscope.config import RolloutConfig
+from distillscope.config import RolloutConfig, load_run_config
 from distillscope.models import load_pair
 from distillscope.rollout import (
     SOURCE_STUDENT,
@@ -25,8 +25,10 @@ from distillscope.rollout import (
     SpectrumPolicy,
     sample_rollouts,
 )
+from distillscope.store import read_metrics
 from distillscope.tasks.base import styled
 from distillscope.testbed.tokenizer import build_tokenizer
+from distillscope.train import distill
 from distillscope.train.setup import make_policy
 
 PROMPTS = ["cd 3,5,7 to 56:", "sort 3 1 2:", "rev abc:", "cd 1,2,3 to 6:", "cp 4,4:"]
@@ -142,3 +144,38 @@ def test_policies_temperatures_change_the_interior(pair, prompts, lam):
     cfg = RolloutConfig(policy="spectrum", lam=lam, spectrum_temperatures="policies")
     policies = _sample(cfg, pair, prompts, seed=2)
     assert not torch.equal(paper.logp_behavior_B_T, policies.logp_behavior_B_T)
+
+
+def test_policies_spectrum_at_minus_one_trains_like_offpd(tiny_pair, tmp_path):
+    # The whole run, not only one batch: every step's rollouts come from the step's own
+    # generator, whatever the policy, so λ = −1 at `policies` temperatures is the OffPD run
+    # (and at `paper` temperatures, the teacher at T = 1.0, is not).
+    teacher, student = tiny_pair
+    base = [
+        f"model.teacher={teacher}",
+        f"model.student={student}",
+        "optim.steps=3",
+        "optim.warmup_steps=1",
+        "optim.lr=1e-3",
+        "rollout.prompts_per_step=4",
+        "task.max_new_tokens=8",
+        "eval.items=4",
+        "eval.coverage_items=2",
+        "eval.coverage_samples=3",
+        "eval.skill_items=2",
+    ]
+    offpd = ["rollout.policy=teacher"]
+    spectrum = [
+        "rollout.policy=spectrum",
+        "rollout.lam=-1",
+        "rollout.spectrum_temperatures=policies",
+    ]
+    paper = ["rollout.policy=spectrum", "rollout.lam=-1"]
+    runs = {"offpd": offpd, "spectrum": spectrum, "paper": paper}
+    keys = ("train/loss", "train/grad_norm", "rollout/len_mean", "rollout/reward")
+    got = {}
+    for name, over in runs.items():
+        distill(load_run_config(None, base + over), tmp_path / name)
+        got[name] = [[r[k] for k in keys] for r in read_metrics(tmp_path / name)]
+    assert got["spectrum"] == got["offpd"]
+    assert got["paper"] != got["offpd"]

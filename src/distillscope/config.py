@@ -180,7 +180,12 @@ class ObjectiveConfig(_Section):
         description="the token-level loss the student minimises (objectives.OBJECTIVES)",
     )
     student_temperature: Float = Field(1.0, gt=0, description="student temperature in the loss")
-    teacher_temperature: Float = Field(0.5, gt=0, description="teacher temperature in the loss")
+    teacher_temperature: Float = Field(
+        0.5,
+        gt=0,
+        description="teacher temperature in the loss; opd: 1.0 in the advantage unless set with "
+        "tempered_teacher",
+    )
     reduction: Reduction = Field(
         "seq_mean",
         description="per-sequence mean (docs/method.md §1), pooled token mean, or sum",
@@ -212,6 +217,16 @@ class ObjectiveConfig(_Section):
     clip_max: Float = Field(_OPD.clip_max, description="opd hard_clip upper bound")
     eps_low: Float = Field(_OPD.eps_low, ge=0, description="opd importance-ratio clip (low)")
     eps_high: Float = Field(_OPD.eps_high, ge=0, description="opd importance-ratio clip (high)")
+    updates_per_batch: Int = Field(
+        _OPD.updates_per_batch,
+        ge=1,
+        description="opd: optimizer steps per rollout batch (PPO epochs; > 1 lets the ratio clip "
+        "act)",
+    )
+    tempered_teacher: bool = Field(
+        _OPD.tempered_teacher,
+        description="opd: opt in to the advantage's teacher at teacher_temperature ≠ 1",
+    )
 
     @field_validator("kind")
     @classmethod
@@ -219,6 +234,29 @@ class ObjectiveConfig(_Section):
         if kind not in OBJECTIVES:
             raise ValueError(f"must be one of {', '.join(OBJECTIVES)}")
         return kind
+
+    @model_validator(mode="before")
+    @classmethod
+    def _opd_teacher_at_one(cls, data: Any) -> Any:
+        # OPD's advantage takes the teacher at 1.0 unless the config names a temperature: the
+        # resolved config then shows the temperature the advantage used (docs/method.md §4).
+        if isinstance(data, dict) and data.get("kind") == "opd":
+            return {"teacher_temperature": 1.0, **data}
+        return data
+
+    @model_validator(mode="after")
+    def _opd_tempered_teacher(self) -> ObjectiveConfig:
+        if self.kind != "opd" or (self.teacher_temperature != 1.0) == self.tempered_teacher:
+            return self
+        if self.tempered_teacher:
+            raise ValueError(
+                "objective.tempered_teacher=true needs objective.teacher_temperature ≠ 1; "
+                "set the temperature or remove tempered_teacher"
+            )
+        raise ValueError(
+            f"objective.teacher_temperature={self.teacher_temperature} tempers OPD's teacher in "
+            "the advantage (1.0 by default); remove it or set objective.tempered_teacher=true"
+        )
 
     @model_validator(mode="after")
     def _reads(self) -> ObjectiveConfig:
@@ -245,13 +283,16 @@ class ObjectiveConfig(_Section):
         )
 
     def opd_options(self) -> OPDOptions:
-        """The OPD regulation and trust region, as :mod:`distillscope.objectives.opd` takes them."""
+        """What only OPD reads: the regulation and trust region :mod:`distillscope.objectives.opd`
+        takes, the updates per rollout batch (the loop) and the tempered-teacher opt-in."""
         return OPDOptions(
             regulation=self.regulation,
             clip_min=self.clip_min,
             clip_max=self.clip_max,
             eps_low=self.eps_low,
             eps_high=self.eps_high,
+            updates_per_batch=self.updates_per_batch,
+            tempered_teacher=self.tempered_teacher,
         )
 
     def chunks(self) -> ChunkSpec:
@@ -260,9 +301,13 @@ class ObjectiveConfig(_Section):
 
 
 class OptimConfig(_Section):
-    steps: Int = Field(150, ge=1, description="optimizer steps")
+    steps: Int = Field(
+        150,
+        ge=1,
+        description="rollout batches (optimizer steps = steps × objective.updates_per_batch)",
+    )
     lr: Float = Field(1e-5, gt=0, description="peak learning rate (constant after warm-up)")
-    warmup_steps: Int = Field(10, ge=0, description="linear warm-up steps")
+    warmup_steps: Int = Field(10, ge=0, description="linear warm-up steps (rollout batches)")
     betas: tuple[Float, Float] = Field((0.9, 0.999), description="AdamW betas")
     eps: Float = Field(1e-8, gt=0, description="AdamW epsilon")
     weight_decay: Float = Field(0.0, ge=0, description="AdamW weight decay")

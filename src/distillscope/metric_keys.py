@@ -12,7 +12,9 @@ Each key an objective returns also says how a step with ``optim.grad_accum`` mic
 combines its per-micro-batch values (``accumulate``): ``sum`` adds them (token counts),
 ``loss`` weights each by the micro-batch's share of the batch's loss normaliser (so the step
 logs the full batch's loss, :func:`distillscope.train.step.micro_batch_share`), and ``mean``
-by its share of the batch's tokens (token means).
+by its share of the batch's tokens (token means). An OPD step with
+``objective.updates_per_batch`` > 1 logs, for these keys and the gradient norm, the mean over its
+updates; the diagnostics (``kl/``, likelihoods) are its first update's, of the policy that sampled.
 
 Keys with ``{…}`` are families: ``{k}`` a pass@k sample count, ``{n}`` the samples per item,
 ``{skill}`` a skill of the testbed suite, ``{phase}`` a phase of the step, ``{view}`` fp32/bf16,
@@ -60,13 +62,23 @@ METRICS: tuple[MetricKey, ...] = (
         (
             "train/loss",
             "—",
-            "the objective's loss this step (mean over micro-batches)",
+            "the objective's loss this step (over micro-batches; OPD: mean over its updates)",
             "lower",
             "loss",
         ),
         ("train/lr", "—", "learning rate this step (linear warm-up, then constant)", "none"),
-        ("train/grad_norm", "—", "global gradient norm before clipping", "none"),
-        ("train/grad_clipped", "fraction", "1 when the pre-clip norm exceeded the clip", "none"),
+        (
+            "train/grad_norm",
+            "—",
+            "global gradient norm before clipping (OPD: mean over the step's updates)",
+            "none",
+        ),
+        (
+            "train/grad_clipped",
+            "fraction",
+            "1 when the pre-clip norm exceeded the clip (OPD: share of the step's updates)",
+            "none",
+        ),
         ("objective/loss", "—", "the loss value the objective returned", "lower", "loss"),
         ("objective/tokens", "count", "completion tokens in the loss", "none", "sum"),
         (
@@ -112,7 +124,13 @@ METRICS: tuple[MetricKey, ...] = (
         ("kl/forward_k1", "nats", "KL(π_T ‖ π_S) by k1 on teacher-written tokens", "lower"),
         ("kl/forward_k2", "nats", "k2 with log r = ℓ_S − ℓ_T on teacher-written tokens", "lower"),
         ("kl/forward_k3", "nats", "KL(π_T ‖ π_S) by k3 on teacher-written tokens", "lower"),
-        ("opd/loss", "—", "OPD clipped policy-gradient surrogate", "lower", "loss"),
+        (
+            "opd/loss",
+            "—",
+            "OPD clipped policy-gradient surrogate (mean over the step's updates)",
+            "lower",
+            "loss",
+        ),
         (
             "opd/raw_advantage_mean",
             "nats",
@@ -130,11 +148,17 @@ METRICS: tuple[MetricKey, ...] = (
             "none",
             "mean",
         ),
-        ("opd/ratio_mean", "ratio", "mean importance ratio π_θ / π_old", "none", "mean"),
+        (
+            "opd/ratio_mean",
+            "ratio",
+            "mean importance ratio π_θ / π_old over tokens and the step's updates (1 with one)",
+            "none",
+            "mean",
+        ),
         (
             "opd/ratio_clip_frac",
             "fraction",
-            "tokens whose importance ratio was clipped",
+            "tokens where the ratio clip is active (no gradient), mean over the step's updates",
             "none",
             "mean",
         ),

@@ -126,6 +126,8 @@ UNFINGERPRINTED = ("name", "checkpoint_every")
 #: study written by an earlier version still resumes and reports under this one.
 ADDED_FIELDS: dict[str, Any] = {
     "objective.teacher_topk": 0,
+    "objective.updates_per_batch": 1,
+    "objective.tempered_teacher": False,
     "rollout.spectrum_temperatures": "paper",
 }
 

@@ -53,13 +53,14 @@ def test_what_each_kind_reads_is_what_the_config_refuses_under_the_others():
         "clip_max",
         "eps_low",
         "eps_high",
+        "updates_per_batch",
+        "tempered_teacher",
     }
+    values = {"regulation": "hard_clip", "updates_per_batch": 2, "tempered_teacher": True}
     for name, kind in OBJECTIVES.items():
         rollout = {"rollout": {"policy": "student"}}
         for option in kind_only - set(kind.options):
-            data = {
-                "objective": {"kind": name, option: 0.25 if option != "regulation" else "hard_clip"}
-            }
+            data = {"objective": {"kind": name, option: values.get(option, 0.25)}}
             with pytest.raises(ConfigError, match=f"objective.{option}=.* is ignored under"):
                 run_config_from_dict({**data, **rollout})
 

@@ -81,4 +81,4 @@ def train_step(cfg, rollouts: Rollouts, student, teacher, vocab: int, step: int 
     t_scores, _ = TeacherScorer(cfg, teacher, objective).scores(step, None, batches)
     return _forward_backward(
         cfg, objective, rollouts, batches, student, t_scores, step, _PhaseTimer()
-    )
+    ).metrics

@@ -2,10 +2,12 @@
 §4, [D]).
 
 The student samples y ~ π_S; each sampled token gets the advantage
-Δℓ_t = log π_T(y_t|h_t) − log π_S(y_t|h_t) (detached), shaped by a regulation g, and the
-student takes a PPO-style clipped step. With one update per rollout batch the importance ratio
-is 1 and this is REINFORCE with per-token rewards g(Δℓ_t) — the rollout-token reverse-KL
-gradient when g is the identity.
+Δℓ_t = log π_T(y_t|h_t) − log π_S(y_t|h_t) (detached; both models at temperature 1 unless the
+config tempers them, ``objective.tempered_teacher``), shaped by a regulation g, and the student
+takes PPO-style clipped steps. With one update per rollout batch the importance ratio is 1 and
+this is REINFORCE with per-token rewards g(Δℓ_t) — the rollout-token reverse-KL gradient when g
+is the identity; with ``objective.updates_per_batch`` > 1 the later updates reuse the first
+update's advantage (that of π_old, the policy that sampled) while r_t moves and the clip acts.
 
 Metrics are plain floats under ``opd/`` keys (token statistics over masked tokens, detached);
 what each key means is registered in :mod:`distillscope.metric_keys`, the one list.
@@ -81,8 +83,8 @@ def opd_policy_gradient(
     reduced over ``mask_B_T`` by ``reduction`` (docs/method.md §1). With ``logp_old`` equal to
     the current log-probs (one update per rollout batch) r_t = 1 and
     ∇loss = −Σ w_t A_t ∇ℓ_θ(y_t): REINFORCE with per-token reward g(Δℓ_t). The advantage uses
-    the *current* student log-prob, detached; it equals the sampler's on the first update of a
-    batch.
+    the current student log-prob, detached: that of π_old on a batch's first update (later
+    updates pass it to :func:`opd_from_logprobs`).
 
     Args:
         student_logits_B_T_V: current student logits; ``logits[b, t]`` scores ``tokens[b, t]``.
@@ -120,12 +122,18 @@ def opd_from_logprobs(
     *,
     options: OPDOptions | None = None,
     reduction: Reduction = "seq_mean",
+    logp_student_fixed_B_T: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """:func:`opd_policy_gradient` from ℓ_θ(y_t) (differentiable, at τ_S) instead of logits.
 
     The hidden-state path computes ``logp_B_T`` chunk by chunk
     (:func:`~distillscope.objectives.fused_tokens.token_logprobs_from_hidden`); both paths share
     this body, so their losses, gradients and metrics agree.
+
+    ``logp_student_fixed_B_T`` is the student's side of Δℓ_t = log π_T(y_t) − log π_S(y_t):
+    None on a rollout batch's first update (the current ℓ_θ, detached, is π_old's), the first
+    update's values on the later ones (``objective.updates_per_batch``, PPO: the advantage stays
+    the sampling policy's while the ratio r_t moves).
     """
     o = options or _DEFAULTS
     regulation, clip_min, clip_max = o.regulation, o.clip_min, o.clip_max
@@ -143,14 +151,21 @@ def opd_from_logprobs(
         ("mask_B_T", mask_B_T),
     ):
         check_shape(name, tensor, logp_B_T.shape)
+    if logp_student_fixed_B_T is not None:
+        check_shape("logp_student_fixed_B_T", logp_student_fixed_B_T, logp_B_T.shape)
     keep_B_T = mask_B_T.bool()
     # Padding positions may carry junk (e.g. −inf) log-probs; replace them before exp(), since a
     # NaN there would reach the gradient even though the reduction drops the value.
     logp_now_B_T = logp_B_T.detach()
     logp_teacher_B_T = torch.where(keep_B_T, logp_teacher_B_T.float(), logp_now_B_T)
     logp_old_B_T = torch.where(keep_B_T, logp_old_B_T.float(), logp_now_B_T)
+    logp_student_B_T = logp_now_B_T
+    if logp_student_fixed_B_T is not None:
+        logp_student_B_T = torch.where(
+            keep_B_T, logp_student_fixed_B_T.to(logp_now_B_T), logp_now_B_T
+        )
 
-    delta_B_T = logp_teacher_B_T - logp_now_B_T  # Δℓ, detached
+    delta_B_T = logp_teacher_B_T - logp_student_B_T  # Δℓ, detached
     advantage_B_T = regulate_advantage(delta_B_T, regulation, clip_min=clip_min, clip_max=clip_max)
     ratio_B_T = torch.exp(logp_B_T - logp_old_B_T)
     clipped_ratio_B_T = ratio_B_T.clamp(1.0 - eps_low, 1.0 + eps_high)

@@ -2,9 +2,9 @@
 
 - :class:`DivergenceOptions` — what a full-vocabulary divergence reads (temperatures,
   reduction, JSD β, mixture α);
-- :class:`OPDOptions` — the advantage regulation and trust region of OPD ([D], docs/method.md
-  §4); ``objective.regulation``/``clip_min``/``clip_max``/``eps_low``/``eps_high`` default to
-  its defaults;
+- :class:`OPDOptions` — what only OPD reads ([D], docs/method.md §4): the advantage
+  regulation, the trust region, the updates per rollout batch and the tempered-teacher opt-in;
+  the ``objective.*`` fields of the same names default to its defaults;
 - :class:`ChunkSpec` — how many token rows of a (rows × V) buffer the hidden-state path holds at
   once: a memory budget, or an explicit row count (:func:`chunk_rows`).
 
@@ -86,11 +86,16 @@ class DivergenceOptions:
 
 @dataclass(frozen=True)
 class OPDOptions:
-    """The advantage shaping g and the trust region of OPD ([D], docs/method.md §4).
+    """What only OPD reads ([D], docs/method.md §4); its fields are the ``objective.*`` fields
+    of the same names, refused under every other kind.
 
-    ``regulation``: none, hard_clip (clip(Δℓ, clip_min, clip_max)) or log_compress
-    (sign(Δℓ) · log(1 + |Δℓ|)). [D] gives no thresholds; ours default to ±3 (docs/method.md
-    §10). ``eps_low``/``eps_high``: the importance ratio's clip [1 − ε_low, 1 + ε_high].
+    ``regulation``: the advantage shaping g — none, hard_clip (clip(Δℓ, clip_min, clip_max)) or
+    log_compress (sign(Δℓ) · log(1 + |Δℓ|)). [D] gives no thresholds; ours default to ±3
+    (docs/method.md §10). ``eps_low``/``eps_high``: the importance ratio's clip
+    [1 − ε_low, 1 + ε_high]. ``updates_per_batch``: optimizer steps over one rollout batch
+    (PPO-style epochs, *ours*); with one, r_t = 1 and the clip never acts. ``tempered_teacher``:
+    the opt-in for a teacher temperature ≠ 1 in the advantage (by default both models enter
+    Δℓ = log π_T − log π_S at temperature 1, their own distributions).
     """
 
     regulation: Regulation = "none"
@@ -98,3 +103,9 @@ class OPDOptions:
     clip_max: float = 3.0
     eps_low: float = 0.2
     eps_high: float = 0.2
+    updates_per_batch: int = 1
+    tempered_teacher: bool = False
+
+    def __post_init__(self) -> None:
+        if self.updates_per_batch < 1:
+            raise ValueError(f"updates_per_batch must be at least 1, got {self.updates_per_batch}")

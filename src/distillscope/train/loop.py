@@ -4,6 +4,9 @@
 
 Every step, in the order it happens: pick prompts → roll out → the teacher's scores → per
 micro-batch: student forward → objective → backward → then clip → step → log → (checkpoint).
+A step is one rollout batch: OPD may take ``objective.updates_per_batch`` optimizer steps on it
+(the forward → step part repeated), every other kind one, so ``optim.steps`` counts rollout
+batches and ``metrics.jsonl`` keeps one row per rollout batch.
 The run directory receives ``config.yaml``, ``metrics.jsonl`` (one row per step, keys in
 :mod:`distillscope.metric_keys`), ``status.json``, ``checkpoint/`` and, at the end, ``student/``
 (a Hugging Face directory). A killed run restarts from its last checkpoint and ends with the
@@ -21,6 +24,7 @@ import functools
 import math
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -52,6 +56,7 @@ from distillscope.train.precision import forward_precision
 from distillscope.train.scoring import TeacherScores
 from distillscope.train.setup import load_models, make_policy
 from distillscope.train.step import (
+    FixedAdvantage,
     MicroBatch,
     Objective,
     diagnostic_logprobs,
@@ -123,20 +128,16 @@ def distill(
         batches = micro_batches(rollouts, cfg.optim.grad_accum)
         t_scores, scores_saved_s = teacher.scores(step, prompts, batches)
         timer.lap("teacher_forward")
-        # 4–6. student forward, objective and backward per micro-batch (exact accumulation)
+        # 4–7. per update (objective.updates_per_batch, 1 but for OPD): student forward,
+        #      objective and backward per micro-batch (exact accumulation), clip, step
         for group in optimizer.param_groups:
             group["lr"] = lr_at(cfg, step)
-        row = _forward_backward(cfg, objective, rollouts, batches, student, t_scores, step, timer)
-        # 7. clip (log the pre-clip norm) and step; a NaN/inf loss or norm ends the run here
-        max_norm = cfg.optim.grad_clip if cfg.optim.grad_clip is not None else math.inf
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(student.parameters(), max_norm))
-        _stop_if_diverged(run_dir, step, row["train/loss"], grad_norm)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        timer.lap("optimizer")
-        # 8. log
-        row |= {"step": step, "train/lr": lr_at(cfg, step), "train/grad_norm": grad_norm}
-        row["train/grad_clipped"] = float(grad_norm > max_norm)
+        learner = _Learner(cfg, objective, student, optimizer, run_dir)
+        row, norms = _updates(learner, rollouts, batches, t_scores, step, timer)
+        # 8. log: the loss metrics and the pre-clip norms as the mean over the updates
+        max_norm = _max_norm(cfg)
+        row |= {"step": step, "train/lr": lr_at(cfg, step), "train/grad_norm": _mean(norms)}
+        row["train/grad_clipped"] = _mean([float(n > max_norm) for n in norms])
         row["rollout/reward"] = sum(rewards) / len(rewards)
         row |= rollout_length_metrics(rollouts) | timer.metrics(rollouts)
         row["time/teacher_saved"] = saved_s + scores_saved_s  # rollouts and scores from cache
@@ -226,24 +227,102 @@ def _roll_out(cfg: RunConfig, policy, pair, prompts: PromptBatch, step: int) -> 
     return sample_rollouts(policy, pair.student, pair.teacher, prompts, spec, generator)
 
 
+@dataclass(frozen=True)
+class _Learner:
+    """What an update changes and reads besides the batch: the student and its optimizer, the
+    run's objective and config, and the run directory (a diverged run is marked there)."""
+
+    cfg: RunConfig
+    objective: Objective
+    student: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    run_dir: Path
+
+
+def _max_norm(cfg: RunConfig) -> float:
+    return cfg.optim.grad_clip if cfg.optim.grad_clip is not None else math.inf
+
+
+def _mean(values: list[float]) -> float:
+    """The mean of one update's value or several (one value comes back unchanged, bit for bit)."""
+    return sum(values[1:], values[0]) / len(values)
+
+
+def _updates(
+    learner: _Learner,
+    rollouts: Rollouts,
+    batches: list[MicroBatch],
+    teacher_scores: Iterable[TeacherScores],
+    step: int,
+    timer: _PhaseTimer,
+) -> tuple[dict[str, float], list[float]]:
+    """Steps 4–7 on one rollout batch, ``objective.updates_per_batch`` times (1 but for OPD):
+    the micro-batches' forwards and backward (:func:`_forward_backward`), then clip and step.
+
+    The first update reads the teacher's scores and computes the diagnostics, of the policy that
+    sampled (as with one update); the later ones reuse its advantage
+    (:class:`~distillscope.train.step.FixedAdvantage`) and run only the student, so the
+    importance ratio r_t = π_θ / π_old moves from 1 and the clip acts. Each update is one
+    optimizer step with exact accumulation over the micro-batches, at the step's learning rate;
+    a NaN/inf loss or pre-clip norm ends the run at the update it appears. Returns the step's
+    row — the first update's diagnostics, and each loss metric as the mean over the updates —
+    and each update's pre-clip gradient norm.
+    """
+    cfg, objective, student = learner.cfg, learner.objective, learner.student
+    passes: list[_Pass] = []
+    norms: list[float] = []
+    advantage = None
+    for _ in range(objective.opd.updates_per_batch):
+        scores = teacher_scores if advantage is None else [None] * len(batches)
+        done = _forward_backward(
+            cfg, objective, rollouts, batches, student, scores, step, timer, advantage
+        )
+        # clip (log the pre-clip norm) and step; a NaN/inf loss or norm ends the run here
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(student.parameters(), _max_norm(cfg)))
+        _stop_if_diverged(learner.run_dir, step, done.metrics["train/loss"], grad_norm)
+        learner.optimizer.step()
+        learner.optimizer.zero_grad(set_to_none=True)
+        timer.lap("optimizer")
+        passes.append(done)
+        norms.append(grad_norm)
+        if advantage is None and objective.opd.updates_per_batch > 1:
+            advantage = FixedAdvantage.from_diagnostics(done.logprobs_B_T)
+    row = dict(passes[0].metrics)
+    for key in passes[-1].metrics:  # the keys every update logs: the loss metrics
+        row[key] = _mean([p.metrics[key] for p in passes])
+    return row, norms
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """One update's pass over the micro-batches: its metrics (with the diagnostics on the first
+    update) and the whole batch's diagnostic log-probs (empty on the later updates)."""
+
+    metrics: dict[str, float]
+    logprobs_B_T: dict[str, torch.Tensor]
+
+
 def _forward_backward(
     cfg: RunConfig,
     objective: Objective,
     rollouts: Rollouts,
     batches: list[MicroBatch],
     student: torch.nn.Module,
-    teacher_scores: Iterable[TeacherScores],
+    teacher_scores: Iterable[TeacherScores | None],
     step: int,
     timer: _PhaseTimer,
-) -> dict[str, float]:
-    """Student forward, objective and backward per micro-batch; the step's metrics.
+    advantage: FixedAdvantage | None = None,
+) -> _Pass:
+    """Student forward, objective and backward per micro-batch; the update's metrics.
 
     Exact accumulation: micro-batch k's loss is weighted by its share of the whole batch's
     normaliser (:func:`~distillscope.train.step.micro_batch_share`), so the summed gradient is
     the full batch's for every reduction and any ``grad_accum``, dividing the batch or not; each
     metric is combined as :mod:`distillscope.metric_keys` declares beside it. Sampled estimators
     draw from uniforms of the whole batch, and the diagnostics are computed once on the whole
-    batch's token log-probs: no metric depends on ``grad_accum`` or the path.
+    batch's token log-probs: no metric depends on ``grad_accum`` or the path. With
+    ``advantage`` (OPD's later updates of a batch) the teacher is not read and no diagnostic is
+    computed.
     """
     student.train()
     mask_B_T = rollouts.completion_mask_B_T
@@ -262,12 +341,14 @@ def _forward_backward(
         with forward_precision(cfg.model):
             s_scores = objective.path.scores(student, r, "student")
         micro_u = None if uniforms_B_T is None else uniforms_B_T[index_b]
-        loss, metrics = objective_loss(objective, s_scores, t_scores, r, micro_u)
+        micro_a = None if advantage is None else advantage.rows(index_b.to(mask_B_T.device))
+        loss, metrics = objective_loss(objective, s_scores, t_scores, r, micro_u, micro_a)
         (loss * share).backward()
         timer.lap("student_forward_backward")
-        for key, value in diagnostic_logprobs(objective, s_scores, t_scores, r).items():
-            diag_B_T.setdefault(key, value.new_zeros(mask_B_T.shape))
-            diag_B_T[key][index_b] = value
+        if advantage is None:
+            for key, value in diagnostic_logprobs(objective, s_scores, t_scores, r).items():
+                diag_B_T.setdefault(key, value.new_zeros(mask_B_T.shape))
+                diag_B_T[key][index_b] = value
         weights = {
             "sum": 1.0,
             "loss": share,
@@ -275,7 +356,9 @@ def _forward_backward(
         }
         for key, value in {"train/loss": float(loss.detach()), **metrics}.items():
             totals[key] = totals.get(key, 0.0) + value * weights[accumulation(key)]
-    return {**totals, **_diagnostics(rollouts, diag_B_T)}
+    if advantage is not None:
+        return _Pass(totals, {})
+    return _Pass({**totals, **_diagnostics(rollouts, diag_B_T)}, diag_B_T)
 
 
 def _diagnostics(r: Rollouts, logp_B_T: dict[str, torch.Tensor]) -> dict[str, float]:

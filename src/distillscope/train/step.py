@@ -5,7 +5,8 @@
 :func:`micro_batches` is the step's one slicer of its batch; :func:`objective_loss` feeds the
 entry's loss from the score objects of :mod:`.scoring` (what it passes depends only on the
 entry's ``inputs``), and :func:`diagnostic_logprobs` gives the per-token log-probs every
-diagnostic reads.
+diagnostic reads; OPD's later updates of a rollout batch reuse its first update's advantage
+(:class:`FixedAdvantage`).
 """
 
 from __future__ import annotations
@@ -96,19 +97,44 @@ class Objective:
         )
 
 
+@dataclass(frozen=True)
+class FixedAdvantage:
+    """OPD's advantage inputs on a rollout batch, fixed over its ``objective.updates_per_batch``
+    updates (PPO: the advantage is the sampling policy's, only the ratio r_t moves).
+
+    log π_T(y_t) and log π_old(y_t) at the loss temperatures, ``[B, T]`` each, as the batch's
+    first update scored them (:func:`diagnostic_logprobs`'s ``teacher_loss_t``/``student_loss_t``).
+    """
+
+    logp_teacher_B_T: torch.Tensor
+    logp_old_B_T: torch.Tensor
+
+    @classmethod
+    def from_diagnostics(cls, logp_B_T: dict[str, torch.Tensor]) -> FixedAdvantage:
+        """From the whole batch's :func:`diagnostic_logprobs` of the first update."""
+        return cls(logp_B_T["teacher_loss_t"], logp_B_T["student_loss_t"])
+
+    def rows(self, index_b: torch.Tensor) -> FixedAdvantage:
+        """These rows of the batch (a micro-batch's)."""
+        return FixedAdvantage(self.logp_teacher_B_T[index_b], self.logp_old_B_T[index_b])
+
+
 def objective_loss(
     objective: Objective,
     student: Scores,
-    teacher: TeacherScores,
+    teacher: TeacherScores | None,
     r: Rollouts,
     uniforms_B_T: torch.Tensor | None = None,
+    advantage: FixedAdvantage | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The objective on one micro-batch; ``uniforms_B_T`` feeds the sampled estimators.
 
     What the kind's loss reads depends on its entry's ``inputs`` (registry docstring): the two
     models' full scores (the teacher's scores pick the path, or fold the student onto a top-k
     teacher), per-token log-probs of the rollout's own tokens (OPD), or of one token per position
-    drawn from ``draws_from`` (the sampled estimators). The teacher is a constant.
+    drawn from ``draws_from`` (the sampled estimators). The teacher is a constant. OPD's
+    advantage Δℓ = log π_T − log π_S is that of this forward on a batch's first update
+    (``advantage`` None), else ``advantage``'s (``teacher`` is then not read).
     """
     kind, o, mask_B_T = objective.kind, objective.options, r.completion_mask_B_T
     if kind.inputs == "logits":
@@ -117,13 +143,19 @@ def objective_loss(
     tau_s, tau_t = o.student_temperature, o.teacher_temperature
     if kind.inputs == "rollout_tokens":  # OPD: advantage log π_T − log π_S of the rollout
         tokens_B_T = r.completion_B_T
+        logp_B_T = student.token_logprobs(tokens_B_T, mask_B_T, tau_s)
+        if advantage is None:
+            logp_teacher_B_T = teacher.token_logprobs(tokens_B_T, mask_B_T, tau_t).detach()
+        else:
+            logp_teacher_B_T = advantage.logp_teacher_B_T
         return loss(
-            student.token_logprobs(tokens_B_T, mask_B_T, tau_s),
-            teacher.token_logprobs(tokens_B_T, mask_B_T, tau_t).detach(),
+            logp_B_T,
+            logp_teacher_B_T,
             r.logp_behavior_B_T,
             mask_B_T,
             options=objective.opd,
             reduction=o.reduction,
+            logp_student_fixed_B_T=None if advantage is None else advantage.logp_old_B_T,
         )
     # drawn tokens: y' ~ π_T or π_S, one per position, by inverse CDF from the step's uniforms
     sampler, tau = (teacher, tau_t) if kind.draws_from == "teacher" else (student, tau_s)

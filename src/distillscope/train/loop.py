@@ -108,6 +108,7 @@ def distill(
     start = load_checkpoint(run_dir, student, optimizer, fingerprint)
     log = MetricsLog(run_dir, keep_steps=start)
     teacher = TeacherScorer(cfg, pair.teacher, objective, rollout_cache)
+    learner = _Learner(cfg, objective, student, optimizer, run_dir)
 
     for step in range(start, cfg.optim.steps):
         timer = _PhaseTimer()
@@ -130,14 +131,13 @@ def distill(
         timer.lap("teacher_forward")
         # 4–7. per update (objective.updates_per_batch, 1 but for OPD): student forward,
         #      objective and backward per micro-batch (exact accumulation), clip, step
+        lr = lr_at(cfg, step)
         for group in optimizer.param_groups:
-            group["lr"] = lr_at(cfg, step)
-        learner = _Learner(cfg, objective, student, optimizer, run_dir)
+            group["lr"] = lr
         row, norms = _updates(learner, rollouts, batches, t_scores, step, timer)
         # 8. log: the loss metrics and the pre-clip norms as the mean over the updates
-        max_norm = _max_norm(cfg)
-        row |= {"step": step, "train/lr": lr_at(cfg, step), "train/grad_norm": _mean(norms)}
-        row["train/grad_clipped"] = _mean([float(n > max_norm) for n in norms])
+        row |= {"step": step, "train/lr": lr, "train/grad_norm": _mean(norms)}
+        row["train/grad_clipped"] = _mean([float(n > _max_norm(cfg)) for n in norms])
         row["rollout/reward"] = sum(rewards) / len(rewards)
         row |= rollout_length_metrics(rollouts) | timer.metrics(rollouts)
         row["time/teacher_saved"] = saved_s + scores_saved_s  # rollouts and scores from cache

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -221,26 +222,78 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
         out[m] = sgn * 2.0 * typical.get(m, 0.01) * np.where(spectrum, lam, 0.0)
     out["traj/len_ratio"] = np.where(opd_none, 1.0, 0.0)
     out["traj/reward_drop_pp"] = np.where(opd_none, 15.0, 0.0)
-    return out
+    return _summed([out, *(plant(d, noise) for plant in PLANTERS)], n)
 
 
-def margin_offsets(d: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Offsets (stored units) that put each no-effect claim's effect exactly at its margin.
+Offsets = dict[str, np.ndarray]
 
-    Claim 1: OnPD cells of the main grid CLAIM_01_MARGIN_PP more accurate; claim 7: forgetting
-    of the λ > 0 forward-KL spectrum cells CLAIM_07_MARGIN_PP higher; claim 15: the sampled
-    forward-KL estimator CLAIM_15_MARGIN_PP more accurate than the sampled reverse one. Each
-    touches only the experiment its rule reads (``_experiment``), so each claim sees one effect.
+
+@dataclass(frozen=True)
+class MarginCase:
+    """One no-effect part of a claim planted exactly at its margin, where "supported" is false.
+
+    ``offsets(d)`` gives the offsets (stored units) of design ``d`` that put the part at its
+    margin; with ``on_planted`` they are added to the published effects (``planted_offsets``),
+    so that every other part of the claim holds and only the planted-at-margin part can stop
+    "supported" — the claims that combine effects with a no-effect part (2, 3, 6, …) need that;
+    a claim that is only a no-effect statement (1, 7) sits on the null (``on_planted`` false).
     """
+
+    claim: int
+    name: str
+    offsets: Callable[[pd.DataFrame], Offsets]
+    on_planted: bool = False
+
+
+def _claim_01_margin(d: pd.DataFrame) -> Offsets:
+    """Claim 1: OnPD cells of the main grid CLAIM_01_MARGIN_PP more accurate."""
+    main_on = _experiment(d, "main") & (_column(d, "rollout.policy") == "student").to_numpy()
+    return {ACC: np.where(main_on, CLAIM_01_MARGIN_PP / 100, 0.0)}
+
+
+def _claim_07_margin(d: pd.DataFrame) -> Offsets:
+    """Claim 7: forgetting of the λ > 0 forward-KL spectrum cells CLAIM_07_MARGIN_PP higher."""
     L = with_labels(d)
-    kind = _column(L, "objective.kind")
     lam = pd.to_numeric(L[LAMBDA], errors="coerce").fillna(0.0).to_numpy()
-    main_on = _experiment(L, "main") & (_column(L, "rollout.policy") == "student").to_numpy()
-    spectrum_fwd = _experiment(L, "spectrum") & (kind == "forward_kl").to_numpy() & (lam > 0)
-    sampled_fwd = _experiment(L, "sampled") & (kind == "forward_sampled").to_numpy()
-    acc = np.where(main_on, CLAIM_01_MARGIN_PP / 100, 0.0)
-    acc = acc + np.where(sampled_fwd, CLAIM_15_MARGIN_PP / 100, 0.0)
-    return {ACC: acc, "eval/forgetting_pp": np.where(spectrum_fwd, CLAIM_07_MARGIN_PP, 0.0)}
+    fwd = _experiment(L, "spectrum") & (_column(L, "objective.kind") == "forward_kl").to_numpy()
+    return {"eval/forgetting_pp": np.where(fwd & (lam > 0), CLAIM_07_MARGIN_PP, 0.0)}
+
+
+def _claim_15_margin(d: pd.DataFrame) -> Offsets:
+    """Claim 15: the sampled forward-KL estimator CLAIM_15_MARGIN_PP more accurate."""
+    fwd = _experiment(d, "sampled") & (_column(d, "objective.kind") == "forward_sampled")
+    return {ACC: np.where(fwd.to_numpy(), CLAIM_15_MARGIN_PP / 100, 0.0)}
+
+
+#: Every no-effect part of a claim, planted at its margin (the ``margin`` scenario): rule
+#: modules' cases are registered here. Each case's tables are scored for its claim only.
+MARGIN_CASES: list[MarginCase] = [
+    MarginCase(1, "OnPD +margin in the main grid", _claim_01_margin),
+    MarginCase(7, "λ > 0 forgetting +margin (forward KL)", _claim_07_margin),
+    MarginCase(15, "sampled forward KL +margin", _claim_15_margin),
+]
+
+#: Published effects planted by other modules: functions of the design returning offsets
+#: (stored units) that ``planted_offsets`` adds to its own.
+PLANTERS: list[Callable[[pd.DataFrame, dict[str, float]], Offsets]] = []
+
+
+def margin_cases(claims: Collection[int]) -> list[MarginCase]:
+    """The margin cases of ``claims``, in registry order."""
+    return [c for c in MARGIN_CASES if c.claim in claims]
+
+
+def margin_offsets(d: pd.DataFrame) -> Offsets:
+    """Every margin case's offsets summed (each touches only the experiment its rule reads)."""
+    return _summed([c.offsets(d) for c in MARGIN_CASES if not c.on_planted], len(d))
+
+
+def _summed(parts: list[Offsets], n: int) -> Offsets:
+    out: Offsets = {}
+    for part in parts:
+        for m, v in part.items():
+            out[m] = out.get(m, np.zeros(n)) + np.asarray(v, dtype=float)
+    return out
 
 
 #: Planted metrics set to a level (not an offset from the study's typical value).
@@ -260,16 +313,15 @@ def draw(
     noise: dict[str, float],
     typical: dict[str, float],
     rng: np.random.Generator,
+    case: MarginCase | None = None,
 ) -> pd.DataFrame:
-    """One synthetic results table of design ``d`` under ``scenario`` (see module docstring)."""
+    """One synthetic results table of design ``d`` under ``scenario`` (see module docstring);
+    under ``margin``, ``case`` says which claim's part sits at its margin (default: every
+    null-based case at once)."""
     out = d.copy()
     base = is_baseline(out).to_numpy()
     opd = out["objective.kind"].map(str).eq("opd").to_numpy() if "objective.kind" in out else None
-    planted: dict[str, np.ndarray] = {}
-    if scenario == "planted":
-        planted = planted_offsets(d, noise)
-    elif scenario == MARGIN:
-        planted = margin_offsets(d)
+    planted, levels = _effects(d, scenario, noise, case)
     values = {}
     for m in metrics:
         if scenario in ("zeros", "constant"):
@@ -278,7 +330,7 @@ def draw(
             continue
         v = np.full(len(d), typical[m])
         if m in planted:
-            if m in _LEVELS and scenario == "planted":
+            if m in _LEVELS and levels:
                 v = planted[m].astype(float)
             elif m == "train/grad_norm_mean":
                 v = typical[m] * (1.0 + planted[m])
@@ -311,6 +363,21 @@ def setup(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, float], 
     return d, metrics, noise, typical
 
 
+def _effects(
+    d: pd.DataFrame, scenario: str, noise: dict[str, float], case: MarginCase | None
+) -> tuple[Offsets, bool]:
+    """(offsets of the scenario, whether the level metrics ``_LEVELS`` are set as levels)."""
+    if scenario == "planted":
+        return planted_offsets(d, noise), True
+    if scenario != MARGIN:
+        return {}, False
+    if case is None:
+        return margin_offsets(d), False
+    if case.on_planted:
+        return _summed([planted_offsets(d, noise), case.offsets(d)], len(d)), True
+    return case.offsets(d), False
+
+
 def simulate(df: pd.DataFrame, scenario: str, seed: int = 0) -> pd.DataFrame:
     """One synthetic table with the design and noise of ``df`` under ``scenario``."""
     d, metrics, noise, typical = setup(df)
@@ -319,7 +386,7 @@ def simulate(df: pd.DataFrame, scenario: str, seed: int = 0) -> pd.DataFrame:
 
 def _false(claim: int, scenario: str, verdict: str) -> bool:
     if scenario == MARGIN:
-        return verdict == "supported"  # only no-effect claims are scored there
+        return verdict == "supported"  # only claims with a no-effect part are scored there
     if verdict not in ("supported", "contradicted"):
         return False
     return not (scenario == "null" and claim in NO_EFFECT_CLAIMS and verdict == "supported")
@@ -331,8 +398,18 @@ def _claim_ids(claims: Collection[int] | None) -> list[int]:
 
 
 def _scored(scenario: str, claims: Collection[int]) -> list[int]:
-    """The claims a scenario's tables are scored for (margin: the no-effect claims only)."""
-    return [c for c in claims if scenario != MARGIN or c in NO_EFFECT_CLAIMS]
+    """The claims a scenario's tables are scored for (margin: those with a margin case)."""
+    if scenario == MARGIN:
+        with_case = {c.claim for c in margin_cases(claims)}
+        return [c for c in claims if c in with_case]
+    return list(claims)
+
+
+def _runs(scenario: str, ids: list[int], draws: int) -> list[tuple[MarginCase | None, list[int]]]:
+    """(margin case, claims scored) of each batch of ``draws`` tables of a scenario."""
+    if scenario == MARGIN:
+        return [(c, [c.claim]) for c in margin_cases(ids)]
+    return [(None, ids)] if ids else []
 
 
 def calibrate(
@@ -356,18 +433,21 @@ def calibrate(
     rng = np.random.default_rng(seed)
     rates: dict[str, dict[str, dict[str, float]]] = {}
     for scenario in SCENARIOS:
-        scored = _scored(scenario, ids)
-        n = _tables_of(scenario, draws) if scored else 0
-        counts: dict[int, dict[str, int]] = {c: {} for c in scored}
-        for _ in range(n):
-            table = draw(d, scenario, metrics, noise, typical, rng)
-            for r in score_claims(table, claims=scored):
-                counts[r.id][r.verdict] = counts[r.id].get(r.verdict, 0) + 1
-            if on_table is not None:
-                on_table()
-        rates[scenario] = {
-            str(c): {v: k / n for v, k in sorted(vs.items())} for c, vs in counts.items()
-        }
+        rates[scenario] = {}
+        n = _tables_of(scenario, draws)
+        for case, scored in _runs(scenario, ids, draws):
+            counts: dict[int, dict[str, int]] = {c: {} for c in scored}
+            for _ in range(n):
+                table = draw(d, scenario, metrics, noise, typical, rng, case)
+                for r in score_claims(table, claims=scored):
+                    counts[r.id][r.verdict] = counts[r.id].get(r.verdict, 0) + 1
+                if on_table is not None:
+                    on_table()
+            for c, vs in counts.items():
+                got = {v: k / n for v, k in sorted(vs.items())}
+                old = rates[scenario].get(str(c))
+                if old is None or got.get("supported", 0.0) > old.get("supported", 0.0):
+                    rates[scenario][str(c)] = got  # margin: the claim's worst case
     false_rate = {
         str(c): max(
             sum(x for v, x in rates[s][str(c)].items() if _false(c, s, v))
@@ -388,7 +468,7 @@ def _tables_of(scenario: str, draws: int) -> int:
 def tables(draws: int, claims: Collection[int] | None = None) -> int:
     """How many synthetic tables :func:`calibrate` scores for ``draws`` per scenario."""
     ids = _claim_ids(claims)
-    return sum(_tables_of(s, draws) for s in SCENARIOS if _scored(s, ids))
+    return sum(_tables_of(s, draws) * len(_runs(s, ids, draws)) for s in SCENARIOS)
 
 
 def write_calibration(

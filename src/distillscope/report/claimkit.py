@@ -67,6 +67,9 @@ class Verdict:
     verdict: str
     evidence: str
     rule: str
+    #: The one number behind the verdict, in a few words ("Δ −2.8 pp [−7.2, +1.5]"), for the
+    #: report's summary; empty when the rule gives none (the summary then shows the verdict).
+    headline: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -130,41 +133,63 @@ class ClaimRule:
     #: Metric keys the claim needs that no code of distillscope writes (not in the metric
     #: registry; checked by a test): while non-empty the claim is "not implemented".
     unmeasured: tuple[str, ...] = ()
+    #: The measurements the claim names that this study lacks, in words ("eval/forgetting_pp
+    #: of the LR sweep"): a claim is judged only on complete evidence, so while the list is
+    #: non-empty the verdict is "not tested: needs …" (checked after ``applicable``).
+    lacking: Callable[[Scoring], list[str]] | None = None
 
 
 # ---------------------------------------------------------------------------------------------
 # Verdicts
 
 
-def decide(rule: str, evidence: str, contradicted: bool, supported: bool) -> Verdict:
+def decide(
+    rule: str, evidence: str, contradicted: bool, supported: bool, headline: str = ""
+) -> Verdict:
     """A rule's verdict from its two tests: "contradicted" when the evidence goes against the
     claim beyond uncertainty (checked first), else "supported" when it meets every margin of
     the claim, else "inconclusive"."""
     if contradicted:
-        return Verdict("contradicted", evidence, rule)
-    return Verdict("supported" if supported else "inconclusive", evidence, rule)
+        return Verdict("contradicted", evidence, rule, headline)
+    return Verdict("supported" if supported else "inconclusive", evidence, rule, headline)
 
 
-def effect_verdict(pair: Pair, margin: float, rule: str, evidence: str) -> Verdict:
+def missing_metrics(rows: pd.DataFrame, metrics: dict[str, str]) -> list[str]:
+    """The names (values of ``metrics``: metric key → words) of the metrics ``rows`` lack."""
+    return [name for m, name in metrics.items() if not has(rows, m)]
+
+
+def effect_verdict(
+    pair: Pair, margin: float, rule: str, evidence: str, headline: str | None = None
+) -> Verdict:
     """An effect claim on one contrast d = a − b: contradicted when d < 0 beyond uncertainty,
-    supported when d > ``margin`` beyond it (``beyond`` at ALPHA), else inconclusive."""
-    return decide(rule, evidence, beyond(pair, 0.0) == -1, beyond(pair, margin) == 1)
+    supported when d > ``margin`` beyond it (``beyond`` at ALPHA), else inconclusive. The
+    headline defaults to "Δ d pp [bounds]"."""
+    head = headline if headline is not None else f"Δ {pp(pair.diff)} pp {interval(pair)}"
+    return decide(rule, evidence, beyond(pair, 0.0) == -1, beyond(pair, margin) == 1, head)
 
 
 def no_effect_verdict(
-    s: Scoring, grid: str, contrasts: Sequence[Pair], margin: float, rule: str, evidence: str
+    s: Scoring,
+    grid: str,
+    contrasts: Sequence[Pair],
+    margin: float,
+    rule: str,
+    evidence: str,
+    headline: str = "",
 ) -> Verdict:
     """A no-effect claim on ``contrasts``: contradicted when some |d| > ``margin`` beyond
     uncertainty (α = ALPHA / 2 split over the contrasts); else, when the students of sub-grid
     ``grid`` did not learn, inconclusive ("no power …" first); else supported when every d is
     within ±``margin`` (TOST), else inconclusive. The power sentence joins the evidence."""
     if any(beyond(c, margin, ALPHA / (2 * len(contrasts))) != 0 for c in contrasts):
-        return Verdict("contradicted", evidence, rule)
+        return Verdict("contradicted", evidence, rule, headline)
     power, text = s.learned(grid)
     if not power:
-        return Verdict("inconclusive", f"{text}. {evidence}", rule)
+        return Verdict("inconclusive", f"{text}. {evidence}", rule, headline or "no power")
     found = all(within(c, margin) for c in contrasts)
-    return Verdict("supported" if found else "inconclusive", f"{evidence}; {text}", rule)
+    verdict = "supported" if found else "inconclusive"
+    return Verdict(verdict, f"{evidence}; {text}", rule, headline)
 
 
 # ---------------------------------------------------------------------------------------------

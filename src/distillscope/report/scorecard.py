@@ -52,6 +52,7 @@ class ClaimResult:
     verdict: str
     evidence: str
     rule: str
+    headline: str = ""  # the one number behind the verdict (the report's summary)
 
 
 def score_claims(
@@ -60,7 +61,7 @@ def score_claims(
     strict: bool = False,
     claims: Collection[int] | None = None,
 ) -> list[ClaimResult]:
-    """Score docs/method.md §9 claims 1–18 against a results table (one row per run).
+    """Score docs/method.md §9 claims against a results table (one row per run).
 
     Args:
         df: the study's ``results.parquet`` (all statuses; each rule keeps the finished runs it
@@ -88,13 +89,17 @@ def score_one(rule: ClaimRule, scoring: Scoring, strict: bool = False) -> ClaimR
     try:
         if not rule.applicable(scoring):
             return ClaimResult(rule.id, rule.claim, NOT_TESTED, f"needs {rule.needs}", "—")
+        lacking = rule.lacking(scoring) if rule.lacking is not None else []
+        if lacking:
+            text = f"needs {rule.needs}; this study lacks {', '.join(lacking)}"
+            return ClaimResult(rule.id, rule.claim, NOT_TESTED, text, "—")
         v: Verdict = rule.judge(scoring)
     except Exception as err:
         if strict:
             raise
         text = f"the rule raised {type(err).__name__}: {err} (a bug in distillscope)"
         return ClaimResult(rule.id, rule.claim, ERROR, text, "—")
-    return ClaimResult(rule.id, rule.claim, v.verdict, v.evidence, v.rule)
+    return ClaimResult(rule.id, rule.claim, v.verdict, v.evidence, v.rule, v.headline)
 
 
 def add_trajectory_features(df: pd.DataFrame, study_dir: Path) -> pd.DataFrame:

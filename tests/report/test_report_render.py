@@ -8,8 +8,17 @@ import re
 import pandas as pd
 import pytest
 
-from distillscope.report import write_report
-from distillscope.report.render import md_escape
+from distillscope.report import RULES, ClaimResult, load_study, write_report
+from distillscope.report.render import (
+    MAIN_FIGURE,
+    MAIN_FIGURE_LEAD,
+    esc,
+    md_escape,
+    render_html,
+    render_markdown,
+)
+from distillscope.report.summary import short_claim
+from distillscope.report.tables import HEADLINE_CHARS, headline_text
 
 HOSTILE = "<script>alert(1)</script>"
 HOSTILE_ESC = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -136,7 +145,7 @@ def test_main_table_numbers(report):
     # OffPD reverse KL at the high LR: 35% ± SEM of (34, 35, 36) = 1/√3 ≈ 0.6 pp.
     main = html.split("<h2>Main grid")[1].split("</table>")[0]
     row = next(r for r in main.split("<tr") if "OffPD" in r and "reverse KL" in r and "high" in r)
-    assert "35.0 ± 0.6" in row and "-12.0 ± 0.6" in row and "55.0 ± 0.6" in row
+    assert "35.0 ± 0.6" in row and "-12.0 ± 0.6" in row and "55.0 ± " in row  # sparsity
     assert "| OnPD | forward KL | 1e-05 (low) | 3 | 72.0 ± 0.6 |" in md
 
 
@@ -159,8 +168,10 @@ def test_minimal_store_without_figures(synth, tmp_path):
     paths = write_report(root)
     html = paths["html"].read_text()
     assert "data:image/png" not in html and "boom" in html
-    assert html.count('class="verdict-not-tested"') == 16  # 11 and 18: not implemented
-    assert html.count('class="verdict-not-implemented"') == 2
+    unmeasured = sum(bool(r.unmeasured) for r in RULES)  # 11 and 18, and later ones
+    assert html.count('class="verdict-not-tested"') == len(RULES) - unmeasured
+    assert html.count('class="verdict-not-implemented"') == unmeasured
+    assert "no main figure" not in html.lower() and "Main figure:" not in html  # no main grid
     assert paths["figures"].is_dir() and not list(paths["figures"].glob("*.png"))
 
 
@@ -197,4 +208,177 @@ def test_baseline_rows_are_read_apart_and_never_a_cell(synth, tmp_path):
     study = load_study(root)
     assert list(study.results["run_id"]) == [rows[0]["run_id"]]
     assert list(study.baselines["eval/accuracy"]) == [0.125]
-    assert "baseline" not in write_report(root)["markdown"].read_text()
+    md = write_report(root)["markdown"].read_text()
+    cells = md.split("## Scorecard of the published claims")[1].split("\n## ", 1)[1]
+    assert "## Main grid" in md and "baseline" not in cells  # claim evidence may name it
+
+
+# ---------------------------------------------------------------------------------------------
+# The summary in words, the main figure and the folded scorecard
+
+
+LONG_EVIDENCE = (
+    "best OnPD cell 60.6% (forward KL, 1e-04 (low)) vs best OffPD cell 58.4% (forward KL, "
+    "3e-04 (high)): Δ +2.2 pp [-1.7, +6.1]. forward KL, 1e-04 (low): 60.6 vs 56.2; more"
+)
+CLAIMS = [
+    ClaimResult(
+        1,
+        "Rollout policy gives no consistent in-distribution gain (best mean 72% OnPD vs 73%).",
+        "supported",
+        LONG_EVIDENCE,
+        "Δ within ±5 pp (TOST)",
+        "",  # no headline yet: the summary shows an excerpt of the evidence
+    ),
+    ClaimResult(
+        2,
+        "KL direction matters more: forward KL 71–73% in every rollout × LR cell.",
+        "supported",
+        f"pooled Δ_KL +18.3 pp; evidence with {HOSTILE} & more",
+        f"rule text {HOSTILE}",
+        "Δ +18.3 pp [+16.3, +20.2]",
+    ),
+    ClaimResult(
+        3,
+        "LR governs forgetting: ≤ 1.3 pp change at the low LR.",
+        "contradicted",
+        "the low LR forgets 6 pp",
+        "low-LR change within ±2 pp",
+        "low-LR change −6.0 pp [−8.1, −3.9]",
+    ),
+    ClaimResult(
+        9,
+        "Forward KL gives more coverage (higher pass@10 at similar pass@1).",
+        "inconclusive",
+        "pooled Δg +1.1 pp [-2.0, +4.2]; more",
+        "Δg > 2 pp",
+        "Δg +1.1 pp [−2.0, +4.2]",
+    ),
+    ClaimResult(
+        16,
+        "[D] Regulated OPD removes length exploitation; more.",
+        "not tested",
+        "needs OPD runs",
+        "—",
+    ),
+    ClaimResult(
+        11,
+        "That advantage does not reliably survive a later RLVR stage.",
+        "not implemented",
+        "no code writes rlvr/reward_final yet",
+        "—",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def rendered(synth, tmp_path_factory) -> tuple[str, str]:
+    """HTML and Markdown of a small study rendered with the hand-made CLAIMS (no figures)."""
+    rows = [synth.run_row("main", "student", "forward_kl", synth.LOW, 42, **{"eval/accuracy": 0.5})]
+    root = synth.write_study(tmp_path_factory.mktemp("summary") / "s", rows)
+    study = load_study(root)
+    out = root / "report"
+    return render_html(study, CLAIMS, []), render_markdown(study, CLAIMS, [], out)
+
+
+def _html_summary(html: str) -> str:
+    return html.split("<h2>Summary of findings</h2>")[1].split("<h2>")[0]
+
+
+def test_summary_lists_decided_claims_with_their_headlines(rendered):
+    html, _ = rendered
+    summary = _html_summary(html)
+    assert "supports 2, contradicts 1 and cannot decide 1; it does not test 2" in summary
+    for r in CLAIMS[1:4]:  # supported, contradicted, inconclusive: short name and headline
+        assert esc(short_claim(r.claim)) in summary and esc(r.headline) in summary
+    assert "KL direction matters more</span>" in summary  # trimmed at ":"
+    assert "71–73%" not in summary and "best mean 72%" not in summary  # numbers stay in table
+    assert "✓ Supported (2)" in summary and "✗ Contradicted (1)" in summary
+    assert "? Inconclusive (1)" in summary
+    # untested claims: counted and named on one line each, without a headline
+    assert "Not tested (1)</span>" in summary and "16 [D] Regulated OPD removes length" in summary
+    assert "Not implemented (1)</span>" in summary and "needs OPD runs" not in summary
+    assert summary.index("Supported") < summary.index("Contradicted") < summary.index("Not tested")
+
+
+def test_summary_comes_before_the_scorecard_table(rendered):
+    html, md = rendered
+    assert html.index("<h2>Summary of findings</h2>") < html.index("<h2>How to read")
+    assert html.index("<h2>Summary of findings</h2>") < html.index('<table class="scorecard">')
+    assert md.index("## Summary of findings") < md.index("## Scorecard of the published claims")
+
+
+def test_empty_headline_falls_back_to_an_evidence_excerpt(rendered):
+    html, md = rendered
+    excerpt = "best OnPD cell 60.6% vs best OffPD cell 58.4%: Δ +2.2 pp [-1.7, +6.1]"
+    assert headline_text(CLAIMS[0]) == excerpt  # first clause, asides dropped
+    assert esc(excerpt) in _html_summary(html) and md_escape(excerpt) in md
+    long = ClaimResult(5, "c", "supported", "Δ " + "x<y & z " * 40 + "(a) [b]. tail", "r")
+    text = headline_text(long)
+    assert len(text) <= HEADLINE_CHARS and text.endswith("…") and "tail" not in text
+    shown = esc(text)  # escaped after the cut: every entity whole
+    assert not re.search(r"&(?!(lt|gt|amp|quot|#x27);)", shown)
+    unclosed = ClaimResult(6, "c", "supported", "gain +3 pp [+1, +5] [OnPD: 1 vs 2; OffPD", "r")
+    assert headline_text(unclosed) == "gain +3 pp [+1, +5]"  # no bracket left open
+
+
+def test_short_claim_drops_the_published_numbers():
+    assert short_claim("KL direction matters more: forward KL 71–73% in every cell.") == (
+        "KL direction matters more"
+    )
+    assert short_claim(
+        "On-policy (λ > 0) helps on the harder variant (+10–15% pass@k) under both KL directions."
+    ) == ("On-policy helps on the harder variant under both KL directions")
+    assert len(short_claim("word " * 40)) <= 80
+
+
+def test_scorecard_folds_evidence_and_rule_into_details(rendered):
+    html, _ = rendered
+    table = html.split('<table class="scorecard">')[1].split("</table>")[0]
+    head = table.split("</thead>")[0]
+    assert "<th>Headline</th>" in head and "<th>Evidence and rule</th>" in head
+    assert "<th>Evidence</th>" not in head and "<th>Rule</th>" not in head
+    rows = table.split("<tr")[2:]
+    assert len(rows) == len(CLAIMS) and all(r.count("<details>") == 1 for r in rows)
+    for row, r in zip(rows, CLAIMS, strict=True):
+        fold = row.split("<details>")[1].split("</details>")[0]
+        visible = row.replace(fold, "")
+        assert esc(r.evidence) in fold
+        if headline_text(r) != r.evidence:  # a short "needs …" is its own excerpt
+            assert esc(r.evidence) not in visible
+        if r.rule != "—":
+            assert f"<b>Rule:</b> {esc(r.rule)}" in fold
+        assert f'<td class="headline">{esc(headline_text(r))}</td>' in visible
+    assert '<span class="verdict">✓ supported</span>' in rows[0]
+
+
+def test_summary_and_scorecard_escape_claim_text(rendered):
+    html, md = rendered
+    assert "<script" not in html.lower() and "<script" not in md.lower()
+    assert esc(f"pooled Δ_KL +18.3 pp; evidence with {HOSTILE} & more") in html
+    assert f"<b>Rule:</b> rule text {HOSTILE_ESC}" in html
+    assert "evidence with " + md_escape(HOSTILE) in md
+
+
+def test_markdown_has_the_summary_and_a_plain_scorecard_with_headlines(rendered):
+    _, md = rendered
+    summary = md.split("## Summary of findings")[1].split("## ")[0]
+    assert "- **✓ Supported (2):**" in summary
+    assert f"  - 2 KL direction matters more — {md_escape(CLAIMS[1].headline)}" in summary
+    assert "  - 3 LR governs forgetting — low-LR change −6.0 pp \\[−8.1, −3.9\\]" in summary
+    assert "- **– Not tested (1):** 16 \\[D\\] Regulated OPD removes length exploitation" in summary
+    header = next(line for line in md.splitlines() if line.startswith("| \\# | Claim"))
+    assert header.endswith("| Headline | Evidence | Rule |")
+    assert "<details" not in md
+
+
+def test_main_figure_is_shown_with_the_summary(report):
+    paths, html, md = report
+    summary = _html_summary(html)
+    main_png = paths[f"figure:{MAIN_FIGURE}"]
+    assert esc(MAIN_FIGURE_LEAD) in summary
+    assert summary.count('src="data:image/png;base64,') == 1
+    assert html.count("Main grid: rollout × KL direction × learning rate.</b>") == 1  # once
+    md_summary = md.split("## Summary of findings")[1].split("## How to read")[0]
+    assert f"](figures/{main_png.name})" in md_summary
+    assert md.count(f"](figures/{main_png.name})") == 1

@@ -28,6 +28,7 @@ from distillscope.report.figures import (
 )
 from distillscope.report.load import Study, load_study
 from distillscope.report.scorecard import ClaimResult, score_claims
+from distillscope.report.summary import UNTESTED, SummaryGroup, summary_groups, summary_sentence
 from distillscope.report.tables import (
     Table,
     experiment_tables,
@@ -58,6 +59,16 @@ HOW_TO_READ = (
     "runs enter any number; failed and diverged runs are listed with their reasons."
 )
 _NOWRAP = ("Rollout", "Objective", "LR", "Status", "Run")
+#: The figure a reader looks at first, shown in the summary: ``figures.main_bars_figure`` writes
+#: it (the main grid's accuracy by rollout × KL direction × LR, forgetting and sparsity beside).
+MAIN_FIGURE = "main_bars"
+MAIN_FIGURE_LEAD = (
+    "Main figure: the main grid's in-distribution accuracy (first panel) for each rollout "
+    "policy × KL direction, one bar per learning rate, mean over seeds ± SEM; forgetting and "
+    "update sparsity beside it when the study measured them."
+)
+#: Scorecard columns the HTML folds into one <details> cell; the Markdown table keeps them.
+FOLDED = ("Evidence", "Rule")
 VERDICT_MARK = {
     "supported": "✓",
     "contradicted": "✗",
@@ -80,13 +91,25 @@ dl.prov{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}
 dl.prov dt{font-weight:600}
 dl.prov dd{margin:0}
 .verdict{font-weight:700;white-space:nowrap;padding:.1em .45em;border-radius:4px}
-tr.verdict-supported .verdict{background:#d4ecf9;color:#00456e}
-tr.verdict-contradicted .verdict{background:#fbe0cc;color:#8a3300}
-tr.verdict-inconclusive .verdict{background:#fff3c4;color:#5c4a00}
-tr.verdict-not-tested .verdict{background:#ececec;color:#444}
+.verdict-supported .verdict{background:#d4ecf9;color:#00456e}
+.verdict-contradicted .verdict{background:#fbe0cc;color:#8a3300}
+.verdict-inconclusive .verdict{background:#fff3c4;color:#5c4a00}
+.verdict-not-tested .verdict{background:#ececec;color:#444}
 tr.verdict-not-tested td{color:#666}td.small{font-size:.85em;color:#333}
-tr.verdict-not-implemented .verdict{background:#ececec;color:#444}
-tr.verdict-error .verdict{background:#f6c6c6;color:#7a0000}
+.verdict-not-implemented .verdict{background:#ececec;color:#444}
+.verdict-error .verdict{background:#f6c6c6;color:#7a0000}
+ul.findings{list-style:none;padding:0}ul.findings>li{margin:.5em 0}
+ul.findings ul{list-style:none;margin:.3em 0 0;padding-left:1.2em;display:grid;
+ grid-template-columns:2em minmax(14em,34em) minmax(14em,1fr);gap:.15em 1.2em}
+ul.findings ul li{display:contents}
+.cid{display:inline-block;min-width:1.6em;color:#555;font-variant-numeric:tabular-nums}
+.headline{font-variant-numeric:tabular-nums;color:#00456e}
+td.headline{min-width:12em}
+table.scorecard{width:100%}table.scorecard th:nth-child(2){width:28%}
+table.scorecard th:nth-child(3){width:1%}table.scorecard th:nth-child(4){width:8%}
+table.scorecard th:nth-child(5){width:24%}table.scorecard th:nth-child(6){width:30%}
+td details{margin:0}td details summary{font-weight:400;color:#1d5a85}
+td details p{margin:.3em 0}
 figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #e2e2e2}
 figcaption{font-size:.9em;color:#444;margin-top:.3em}.counts span{margin-right:1.2em}
 details{margin:.6em 0}summary{cursor:pointer;font-weight:600}
@@ -191,23 +214,83 @@ def html_table(table: Table) -> str:
     head = "".join(f"<th>{esc(c)}</th>" for c in table.columns)
     body = []
     for i, row in enumerate(table.rows):
-        cls = table.row_classes[i] if i < len(table.row_classes) else ""
-        cls = re.sub(r"[^a-z0-9-]", "", cls)  # defence in depth: class names are ours
-        cells = []
-        for j, text in enumerate(row):
-            if table.columns[j] == "Verdict":
-                mark = VERDICT_MARK.get(text, "")
-                cells.append(f'<td><span class="verdict">{esc(mark)} {esc(text)}</span></td>')
-            elif j in table.numeric:
-                cells.append(f'<td class="num">{esc(text)}</td>')
-            elif table.columns[j] in ("Evidence", "Rule", "Reason"):
-                cells.append(f'<td class="small">{esc(text)}</td>')
-            elif table.columns[j] in _NOWRAP:
-                cells.append(f'<td class="label">{esc(text)}</td>')
-            else:
-                cells.append(f"<td>{esc(text)}</td>")
-        body.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
+        cells = "".join(_html_cell(table, j, text) for j, text in enumerate(row))
+        body.append(f'<tr class="{_row_class(table, i)}">{cells}</tr>')
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def html_scorecard(table: Table) -> str:
+    """The scorecard table with each claim's evidence and rule folded into one ``<details>``
+    cell, so that id, claim, verdict, false-verdict rate and headline read at a glance."""
+    folded = [table.columns.index(c) for c in FOLDED]
+    shown = [j for j in range(len(table.columns)) if j not in folded]
+    head = "".join(f"<th>{esc(table.columns[j])}</th>" for j in shown)
+    body = []
+    for i, row in enumerate(table.rows):
+        cells = "".join(_html_cell(table, j, row[j]) for j in shown)
+        evidence, rule = (row[j] for j in folded)
+        inside = f"<p>{esc(evidence)}</p>"
+        if rule.strip() not in ("", "—"):
+            inside += f"<p><b>Rule:</b> {esc(rule)}</p>"
+        fold = f"<details><summary>show</summary>{inside}</details>"
+        body.append(f'<tr class="{_row_class(table, i)}">{cells}<td class="small">{fold}</td></tr>')
+    head += "<th>Evidence and rule</th>"
+    rows = "".join(body)
+    return f'<table class="scorecard"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+def _row_class(table: Table, i: int) -> str:
+    cls = table.row_classes[i] if i < len(table.row_classes) else ""
+    return re.sub(r"[^a-z0-9-]", "", cls)  # defence in depth: class names are ours
+
+
+def _html_cell(table: Table, j: int, text: str) -> str:
+    column = table.columns[j]
+    if column == "Verdict":
+        mark = VERDICT_MARK.get(text, "")
+        return f'<td><span class="verdict">{esc(mark)} {esc(text)}</span></td>'
+    if j in table.numeric:
+        return f'<td class="num">{esc(text)}</td>'
+    if column in ("Evidence", "Rule", "Reason"):
+        return f'<td class="small">{esc(text)}</td>'
+    if column == "Headline":
+        return f'<td class="headline">{esc(text)}</td>'
+    if column in _NOWRAP:
+        return f'<td class="label">{esc(text)}</td>'
+    return f"<td>{esc(text)}</td>"
+
+
+def split_main_figure(figures: list[FigureInfo]) -> tuple[FigureInfo | None, list[FigureInfo]]:
+    """The main figure (``MAIN_FIGURE``, picked by name) and the others, in their order."""
+    main = next((f for f in figures if f.path.stem == MAIN_FIGURE), None)
+    return main, [f for f in figures if f is not main]
+
+
+def _html_summary(claims: list[ClaimResult], main_figure: FigureInfo | None) -> list[str]:
+    """The summary in words (verdict groups, headline per decided claim) and the main figure."""
+    parts = ["<h2>Summary of findings</h2>", f"<p>{esc(summary_sentence(claims))}</p>"]
+    parts.append('<ul class="findings">')
+    parts += [_html_group(g) for g in summary_groups(claims)]
+    parts.append("</ul>")
+    if main_figure is not None:
+        parts += [f"<p>{esc(MAIN_FIGURE_LEAD)}</p>", _html_figure(main_figure)]
+    return parts
+
+
+def _html_group(group: SummaryGroup) -> str:
+    slug = re.sub(r"[^a-z0-9-]", "", group.verdict.replace(" ", "-"))
+    mark = VERDICT_MARK.get(group.verdict, "")
+    head = f'<span class="verdict">{esc(mark)} {esc(group.label)} ({len(group.items)})</span>'
+    if group.verdict in UNTESTED:  # compact: one line of numbered names
+        names = "; ".join(f"{i.id} {esc(i.claim)}" for i in group.items)
+        return f'<li class="finding verdict-{slug}">{head} <span class="muted">{names}</span></li>'
+    items = []
+    for item in group.items:
+        items.append(  # three grid cells: number, claim, headline (aligned in a column)
+            f'<li><span class="cid">{item.id}</span> <span>{esc(item.claim)}</span> '
+            f'<span class="headline">{esc(item.headline)}</span></li>'
+        )
+    return f'<li class="finding verdict-{slug}">{head}<ul>{"".join(items)}</ul></li>'
 
 
 def _html_figure(f: FigureInfo) -> str:
@@ -222,6 +305,7 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
     """The whole report as one self-contained HTML document."""
     t = _sections(study, claims)
     counts = verdict_counts(claims)
+    main_figure, figures = split_main_figure(figures)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -235,7 +319,9 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
     for key, value in _provenance(study):
         shown = f"<code>{esc(value)}</code>" if key == "Command" else esc(value)
         parts.append(f"<dt>{esc(key)}</dt><dd>{shown}</dd>")
-    parts += ["</dl>", "<h2>How to read this report</h2>", f"<p>{esc(HOW_TO_READ)}</p>"]
+    parts.append("</dl>")
+    parts += _html_summary(claims, main_figure)
+    parts += ["<h2>How to read this report</h2>", f"<p>{esc(HOW_TO_READ)}</p>"]
     parts += ["<h2>Runs</h2>", html_table(t["status"])]
     if t["problems"] is not None:
         parts += ["<h3>Failed and diverged runs</h3>", html_table(t["problems"])]
@@ -245,7 +331,7 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
     parts += [
         "<h2>Scorecard of the published claims</h2>",
         f'<p class="counts">{summary}</p>',
-        html_table(t["scorecard"]),
+        html_scorecard(t["scorecard"]),
     ]
     if t["main"] is not None:
         parts += [
@@ -308,6 +394,7 @@ def render_markdown(
 ) -> str:
     """The report as Markdown; figures are linked as relative PNG paths under ``figures/``."""
     t = _sections(study, claims)
+    main_figure, figures = split_main_figure(figures)
     parts = [f"# Distillation study report: {md_escape(study.name)}", ""]
     if study.description:
         parts += [f"_{md_escape(study.description)}_", ""]
@@ -316,7 +403,8 @@ def render_markdown(
         # and a hostile command would stay raw in the file.
         shown = md_escape(value)
         parts.append(f"- **{md_escape(key)}**: {shown}")
-    parts += ["", "## How to read this report", "", md_escape(HOW_TO_READ), ""]
+    parts += ["", *_md_summary(claims, main_figure, out_dir)]
+    parts += ["## How to read this report", "", md_escape(HOW_TO_READ), ""]
     parts += ["## Runs", "", md_table(t["status"]), ""]
     if t["problems"] is not None:
         parts += ["### Failed and diverged runs", "", md_table(t["problems"]), ""]
@@ -334,16 +422,42 @@ def render_markdown(
     if figures:
         parts += ["## Figures", ""]
         for f in figures:
-            rel = f.path.relative_to(out_dir).as_posix()
-            parts += [
-                f"![{md_escape(f.title)}]({rel})",
-                "",
-                f"**{md_escape(f.title)}.** {md_escape(f.caption)}",
-                "",
-            ]
+            parts += _md_figure(f, out_dir)
     exp_tables = experiment_tables(study.results)
     if exp_tables:
         parts += ["## All cells by experiment", ""]
         for name, table in exp_tables.items():
             parts += [f"### {md_escape(name)}", "", md_table(table), ""]
     return "\n".join(parts)
+
+
+def _md_figure(f: FigureInfo, out_dir: Path) -> list[str]:
+    rel = f.path.relative_to(out_dir).as_posix()
+    return [
+        f"![{md_escape(f.title)}]({rel})",
+        "",
+        f"**{md_escape(f.title)}.** {md_escape(f.caption)}",
+        "",
+    ]
+
+
+def _md_summary(
+    claims: list[ClaimResult], main_figure: FigureInfo | None, out_dir: Path
+) -> list[str]:
+    """The summary in words as Markdown: one bullet per verdict group, then the main figure."""
+    parts = ["## Summary of findings", "", md_escape(summary_sentence(claims)), ""]
+    for group in summary_groups(claims):
+        mark = VERDICT_MARK.get(group.verdict, "")
+        head = f"**{mark} {md_escape(group.label)} ({len(group.items)}):**"
+        if group.verdict in UNTESTED:  # compact: one line of numbered names
+            names = "; ".join(f"{i.id} {md_escape(i.claim)}" for i in group.items)
+            parts.append(f"- {head} {names}")
+            continue
+        parts.append(f"- {head}")
+        for i in group.items:
+            shown = f" — {md_escape(i.headline)}" if i.headline else ""
+            parts.append(f"  - {i.id} {md_escape(i.claim)}{shown}")
+    parts.append("")
+    if main_figure is not None:
+        parts += [md_escape(MAIN_FIGURE_LEAD), "", *_md_figure(main_figure, out_dir)]
+    return parts

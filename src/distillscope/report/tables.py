@@ -6,6 +6,7 @@ nothing in this module produces markup.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,19 +113,79 @@ def problem_runs_table(df: pd.DataFrame) -> Table | None:
 def scorecard_table(
     results: Sequence[ClaimResult], calibration: dict[str, Any] | None = None
 ) -> Table:
-    """One row per claim: id, claim, verdict, its rule's false-verdict rate, evidence, rule.
+    """One row per claim: id, claim, verdict, its rule's false-verdict rate, headline, evidence,
+    rule (the HTML report folds the last two; ``headline_text`` fills the headline).
 
     The rate is the worst share of false verdicts over the null and degenerate synthetic
     tables of ``calibration`` (``report.calibrate``) and, for the no-effect claims, the tables
     with their effect at the margin; "not calibrated" without one.
     """
     rows = [
-        [str(r.id), r.claim, r.verdict, false_rate_text(r, calibration), r.evidence, r.rule]
+        [
+            str(r.id),
+            r.claim,
+            r.verdict,
+            false_rate_text(r, calibration),
+            headline_text(r),
+            r.evidence,
+            r.rule,
+        ]
         for r in results
     ]
     classes = ["verdict-" + r.verdict.replace(" ", "-") for r in results]
-    columns = ["#", "Claim", "Verdict", "False-verdict rate", "Evidence", "Rule"]
+    columns = ["#", "Claim", "Verdict", "False-verdict rate", "Headline", "Evidence", "Rule"]
     return Table(columns, rows, classes)
+
+
+HEADLINE_CHARS = 120  # the longest evidence excerpt that stands in for an empty headline
+
+
+def headline_text(result: ClaimResult, limit: int = HEADLINE_CHARS) -> str:
+    """The one number behind a verdict: ``result.headline``, else an excerpt of its evidence:
+    the first clause (up to the first ". " or ";") without its parenthesised asides and without
+    a bracket the clause leaves open, cut at a word to at most ``limit`` characters.
+
+    "best OnPD cell 60.6% (forward KL, …) vs best OffPD cell 58.4% (…): Δ +2.2 pp [-1.7, +6.1]"
+    → "best OnPD cell 60.6% vs best OffPD cell 58.4%: Δ +2.2 pp [-1.7, +6.1]". Plain text:
+    callers escape after cutting, so a cut never splits an entity.
+    """
+    if result.headline.strip():
+        return result.headline.strip()
+    clause = re.split(r"\.\s|;", result.evidence.strip(), maxsplit=1)[0]
+    return excerpt(drop_asides(clause).rstrip("."), limit) or excerpt(result.evidence, limit)
+
+
+_ASIDE = re.compile(r"\s*\([^()]*\)")
+
+
+def drop_asides(text: str) -> str:
+    """``text`` without its parenthesised asides (nested ones too)."""
+    while _ASIDE.search(text):
+        text = _ASIDE.sub("", text)
+    return " ".join(text.split())
+
+
+def excerpt(text: str, limit: int) -> str:
+    """``text`` whole when it fits in ``limit`` characters, else cut at a word and ended "…";
+    either way without a bracket left open (the text stops before it)."""
+    text = _closed(" ".join(text.split()))
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    return _closed(cut).rstrip(" ,:([") + "…"
+
+
+def _closed(text: str) -> str:
+    """``text`` up to its first bracket that never closes (all of it when every one closes)."""
+    pairs, opened = {")": "(", "]": "["}, []
+    for i, ch in enumerate(text):
+        if ch in "([":
+            opened.append((ch, i))
+        elif ch in pairs and opened and opened[-1][0] == pairs[ch]:
+            opened.pop()
+    return text[: opened[0][1]].rstrip(" ,:") if opened else text
 
 
 def false_rate_text(result: ClaimResult, calibration: dict[str, Any] | None) -> str:

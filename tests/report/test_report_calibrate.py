@@ -34,6 +34,7 @@ CLAIM_EXPERIMENT = {
     15: "sampled",
     16: "opd",
     17: "diversity",
+    21: "opd",
 }
 
 
@@ -103,7 +104,8 @@ def test_report_cli_prints_false_verdict_rates(tmp_path):
     result = runner.invoke(app, ["report", str(root), "--calibrate", "--draws", "2"])
     assert result.exit_code == 0, result.output
     cal = json.loads((root / CALIBRATION_FILE).read_text())
-    assert cal["draws"] == 2 and set(cal["false_rate"]) == {str(i) for i in range(1, 19)}
+    claims = {str(i) for i in [*range(1, 19), 20, 21, 22, 23, 25]}
+    assert cal["draws"] == 2 and set(cal["false_rate"]) == claims
     md = (root / "report" / "report.md").read_text()
     html = (root / "report" / "report.html").read_text()
     rate = cal["false_rate"]["2"]

@@ -47,8 +47,8 @@ def _main(synth, acc: dict, baseline: bool = True, **kw) -> pd.DataFrame:
 
 def test_every_claim_scored_once_with_rule_text_from_constants(synth):
     results = score_claims(_main(synth, synth.PAPER_ACC), strict=True)
-    assert [r.id for r in results] == list(range(1, 19))
-    assert [r.id for r in RULES] == list(range(1, 19))
+    assert [r.id for r in results] == [*range(1, 19), 20, 21, 22, 23, 25]
+    assert [r.id for r in RULES] == [*range(1, 19), 20, 21, 22, 23, 25]
     for r in results:
         assert r.evidence
         if r.verdict in VERDICTS:
@@ -197,8 +197,10 @@ def test_full_paper_study_supports_every_testable_claim(synth, tmp_path):
     rows, metrics = synth.full_rows()
     root = synth.write_study(tmp_path / "study", rows, metrics=metrics)
     v = _verdicts(pd.read_parquet(root / "results.parquet"), root)
-    assert {k for k, x in v.items() if x == NOT_IMPLEMENTED} == {11, 18}
-    assert all(x == "supported" for k, x in v.items() if k not in (11, 18)), v
+    assert {k for k, x in v.items() if x == NOT_IMPLEMENTED} == {11, 18, 20}
+    # two teachers, pass@32 and a long-chain task are not in this table
+    absent = {11, 18, 20, 22, 23, 25}
+    assert all(x == "supported" for k, x in v.items() if k not in absent), v
 
 
 def test_spectrum_reverse_kl_prefering_negative_lambda_contradicts_claim_6(synth):
@@ -244,12 +246,14 @@ def test_claim_17_fewer_prompts_winning_contradicts_and_needs_two_seeds(synth):
 
 
 def test_trajectory_features_flag_length_growth_and_falling_reward(synth):
-    grows = pd.DataFrame(synth.curve(40, 42, grow=1.5, fall=0.2))
-    ratio, drop = trajectory_features(grows)
-    assert ratio > 1.5 and drop > 5.0
-    ratio, drop = trajectory_features(pd.DataFrame(synth.curve(40, 42)))
-    assert ratio == pytest.approx(1.0) and drop == pytest.approx(0.0, abs=1e-9)
-    assert all(math.isnan(x) for x in trajectory_features(pd.DataFrame()))
+    # from the reward's peak quarter to the last: reward drop (pp), length rise (tokens)
+    grows = trajectory_features(pd.DataFrame(synth.curve(40, 42, grow=1.5, fall=0.2)))
+    assert grows["traj/reward_drop_pp"] > 5.0 and grows["traj/len_rise"] > 5.0
+    assert math.isnan(grows["traj/advantage_rise"])  # the curve logs no opd/advantage_mean
+    flat = trajectory_features(pd.DataFrame(synth.curve(40, 42)))
+    assert flat["traj/len_rise"] == pytest.approx(0.0)
+    assert flat["traj/reward_drop_pp"] == pytest.approx(0.0, abs=1e-9)
+    assert all(math.isnan(x) for x in trajectory_features(pd.DataFrame()).values())
 
 
 def test_claim_16_needs_metrics_from_the_study_dir(synth):
@@ -305,7 +309,7 @@ def test_not_implemented_claims_read_keys_no_code_writes():
     writers = [p for p in src.rglob("*.py") if "report" not in p.parts]
     registry = {m.key for m in METRICS}
     declared = [(r.id, k) for r in RULES for k in r.unmeasured]
-    assert {i for i, _ in declared} == {11, 18}
+    assert {i for i, _ in declared} == {11, 18, 20}
     for _, key in declared:
         assert key not in registry
         assert not [p for p in writers if key in p.read_text()], key

@@ -50,6 +50,7 @@ from distillscope.report.aggregate import (
 from distillscope.report.claimkit import experiment_rows, is_baseline
 from distillscope.report.claims_ablation import CLAIM_15_MARGIN_PP
 from distillscope.report.claims_grid import CLAIM_01_MARGIN_PP
+from distillscope.report.claims_reach import CLAIM_23_MARGIN_PP
 from distillscope.report.claims_spectrum import CLAIM_07_MARGIN_PP
 from distillscope.report.load import CALIBRATION_FILE, load_study
 from distillscope.report.matching import LAMBDA
@@ -67,7 +68,13 @@ DEFAULT_REL_SD = 0.05  # other units: this fraction of the metric's typical size
 LEARNED_BY = 0.30  # simulated students' accuracy above the untrained student (fraction)
 ACC = "eval/accuracy"
 #: Trajectory features of OPD runs (claim 16) with their null value and noise.
-TRAJ = {"traj/len_ratio": (1.0, 0.1), "traj/reward_drop_pp": (0.0, 2.0)}
+TRAJ = {
+    "traj/reward_drop_pp": (0.0, 2.0),  # pp
+    "traj/len_rise": (0.0, 1.0),  # tokens, from the reward's peak quarter to the last
+    "traj/len_rise_sem": (1.0, 0.0),
+    "traj/advantage_rise": (0.0, 0.05),  # nats
+    "traj/advantage_rise_sem": (0.05, 0.0),
+}
 
 
 def noise_model(df: pd.DataFrame, metrics: list[str]) -> dict[str, float]:
@@ -177,8 +184,8 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
     0.5 pp less; bf16 sparsity 87.5% → 56% with LR; pass@10 gain 10 pp larger under forward
     KL; harder variant +12.5% (relative) on-policy; style share 10% for OnPD + reverse KL vs 70%;
     95% of steps clipped, reverse-KL norms 2× forward; token probabilities moving ±2 SD per
-    unit λ; unregulated OPD length ×2 with a 15 pp reward drop; most prompts +6 pp per budget;
-    without clipping reverse KL −15 pp.
+    unit λ; unregulated `opd` runs 15 pp below their reward peak while length and mean advantage
+    rise 10 SEM; most prompts +6 pp per budget; without clipping reverse KL −15 pp.
     """
     L = with_labels(d)
     n = len(d)
@@ -202,9 +209,8 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
             0.06 * (p - lo) / (hi - lo if hi > lo else 1.0),
             0.0,
         )
-    opd_none = (kind == "opd").to_numpy() & (
-        _column(L, "objective.regulation") == "none"
-    ).to_numpy()
+    opd_none = _experiment(L, "opd") & (kind == "opd").to_numpy()
+    opd_none &= (_column(L, "objective.regulation") == "none").to_numpy()
     typical = {m: noise.get(m, 0.0) for m in noise}
     out: dict[str, np.ndarray] = {ACC: acc, "eval/pass@1": acc}
     out["eval/pass@10"] = acc + np.where(reverse, 0.05, 0.15)
@@ -220,8 +226,9 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
     for key, sgn in (("student", 1.0), ("teacher", -1.0)):
         m = f"rollout/{key}_token_prob_mean"
         out[m] = sgn * 2.0 * typical.get(m, 0.01) * np.where(spectrum, lam, 0.0)
-    out["traj/len_ratio"] = np.where(opd_none, 1.0, 0.0)
-    out["traj/reward_drop_pp"] = np.where(opd_none, 15.0, 0.0)
+    out["traj/reward_drop_pp"] = np.where(opd_none, 15.0, 0.0)  # while length and advantage
+    out["traj/len_rise"] = np.where(opd_none, 10.0, 0.0)  # rise 10 SEM (TRAJ's SEMs)
+    out["traj/advantage_rise"] = np.where(opd_none, 0.5, 0.0)
     return _summed([out, *(plant(d, noise) for plant in PLANTERS)], n)
 
 
@@ -483,3 +490,42 @@ def write_calibration(
     result = calibrate(study.scored, draws, seed, on_table=on_table)
     atomic_write_text(path, json.dumps(result, indent=1))
     return path
+
+
+# --- claims 16–25 ([D] OPD): planted effects and margin cases
+
+#: Published sizes: regulated OPD ≥ 3 pp more accurate than naive OPD (claim 21); OPD as a
+#: catalyst, pass@1 +10 pp over the untrained student with pass@K unchanged (claim 23).
+PLANT_REGULATED_GAIN = 0.03
+PLANT_CATALYST_PASS1 = 0.10
+#: The pass@k keys claim 23 reads at large k (the evaluation's k ≥ 32): a margin case plants
+#: them all, and a table keeps those it measures.
+LARGE_PASS_KS = (32, 64)
+
+
+def _opd_rows(d: pd.DataFrame) -> np.ndarray:
+    """Mask of the OPD runs of the `opd` experiment (what claims 16, 21 and 23 read)."""
+    return _experiment(d, "opd") & (_column(d, "objective.kind") == "opd").to_numpy()
+
+
+def _claims_16_25_planted(d: pd.DataFrame, noise: dict[str, float]) -> Offsets:
+    """Claim 21: hard clip and log compression +3 pp accuracy over none; claim 23: the `opd`
+    runs' pass@1 +10 pp over the untrained student, pass@K unchanged (no offset)."""
+    opd = _opd_rows(d)
+    regulated = opd & _column(d, "objective.regulation").isin(["hard_clip", "log_compress"])
+    return {
+        ACC: np.where(regulated.to_numpy(), PLANT_REGULATED_GAIN, 0.0),
+        "eval/pass@1": np.where(opd, PLANT_CATALYST_PASS1, 0.0),
+    }
+
+
+def _claim_23_margin(d: pd.DataFrame) -> Offsets:
+    """Claim 23: the `opd` runs' pass@K exactly CLAIM_23_MARGIN_PP above the untrained student."""
+    gap = np.where(_opd_rows(d), CLAIM_23_MARGIN_PP / 100, 0.0)
+    return {f"eval/pass@{k}": gap for k in LARGE_PASS_KS}
+
+
+PLANTERS.append(_claims_16_25_planted)
+MARGIN_CASES.append(
+    MarginCase(23, "pass@K of the OPD runs +margin over the untrained", _claim_23_margin, True)
+)

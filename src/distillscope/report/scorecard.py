@@ -33,13 +33,23 @@ from distillscope.report.claimkit import (
 from distillscope.report.claims_ablation import RULES_ABLATION
 from distillscope.report.claims_clipping import RULES_CLIPPING
 from distillscope.report.claims_grid import RULES_GRID
-from distillscope.report.claims_opd import LEN_RATIO, REWARD_DROP, RULES_OPD
+from distillscope.report.claims_opd import (
+    ADV_RISE,
+    ADV_RISE_SEM,
+    LEN_RISE,
+    LEN_RISE_SEM,
+    REWARD_DROP,
+    RULES_OPD,
+    TRAJ_KEYS,
+)
+from distillscope.report.claims_reach import RULES_REACH
 from distillscope.report.claims_spectrum import RULES_SPECTRUM
 from distillscope.report.load import metrics_frame
 from distillscope.store import run_dir
 
 RULES: list[ClaimRule] = sorted(
-    [*RULES_GRID, *RULES_SPECTRUM, *RULES_ABLATION, *RULES_CLIPPING, *RULES_OPD], key=lambda r: r.id
+    [*RULES_GRID, *RULES_SPECTRUM, *RULES_ABLATION, *RULES_CLIPPING, *RULES_OPD, *RULES_REACH],
+    key=lambda r: r.id,
 )
 
 
@@ -103,43 +113,66 @@ def score_one(rule: ClaimRule, scoring: Scoring, strict: bool = False) -> ClaimR
 
 
 def add_trajectory_features(df: pd.DataFrame, study_dir: Path) -> pd.DataFrame:
-    """Add ``traj/len_ratio`` and ``traj/reward_drop_pp`` to the OPD rows from metrics.jsonl.
+    """Add the trajectory features (``claims_opd.TRAJ_KEYS``) to the OPD rows from metrics.jsonl.
 
-    - ``traj/len_ratio``: mean ``rollout/len_mean`` of the last quarter of steps divided by that
-      of the first quarter (> 1: responses grew).
-    - ``traj/reward_drop_pp``: best quarter-mean of ``rollout/reward`` minus the last quarter's,
-      in pp (rewards in [0, 1]; other scales as stored).
+    Each run's steps are split into quarters; the rollout reward's *peak* quarter (highest
+    mean) is compared with the *last* quarter (``trajectory_features``):
+
+    - ``traj/reward_drop_pp``: peak quarter's mean ``rollout/reward`` − the last quarter's, in
+      pp (rewards in [0, 1]; other scales as stored);
+    - ``traj/len_rise`` (tokens) and ``traj/advantage_rise`` (nats): the last quarter's mean
+      ``rollout/len_mean`` / ``opd/advantage_mean`` − the peak quarter's, i.e. how they moved
+      while the reward fell; ``traj/len_rise_sem`` / ``traj/advantage_rise_sem``: the SEM of
+      that difference of two quarter means, √(s₁²/n₁ + s₂²/n₂) over their steps.
     """
     if "objective.kind" not in df.columns or "run_id" not in df.columns:
         return df
     df = df.copy()
-    for col in (LEN_RATIO, REWARD_DROP):
+    for col in TRAJ_KEYS:
         if col not in df.columns:
             df[col] = math.nan
     for i in df.index[df["objective.kind"] == "opd"]:
-        ratio, drop = trajectory_features(metrics_frame(run_dir(study_dir, df.at[i, "run_id"])))
-        df.at[i, LEN_RATIO], df.at[i, REWARD_DROP] = ratio, drop
+        features = trajectory_features(metrics_frame(run_dir(study_dir, df.at[i, "run_id"])))
+        for col, value in features.items():
+            df.at[i, col] = value
     return df
 
 
-def trajectory_features(metrics: pd.DataFrame) -> tuple[float, float]:
-    """(length ratio last/first quarter, reward drop best→last quarter in pp) of one run."""
-    if metrics.empty or "rollout/len_mean" not in metrics or "rollout/reward" not in metrics:
-        return math.nan, math.nan
+def trajectory_features(metrics: pd.DataFrame) -> dict[str, float]:
+    """One run's trajectory features (``add_trajectory_features``); NaN where unmeasured."""
+    out = dict.fromkeys(TRAJ_KEYS, math.nan)
+    if metrics.empty or "rollout/reward" not in metrics:
+        return out
     metrics = metrics.sort_values("step") if "step" in metrics else metrics
-    length = pd.to_numeric(metrics["rollout/len_mean"], errors="coerce").dropna()
-    reward = pd.to_numeric(metrics["rollout/reward"], errors="coerce").dropna()
-    if len(length) < 4 or len(reward) < 4:
+    metrics = metrics[pd.to_numeric(metrics["rollout/reward"], errors="coerce").notna()]
+    if len(metrics) < 8:  # two steps per quarter at least: a quarter's SEM needs them
+        return out
+    quarters = _quarters(metrics.reset_index(drop=True))
+    reward = [float(pd.to_numeric(q["rollout/reward"]).mean()) for q in quarters]
+    peak = max(range(4), key=lambda k: reward[k])  # the first quarter with the highest mean
+    scale = 100.0 if max(abs(r) for r in reward) <= 1.0 else 1.0
+    out[REWARD_DROP] = (reward[peak] - reward[-1]) * scale
+    for col, rise, sem in (
+        ("rollout/len_mean", LEN_RISE, LEN_RISE_SEM),
+        ("opd/advantage_mean", ADV_RISE, ADV_RISE_SEM),
+    ):
+        if col in metrics:
+            out[rise], out[sem] = _rise(quarters[peak], quarters[-1], col)
+    return out
+
+
+def _rise(before: pd.DataFrame, after: pd.DataFrame, col: str) -> tuple[float, float]:
+    """(mean of ``col`` in ``after`` − in ``before``, SEM of that difference); NaN with < 2
+    values on a side."""
+    a = pd.to_numeric(before[col], errors="coerce").dropna()
+    b = pd.to_numeric(after[col], errors="coerce").dropna()
+    if len(a) < 2 or len(b) < 2:
         return math.nan, math.nan
-    q = len(length) // 4
-    first, last = length.iloc[:q].mean(), length.iloc[-q:].mean()
-    ratio = float(last / first) if first > 0 else math.nan
-    quarters = [chunk.mean() for chunk in _quarters(reward)]
-    scale = 100.0 if reward.abs().max() <= 1.0 else 1.0
-    return ratio, float(max(quarters) - quarters[-1]) * scale
+    sem = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    return float(b.mean() - a.mean()), sem
 
 
-def _quarters(series: pd.Series) -> list[pd.Series]:
-    n = len(series)
+def _quarters(frame: pd.DataFrame) -> list[pd.DataFrame]:
+    n = len(frame)
     bounds = [round(n * k / 4) for k in range(5)]
-    return [series.iloc[bounds[k] : bounds[k + 1]] for k in range(4)]
+    return [frame.iloc[bounds[k] : bounds[k + 1]] for k in range(4)]

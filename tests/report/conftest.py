@@ -57,6 +57,7 @@ def grid(experiment: str, cells: dict[tuple, dict], spread: float = 0.01, **extr
             for m, v in metrics.items():
                 step = spread * (100.0 if m == "eval/forgetting_pp" else 1.0)
                 step *= 0.5 if m == "eval/pass@10" else 1.0  # gains vary over seeds too
+                step *= 0.2 if m.startswith("eval/sparsity") else 1.0  # barely varies by seed
                 vals[m] = v + k * step if isinstance(v, float) else v
             rows.append(run_row(experiment, policy, kind, lr, seed, **extra, **vals))
     return rows
@@ -69,8 +70,8 @@ def main_cells(acc: dict[tuple, float], forget=None, sparsity=None) -> dict[tupl
     return {
         key: {
             "eval/accuracy": a,
-            "eval/pass@1": a - 0.02,
-            "eval/pass@10": a + (0.15 if key[1] == "forward_kl" else 0.05),
+            "eval/pass@1": 0.58,  # similar pass@1 (T = 1.0) whatever the accuracy at T = 0.5
+            "eval/pass@10": 0.58 + (0.15 if key[1] == "forward_kl" else 0.05),
             "eval/harder_accuracy": a / 3 + (0.05 if key[0] == "student" else 0.0),
             "eval/harder/pass@10": a / 2 + (0.12 if key[0] == "student" else 0.0),
             "eval/forgetting_pp": forget[key[2]],
@@ -165,6 +166,9 @@ def curve(
                 "rollout/reward": 0.3 + 0.3 * min(t * 2, 1) - fall * max(t - 0.5, 0) * 2,
                 "rollout/student_token_prob": 0.4 + 0.3 * t,
                 "rollout/teacher_token_prob": 0.6 - 0.1 * t,
+                # incoherent early rollouts: the student far less certain than the teacher
+                "objective/student_entropy": 2.4 - 1.6 * t,
+                "objective/teacher_entropy": 0.8,
             }
         )
     return out
@@ -178,7 +182,7 @@ def full_rows() -> tuple[list[dict], dict[str, list[dict]]]:
         for policy in ("student", "teacher"):
             sweep[(policy, "forward_kl", lr)] = {
                 "eval/accuracy": 0.72,
-                "eval/forgetting_pp": -1.0 - 4.0 * i - (0.5 if policy == "student" else 0.0),
+                "eval/forgetting_pp": -1.0 - 4.0 * i - (2.0 if policy == "student" else 0.0),
                 "eval/sparsity_fp32_tau1e-06": 0.58 - 0.1 * i,
                 "eval/sparsity_bf16_tau1e-06": 0.88 - 0.1 * i,
             }
@@ -206,11 +210,7 @@ def full_rows() -> tuple[list[dict], dict[str, list[dict]]]:
                         },
                     )
                 )
-    no_clip = {
-        ("student", "forward_kl", LOW): {"eval/accuracy": 0.71},
-        ("student", "reverse_kl", LOW): {"eval/accuracy": 0.40},
-    }
-    rows += grid("no_clip", no_clip, grad_clip=math.nan)
+    rows += grid("no_clip", main_cells(PAPER_ACC), grad_clip=math.nan)  # conclusions hold
     rows.append(
         run_row(
             "no_clip",
@@ -219,16 +219,16 @@ def full_rows() -> tuple[list[dict], dict[str, list[dict]]]:
             LOW,
             42,
             grad_clip=math.nan,
+            tag="-diverged",
             status="diverged",
             reason="grad norm 1e9 at step 12",
         )
     )
     sampled = {
-        (p, k, LOW): {"eval/accuracy": 0.70 if k == "forward_sampled" else 0.50}
-        for p in ("student", "teacher")
-        for k in ("forward_sampled", "reverse_sampled")
+        (p, k.replace("_kl", "_sampled"), lr): {"eval/accuracy": acc}
+        for (p, k, lr), acc in PAPER_ACC.items()
     }
-    rows += grid("sampled", sampled)
+    rows += grid("sampled", sampled)  # the main grid's picture with sampled estimators
     style = {
         (p, k, LOW): {
             "eval/teacher_style_share": 0.1 if (p, k) == ("student", "reverse_kl") else 0.8

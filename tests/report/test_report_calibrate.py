@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from distillscope.cli import app
-from distillscope.report import score_claims
+from distillscope.report import RULES, score_claims
 from distillscope.report.calibrate import (
     CALIBRATION_FILE,
+    MARGIN_CASES,
     calibrate,
     margin_offsets,
     noise_model,
@@ -21,6 +23,7 @@ from distillscope.report.calibrate import (
     simulate,
     tables,
 )
+from distillscope.report.claims_grid import CLAIM_01_MARGIN_PP
 from distillscope.study.spec import PRESETS_DIR, expand, load_spec
 from distillscope.study.table import plan_row
 
@@ -29,6 +32,7 @@ CLAIM_EXPERIMENT = {
     **dict.fromkeys((1, 2, 3, 4, 9, 10, 13), "main"),
     5: "lr_sweep",
     **dict.fromkeys((6, 7, 8), "spectrum"),
+    24: "main",  # or the spectrum, at the high LR
     12: "style",
     14: "no_clip",
     15: "sampled",
@@ -75,16 +79,38 @@ def test_calibration_meets_targets_on_a_three_seed_main_grid():
     claims = (1, 2, 4, 9)
     scored = []
     cal = calibrate(df, draws=10, seed=0, claims=claims, on_table=lambda: scored.append(1))
-    # null, margin (claim 1 only), planted; zeros, constant once
-    assert len(scored) == tables(10, claims) == 3 * 10 + 2
-    assert set(cal["rates"]["margin"]) == {"1"}
+    # null, planted, one margin case each for claims 1, 2, 4 and 9; zeros, constant once
+    assert len(scored) == tables(10, claims) == (2 + 4) * 10 + 2
+    assert set(cal["rates"]["margin"]) == {"1", "2", "4", "9"}
     assert simulate(df, "null", seed=3).equals(simulate(df, "null", seed=3))  # seeded
     for c in map(str, claims):
         assert cal["false_rate"][c] <= 0.1, (c, cal["rates"]["null"][c])
-        assert cal["power"][c] >= 0.8, (c, cal["rates"]["planted"][c])
+    # at 3 pp seed noise and 3 seeds, ±5 pp equivalence of best-vs-best cells and a 5 pp band
+    # for forward KL's four cells are beyond the design (docs/scorecard.md): power stays low
+    assert cal["power"]["1"] <= 0.3 and cal["power"]["2"] <= 0.3
+    assert cal["power"]["9"] >= 0.6
     for scenario in ("zeros", "constant"):
         for c in map(str, claims):
             assert set(cal["rates"][scenario][c]) == {"inconclusive"}
+
+
+def test_main_grid_rules_have_power_where_the_seed_noise_allows():
+    # the same design with 0.5 pp seed noise (0.1 pp for sparsity; fitted from the table):
+    # every rule reaches its
+    # published effect, and still keeps its false verdicts rare
+    df = _design("paper", ("main",))
+    rng = np.random.default_rng(0)
+    for m in [c for c in df.columns if c.startswith(("eval/", "train/"))]:
+        scale = 0.5 if m == "eval/forgetting_pp" else 0.005
+        scale = 0.001 if m.startswith("eval/sparsity") else scale  # barely varies by seed
+        df[m] = df[m] + rng.normal(0.0, scale, len(df))
+    claims = (1, 2, 3, 4, 9)
+    cal = calibrate(df, draws=10, seed=0, claims=claims)
+    for c in map(str, claims):
+        assert cal["false_rate"][c] <= 0.1, (c, cal["rates"])
+        # claim 3's planted rollout effect (OffPD forgets 1 pp less, which claim 5 needs) sits
+        # half-way to its ±2 pp margin: it passes less often than the others
+        assert cal["power"][c] >= (0.6 if c == "3" else 0.8), (c, cal["rates"]["planted"][c])
 
 
 def test_report_cli_prints_false_verdict_rates(tmp_path):
@@ -104,8 +130,7 @@ def test_report_cli_prints_false_verdict_rates(tmp_path):
     result = runner.invoke(app, ["report", str(root), "--calibrate", "--draws", "2"])
     assert result.exit_code == 0, result.output
     cal = json.loads((root / CALIBRATION_FILE).read_text())
-    claims = {str(i) for i in [*range(1, 19), 20, 21, 22, 23, 25]}
-    assert cal["draws"] == 2 and set(cal["false_rate"]) == claims
+    assert cal["draws"] == 2 and set(cal["false_rate"]) == {str(r.id) for r in RULES}
     md = (root / "report" / "report.md").read_text()
     html = (root / "report" / "report.html").read_text()
     rate = cal["false_rate"]["2"]
@@ -114,31 +139,46 @@ def test_report_cli_prints_false_verdict_rates(tmp_path):
     assert "| not calibrated |" not in md
 
 
-def test_margin_scenario_puts_each_no_effect_claim_at_its_margin():
-    df = _design("paper", ("main", "spectrum", "sampled"))
+def test_margin_cases_put_each_no_effect_part_at_its_margin():
+    df = _design("paper", ("main", "spectrum", "no_clip", "sampled"))
     d = simulate(df, "null", seed=0)
-    offsets = margin_offsets(d)
-    acc, forget = offsets["eval/accuracy"], offsets["eval/forgetting_pp"]
-    main_on = (d["experiment"] == "main") & (d["rollout.policy"] == "student")
-    sampled_fwd = (d["experiment"] == "sampled") & (d["objective.kind"] == "forward_sampled")
-    assert set(acc[main_on.to_numpy()]) == {0.10} and set(acc[sampled_fwd.to_numpy()]) == {0.03}
-    assert not acc[~(main_on | sampled_fwd).to_numpy()].any()
-    spectrum = (d["experiment"] == "spectrum").to_numpy()
-    moved = spectrum & (d["objective.kind"] == "forward_kl").to_numpy() & (d["rollout.lam"] > 0)
-    assert set(forget[moved]) == {8.0} and not forget[~moved].any()
-    # at the margin "no effect" is false: equivalence rarely passes, and each such pass counts
-    cal = calibrate(df, draws=20, seed=0, claims=(1, 7, 15))
-    for c in ("1", "7", "15"):
+    by_name = {(c.claim, c.name): c for c in MARGIN_CASES}
+    acc = by_name[(1, "OnPD +margin in the main grid")].offsets(d)["eval/accuracy"]
+    main_on = ((d["experiment"] == "main") & (d["rollout.policy"] == "student")).to_numpy()
+    assert set(acc[main_on]) == {CLAIM_01_MARGIN_PP / 100} and not acc[~main_on].any()
+    # claim 7's cases sit on the planted effects (it needs an LR effect), not on the null
+    assert "eval/forgetting_pp" not in margin_offsets(d)
+    # claim 2: one forward-KL cell raised by the range margin, on top of the published effects
+    case = by_name[(2, "forward KL's range at the margin")]
+    assert case.on_planted
+    rows = d[case.offsets(d)["eval/accuracy"] != 0]
+    assert set(rows["objective.kind"]) == {"forward_kl"} and rows["optim.lr"].nunique() == 1
+    assert set(rows["experiment"]) == {"main"}
+    # the robustness claims' cases touch only their ablation's OnPD runs
+    for claim, experiment in ((14, "no_clip"), (15, "sampled")):
+        (case,) = [c for c in MARGIN_CASES if c.claim == claim]
+        moved = case.offsets(d)["eval/accuracy"] != 0
+        assert set(d[moved]["experiment"]) == {experiment}
+        assert set(d[moved]["rollout.policy"]) == {"student"}
+
+
+def test_at_the_margin_no_effect_parts_are_rarely_supported():
+    df = _design("paper", ("main", "no_clip", "sampled"))
+    claims = (1, 2, 3, 9, 14, 15)
+    cal = calibrate(df, draws=20, seed=0, claims=claims)
+    for c in map(str, claims):
         at_margin = cal["rates"]["margin"][c].get("supported", 0.0)
         assert at_margin <= 0.1, (c, cal["rates"]["margin"][c])
         assert cal["false_rate"][c] >= at_margin
-    assert cal["rates"]["null"]["1"].get("supported", 0.0) >= 0.8  # true under the null
 
 
 def test_margin_reaches_a_main_grid_with_another_name():
     # a custom study whose grid is not called "main": claim 1 reads every row, and so does the
-    # margin scenario, so "supported" stays rare there instead of measuring the null
+    # margin case, which moves that grid's OnPD rows
     df = _design("quick").replace({"experiment": {"main": "grid"}})
+    d = simulate(df, "null", seed=0)
+    (case,) = [c for c in MARGIN_CASES if c.claim == 1]
+    moved = case.offsets(d)["eval/accuracy"] != 0
+    assert moved.any() and set(d[moved]["experiment"]) == {"grid"}
     cal = calibrate(df, draws=20, seed=0, claims=(1,))
     assert cal["rates"]["margin"]["1"].get("supported", 0.0) <= 0.1
-    assert cal["rates"]["null"]["1"].get("supported", 0.0) > 0.3

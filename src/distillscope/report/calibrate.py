@@ -48,10 +48,19 @@ from distillscope.report.aggregate import (
     with_labels,
 )
 from distillscope.report.claimkit import experiment_rows, is_baseline
-from distillscope.report.claims_ablation import CLAIM_15_MARGIN_PP
-from distillscope.report.claims_grid import CLAIM_01_MARGIN_PP
+from distillscope.report.claims_grid import (
+    CLAIM_01_MARGIN_PP,
+    CLAIM_02_RANGE_PP,
+    CLAIM_03_LOW_LR_MARGIN_PP,
+    CLAIM_03_ROLLOUT_MARGIN_PP,
+    CLAIM_04_NONINFERIOR_PP,
+    CLAIM_09_SIMILAR_PP,
+    CLAIM_19_GAIN_PP,
+    CLAIM_19_HIGH_RATIO,
+    EARLY_ENTROPY,
+)
 from distillscope.report.claims_reach import CLAIM_23_MARGIN_PP
-from distillscope.report.claims_spectrum import CLAIM_07_MARGIN_PP
+from distillscope.report.claims_spectrum import CLAIM_06_FORWARD_MARGIN_PP, CLAIM_07_MARGIN_PP
 from distillscope.report.load import CALIBRATION_FILE, load_study
 from distillscope.report.matching import LAMBDA
 from distillscope.report.scorecard import RULES, score_claims
@@ -59,7 +68,9 @@ from distillscope.store import atomic_write_text
 
 SCENARIOS = ("null", "zeros", "constant", "margin", "planted")
 NULL_SCENARIOS = ("null", "zeros", "constant")
-NO_EFFECT_CLAIMS = (1, 7, 15)
+#: Claims that a null table (no axis effect, students learned) makes true: "supported" is
+#: right there (no-effect claims, and the robustness claims whose conclusions carry over).
+NO_EFFECT_CLAIMS = (1, 7, 14, 15)
 MARGIN = "margin"  # the scenario that plants each no-effect claim's effect at its margin
 DEFAULT_DRAWS = 200
 #: Seed-noise standard deviation by unit when no cell has two seeds (stored units).
@@ -67,6 +78,12 @@ DEFAULT_SD = {"fraction": 0.03, "pp": 3.0}
 DEFAULT_REL_SD = 0.05  # other units: this fraction of the metric's typical size
 LEARNED_BY = 0.30  # simulated students' accuracy above the untrained student (fraction)
 ACC = "eval/accuracy"
+FORGET = "eval/forgetting_pp"
+SPARSITY = "eval/sparsity_bf16_tau1e-06"
+#: Planted forgetting (pp): −1 at the low LR to −12.6 at the high LR ([P]: ≤ 1.3 and
+#: 11.2–14.0), OffPD forgetting this much less (within claim 3's ±2 pp, above claim 5's 0).
+PLANT_LOW_FORGET_PP, PLANT_HIGH_FORGET_PP = -1.0, 12.6
+PLANT_OFFPD_FORGETS_LESS_PP = 1.0
 #: Trajectory features of OPD runs (claim 16) with their null value and noise.
 TRAJ = {
     "traj/reward_drop_pp": (0.0, 2.0),  # pp
@@ -74,6 +91,7 @@ TRAJ = {
     "traj/len_rise_sem": (1.0, 0.0),
     "traj/advantage_rise": (0.0, 0.05),  # nats
     "traj/advantage_rise_sem": (0.05, 0.0),
+    EARLY_ENTROPY: (1.0, 0.1),  # student ÷ teacher entropy early in OnPD forward-KL runs
 }
 
 
@@ -185,7 +203,8 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
     KL; harder variant +12.5% (relative) on-policy; style share 10% for OnPD + reverse KL vs 70%;
     95% of steps clipped, reverse-KL norms 2× forward; token probabilities moving ±2 SD per
     unit λ; unregulated `opd` runs 15 pp below their reward peak while length and mean advantage
-    rise 10 SEM; most prompts +6 pp per budget; without clipping reverse KL −15 pp.
+    rise 10 SEM; most prompts +6 pp per budget;
+    without clipping reverse KL −15 pp.
     """
     L = with_labels(d)
     n = len(d)
@@ -212,9 +231,10 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
     opd_none = _experiment(L, "opd") & (kind == "opd").to_numpy()
     opd_none &= (_column(L, "objective.regulation") == "none").to_numpy()
     typical = {m: noise.get(m, 0.0) for m in noise}
-    out: dict[str, np.ndarray] = {ACC: acc, "eval/pass@1": acc}
-    out["eval/pass@10"] = acc + np.where(reverse, 0.05, 0.15)
-    out["eval/forgetting_pp"] = -1.0 - 11.6 * pos + np.where(policy == "teacher", 0.5, 0.0)
+    out: dict[str, np.ndarray] = {ACC: acc, "eval/pass@1": np.zeros(n)}  # similar pass@1
+    out["eval/pass@10"] = np.where(reverse, 0.05, 0.15)
+    forget = PLANT_LOW_FORGET_PP - (PLANT_HIGH_FORGET_PP + PLANT_LOW_FORGET_PP) * pos
+    out[FORGET] = forget + np.where(policy == "teacher", PLANT_OFFPD_FORGETS_LESS_PP, 0.0)
     for view, shift in (("bf16", 0.0), ("fp32", -0.3)):
         out[f"eval/sparsity_{view}_tau1e-06"] = 0.875 + shift - 0.315 * pos
     out["eval/harder_accuracy"] = np.where(on, 0.05, 0.0)
@@ -227,6 +247,7 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
         m = f"rollout/{key}_token_prob_mean"
         out[m] = sgn * 2.0 * typical.get(m, 0.01) * np.where(spectrum, lam, 0.0)
     out["traj/reward_drop_pp"] = np.where(opd_none, 15.0, 0.0)  # while length and advantage
+    out[EARLY_ENTROPY] = np.where(_onpd_forward(d), 2 * CLAIM_19_HIGH_RATIO, 0.0)
     out["traj/len_rise"] = np.where(opd_none, 10.0, 0.0)  # rise 10 SEM (TRAJ's SEMs)
     out["traj/advantage_rise"] = np.where(opd_none, 0.5, 0.0)
     return _summed([out, *(plant(d, noise) for plant in PLANTERS)], n)
@@ -258,26 +279,101 @@ def _claim_01_margin(d: pd.DataFrame) -> Offsets:
     return {ACC: np.where(main_on, CLAIM_01_MARGIN_PP / 100, 0.0)}
 
 
-def _claim_07_margin(d: pd.DataFrame) -> Offsets:
-    """Claim 7: forgetting of the λ > 0 forward-KL spectrum cells CLAIM_07_MARGIN_PP higher."""
-    L = with_labels(d)
-    lam = pd.to_numeric(L[LAMBDA], errors="coerce").fillna(0.0).to_numpy()
-    fwd = _experiment(L, "spectrum") & (_column(L, "objective.kind") == "forward_kl").to_numpy()
-    return {"eval/forgetting_pp": np.where(fwd & (lam > 0), CLAIM_07_MARGIN_PP, 0.0)}
+def _rows(d: pd.DataFrame, experiment: str, **values: str) -> np.ndarray:
+    """Mask of the rows of ``experiment`` (``_experiment``) whose columns equal ``values``
+    (keys with dots written as double underscores: ``rollout__policy="student"``)."""
+    mask = _experiment(d, experiment)
+    for key, value in values.items():
+        mask = mask & (_column(d, key.replace("__", ".")) == value).to_numpy()
+    return mask
 
 
-def _claim_15_margin(d: pd.DataFrame) -> Offsets:
-    """Claim 15: the sampled forward-KL estimator CLAIM_15_MARGIN_PP more accurate."""
-    fwd = _experiment(d, "sampled") & (_column(d, "objective.kind") == "forward_sampled")
-    return {ACC: np.where(fwd.to_numpy(), CLAIM_15_MARGIN_PP / 100, 0.0)}
+def _lr_end(d: pd.DataFrame, experiment: str, high: bool) -> np.ndarray:
+    """Mask of the rows of ``experiment`` at its smallest (or largest) LR."""
+    rows = _experiment(d, experiment)
+    lr = pd.to_numeric(d.get("optim.lr", pd.Series(np.nan, index=d.index)), errors="coerce")
+    lrs = lr[rows].dropna()
+    if lrs.empty:
+        return np.zeros(len(d), dtype=bool)
+    return rows & (lr == (lrs.max() if high else lrs.min())).to_numpy()
+
+
+def _onpd_margin(experiment: str) -> Callable[[pd.DataFrame], Offsets]:
+    """Claim 1's margin in ``experiment``: its OnPD runs CLAIM_01_MARGIN_PP more accurate (the
+    robustness claims re-run claim 1 on the no-clip and sampled grids)."""
+
+    def offsets(d: pd.DataFrame) -> Offsets:
+        on = _rows(d, experiment, rollout__policy="student")
+        return {ACC: np.where(on, CLAIM_01_MARGIN_PP / 100, 0.0)}
+
+    return offsets
+
+
+def _onpd_forward(d: pd.DataFrame) -> np.ndarray:
+    """Mask of the on-policy forward-KL runs (claim 19's; their early entropy is drawn)."""
+    return (
+        (_column(d, "rollout.policy") == "student") & (_column(d, "objective.kind") == "forward_kl")
+    ).to_numpy()
+
+
+def _claim_19_margin(d: pd.DataFrame) -> Offsets:
+    """Claim 19: high-entropy early rollouts in every OnPD forward-KL run, whose students gain
+    exactly CLAIM_19_GAIN_PP over the untrained student (``LEARNED_BY`` in the null)."""
+    rows = _onpd_forward(d)
+    return {
+        EARLY_ENTROPY: np.where(rows, 2 * CLAIM_19_HIGH_RATIO, 0.0),
+        ACC: np.where(rows, CLAIM_19_GAIN_PP / 100 - LEARNED_BY, 0.0),
+    }
+
+
+def _claim_02_margin(d: pd.DataFrame) -> Offsets:
+    """Claim 2: forward KL's range exactly CLAIM_02_RANGE_PP (its OnPD cells at the high LR
+    raised by it; the planted forward cells are otherwise equal)."""
+    rows = _rows(d, "main", rollout__policy="student", objective__kind="forward_kl")
+    return {ACC: np.where(rows & _lr_end(d, "main", True), CLAIM_02_RANGE_PP / 100, 0.0)}
+
+
+def _claim_03_low_margin(d: pd.DataFrame) -> Offsets:
+    """Claim 3: the low LR's pooled change exactly −CLAIM_03_LOW_LR_MARGIN_PP (planted −0.5)."""
+    planted = PLANT_LOW_FORGET_PP + PLANT_OFFPD_FORGETS_LESS_PP / 2  # the low-LR mean
+    shift = -CLAIM_03_LOW_LR_MARGIN_PP - planted
+    return {FORGET: np.where(_lr_end(d, "main", False), shift, 0.0)}
+
+
+def _claim_03_rollout_margin(d: pd.DataFrame) -> Offsets:
+    """Claim 3: OffPD − OnPD forgetting at the high LR exactly CLAIM_03_ROLLOUT_MARGIN_PP."""
+    off = _rows(d, "main", rollout__policy="teacher") & _lr_end(d, "main", True)
+    return {FORGET: np.where(off, CLAIM_03_ROLLOUT_MARGIN_PP - PLANT_OFFPD_FORGETS_LESS_PP, 0.0)}
+
+
+def _claim_04_margin(d: pd.DataFrame) -> Offsets:
+    """Claim 4: OffPD − OnPD sparsity exactly −CLAIM_04_NONINFERIOR_PP in one matched pair
+    (forward KL at the high LR)."""
+    off = _rows(d, "main", rollout__policy="teacher", objective__kind="forward_kl")
+    rows = off & _lr_end(d, "main", True)
+    return {SPARSITY: np.where(rows, -CLAIM_04_NONINFERIOR_PP / 100, 0.0)}
+
+
+def _claim_09_margin(d: pd.DataFrame) -> Offsets:
+    """Claim 9: forward − reverse pass@1 exactly CLAIM_09_SIMILAR_PP (pass@10 moved with it,
+    so that the coverage gain stays as planted)."""
+    fwd = _rows(d, "main", objective__kind="forward_kl")
+    shift = np.where(fwd, CLAIM_09_SIMILAR_PP / 100, 0.0)
+    return {"eval/pass@1": shift, "eval/pass@10": shift}
 
 
 #: Every no-effect part of a claim, planted at its margin (the ``margin`` scenario): rule
 #: modules' cases are registered here. Each case's tables are scored for its claim only.
 MARGIN_CASES: list[MarginCase] = [
     MarginCase(1, "OnPD +margin in the main grid", _claim_01_margin),
-    MarginCase(7, "λ > 0 forgetting +margin (forward KL)", _claim_07_margin),
-    MarginCase(15, "sampled forward KL +margin", _claim_15_margin),
+    MarginCase(2, "forward KL's range at the margin", _claim_02_margin, on_planted=True),
+    MarginCase(3, "low-LR change at the margin", _claim_03_low_margin, on_planted=True),
+    MarginCase(3, "rollout effect at the margin", _claim_03_rollout_margin, on_planted=True),
+    MarginCase(4, "OffPD less sparse by the margin", _claim_04_margin, on_planted=True),
+    MarginCase(9, "pass@1 gap at the margin", _claim_09_margin, on_planted=True),
+    MarginCase(14, "no-clip OnPD +margin (claim 1)", _onpd_margin("no_clip")),
+    MarginCase(15, "sampled OnPD +margin (claim 1)", _onpd_margin("sampled")),
+    MarginCase(19, "high-entropy runs gaining exactly the margin", _claim_19_margin),
 ]
 
 #: Published effects planted by other modules: functions of the design returning offsets
@@ -351,7 +447,9 @@ def draw(
         values[ACC] = np.where(base, typical[ACC] - LEARNED_BY, values[ACC])
     for m in TRAJ:
         if m in values and opd is not None:
-            values[m] = np.where(opd, values[m], np.nan)
+            values[m] = np.where(
+                _onpd_forward(out) if m == EARLY_ENTROPY else opd, values[m], np.nan
+            )
     return out.assign(**values)
 
 
@@ -360,7 +458,9 @@ def setup(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, float], 
     d = design(df)
     metrics = [m for m in metric_columns(df) if pd.to_numeric(df[m], errors="coerce").notna().any()]
     if "objective.kind" in d.columns and (d["objective.kind"].map(str) == "opd").any():
-        metrics += [m for m in TRAJ if m not in metrics]
+        metrics += [m for m in TRAJ if m not in metrics and m != EARLY_ENTROPY]
+    if _onpd_forward(d).any() and EARLY_ENTROPY not in metrics:
+        metrics.append(EARLY_ENTROPY)
     finished_runs = done(df)
     finished_runs = finished_runs[~is_baseline(finished_runs)]
     noise = noise_model(df, metrics)
@@ -490,6 +590,69 @@ def write_calibration(
     result = calibrate(study.scored, draws, seed, on_table=on_table)
     atomic_write_text(path, json.dumps(result, indent=1))
     return path
+
+
+# --- claims 6–8, 24: planted effects and margin cases
+
+
+def _spectrum_top_lr(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(spectrum-policy rows of the λ-spectrum at its highest LR, their λ, whether it ran at
+    ≥ 2 LRs); a design without spectrum runs has none (its OnPD/OffPD rows are not moved)."""
+    L = with_labels(d)
+    lam = pd.to_numeric(L[LAMBDA], errors="coerce").to_numpy()
+    policy = (_column(L, "rollout.policy") == "spectrum").to_numpy()
+    rows = _experiment(L, "spectrum") & policy & ~np.isnan(lam)
+    lr = pd.to_numeric(L.get("optim.lr", pd.Series(np.nan, index=L.index)), errors="coerce")
+    lrs = lr[rows].dropna().unique()
+    if len(lrs):
+        rows = rows & (lr == lrs.max()).to_numpy()
+    return rows, np.nan_to_num(lam), len(lrs) >= 2
+
+
+def _spectrum_ramp(d: pd.DataFrame, metric: str, kind: str, size: float) -> Offsets:
+    """``metric`` of the ``kind`` spectrum cells at the highest LR rising linearly by ``size``
+    (stored units) from the lowest λ to the highest: the curve's range is exactly ``size``."""
+    rows, lam, _ = _spectrum_top_lr(d)
+    rows = rows & (_column(d, "objective.kind") == kind).to_numpy()
+    if not rows.any() or np.ptp(lam[rows]) == 0:
+        return {metric: np.zeros(len(d))}
+    lo, span = lam[rows].min(), np.ptp(lam[rows])
+    return {metric: np.where(rows, size * (lam - lo) / span, 0.0)}
+
+
+def _claim_06_margin(d: pd.DataFrame) -> Offsets:
+    """Claim 6: forward KL's accuracy range over λ exactly CLAIM_06_FORWARD_MARGIN_PP at the
+    spectrum's highest LR (one pair of cells at the margin, the others inside: the case
+    closest to passing)."""
+    return _spectrum_ramp(d, ACC, "forward_kl", CLAIM_06_FORWARD_MARGIN_PP / 100)
+
+
+def _claim_07_forgetting_margin(d: pd.DataFrame) -> Offsets:
+    """Claim 7: forward KL's forgetting range over λ exactly CLAIM_07_MARGIN_PP (pp)."""
+    return _spectrum_ramp(d, "eval/forgetting_pp", "forward_kl", CLAIM_07_MARGIN_PP)
+
+
+def _claim_07_sparsity_margin(d: pd.DataFrame) -> Offsets:
+    """Claim 7: forward KL's bf16 sparsity range over λ exactly CLAIM_07_MARGIN_PP."""
+    return _spectrum_ramp(d, "eval/sparsity_bf16_tau1e-06", "forward_kl", CLAIM_07_MARGIN_PP / 100)
+
+
+def _claim_24_planted(d: pd.DataFrame, noise: dict[str, float]) -> Offsets:
+    """Claim 24 ([P] §5.2): a third of the reverse-KL runs of the spectrum at the high LR (the
+    first seed of each cell) end 20 pp lower — when the spectrum ran at two LRs."""
+    rows, _, two_lrs = _spectrum_top_lr(d)
+    rows = rows & (_column(d, "objective.kind") == "reverse_kl").to_numpy() & two_lrs
+    seed = pd.to_numeric(d.get("seed", pd.Series(np.nan, index=d.index)), errors="coerce")
+    first = (seed == seed[rows].min()).to_numpy() if rows.any() else rows
+    return {ACC: np.where(rows & first, -0.20, 0.0)}
+
+
+PLANTERS.append(_claim_24_planted)
+MARGIN_CASES += [
+    MarginCase(6, "forward KL's range over λ at the margin", _claim_06_margin, on_planted=True),
+    MarginCase(7, "forgetting range over λ at the margin", _claim_07_forgetting_margin, True),
+    MarginCase(7, "sparsity range over λ at the margin", _claim_07_sparsity_margin, True),
+]
 
 
 # --- claims 16–25 ([D] OPD): planted effects and margin cases

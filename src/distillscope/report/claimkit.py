@@ -86,6 +86,9 @@ class Scoring:
     """
 
     df: pd.DataFrame
+    #: Sub-grids given instead of computed (``on_grid``): the rules of one claim re-run on
+    #: another experiment's runs (claims 14 and 15).
+    given: dict[str, pd.DataFrame] = field(default_factory=dict)
     _cache: dict[tuple, Any] = field(default_factory=dict, init=False, repr=False)
 
     def cached(self, fn: Callable[..., Any], *args: Hashable) -> Any:
@@ -108,7 +111,15 @@ class Scoring:
         return self.cached(_grid_learned, grid)
 
 
+def on_grid(s: Scoring, name: str, rows: pd.DataFrame) -> Scoring:
+    """A scoring of the same table whose sub-grid ``name`` is ``rows`` (labelled): the rules
+    that read that sub-grid then judge ``rows``; the baseline (``learned``) stays the table's."""
+    return Scoring(s.df, {**s.given, name: with_labels(rows)})
+
+
 def _grid(s: Scoring, name: str) -> pd.DataFrame:
+    if name in s.given:
+        return s.given[name]
     return SUB_GRIDS[name](s.df)
 
 

@@ -1,21 +1,25 @@
-"""Scorecard rules on the main grid and the LR sweep: docs/method.md §9 claims 1–5 and 9.
+"""Scorecard rules on the main grid and the LR sweep: docs/method.md §9 claims 1–5, 9 and 19.
 
 Rollout policy, KL direction and learning rate against accuracy, coverage, forgetting and
 update sparsity. Margins are named constants in percentage points (pp) of the stored
-fractions; each rule's prose is rendered from them. ``claimkit`` says what "beyond its margin"
-and "within" mean (one-sided t-intervals at ALPHA, TOST).
+fractions (docs/method.md §9 gives each); each rule's prose is rendered from them.
+``claimkit`` says what "beyond its margin" and "within" mean (one-sided t-intervals at ALPHA,
+TOST). Cell means over seeds carry SEMs from the seed variance pooled over the sub-grid's cells
+(``pooled_cells``) where a rule compares single cells (best configurations, ranges).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from distillscope.report.aggregate import percent_scale
+from distillscope.report.aggregate import cell_columns, done, percent_scale, with_labels
 from distillscope.report.claimkit import (
+    FINISHED,
     LEARNED_PP,
     LR_SWEEP,
     MAIN,
@@ -27,38 +31,53 @@ from distillscope.report.claimkit import (
     decide,
     effect_verdict,
     has,
+    is_baseline,
+    missing_metrics,
     n_values,
     no_effect_verdict,
+    plain_rows,
+    where,
 )
+from distillscope.report.load import metrics_frame
 from distillscope.report.matching import (
     FORWARD_VS_REVERSE,
     ON_VS_OFF,
     Contrast,
     cell_key,
+    cell_means,
     describe_pairs,
     match_columns,
     match_keys,
     paired,
+    series_over,
 )
 from distillscope.report.stats import (
     ALPHA,
     Pair,
     beyond,
+    bounds,
     interval,
     num,
     pooled_pair,
     pooled_variance,
     pp,
+    sample_pair,
+    spearman,
+    t_quantile,
     trend,
+    welch_dof,
     with_variance,
     within,
 )
+from distillscope.store import run_dir
 
 ACC = "eval/accuracy"
 FORGET = "eval/forgetting_pp"
 SPARSITY_FP32 = "eval/sparsity_fp32_tau1e-06"
 SPARSITY = "eval/sparsity_bf16_tau1e-06"  # the published view (docs/method.md §10 "Sparsity")
 CI = f"one-sided {1 - ALPHA:.0%} t-interval"
+#: Columns that name a configuration's task: claim 1 averages over them.
+TASK_COLUMNS = ("task.name",)
 
 
 def lr_ends(m: pd.DataFrame) -> tuple[float, float]:
@@ -67,15 +86,112 @@ def lr_ends(m: pd.DataFrame) -> tuple[float, float]:
     return float(lrs[0]), float(lrs[-1])
 
 
+def linear(key: str, terms: Sequence[tuple[float, Pair]]) -> Pair:
+    """Σ cᵢ·dᵢ of independent contrasts dᵢ (orthogonal contrasts of a balanced grid) as a
+    one-sample pair: SEM √(Σ cᵢ² SEMᵢ²), Welch–Satterthwaite degrees of freedom."""
+    value = sum(c * p.diff for c, p in terms)
+    variances = [c * c * p.sem**2 for c, p in terms]
+    dof = welch_dof(variances, [p.dof for _, p in terms])
+    return Pair(key, value, math.sqrt(sum(variances)), 0.0, 0.0, dof, math.inf)
+
+
+def shared_variance(pairs: Sequence[Pair]) -> list[Pair]:
+    """``pairs`` with SEMs from the seed variance pooled over all their cells (more degrees of
+    freedom than each pair's own); unchanged when some cell has one seed."""
+    shared = pooled_variance(pairs)
+    if shared is None:
+        return list(pairs)
+    return [with_variance(p, *shared, p.a_dof + 1, p.b_dof + 1) for p in pairs]
+
+
+def versus(key: str, value: float, pair: Pair) -> Pair:
+    """``pair``'s side a against a fixed ``value`` (one sample)."""
+    return Pair(key, pair.a, pair.a_sem, value, 0.0, pair.a_dof, math.inf)
+
+
+def detectable_margin(pair: Pair, power: float = 0.8) -> float:
+    """The smallest equivalence margin TOST passes with ``power`` at a true difference of 0:
+    (t₁₋α(ν) + t₁₋₍₁₋power₎/₂(ν)) · SEM (NaN without a SEM)."""
+    sem, dof = pair.sem, pair.dof
+    if math.isnan(sem) or math.isnan(dof) or sem == 0.0:
+        return math.nan
+    return (t_quantile(1 - ALPHA, dof) + t_quantile(1 - (1 - power) / 2, dof)) * sem
+
+
+def reach_note(pair: Pair, margin: float, what: str) -> str:
+    """ "; … passes ±m at 80% power only for m ≥ X" when the design cannot reach ``margin``."""
+    reach = detectable_margin(pair)
+    if math.isnan(reach) or reach <= margin:
+        return ""
+    return (
+        f"; for {what} this design passes equivalence at 80% power only for a margin ≥ "
+        f"{num(reach)} pp (the claim's is ±{margin:g})"
+    )
+
+
+def cells_of(s: Scoring, grid: str, metric: str, by: Sequence[str]) -> pd.DataFrame:
+    """Cell means of ``metric`` per ``by`` in sub-grid ``grid``, with SEMs from the seed
+    variance pooled over all of the sub-grid's cells (``pooled_cells``)."""
+    return s.cached(_cells_of, grid, metric, tuple(by))
+
+
+def _cells_of(s: Scoring, grid: str, metric: str, by: tuple[str, ...]) -> pd.DataFrame:
+    m = s.grid(grid)
+    cm = cell_means(m, metric, list(by))
+    return pooled_cells(cm, cell_means(m, metric, cell_columns(m)))
+
+
+def pooled_cells(cm: pd.DataFrame, seed_cells: pd.DataFrame) -> pd.DataFrame:
+    """``cm`` (cell_means rows) with ``sem`` = s / √runs and ``dof`` = ν, where s² is the
+    within-cell variance pooled over ``seed_cells`` (cells of the full design, ≥ 2 seeds) on ν
+    degrees of freedom; NaN SEM when no cell has two seeds, and for a cell of one seed."""
+    ok = seed_cells[seed_cells["runs"] >= 2]
+    dof = float((ok["runs"] - 1).sum())
+    if dof == 0:
+        return cm.assign(sem=math.nan, dof=math.nan)
+    var = float(((ok["sem"] ** 2) * ok["runs"] * (ok["runs"] - 1)).sum() / dof)
+    sem = np.sqrt(var / cm["runs"]).where(cm["runs"] >= 2)  # one seed: no SEM (claimkit)
+    return cm.assign(sem=sem, dof=dof)
+
+
+def cell_pair_pooled(key: str, a: pd.Series, b: pd.Series) -> Pair:
+    """Two rows of ``pooled_cells`` as a − b; the shared ν split between the sides."""
+    half = a["dof"] / 2
+    return Pair(key, a["mean"], a["sem"], b["mean"], b["sem"], half, half)
+
+
+def range_within(cells: pd.DataFrame, margin: float, name: str) -> tuple[bool, str, Pair]:
+    """Whether max − min of ``cells`` (rows of ``pooled_cells``) is within ``margin``:
+    every pairwise difference within ±margin by TOST (an intersection–union test: each at
+    ALPHA, no multiplicity correction needed). Returns (within, text, widest pair)."""
+    rows = list(cells.itertuples(index=False))
+    pairs = [
+        cell_pair_pooled(f"{name}: {i} vs {j}", cells.iloc[i], cells.iloc[j])
+        for i in range(len(rows))
+        for j in range(i + 1, len(rows))
+    ]
+    if not pairs:
+        return False, f"{name}: one cell, no range", Pair(name, math.nan, math.nan, 0.0, 0.0)
+    widest = max(pairs, key=lambda p: abs(p.diff))
+    spread = float(cells["mean"].max() - cells["mean"].min())
+    reach = max(max(abs(lo), abs(hi)) for lo, hi in (bounds(p, ALPHA) for p in pairs))
+    text = (
+        f"{name} range {num(spread)} pp over {len(rows)} cells "
+        f"(pairwise bounds reach ±{num(reach)} pp)"
+    )
+    return all(within(p, margin) for p in pairs), text, widest
+
+
 # 1 ------------------------------------------------------------------------------------------
-CLAIM_01_MARGIN_PP = 10.0  # a rollout gain smaller than this is "no gain"
+CLAIM_01_MARGIN_PP = 5.0  # METHOD §9: equivalence within ± this (published gap 1 pp)
 CLAIM_01_RULE = (
-    "Δ = best OnPD cell − best OffPD cell (highest mean accuracy over the matched KL×LR cells, "
-    "as the claim compares them), its uncertainty from the seed variance pooled over all those "
-    "cells. Supported: the students learned (≥ "
-    f"{LEARNED_PP:g} pp over the untrained student) and Δ is within ±{CLAIM_01_MARGIN_PP:g} pp "
-    f"(TOST, {CI}s). Contradicted: |Δ| > {CLAIM_01_MARGIN_PP:g} pp beyond its {CI} (α/2 per "
-    "side). Else inconclusive."
+    "Configuration = rollout × KL × LR; its mean = accuracy averaged over the study's tasks "
+    "(each task's cell mean over seeds), SEMs from the seed variance pooled over every "
+    "main-grid cell. Δ = best OnPD configuration − best OffPD configuration. Supported: the "
+    f"students learned (≥ {LEARNED_PP:g} pp over the untrained student) and Δ is within "
+    f"±{CLAIM_01_MARGIN_PP:g} pp (TOST, {CI}s). Contradicted: |Δ| > {CLAIM_01_MARGIN_PP:g} pp "
+    f"beyond its {CI} (α/2 per side). Else inconclusive; the evidence gives the smallest "
+    "margin the design passes at 80% power when that is wider."
 )
 
 
@@ -84,27 +200,70 @@ def claim_01_applicable(s: Scoring) -> bool:
     return both_rollouts(s.grid(MAIN)) and bool(s.pairs(MAIN, ACC, ON_VS_OFF))
 
 
+def configurations(s: Scoring, metric: str) -> pd.DataFrame:
+    """Main-grid configurations (every cell column but the task's) with ``metric`` averaged
+    over the tasks every configuration ran (rows of ``pooled_cells``, ``runs`` summed)."""
+    m = s.grid(MAIN)
+    tasks = [c for c in TASK_COLUMNS if c in m.columns]
+    by = [c for c in cell_columns(m) if c not in tasks]
+    cells = cells_of(s, MAIN, metric, [*by, *tasks])
+    if not tasks:
+        return cells
+    common = None
+    for _, g in cells.groupby(match_keys(cells, by), sort=False):
+        got = set(match_keys(g, tasks))
+        common = got if common is None else common & got
+    cells = cells[match_keys(cells, tasks).isin(common or set())]
+    grouped = cells.groupby(match_keys(cells, by), sort=True)
+    rows = []
+    for _, g in grouped:
+        k = len(g)
+        sem = math.sqrt(float((g["sem"] ** 2).sum(min_count=k))) / k  # NaN if one is
+        rows.append(
+            {
+                **g.iloc[0][by].to_dict(),
+                "mean": g["mean"].mean(),
+                "sem": sem,
+                "runs": g["runs"].sum(),
+                "dof": g["dof"].iloc[0],
+                "tasks": k,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def claim_01_no_rollout_gain(s: Scoring) -> Verdict:
     """Claim 1's verdict (``CLAIM_01_RULE``) on the main grid."""
-    pairs = s.pairs(MAIN, ACC, ON_VS_OFF)
-    on, off = max(pairs, key=lambda x: x.a), max(pairs, key=lambda x: x.b)
-    p = Pair("best cells", on.a, on.a_sem, off.b, off.b_sem, on.a_dof, off.b_dof)
-    shared = pooled_variance(pairs)  # the seed noise of every main-grid cell, not just two
-    if shared is not None:
-        p = with_variance(p, *shared, on.a_dof + 1, off.b_dof + 1)
+    conf = configurations(s, ACC)
+    labels = with_labels(conf)
+    shown = [c for c in ("objective.kind", "objective.teacher_topk", "optim.lr") if c in conf]
+    on = conf[conf["rollout.policy"] == "student"]
+    off = conf[conf["rollout.policy"] == "teacher"]
+    best_on, best_off = on.loc[on["mean"].idxmax()], off.loc[off["mean"].idxmax()]
+    p = cell_pair_pooled("best configurations", best_on, best_off)
+    tasks = int(conf["tasks"].iloc[0]) if "tasks" in conf else 1
+    over = f" (mean over {tasks} tasks)" if tasks > 1 else ""
     ev = (
-        f"best OnPD cell {num(p.a)}% ({on.key}) vs best OffPD cell {num(p.b)}% ({off.key}): "
-        f"Δ {pp(p.diff)} pp {interval(p)}. {describe_pairs(pairs)}"
+        f"best OnPD configuration {num(p.a)}% ({cell_key(labels.loc[best_on.name], shown)}) vs "
+        f"best OffPD {num(p.b)}% ({cell_key(labels.loc[best_off.name], shown)}){over}: "
+        f"Δ {pp(p.diff)} pp {interval(p)}"
     )
-    return no_effect_verdict(s, MAIN, [p], CLAIM_01_MARGIN_PP, CLAIM_01_RULE, ev)
+    ev += reach_note(p, CLAIM_01_MARGIN_PP, "Δ")
+    head = f"best OnPD − best OffPD {pp(p.diff)} pp {interval(p)}"
+    return no_effect_verdict(s, MAIN, [p], CLAIM_01_MARGIN_PP, CLAIM_01_RULE, ev, head)
 
 
 # 2 ------------------------------------------------------------------------------------------
-CLAIM_02_MARGIN_PP = 5.0  # by which forward KL must beat reverse KL
+CLAIM_02_RANGE_PP = 5.0  # forward KL's cells (71–73%) must lie within a band this wide
 CLAIM_02_RULE = (
-    f"Δ_KL = acc(forward KL) − acc(reverse KL), pooled over matched rollout×LR cells. "
-    f"Supported: Δ_KL > {CLAIM_02_MARGIN_PP:g} pp beyond its {CI}. Contradicted: Δ_KL < 0 "
-    f"beyond its {CI} (reverse KL better). Else inconclusive."
+    "Δ_KL = forward − reverse accuracy pooled over matched rollout×LR cells; Δ_ro = OnPD − "
+    "OffPD pooled over matched KL×LR cells (orthogonal contrasts of the grid: independent). "
+    f"Supported: Δ_KL > 0 and Δ_KL − |Δ_ro| > 0 (Δ_KL − Δ_ro and Δ_KL + Δ_ro both > 0), each "
+    f"beyond its {CI}, and forward KL's range (max − min of its cells) within "
+    f"{CLAIM_02_RANGE_PP:g} pp: every pair of forward-KL cells within ±{CLAIM_02_RANGE_PP:g} pp "
+    "(TOST; an intersection–union test). Contradicted: reverse better (Δ_KL < 0) beyond a "
+    f"{1 - ALPHA / 2:.1%} interval, or rollout matters more (|Δ_ro| − Δ_KL > 0 beyond "
+    f"{1 - ALPHA / 4:.2%} intervals). Else inconclusive."
 )
 
 
@@ -113,32 +272,56 @@ def claim_02_applicable(s: Scoring) -> bool:
     return both_kls(s.grid(MAIN)) and bool(s.pairs(MAIN, ACC, FORWARD_VS_REVERSE))
 
 
+def claim_02_lacking(s: Scoring) -> list[str]:
+    """Claim 2 compares KL direction with rollout: it needs both rollouts."""
+    ok = both_rollouts(s.grid(MAIN)) and bool(s.pairs(MAIN, ACC, ON_VS_OFF))
+    return [] if ok else ["matched OnPD and OffPD cells (the rollout effect to compare with)"]
+
+
+def forward_cells(s: Scoring, grid: str = MAIN) -> pd.DataFrame:
+    """The forward-KL cells of a sub-grid (rows of ``pooled_cells``)."""
+    m = s.grid(grid)
+    cells = cells_of(s, grid, ACC, cell_columns(m))
+    return cells[cells["objective.kind"] == "forward_kl"].reset_index(drop=True)
+
+
 def claim_02_kl_direction(s: Scoring) -> Verdict:
     """Claim 2's verdict (``CLAIM_02_RULE``) on the main grid."""
-    pairs = s.pairs(MAIN, ACC, FORWARD_VS_REVERSE)
-    p = pooled_pair(pairs, "forward vs reverse")
-    ro = (
-        pooled_pair(s.pairs(MAIN, ACC, ON_VS_OFF), "rollout")
-        if both_rollouts(s.grid(MAIN))
-        else None
-    )
+    kl = pooled_pair(s.pairs(MAIN, ACC, FORWARD_VS_REVERSE), "Δ_KL")
+    ro = pooled_pair(s.pairs(MAIN, ACC, ON_VS_OFF), "Δ_ro")
+    plus, minus = linear("KL + ro", [(1, kl), (1, ro)]), linear("KL − ro", [(1, kl), (-1, ro)])
+    sign = 1.0 if ro.diff >= 0 else -1.0
+    more = [linear("ro − KL", [(sign, ro), (-1, kl)]), linear("ro + KL", [(sign, ro), (1, kl)])]
+    flat, range_text, widest = range_within(forward_cells(s), CLAIM_02_RANGE_PP, "forward KL")
     ev = (
-        f"pooled Δ_KL {pp(p.diff)} pp {interval(p)} over {len(pairs)} matched cells"
-        + (f"; rollout Δ {pp(ro.diff)} pp for comparison" if ro is not None else "")
-        + f". {describe_pairs(pairs)}"
+        f"Δ_KL {pp(kl.diff)} pp {interval(kl)}, Δ_ro {pp(ro.diff)} pp {interval(ro)}; "
+        f"|Δ_KL| − |Δ_ro| = {pp(abs(kl.diff) - abs(ro.diff))} pp; {range_text}"
+        f"{reach_note(widest, CLAIM_02_RANGE_PP, 'the range')}. "
+        f"{describe_pairs(s.pairs(MAIN, ACC, FORWARD_VS_REVERSE))}"
     )
-    return effect_verdict(p, CLAIM_02_MARGIN_PP, CLAIM_02_RULE, ev)
+    head = (
+        f"Δ_KL {pp(kl.diff)} vs Δ_rollout {pp(ro.diff)} pp; forward range "
+        f"{num(forward_cells(s)['mean'].max() - forward_cells(s)['mean'].min())} pp"
+    )
+    contradicted = beyond(kl, 0.0, ALPHA / 2) == -1 or all(
+        beyond(c, 0.0, ALPHA / 4) == 1 for c in more
+    )
+    supported = beyond(kl, 0.0) == 1 and beyond(plus, 0.0) == 1 and beyond(minus, 0.0) == 1 and flat
+    return decide(CLAIM_02_RULE, ev, contradicted, supported, head)
 
 
 # 3 ------------------------------------------------------------------------------------------
 CLAIM_03_MARGIN_PP = 5.0  # more forgetting at the high LR
-CLAIM_03_LOW_LR_MARGIN_PP = 4.0  # the low LR's skill change must be within ± this (published ≤ 1.3)
+CLAIM_03_LOW_LR_MARGIN_PP = 2.0  # the low LR's change within ± this (published ≤ 1.3)
+CLAIM_03_ROLLOUT_MARGIN_PP = 2.0  # OnPD − OffPD forgetting within ± this at each LR
 CLAIM_03_RULE = (
-    f"low/high LR = smallest/largest LR of the main grid; forgetting_pp = skills after − before. "
-    f"Δ = forgetting_pp(low) − forgetting_pp(high), pooled over matched rollout×KL cells. "
-    f"Supported: Δ > {CLAIM_03_MARGIN_PP:g} pp beyond its {CI} and the low LR's pooled change "
-    f"within ±{CLAIM_03_LOW_LR_MARGIN_PP:g} pp (TOST). Contradicted: Δ < 0 beyond its {CI} (the "
-    "low LR forgets more). Else inconclusive."
+    "low/high LR = smallest/largest LR of the main grid; forgetting_pp = skills after − "
+    "before. Δ_LR = forgetting_pp(low) − forgetting_pp(high), pooled over matched rollout×KL "
+    f"cells. Supported: Δ_LR > {CLAIM_03_MARGIN_PP:g} pp beyond its {CI}, the low LR's pooled "
+    f"change within ±{CLAIM_03_LOW_LR_MARGIN_PP:g} pp and OnPD − OffPD forgetting_pp within "
+    f"±{CLAIM_03_ROLLOUT_MARGIN_PP:g} pp at each LR (TOST). Contradicted: Δ_LR < 0 beyond a "
+    f"{1 - ALPHA / 2:.1%} interval, or one of the equivalence parts beyond its margin (α/2 "
+    "split over them). Else inconclusive."
 )
 
 
@@ -152,6 +335,11 @@ def two_lrs_applicable(metric: str) -> Callable[[Scoring], bool]:
     return check
 
 
+def rollouts_lacking(s: Scoring) -> list[str]:
+    """The rollout part of claims 3 and 4 needs OnPD and OffPD runs in the main grid."""
+    return [] if both_rollouts(s.grid(MAIN)) else ["OnPD and OffPD runs (the rollout part)"]
+
+
 def low_vs_high_lr(s: Scoring, metric: str) -> list[Pair]:
     """Matched main-grid cells of ``metric`` at the smallest versus the largest LR."""
     m = s.grid(MAIN)
@@ -159,30 +347,52 @@ def low_vs_high_lr(s: Scoring, metric: str) -> list[Pair]:
     return paired(m[m["optim.lr"].isin([low, high])], metric, Contrast("optim.lr", low, high))
 
 
+def rollout_at_each_lr(s: Scoring, metric: str) -> list[Pair]:
+    """OnPD − OffPD of ``metric`` pooled over KL at the smallest and at the largest LR."""
+    m = s.grid(MAIN)
+    out = []
+    for name, lr in zip(("low LR", "high LR"), lr_ends(m), strict=True):
+        pairs = paired(m[m["optim.lr"] == lr], metric, ON_VS_OFF)
+        out.append(pooled_pair(pairs, f"OnPD − OffPD at the {name}"))
+    return out
+
+
 def claim_03_lr_forgetting(s: Scoring) -> Verdict:
     """Claim 3's verdict (``CLAIM_03_RULE``) on the main grid."""
     pairs = low_vs_high_lr(s, FORGET)  # diff = f(low) − f(high) = extra pp lost at the high LR
     if not pairs:
         text = "no rollout×KL cell ran at both learning rates"
-        return Verdict("inconclusive", text, CLAIM_03_RULE)
+        return Verdict("inconclusive", text, CLAIM_03_RULE, "no matched LR pair")
     p = pooled_pair(pairs, "low vs high")
-    low = Pair("low LR", p.a, p.a_sem, 0.0, 0.0, p.a_dof, math.inf)
+    low = versus("low LR", 0.0, p)
+    parts = [
+        (low, CLAIM_03_LOW_LR_MARGIN_PP),
+        *((r, CLAIM_03_ROLLOUT_MARGIN_PP) for r in rollout_at_each_lr(s, FORGET)),
+    ]
     ev = (
-        f"pooled extra forgetting at the high LR {pp(p.diff)} pp {interval(p)}; low-LR change "
-        f"{pp(low.diff)} pp {interval(low)}. Low vs high: {describe_pairs(pairs)}"
+        f"pooled extra forgetting at the high LR {pp(p.diff)} pp {interval(p)}; "
+        + "; ".join(f"{c.key} {pp(c.diff)} pp {interval(c)}" for c, _ in parts)
+        + "".join(reach_note(c, m, c.key) for c, m in parts)
+        + f". Low vs high: {describe_pairs(pairs)}"
     )
-    supported = beyond(p, CLAIM_03_MARGIN_PP) == 1 and within(low, CLAIM_03_LOW_LR_MARGIN_PP)
-    return decide(CLAIM_03_RULE, ev, beyond(p, 0.0) == -1, supported)
+    head = f"high LR forgets {pp(p.diff)} pp more {interval(p)}; low-LR change {pp(low.diff)} pp"
+    off = any(beyond(c, m, ALPHA / (2 * len(parts))) != 0 for c, m in parts)
+    contradicted = beyond(p, 0.0, ALPHA / 2) == -1 or off
+    supported = beyond(p, CLAIM_03_MARGIN_PP) == 1 and all(within(c, m) for c, m in parts)
+    return decide(CLAIM_03_RULE, ev, contradicted, supported, head)
 
 
 # 4 ------------------------------------------------------------------------------------------
 CLAIM_04_MARGIN_PP = 10.0  # sparser at the low LR
+CLAIM_04_NONINFERIOR_PP = 1.0  # OffPD − OnPD sparsity not below −this in any matched pair
 CLAIM_04_RULE = (
     f"Sparsity in the bf16 view (τ = 1e-6; both checkpoints cast to bf16). Δ_LR = sparsity(low "
-    f"LR) − sparsity(high LR) and Δ_ro = sparsity(OffPD) − sparsity(OnPD), each pooled over "
-    f"matched cells. Supported: Δ_LR > {CLAIM_04_MARGIN_PP:g} pp beyond its {CI} and Δ_ro not "
-    f"< 0 beyond its {CI} (part skipped when one rollout is missing). Contradicted: Δ_LR < 0 or "
-    f"Δ_ro < 0 beyond {1 - ALPHA / 2:.1%} intervals. Else inconclusive."
+    f"LR) − sparsity(high LR) pooled over matched cells; per matched KL×LR pair d = "
+    f"sparsity(OffPD) − sparsity(OnPD). Supported: Δ_LR > {CLAIM_04_MARGIN_PP:g} pp beyond its "
+    f"{CI} and in every pair d > −{CLAIM_04_NONINFERIOR_PP:g} pp beyond its {CI} "
+    f"(non-inferiority). Contradicted: Δ_LR < 0 beyond a {1 - ALPHA / 2:.1%} interval, or some "
+    f"d < −{CLAIM_04_NONINFERIOR_PP:g} pp beyond its interval (α/2 split over the pairs). Else "
+    "inconclusive."
 )
 
 
@@ -191,37 +401,40 @@ def claim_04_lr_sparsity(s: Scoring) -> Verdict:
     lr_pairs = low_vs_high_lr(s, SPARSITY)
     if not lr_pairs:
         text = "no rollout×KL cell ran at both learning rates"
-        return Verdict("inconclusive", text, CLAIM_04_RULE)
+        return Verdict("inconclusive", text, CLAIM_04_RULE, "no matched LR pair")
     p = pooled_pair(lr_pairs, "low vs high")
-    m = s.grid(MAIN)
-    ro = s.pairs(MAIN, SPARSITY, ON_VS_OFF.reversed()) if both_rollouts(m) else []
-    q = pooled_pair(ro, "OffPD vs OnPD") if ro else None
+    ro = shared_variance(s.pairs(MAIN, SPARSITY, ON_VS_OFF.reversed()))
+    m = CLAIM_04_NONINFERIOR_PP
     ev = f"bf16 view: low vs high LR pooled {pp(p.diff)} pp {interval(p)} "
-    ev += f"[{describe_pairs(lr_pairs)}]."
-    if has(m, SPARSITY_FP32):
+    ev += f"[{describe_pairs(lr_pairs)}]. OffPD − OnPD per pair: {describe_pairs(ro)}"
+    if has(s.grid(MAIN), SPARSITY_FP32):
         fp = pooled_pair(low_vs_high_lr(s, SPARSITY_FP32), "fp32")
-        ev += f" fp32 view (not judged): {pp(fp.diff)} pp."
-    ev += (
-        f" OffPD vs OnPD pooled {pp(q.diff)} pp {interval(q)}."
-        if q is not None
-        else " OffPD-vs-OnPD part not tested (needs both rollouts)."
+        ev += f". fp32 view (not judged): low vs high {pp(fp.diff)} pp"
+    worst = min(ro, key=lambda q: q.diff) if ro else None
+    if worst is not None:
+        ev += reach_note(worst, m, "each OffPD − OnPD pair")
+    head = f"low − high LR {pp(p.diff)} pp {interval(p)}" + (
+        f"; worst OffPD − OnPD {pp(worst.diff)} pp" if worst is not None else ""
     )
-    off_less = q is not None and beyond(q, 0.0, ALPHA / 2) == -1
-    contradicted = beyond(p, 0.0, ALPHA / 2) == -1 or off_less
-    supported = beyond(p, CLAIM_04_MARGIN_PP) == 1 and not (q is not None and beyond(q, 0.0) == -1)
-    return decide(CLAIM_04_RULE, ev, contradicted, supported)
+    k = max(len(ro), 1)
+    contradicted = beyond(p, 0.0, ALPHA / 2) == -1 or any(
+        beyond(q, m, ALPHA / (2 * k)) == -1 for q in ro
+    )
+    noninferior = bool(ro) and all(bounds(q, ALPHA)[0] > -m for q in ro)
+    supported = beyond(p, CLAIM_04_MARGIN_PP) == 1 and noninferior
+    return decide(CLAIM_04_RULE, ev, contradicted, supported, head)
 
 
 # 5 ------------------------------------------------------------------------------------------
-CLAIM_05_SPARSITY_DROP_PP = 5.0  # the fitted sparsity falls over the swept LR range
-CLAIM_05_FORGETTING_DROP_PP = 3.0  # the fitted forgetting_pp falls over the swept LR range
+CLAIM_05_RHO = 0.8  # |Spearman ρ| of the metric against LR, per series
 CLAIM_05_RULE = (
-    f"Per sweep series (rollout×KL), a least-squares line of the metric against log10 LR over "
-    f"the runs; change = slope × log10 range, t-interval from the residuals. Sparsity is the "
-    f"bf16 view. Supported: in every series sparsity falls by > {CLAIM_05_SPARSITY_DROP_PP:g} pp "
-    f"and forgetting_pp falls by > {CLAIM_05_FORGETTING_DROP_PP:g} pp beyond {CI}s, and OffPD "
-    f"does not forget more than OnPD beyond its {CI}. Contradicted: some series' change has the "
-    f"opposite sign beyond its interval (α split over the series). Else inconclusive."
+    "Per sweep series (rollout×KL): Spearman ρ of the cell means (over seeds) against LR. "
+    f"Sparsity is the bf16 view; forgetting is −forgetting_pp (skills lost). Supported: in every "
+    f"series ρ(sparsity) ≤ −{CLAIM_05_RHO:g} and ρ(forgetting) ≥ {CLAIM_05_RHO:g}, and OffPD "
+    f"forgets less: forgetting_pp(OffPD) − forgetting_pp(OnPD) > 0 pooled over matched LRs "
+    f"beyond its {CI}. Contradicted: some series' least-squares trend against log10 LR has the "
+    f"opposite sign beyond its interval (α/2 split over the series), or OffPD forgets more "
+    f"beyond a {1 - ALPHA / 2:.1%} interval. Else inconclusive."
 )
 
 
@@ -231,52 +444,72 @@ def claim_05_applicable(s: Scoring) -> bool:
     return n_values(sweep, "optim.lr") >= 3 and (has(sweep, FORGET) or has(sweep, SPARSITY))
 
 
-def lr_trends(sweep: pd.DataFrame) -> list[tuple[Pair, float]]:
-    """(fitted change over the LR range, the margin it must fall by) of every sweep series with
-    ≥ 3 learning rates, sparsity's series first, then forgetting's."""
+def claim_05_lacking(s: Scoring) -> list[str]:
+    """Claim 5 needs both measurements and both rollouts."""
+    sweep = s.grid(LR_SWEEP)
+    out = missing_metrics(sweep, {SPARSITY: f"{SPARSITY} (bf16 sparsity)", FORGET: FORGET})
+    if not both_rollouts(sweep):
+        out.append("OnPD and OffPD sweep series (OffPD forgets less)")
+    return [f"{x} in the LR sweep" for x in out]
+
+
+def lr_series(sweep: pd.DataFrame, metric: str) -> list[tuple[str, pd.DataFrame]]:
+    """Sweep series of ``metric`` (cell means against LR) with ≥ 3 learning rates."""
+    return [(k, r) for k, r in series_over(sweep, metric, "optim.lr") if len(r) >= 3]
+
+
+def lr_trend(key: str, runs: pd.DataFrame, metric: str) -> Pair:
+    """Least-squares change of ``metric`` (display units) over the log10-LR range of ``runs``."""
+    x = np.log10(runs["optim.lr"].astype(float).to_numpy())
+    y = pd.to_numeric(runs[metric], errors="coerce").to_numpy(dtype=float)
+    return trend(x, y * percent_scale(metric), key)
+
+
+def sweep_series_runs(sweep: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The sweep's runs grouped into series (every cell column but the LR)."""
     match = match_columns(sweep, "optim.lr")
     varying = [c for c in match if sweep[c].map(str).nunique() > 1]
-    series = list(sweep.groupby(match_keys(sweep, match), sort=True)) if not sweep.empty else []
-    out = []
-    for metric, name, margin in (
-        (SPARSITY, "sparsity", CLAIM_05_SPARSITY_DROP_PP),
-        (FORGET, "forgetting_pp", CLAIM_05_FORGETTING_DROP_PP),
-    ):
-        if not has(sweep, metric):
-            continue
-        for _, runs in series:
-            if runs["optim.lr"].nunique() < 3:
-                continue
-            key = cell_key(runs.iloc[0], varying)
-            x = np.log10(runs["optim.lr"].astype(float).to_numpy())
-            y = pd.to_numeric(runs[metric], errors="coerce").to_numpy(dtype=float)
-            out.append((trend(x, y * percent_scale(metric), f"{name} [{key}]"), margin))
-    return out
+    if sweep.empty:
+        return []
+    return [
+        (cell_key(runs.iloc[0], varying), runs)
+        for _, runs in sweep.groupby(match_keys(sweep, match), sort=True)
+        if runs["optim.lr"].nunique() >= 3
+    ]
 
 
 def claim_05_lr_sweep(s: Scoring) -> Verdict:
     """Claim 5's verdict (``CLAIM_05_RULE``) on the LR sweep."""
     sweep = s.grid(LR_SWEEP)
-    trends = lr_trends(sweep)
-    parts = [f"{t.key} change over the LR range {pp(t.a)} pp {interval(t)}" for t, _ in trends]
-    q = None
-    if both_rollouts(sweep) and has(sweep, FORGET):
-        q = pooled_pair(s.pairs(LR_SWEEP, FORGET, ON_VS_OFF.reversed()), "OffPD vs OnPD")
-        parts.append(f"OffPD − OnPD forgetting_pp {pp(q.diff)} pp {interval(q)}")
-    ev = "; ".join(parts) if parts else "no series with ≥ 3 learning rates"
+    parts, rhos, trends = [], [], []
+    for metric, name, want in ((SPARSITY, "sparsity", -1), (FORGET, "forgetting_pp", -1)):
+        for key, r in lr_series(sweep, metric):
+            rho = spearman(r["optim.lr"], r["mean"])
+            rhos.append(want * rho >= CLAIM_05_RHO)
+            parts.append(f"{name} [{key}] ρ = {num(rho, 2)}")
+        for key, runs in sweep_series_runs(sweep):
+            trends.append((want, lr_trend(f"{name} [{key}]", runs, metric)))
+    q = pooled_pair(s.pairs(LR_SWEEP, FORGET, ON_VS_OFF.reversed()), "OffPD vs OnPD")
+    parts.append(f"forgetting_pp OffPD − OnPD {pp(q.diff)} pp {interval(q)}")
+    parts += [f"{t.key} change over the LR range {pp(t.a)} pp {interval(t)}" for _, t in trends]
+    head = "; ".join(parts[: len(rhos)][:2]) + f"; OffPD − OnPD forgetting_pp {pp(q.diff)} pp"
     k = max(len(trends), 1)
-    contradicted = any(beyond(t, 0.0, ALPHA / k) == 1 for t, _ in trends)
-    falls = bool(trends) and all(beyond(t, m) == -1 for t, m in trends)
-    supported = falls and not (q is not None and beyond(q, 0.0) == -1)
-    return decide(CLAIM_05_RULE, ev, contradicted, supported)
+    contradicted = (
+        any(beyond(t, 0.0, ALPHA / (2 * k)) == -w for w, t in trends)
+        or beyond(q, 0.0, ALPHA / 2) == -1
+    )
+    supported = bool(rhos) and all(rhos) and beyond(q, 0.0) == 1
+    return decide(CLAIM_05_RULE, "; ".join(parts), contradicted, supported, head)
 
 
 # 9 ------------------------------------------------------------------------------------------
 CLAIM_09_MARGIN_PP = 3.0  # more coverage gain under forward KL
+CLAIM_09_SIMILAR_PP = 5.0  # "at similar pass@1": forward − reverse pass@1 within ± this
 CLAIM_09_RULE = (
     f"Per run, coverage gain g = pass@K − pass@1 (K = 10, else the largest k measured). Δg = "
     f"g(forward) − g(reverse), pooled over matched rollout×LR cells. Supported: Δg > "
-    f"{CLAIM_09_MARGIN_PP:g} pp beyond its {CI}. Contradicted: Δg < 0 beyond its {CI}. Else "
+    f"{CLAIM_09_MARGIN_PP:g} pp beyond its {CI} and forward − reverse pass@1 within "
+    f"±{CLAIM_09_SIMILAR_PP:g} pp (TOST). Contradicted: Δg < 0 beyond its {CI}. Else "
     "inconclusive."
 )
 
@@ -307,20 +540,116 @@ def claim_09_coverage(s: Scoring) -> Verdict:
     m = m.assign(**{gain: m[f"eval/pass@{k}"] - m["eval/pass@1"]})
     pairs = paired(m, gain, FORWARD_VS_REVERSE)
     one = s.pairs(MAIN, "eval/pass@1", FORWARD_VS_REVERSE)
-    p = pooled_pair(pairs, "Δg")
+    p, q = pooled_pair(pairs, "Δg"), pooled_pair(one, "Δ pass@1")
     ev = (
-        f"pooled Δg {pp(p.diff)} pp {interval(p)} over {len(pairs)} cells. pass@1 forward vs "
-        f"reverse: {describe_pairs(one)}"
+        f"pooled Δg {pp(p.diff)} pp {interval(p)} over {len(pairs)} cells; pass@1 forward − "
+        f"reverse {pp(q.diff)} pp {interval(q)} [{describe_pairs(one)}]"
     )
-    return effect_verdict(p, CLAIM_09_MARGIN_PP, CLAIM_09_RULE, ev)
+    head = f"Δ(pass@{k} − pass@1) {pp(p.diff)} pp {interval(p)}; Δ pass@1 {pp(q.diff)} pp"
+    supported = beyond(p, CLAIM_09_MARGIN_PP) == 1 and within(q, CLAIM_09_SIMILAR_PP)
+    return decide(CLAIM_09_RULE, ev, beyond(p, 0.0) == -1, supported, head)
+
+
+# 19 -----------------------------------------------------------------------------------------
+EARLY_ENTROPY = "traj/early_entropy_ratio"
+CLAIM_19_EARLY_SHARE = 0.1  # "early" = the first 10% of a run's steps
+CLAIM_19_HIGH_RATIO = 2.0  # high-entropy rollouts: the student's entropy ≥ this × the teacher's
+CLAIM_19_GAIN_PP = 5.0  # the gain over the untrained student those runs must still reach
+CLAIM_19_RULE = (
+    f"From metrics.jsonl of each OnPD forward-KL run: early entropy ratio = mean "
+    f"objective/student_entropy ÷ mean objective/teacher_entropy over the first "
+    f"{CLAIM_19_EARLY_SHARE:.0%} of steps (the student's uncertainty on its own rollouts "
+    f"against the teacher's on the same tokens). High-entropy runs: ratio ≥ "
+    f"{CLAIM_19_HIGH_RATIO:g}. Gain = their accuracy − the untrained student's (runs as "
+    f"samples, Welch t). Supported: gain > {CLAIM_19_GAIN_PP:g} pp beyond its {CI}. "
+    f"Contradicted: gain < 0 beyond its {CI}. Else inconclusive."
+)
+
+
+def add_early_entropy(df: pd.DataFrame, study_dir: Path) -> pd.DataFrame:
+    """Add ``traj/early_entropy_ratio`` to the OnPD forward-KL rows from their metrics.jsonl."""
+    need = {"rollout.policy", "objective.kind", "run_id"}
+    if not need <= set(df.columns):
+        return df
+    df = df.copy()
+    if EARLY_ENTROPY not in df.columns:
+        df[EARLY_ENTROPY] = math.nan
+    rows = df.index[(df["rollout.policy"] == "student") & (df["objective.kind"] == "forward_kl")]
+    for i in rows:
+        df.at[i, EARLY_ENTROPY] = early_entropy_ratio(
+            metrics_frame(run_dir(study_dir, df.at[i, "run_id"]))
+        )
+    return df
+
+
+def early_entropy_ratio(metrics: pd.DataFrame) -> float:
+    """Student ÷ teacher entropy over a run's first CLAIM_19_EARLY_SHARE of steps (NaN when
+    either was not logged)."""
+    cols = ("objective/student_entropy", "objective/teacher_entropy")
+    if metrics.empty or not all(c in metrics for c in cols):
+        return math.nan
+    metrics = metrics.sort_values("step") if "step" in metrics else metrics
+    n = max(1, math.ceil(len(metrics) * CLAIM_19_EARLY_SHARE))
+    early = metrics.iloc[:n]
+    student, teacher = (pd.to_numeric(early[c], errors="coerce").mean() for c in cols)
+    return float(student / teacher) if teacher > 0 else math.nan
+
+
+def onpd_forward_runs(s: Scoring) -> pd.DataFrame:
+    """The finished plain OnPD forward-KL runs with an early entropy ratio."""
+    rows = plain_rows(s.grid(FINISHED))
+    rows = where(where(rows, "rollout.policy", ["student"]), "objective.kind", ["forward_kl"])
+    if not has(rows, EARLY_ENTROPY):
+        return rows.iloc[0:0]
+    return rows[pd.to_numeric(rows[EARLY_ENTROPY], errors="coerce").notna()]
+
+
+def claim_19_lacking(s: Scoring) -> list[str]:
+    """Claim 19's condition must occur: some run with high-entropy early rollouts."""
+    runs = onpd_forward_runs(s)
+    ratio = pd.to_numeric(runs[EARLY_ENTROPY], errors="coerce")
+    if (ratio >= CLAIM_19_HIGH_RATIO).any():
+        return []
+    return [
+        f"an OnPD forward-KL run with high-entropy early rollouts (ratio ≥ "
+        f"{CLAIM_19_HIGH_RATIO:g}; its {len(runs)} runs: {num(ratio.min(), 2)}–"
+        f"{num(ratio.max(), 2)})"
+    ]
+
+
+def claim_19_incoherent_rollouts(s: Scoring) -> Verdict:
+    """Claim 19's verdict (``CLAIM_19_RULE``)."""
+    runs = onpd_forward_runs(s)
+    high = runs[pd.to_numeric(runs[EARLY_ENTROPY], errors="coerce") >= CLAIM_19_HIGH_RATIO]
+    base = done(s.df)
+    base = base[is_baseline(base)]
+    acc = [100.0 * float(x) for x in pd.to_numeric(high[ACC], errors="coerce").dropna()]
+    ref = [100.0 * float(x) for x in pd.to_numeric(base.get(ACC), errors="coerce").dropna()]
+    p = sample_pair(acc, ref, "high-entropy runs vs untrained")
+    if len(ref) == 1:
+        p = Pair(p.key, p.a, p.a_sem, p.b, 0.0, p.a_dof, math.inf)
+    ev = (
+        f"{len(high)} of {len(runs)} OnPD forward-KL runs had high-entropy early rollouts "
+        f"(ratio {num(high[EARLY_ENTROPY].astype(float).min(), 2)}–"
+        f"{num(high[EARLY_ENTROPY].astype(float).max(), 2)}); their accuracy {num(p.a)}% vs "
+        f"untrained {num(p.b)}%: gain {pp(p.diff)} pp {interval(p)}"
+    )
+    head = f"gain {pp(p.diff)} pp {interval(p)} over {len(high)} high-entropy runs"
+    return effect_verdict(p, CLAIM_19_GAIN_PP, CLAIM_19_RULE, ev, head)
+
+
+def claim_19_applicable(s: Scoring) -> bool:
+    """Claim 19 is testable: OnPD forward-KL runs with early entropies and a baseline."""
+    base = done(s.df)
+    return not onpd_forward_runs(s).empty and has(base[is_baseline(base)], ACC)
 
 
 _MAIN = "main grid: OnPD and OffPD rollouts"
 RULES_GRID = [
     ClaimRule(
         1,
-        "Rollout policy gives no consistent in-distribution gain (best mean 72% OnPD vs "
-        "73% OffPD).",
+        "Rollout policy gives no consistent in-distribution gain (best mean over tasks 72% OnPD "
+        "vs 73% OffPD).",
         f"{_MAIN}, eval/accuracy",
         claim_01_applicable,
         claim_01_no_rollout_gain,
@@ -329,31 +658,37 @@ RULES_GRID = [
         2,
         "KL direction matters more: forward KL 71–73% in every rollout × LR cell; "
         "reverse KL 35–72%.",
-        "main grid: forward and reverse KL, eval/accuracy",
+        "main grid: forward and reverse KL, OnPD and OffPD, eval/accuracy",
         claim_02_applicable,
         claim_02_kl_direction,
+        lacking=claim_02_lacking,
     ),
     ClaimRule(
         3,
-        "LR governs forgetting: ≤ 1.3 pp change at the low LR, 11.2–14.0 pp drop at the high LR.",
-        "main grid at two learning rates, eval/forgetting_pp",
+        "LR governs forgetting: ≤ 1.3 pp change at the low LR, 11.2–14.0 pp drop at the high "
+        "LR, little or no variation due to rollout.",
+        "main grid at two learning rates with OnPD and OffPD, eval/forgetting_pp",
         two_lrs_applicable(FORGET),
         claim_03_lr_forgetting,
+        lacking=rollouts_lacking,
     ),
     ClaimRule(
         4,
         "LR governs sparsity: 85–90% (low LR) vs 52–60% (high LR); OffPD at least as "
         "sparse as OnPD in every matched pair.",
-        f"main grid at two learning rates, {SPARSITY}",
+        f"main grid at two learning rates with OnPD and OffPD, {SPARSITY}",
         two_lrs_applicable(SPARSITY),
         claim_04_lr_sparsity,
+        lacking=rollouts_lacking,
     ),
     ClaimRule(
         5,
-        "Sparsity falls and forgetting rises monotonically with LR; OffPD forgets a little less.",
-        "an LR sweep with ≥ 3 learning rates and forgetting or sparsity",
+        "Sparsity falls and forgetting rises monotonically with LR; OffPD forgets less at "
+        "matched LR.",
+        "an LR sweep with ≥ 3 learning rates, OnPD and OffPD, forgetting and sparsity",
         claim_05_applicable,
         claim_05_lr_sweep,
+        lacking=claim_05_lacking,
     ),
     ClaimRule(
         9,
@@ -361,5 +696,15 @@ RULES_GRID = [
         "main grid with forward and reverse KL, eval/pass@1 and eval/pass@10",
         claim_09_applicable,
         claim_09_coverage,
+    ),
+    ClaimRule(
+        19,
+        "[P, App. A.10] Forward KL learns even through incoherent, high-entropy on-policy "
+        "rollouts.",
+        "OnPD forward-KL runs with objective/student_entropy and objective/teacher_entropy in "
+        "metrics.jsonl (report from a study directory), and the untrained-student baseline",
+        claim_19_applicable,
+        claim_19_incoherent_rollouts,
+        lacking=claim_19_lacking,
     ),
 ]

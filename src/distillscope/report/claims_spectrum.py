@@ -2,79 +2,166 @@
 
 λ = −1 is the teacher, +1 the student; OnPD/OffPD runs of the spectrum sub-grid count at
 λ = ±1 only where the spectrum's end is that policy (``aggregate.comparable_spectrum``: with
-``paper`` temperatures the OffPD cells are left out, and the evidence says so). Contrasts
-compare the cell means (over seeds) at λ > 0 with those at λ < 0 as samples (``sample_pair``),
-so a spectrum with one seed per λ is judged too. Margins are named constants (pp).
+``paper`` temperatures the OffPD cells are left out, and the evidence says so). A spectrum is
+judged *per setting* of its other axes — at each of its learning rates when it ran at several
+(the paper preset runs it at both): a curve is the cell means (over seeds) against λ.
+
+The range of a curve (max − min of its cell means over λ) is bounded by its matched pairs of
+cells (``lambda_range``), with the seed variance pooled over the curve's cells:
+
+- *within* m (equivalence): every pair's |difference| is within ±m by two one-sided t-tests
+  at α — an intersection-union test, whose false rate is ≤ α without any adjustment, because a
+  true range ≥ m has one pair whose difference is ≥ m, and that pair alone passes with ≤ α;
+  the upper bound reported is max over pairs of |d| + t₁₋α(ν)·SE;
+- *beyond* m: some pair's |difference| > m beyond its t-interval at α / P (Bonferroni over the
+  P pairs), so that no pair of a range ≤ m reaches it with more than α in all.
+
+Margins are named constants (pp), from docs/method.md §9.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from dataclasses import dataclass
+from functools import lru_cache
 
+import numpy as np
 import pandas as pd
+from scipy import stats
 
 from distillscope.report.aggregate import comparable_spectrum
 from distillscope.report.claimkit import (
+    MAIN,
     SPECTRUM,
     ClaimRule,
     Scoring,
     Verdict,
     decide,
-    no_effect_verdict,
+    n_values,
 )
-from distillscope.report.matching import LAMBDA, series_over
+from distillscope.report.matching import LAMBDA, Contrast, series_over
 from distillscope.report.stats import (
     ALPHA,
     Pair,
     beyond,
+    bounds,
     interval,
     num,
+    pooled_pair,
     pp,
-    sample_pair,
     spearman,
     t_quantile,
-    within,
+    trend,
 )
 
 ACC = "eval/accuracy"
 FORGET = "eval/forgetting_pp"
 SPARSITY = "eval/sparsity_bf16_tau1e-06"  # the published view (docs/method.md §10)
-CI = f"one-sided {1 - ALPHA:.0%} t-interval"
 S_PROB, T_PROB = "rollout/student_token_prob_mean", "rollout/teacher_token_prob_mean"
-
-
-# 6 ------------------------------------------------------------------------------------------
-CLAIM_06_FORWARD_MARGIN_PP = 8.0  # forward KL's λ>0 vs λ<0 difference must stay within ± this
-CLAIM_06_REVERSE_GAIN_PP = 5.0  # by which reverse KL must prefer λ > 0
-CLAIM_06_RULE = (
-    f"Per KL direction, Δ = mean accuracy of the cells at λ > 0 − mean at λ < 0 (cells as "
-    f"samples, Welch t). Supported: students learned, forward KL's Δ within "
-    f"±{CLAIM_06_FORWARD_MARGIN_PP:g} pp (TOST) and reverse KL's Δ > "
-    f"{CLAIM_06_REVERSE_GAIN_PP:g} pp beyond its {CI}. Contradicted: reverse KL's Δ < 0, or "
-    f"forward KL's |Δ| > {CLAIM_06_FORWARD_MARGIN_PP:g} pp, beyond {1 - ALPHA / 2:.1%} intervals. "
-    "Else inconclusive."
+KINDS = ("forward_kl", "reverse_kl")
+MIN_LAMBDAS = 3  # a curve needs this many λ values to have a range or a slope
+RANGE_METHOD = (
+    "range = max − min of the cell means over λ; its upper bound is the largest |d| + "
+    "t₁₋α(ν)·SE over all pairs of cells (each pair within ±m by TOST: an intersection-union "
+    "test at α), its lower bound the largest |d| − t(ν)·SE at α / (number of pairs) "
+    "(Bonferroni); seed variance pooled over the curve's cells, ν = Σ (seeds − 1)"
 )
 
 
-def by_direction(s: Scoring, metric: str) -> dict[str, list[tuple[str, pd.DataFrame]]]:
-    """{KL direction: [(series name, cells against λ)]} for series with ≥ 3 values of λ."""
-    return s.cached(_by_direction, metric)
+def kl_name(kind: str) -> str:
+    return kind.replace("_kl", " KL")
 
 
-def _by_direction(s: Scoring, metric: str) -> dict[str, list[tuple[str, pd.DataFrame]]]:
+# ---------------------------------------------------------------------------------------------
+# Curves over λ and their ranges
+
+
+def curves(s: Scoring, metric: str) -> dict[str, dict[str, pd.DataFrame]]:
+    """{setting: {KL direction: cells against λ (λ, mean, sem, runs)}} of the comparable
+    λ-spectrum, for curves with ≥ MIN_LAMBDAS values of λ; a setting is one value of the
+    spectrum's other axes (its LR), named as the reader sees it."""
+    return s.cached(_curves, metric)
+
+
+def _curves(s: Scoring, metric: str) -> dict[str, dict[str, pd.DataFrame]]:
     g, _ = comparable_spectrum(s.grid(SPECTRUM))
-    out = {}
-    for kind in ("forward_kl", "reverse_kl"):
+    out: dict[str, dict[str, pd.DataFrame]] = {}
+    for kind in KINDS:
         rows = g[g["objective.kind"] == kind] if not g.empty else g
-        name = kind.replace("_kl", " KL")
-        series = [
-            (name if k == "all" else f"{name}, {k}", r)
-            for k, r in series_over(rows, metric, LAMBDA)
-            if len(r) >= 3
-        ]
-        if series:
-            out[kind] = series
+        for name, cells in series_over(rows, metric, LAMBDA):
+            if len(cells) >= MIN_LAMBDAS:
+                out.setdefault(lr_setting(rows, name), {})[kind] = cells
     return out
+
+
+def lr_setting(rows: pd.DataFrame, name: str) -> str:
+    """A curve's setting for the evidence: its name, or the spectrum's LR when nothing varies."""
+    if name != "all":
+        return name
+    lrs = sorted(set(rows["_lr"])) if "_lr" in rows.columns else []
+    return f"LR {', '.join(lrs)}" if lrs else "all"
+
+
+@dataclass(frozen=True)
+class Range:
+    """max − min of a curve's cell means over λ (display units) and its confidence bounds."""
+
+    value: float
+    upper: float  # (1 − α) upper bound on the true range (IUT); NaN without seed variance
+    lower: float  # lower bound, Bonferroni over the pairs; NaN without seed variance
+    best_lam: float  # λ of the cell with the highest mean
+    detectable: float  # the margin a flat curve passes at 80% power at this noise (≈)
+
+    def text(self) -> str:
+        if math.isnan(self.upper):
+            return f"{num(self.value)} pp [no seed variance: no bound]"
+        return f"{num(self.value)} pp [≥ {num(max(self.lower, 0.0))}, ≤ {num(self.upper)}]"
+
+
+def lambda_range(cells: pd.DataFrame, alpha_upper: float, alpha_lower: float) -> Range:
+    """The range of one curve (``RANGE_METHOD``): upper bound at ``alpha_upper`` (IUT over
+    pairs), lower bound at ``alpha_lower`` split over the pairs (Bonferroni)."""
+    means = cells["mean"].to_numpy(dtype=float)
+    n = cells["runs"].to_numpy(dtype=float)
+    sem = cells["sem"].to_numpy(dtype=float)
+    value = float(means.max() - means.min())
+    best = float(cells[LAMBDA].to_numpy(dtype=float)[int(np.argmax(means))])
+    ok = (n >= 2) & ~np.isnan(sem)
+    dof = float((n[ok] - 1).sum())
+    var = float(((n[ok] - 1) * sem[ok] ** 2 * n[ok]).sum() / dof) if dof > 0 else 0.0
+    if var == 0.0:  # one seed per cell, or seeds that all agree: no uncertainty to bound by
+        return Range(value, math.nan, math.nan, best, math.nan)
+    i, j = np.triu_indices(len(means), 1)
+    d = np.abs(means[i] - means[j])
+    se = np.sqrt(var * (1 / n[i] + 1 / n[j]))
+    upper = float((d + t_quantile(1 - alpha_upper, dof) * se).max())
+    lower = float((d - t_quantile(1 - alpha_lower / len(d), dof) * se).max())
+    size = len(means) / float((1 / n).sum())  # harmonic mean of the seeds per cell
+    flat = math.sqrt(var / size) * (
+        _range_q80(len(means), dof) + t_quantile(1 - alpha_upper, dof) * math.sqrt(2)
+    )
+    return Range(value, upper, lower, best, flat)
+
+
+@lru_cache(maxsize=64)
+def _range_q80(k: int, dof: float) -> float:
+    """80th percentile of the studentized range of k means on ``dof`` degrees of freedom."""
+    return float(stats.studentized_range.ppf(0.8, k, dof))
+
+
+def lambda_trend(cells: pd.DataFrame, key: str) -> tuple[Pair, float]:
+    """(fitted change of the curve over its λ range as a pair, that range): least squares over
+    the cell means (``stats.trend``: the residuals of the fit are the noise, so one seed per
+    cell is judged too)."""
+    lam = cells[LAMBDA].to_numpy(dtype=float)
+    return trend(lam, cells["mean"].to_numpy(dtype=float), key), float(np.ptp(lam))
+
+
+def values_text(cells: pd.DataFrame, digits: int = 1) -> str:
+    """``−2: 71.0, −1.5: 72.3, …`` (λ: cell mean)."""
+    lams, means = cells[LAMBDA], cells["mean"]
+    return ", ".join(f"{x:+g}: {v:.{digits}f}" for x, v in zip(lams, means, strict=True))
 
 
 def left_out(s: Scoring) -> str:
@@ -83,100 +170,188 @@ def left_out(s: Scoring) -> str:
     return f" {note}." if note else ""
 
 
-def claim_06_applicable(s: Scoring) -> bool:
-    """Claim 6 is testable: accuracy series over ≥ 3 λ under both KL directions."""
-    return len(by_direction(s, ACC)) == 2
-
-
-def _sides(series: list[tuple[str, pd.DataFrame]], key: str) -> Pair:
-    """Cells at λ > 0 versus cells at λ < 0 of a direction's series, as samples."""
-    rows = pd.concat([r for _, r in series])
-    return sample_pair(
-        list(rows[rows[LAMBDA] > 0]["mean"]), list(rows[rows[LAMBDA] < 0]["mean"]), key
+def undetectable(r: Range, margin: float) -> str:
+    """The design's detectable margin, when it is wider than the claim's."""
+    if math.isnan(r.detectable) or r.detectable <= margin:
+        return ""
+    return (
+        f" (at this seed noise a flat curve passes ±{margin:g} pp with 80% power only for a "
+        f"margin ≥ {num(r.detectable)} pp)"
     )
 
 
-def _curve(series: list[tuple[str, pd.DataFrame]]) -> str:
-    return "; ".join(
-        f"[{k}] "
-        + ", ".join(f"{lam:+g}: {num(v)}" for lam, v in zip(r[LAMBDA], r["mean"], strict=True))
-        for k, r in series
-    )
-
-
-def claim_06_lambda_robustness(s: Scoring) -> Verdict:
-    """Claim 6's verdict (``CLAIM_06_RULE``) on the λ-spectrum's accuracy."""
-    by = by_direction(s, ACC)
-    fwd, rev = _sides(by["forward_kl"], "forward"), _sides(by["reverse_kl"], "reverse")
-    ev = (
-        f"λ>0 − λ<0: forward KL {pp(fwd.diff)} pp {interval(fwd)}, reverse KL {pp(rev.diff)} pp "
-        f"{interval(rev)}. Accuracy (%) by λ: {_curve(by['forward_kl'])}; "
-        f"{_curve(by['reverse_kl'])}{left_out(s)}"
-    )
-    contradicted = (
-        beyond(rev, 0.0, ALPHA / 2) == -1 or beyond(fwd, CLAIM_06_FORWARD_MARGIN_PP, ALPHA / 2) != 0
-    )
-    supported = (
-        within(fwd, CLAIM_06_FORWARD_MARGIN_PP) and beyond(rev, CLAIM_06_REVERSE_GAIN_PP) == 1
-    )
-    if supported and not contradicted:
-        power, text = s.learned(SPECTRUM)
-        if not power:
-            return Verdict("inconclusive", f"{text}. {ev}", CLAIM_06_RULE)
-    return decide(CLAIM_06_RULE, ev, contradicted, supported)
-
-
-# 7 ------------------------------------------------------------------------------------------
-CLAIM_07_MARGIN_PP = 8.0  # "barely moves" means λ>0 vs λ<0 within ± this
-CLAIM_07_RULE = (
-    f"Per KL direction, for forgetting_pp and sparsity (bf16 view, τ = 1e-6): Δ = mean of the "
-    f"cells at λ > 0 − mean at λ < 0 (cells as samples, Welch t). Supported: students learned "
-    f"and every Δ within ±{CLAIM_07_MARGIN_PP:g} pp (TOST). Contradicted: some |Δ| > "
-    f"{CLAIM_07_MARGIN_PP:g} pp beyond its interval (α split over the contrasts). Else "
-    "inconclusive."
+# 6 ------------------------------------------------------------------------------------------
+CLAIM_06_FORWARD_MARGIN_PP = 8.0  # forward KL's range over λ must be within this
+CLAIM_06_REVERSE_RANGE_PP = 10.0  # the alternative route: reverse KL's range beyond this
+CLAIM_06_RULE = (
+    f"At each LR of the spectrum (each setting of its other axes): forward KL's accuracy range "
+    f"over all λ (λ = 0 included) and reverse KL's least-squares slope in λ over the cell "
+    f"means. Supported: students learned and, at every LR, the forward range within "
+    f"{CLAIM_06_FORWARD_MARGIN_PP:g} pp (equivalence) and reverse KL's slope > 0 beyond its "
+    f"one-sided {1 - ALPHA / 2:.2%} t-bound, or its range > {CLAIM_06_REVERSE_RANGE_PP:g} pp "
+    f"beyond uncertainty with its best cell at λ > 0. Contradicted: at some LR the forward "
+    f"range > {CLAIM_06_FORWARD_MARGIN_PP:g} pp, or reverse KL's slope < 0, beyond uncertainty "
+    f"(α = {ALPHA:g} split over these routes and LRs). Method: {RANGE_METHOD}. Else inconclusive."
 )
 
 
+def claim_06_applicable(s: Scoring) -> bool:
+    """Claim 6 is testable: accuracy curves over ≥ 3 λ under both KL directions at one LR."""
+    return any(len(c) == 2 for c in curves(s, ACC).values())
+
+
+def claim_06_lambda_robustness(s: Scoring) -> Verdict:
+    """Claim 6's verdict (``CLAIM_06_RULE``) on the λ-spectrum's accuracy, at each LR."""
+    both = {name: c for name, c in curves(s, ACC).items() if len(c) == 2}
+    a_con = ALPHA / (2 * len(both))  # two contradiction routes at each setting
+    contradicted, supported = False, True
+    parts, heads, detect = [], [], ""
+    for name, c in both.items():
+        fwd = lambda_range(c["forward_kl"], ALPHA, a_con)
+        rev = lambda_range(c["reverse_kl"], ALPHA, ALPHA / 2)
+        change, span = lambda_trend(c["reverse_kl"], f"reverse KL slope [{name}]")
+        slope, (lo, hi) = change.diff / span, bounds(change, ALPHA / 2)
+        contradicted |= fwd.lower > CLAIM_06_FORWARD_MARGIN_PP or beyond(change, 0.0, a_con) == -1
+        by_range = rev.lower > CLAIM_06_REVERSE_RANGE_PP and rev.best_lam > 0
+        supported &= fwd.upper < CLAIM_06_FORWARD_MARGIN_PP and (
+            beyond(change, 0.0, ALPHA / 2) == 1 or by_range
+        )
+        detect = detect or undetectable(fwd, CLAIM_06_FORWARD_MARGIN_PP)
+        parts.append(
+            f"[{name}] forward KL range {fwd.text()}; reverse KL slope {pp(slope)} pp/λ "
+            f"[{pp(lo / span)}, {pp(hi / span)}], range {rev.text()}, best at λ = "
+            f"{rev.best_lam:+g}. Accuracy (%) by λ: forward {values_text(c['forward_kl'])}; "
+            f"reverse {values_text(c['reverse_kl'])}"
+        )
+        bound = "" if math.isnan(fwd.upper) else f" [≤ {num(fwd.upper)}]"
+        heads.append(f"{name}: forward range {num(fwd.value)} pp{bound}; reverse slope {pp(slope)}")
+    ev = ". ".join(parts) + f"{detect}.{left_out(s)}"
+    head = "; ".join(h + " pp/λ" for h in heads)
+    if supported and not contradicted:
+        power, text = s.learned(SPECTRUM)
+        if not power:
+            return Verdict("inconclusive", f"{text}. {ev}", CLAIM_06_RULE, "no power")
+    return decide(CLAIM_06_RULE, ev, contradicted, supported, head)
+
+
+# 7 ------------------------------------------------------------------------------------------
+CLAIM_07_MARGIN_PP = 3.0  # "barely moves": each range over λ within this
+CLAIM_07_METRICS = {FORGET: "eval/forgetting_pp", SPARSITY: "bf16 sparsity (τ = 1e-6)"}
+CLAIM_07_RULE = (
+    f"For forgetting_pp and sparsity (bf16 view, τ = 1e-6), per KL direction and LR of the "
+    f"spectrum: the range over λ of the cell means. The LR effect on the same metric: high − "
+    f"low LR, matched cells pooled, from the spectrum when it ran at two LRs, else from the "
+    f"main grid. Supported: students learned, every range within {CLAIM_07_MARGIN_PP:g} pp "
+    f"(equivalence), and each metric's |LR effect| > {CLAIM_07_MARGIN_PP:g} pp beyond its "
+    f"one-sided {1 - ALPHA:.1%} t-bound (so the LR effect is larger than λ's). Contradicted: "
+    f"some range > {CLAIM_07_MARGIN_PP:g} pp beyond uncertainty (α = {ALPHA:g} split over the "
+    f"ranges). Inconclusive with its reason otherwise. Not tested without either metric or "
+    f"without an LR contrast (both measurements are needed). Method: {RANGE_METHOD}."
+)
+
+
+def lr_effect(s: Scoring, metric: str) -> tuple[str, Pair] | None:
+    """(sub-grid, high − low LR on ``metric``, matched cells pooled): the λ-spectrum when it
+    ran at two LRs, else the main grid; None when neither has an LR contrast."""
+    return s.cached(_lr_effect, metric)
+
+
+def _lr_effect(s: Scoring, metric: str) -> tuple[str, Pair] | None:
+    for grid, words in ((SPECTRUM, "λ-spectrum"), (MAIN, "main grid")):
+        rows = s.grid(grid)
+        lrs = sorted(rows["optim.lr"].dropna().unique()) if "optim.lr" in rows.columns else []
+        if len(lrs) < 2:
+            continue
+        pairs = s.pairs(grid, metric, Contrast("optim.lr", lrs[-1], lrs[0]))
+        if pairs:
+            return words, pooled_pair(pairs, f"{words}: LR {lrs[-1]:.0e} − {lrs[0]:.0e}")
+    return None
+
+
 def claim_07_applicable(s: Scoring) -> bool:
-    """Claim 7 is testable: forgetting or sparsity series over ≥ 3 λ."""
-    return bool(by_direction(s, FORGET) or by_direction(s, SPARSITY))
+    """Claim 7 is testable: a λ-spectrum with ≥ 3 values of λ (``lacking`` says what else)."""
+    return n_values(s.grid(SPECTRUM), LAMBDA) >= MIN_LAMBDAS
+
+
+def claim_07_lacking(s: Scoring) -> list[str]:
+    """Claim 7 needs both forgetting and sparsity over λ, and an LR contrast of each."""
+    out = [f"{w} of the λ-spectrum" for m, w in CLAIM_07_METRICS.items() if not curves(s, m)]
+    return out or [
+        f"an LR contrast of {w} (the λ-spectrum or the main grid at two LRs)"
+        for m, w in CLAIM_07_METRICS.items()
+        if lr_effect(s, m) is None
+    ]
 
 
 def claim_07_lambda_forgetting_sparsity(s: Scoring) -> Verdict:
     """Claim 7's verdict (``CLAIM_07_RULE``) on the λ-spectrum's forgetting and sparsity."""
-    contrasts, parts = [], []
-    for metric, name in ((FORGET, "forgetting_pp"), (SPARSITY, "sparsity")):
-        for kind, series in by_direction(s, metric).items():
-            c = _sides(series, f"{name} [{kind}]")
-            contrasts.append(c)
-            parts.append(
-                f"{name} [{kind.replace('_kl', ' KL')}] λ>0 − λ<0 {pp(c.diff)} pp {interval(c)}"
-            )
-    ev = "; ".join(parts) + left_out(s)
-    return no_effect_verdict(s, SPECTRUM, contrasts, CLAIM_07_MARGIN_PP, CLAIM_07_RULE, ev)
+    curves_ = [
+        (f"{w} [{kl_name(kind)}, {name}]", cells)
+        for m, w in CLAIM_07_METRICS.items()
+        for name, c in curves(s, m).items()
+        for kind, cells in c.items()
+    ]
+    a_con = ALPHA / (2 * len(curves_))
+    ranges = [(key, lambda_range(cells, ALPHA, a_con)) for key, cells in curves_]
+    effects = [(w, *lr_effect(s, m)) for m, w in CLAIM_07_METRICS.items()]
+    parts = [f"range over λ of {key} {r.text()}" for key, r in ranges]
+    parts += [f"LR effect on {w} ({grid}) {pp(p.diff)} pp {interval(p)}" for w, grid, p in effects]
+    worst = max(ranges, key=lambda kr: kr[1].upper if not math.isnan(kr[1].upper) else math.inf)
+    detect = undetectable(worst[1], CLAIM_07_MARGIN_PP)
+    ev = "; ".join(parts) + f"{detect}.{left_out(s)}"
+    bound = "no bound" if math.isnan(worst[1].upper) else f"≤ {num(worst[1].upper)} pp"
+    head = f"widest λ range {num(worst[1].value)} pp [{bound}]; LR effect (pp) " + " / ".join(
+        f"{pp(p.diff)}" for _, _, p in effects
+    )
+    if any(r.lower > CLAIM_07_MARGIN_PP for _, r in ranges):
+        return Verdict("contradicted", ev, CLAIM_07_RULE, head)
+    power, text = s.learned(SPECTRUM)
+    if not power:
+        return Verdict("inconclusive", f"{text}. {ev}", CLAIM_07_RULE, "no power")
+    weak = [w for w, _, p in effects if beyond(p, CLAIM_07_MARGIN_PP) == 0]
+    if weak:
+        reason = (
+            f"the LR effect on {', '.join(weak)} is not > {CLAIM_07_MARGIN_PP:g} pp beyond "
+            "uncertainty: this study shows no change larger than λ's to compare with"
+        )
+        return Verdict("inconclusive", f"{reason}. {ev}", CLAIM_07_RULE, head)
+    found = all(r.upper < CLAIM_07_MARGIN_PP for _, r in ranges)
+    return decide(CLAIM_07_RULE, f"{ev} {text}.", False, found, head)
 
 
 # 8 ------------------------------------------------------------------------------------------
+CLAIM_08_MIN_RHO = 0.8  # the published contrast: ρ ≥ 0.8 (student) and ρ ≤ −0.8 (teacher)
 CLAIM_08_MIN_LAMBDAS = 5  # fewer λ values leave Spearman's ρ too coarse to test
+EXACT_RHO_MAX_N = 9  # ρ's p-value exact up to here: 9! = 362,880 orderings, enumerated once
 CLAIM_08_RULE = (
     f"Spearman ρ over λ (≥ {CLAIM_08_MIN_LAMBDAS} values) of the mean per-token probability of "
-    f"the training rollouts, per KL direction; tested by t = ρ√((n−2)/(1−ρ²)) on n − 2 degrees "
-    f"of freedom. Supported: in every series ρ(student prob) > 0 and ρ(teacher prob) < 0, each "
-    f"beyond the one-sided {1 - ALPHA:.0%} level. Contradicted: some series with the opposite "
-    f"sign beyond the level (α split over the series). Else inconclusive."
+    f"the training rollouts, per KL direction and LR. Supported: in every curve ρ(student prob) "
+    f"≥ {CLAIM_08_MIN_RHO:g} and ρ(teacher prob) ≤ −{CLAIM_08_MIN_RHO:g}, each also significant "
+    f"at one-sided {ALPHA:g} (exact permutation p-value of ρ up to {EXACT_RHO_MAX_N} λ values, "
+    f"else t = ρ√((n−2)/(1−ρ²)); |ρ| ≥ {CLAIM_08_MIN_RHO:g} is significant from 7 λ values on). "
+    "Contradicted: some curve with the opposite sign at that level (α split over the curves). "
+    "Else inconclusive."
 )
 
 
 def claim_08_applicable(s: Scoring) -> bool:
-    """Claim 8 is testable: student and teacher token-probability series over ≥ 3 λ."""
-    return bool(by_direction(s, S_PROB)) and bool(by_direction(s, T_PROB))
+    """Claim 8 is testable: student and teacher token-probability curves over ≥ 3 λ."""
+    return bool(curves(s, S_PROB)) and bool(curves(s, T_PROB))
 
 
 def rho_beyond(rho: float, n: int, alpha: float) -> int:
-    """+1 / −1 when Spearman ρ of n points is positive / negative at one-sided level alpha:
-    t = ρ √((n − 2) / (1 − ρ²)) beyond Student's t₁₋α(n − 2); 0 with < CLAIM_08_MIN_LAMBDAS."""
+    """+1 / −1 when Spearman ρ of n points is positive / negative at one-sided level alpha;
+    0 with < CLAIM_08_MIN_LAMBDAS points.
+
+    The p-value is exact for n ≤ ``EXACT_RHO_MAX_N`` (the share of all n! orderings whose ρ is
+    at least as extreme, ``rho_tail``): the usual t = ρ √((n − 2) / (1 − ρ²)) on n − 2 degrees
+    of freedom is liberal at these n (at a one-sided 0.3% level it rejects 0.8% of null
+    orderings at n = 5, 0.4% at n = 9). Larger n use that t approximation.
+    """
     if math.isnan(rho) or n < CLAIM_08_MIN_LAMBDAS:
         return 0
+    if n <= EXACT_RHO_MAX_N:
+        return 1 if rho_tail(n, rho) <= alpha else -1 if rho_tail(n, -rho) <= alpha else 0
     if abs(rho) >= 1.0:
         return 1 if rho > 0 else -1
     t = rho * math.sqrt((n - 2) / (1 - rho * rho))
@@ -184,23 +359,51 @@ def rho_beyond(rho: float, n: int, alpha: float) -> int:
     return 1 if t > crit else -1 if t < -crit else 0
 
 
+def rho_tail(n: int, rho: float) -> float:
+    """P(ρ ≥ ``rho``) for Spearman's ρ of n untied points in random order (exact)."""
+    values = _rho_null(n)
+    return float(np.count_nonzero(values >= rho - 1e-12)) / len(values)
+
+
+@lru_cache(maxsize=16)
+def _rho_null(n: int) -> np.ndarray:
+    """ρ = 1 − 6 Σ d² / (n (n² − 1)) of every ordering of n ranks."""
+    perms = np.array(list(itertools.permutations(range(n))), dtype=np.int16)  # (n!, n)
+    d2 = ((perms - np.arange(n, dtype=np.int16)) ** 2).sum(axis=1)
+    return 1.0 - 6.0 * d2 / (n * (n * n - 1))
+
+
 def claim_08_lambda_likelihoods(s: Scoring) -> Verdict:
     """Claim 8's verdict (``CLAIM_08_RULE``) on the rollouts' token probabilities over λ."""
     tests, parts = [], []
     for metric, who, want in ((S_PROB, "student", 1), (T_PROB, "teacher", -1)):
-        for series in by_direction(s, metric).values():
-            for key, rows in series:
-                rho = spearman(rows[LAMBDA], rows["mean"])
-                tests.append((want, rho, len(rows)))
-                values = ", ".join(
-                    f"{lam:+g}: {v:.3f}" for lam, v in zip(rows[LAMBDA], rows["mean"], strict=True)
+        for name, c in curves(s, metric).items():
+            for kind, cells in c.items():
+                rho = spearman(cells[LAMBDA], cells["mean"])
+                tests.append((who, want, rho, len(cells)))
+                parts.append(
+                    f"{who} prob [{kl_name(kind)}, {name}] ρ = {num(rho, 2)} "
+                    f"({values_text(cells, 3)})"
                 )
-                parts.append(f"{who} prob [{key}] ρ = {num(rho, 2)} ({values})")
     ev = "; ".join(parts) + left_out(s)
     k = len(tests)
-    contradicted = any(rho_beyond(r, n, ALPHA / k) == -w for w, r, n in tests)
-    supported = bool(tests) and all(rho_beyond(r, n, ALPHA) == w for w, r, n in tests)
-    return decide(CLAIM_08_RULE, ev, contradicted, supported)
+    contradicted = any(rho_beyond(r, n, ALPHA / k) == -w for _, w, r, n in tests)
+    supported = bool(tests) and all(
+        w * r >= CLAIM_08_MIN_RHO and rho_beyond(r, n, ALPHA) == w for _, w, r, n in tests
+    )
+    head = "; ".join(f"weakest {who} ρ {pp(r, 2)}" for who, _, r in _extreme(tests))
+    return decide(CLAIM_08_RULE, ev, contradicted, supported, head)
+
+
+def _extreme(tests: list[tuple[str, int, float, int]]) -> list[tuple[str, int, float]]:
+    """Per side, the curve furthest from the claim (the weakest ρ in the claimed direction)."""
+    out = []
+    for who in ("student", "teacher"):
+        mine = [(w, r) for x, w, r, _ in tests if x == who]
+        if mine:
+            w, r = min(mine, key=lambda wr: (wr[0] * wr[1]) if not math.isnan(wr[1]) else -2)
+            out.append((who, w, r))
+    return out
 
 
 RULES_SPECTRUM = [
@@ -208,16 +411,19 @@ RULES_SPECTRUM = [
         6,
         "Forward KL is robust across λ (accuracy varies ≤ ~5 pp); reverse KL varies "
         "strongly and prefers λ > 0.",
-        "a λ-spectrum (≥ 3 λ) under both forward and reverse KL, eval/accuracy",
+        "a λ-spectrum (≥ 3 λ) under both forward and reverse KL, eval/accuracy (judged at "
+        "each of its LRs)",
         claim_06_applicable,
         claim_06_lambda_robustness,
     ),
     ClaimRule(
         7,
         "λ barely moves forgetting or sparsity.",
-        "a λ-spectrum (≥ 3 λ) with eval/forgetting_pp or sparsity",
+        "a λ-spectrum (≥ 3 λ) with eval/forgetting_pp and bf16 sparsity, and an LR contrast "
+        "of both (the spectrum or the main grid at two LRs)",
         claim_07_applicable,
         claim_07_lambda_forgetting_sparsity,
+        lacking=claim_07_lacking,
     ),
     ClaimRule(
         8,

@@ -32,7 +32,7 @@ from distillscope.report.claimkit import (
 )
 from distillscope.report.claims_ablation import RULES_ABLATION
 from distillscope.report.claims_clipping import RULES_CLIPPING
-from distillscope.report.claims_grid import RULES_GRID
+from distillscope.report.claims_grid import RULES_GRID, add_early_entropy
 from distillscope.report.claims_opd import (
     ADV_RISE,
     ADV_RISE_SEM,
@@ -43,12 +43,23 @@ from distillscope.report.claims_opd import (
     TRAJ_KEYS,
 )
 from distillscope.report.claims_reach import RULES_REACH
+from distillscope.report.claims_robustness import RULES_ROBUSTNESS
 from distillscope.report.claims_spectrum import RULES_SPECTRUM
+from distillscope.report.claims_stability import RULES_STABILITY
 from distillscope.report.load import metrics_frame
 from distillscope.store import run_dir
 
 RULES: list[ClaimRule] = sorted(
-    [*RULES_GRID, *RULES_SPECTRUM, *RULES_ABLATION, *RULES_CLIPPING, *RULES_OPD, *RULES_REACH],
+    [
+        *RULES_GRID,
+        *RULES_SPECTRUM,
+        *RULES_STABILITY,
+        *RULES_ABLATION,
+        *RULES_CLIPPING,
+        *RULES_ROBUSTNESS,
+        *RULES_OPD,
+        *RULES_REACH,
+    ],
     key=lambda r: r.id,
 )
 
@@ -87,6 +98,7 @@ def score_claims(
     df = hashable_axes(df)
     if study_dir is not None:
         df = add_trajectory_features(df, Path(study_dir))
+        df = add_early_entropy(df, Path(study_dir))
     scoring = Scoring(df)  # one scoring: each sub-grid and matched comparison computed once
     return [score_one(r, scoring, strict) for r in RULES if claims is None or r.id in claims]
 

@@ -11,13 +11,8 @@ import pandas as pd
 import pytest
 
 from distillscope.report import score_claims
-from distillscope.report.claims_grid import (
-    CLAIM_19_HIGH_RATIO,
-    detectable_margin,
-    early_entropy_ratio,
-    linear,
-)
-from distillscope.report.stats import Pair
+from distillscope.report.claims_grid import CLAIM_19_HIGH_RATIO, early_entropy_ratio
+from distillscope.report.stats import Pair, detectable_margin, linear
 
 
 def _scored(df: pd.DataFrame, study_dir=None) -> dict:

@@ -2,7 +2,8 @@
 
 Rollout policy, KL direction and learning rate against accuracy, coverage, forgetting and
 update sparsity. Margins are named constants in percentage points (pp) of the stored
-fractions (docs/method.md §9 gives each); each rule's prose is rendered from them.
+fractions, fixed from the published numbers (docs/scorecard.md); each rule's prose is
+rendered from them.
 ``claimkit`` says what "beyond its margin" and "within" mean (one-sided t-intervals at ALPHA,
 TOST). Cell means over seeds carry SEMs from the seed variance pooled over the sub-grid's cells
 (``pooled_cells``) where a rule compares single cells (best configurations, ranges).
@@ -56,16 +57,17 @@ from distillscope.report.stats import (
     Pair,
     beyond,
     bounds,
+    detectable_margin,
     interval,
+    linear,
     num,
     pooled_pair,
     pooled_variance,
     pp,
     sample_pair,
     spearman,
-    t_quantile,
     trend,
-    welch_dof,
+    versus,
     with_variance,
     within,
 )
@@ -86,15 +88,6 @@ def lr_ends(m: pd.DataFrame) -> tuple[float, float]:
     return float(lrs[0]), float(lrs[-1])
 
 
-def linear(key: str, terms: Sequence[tuple[float, Pair]]) -> Pair:
-    """Σ cᵢ·dᵢ of independent contrasts dᵢ (orthogonal contrasts of a balanced grid) as a
-    one-sample pair: SEM √(Σ cᵢ² SEMᵢ²), Welch–Satterthwaite degrees of freedom."""
-    value = sum(c * p.diff for c, p in terms)
-    variances = [c * c * p.sem**2 for c, p in terms]
-    dof = welch_dof(variances, [p.dof for _, p in terms])
-    return Pair(key, value, math.sqrt(sum(variances)), 0.0, 0.0, dof, math.inf)
-
-
 def shared_variance(pairs: Sequence[Pair]) -> list[Pair]:
     """``pairs`` with SEMs from the seed variance pooled over all their cells (more degrees of
     freedom than each pair's own); unchanged when some cell has one seed."""
@@ -102,20 +95,6 @@ def shared_variance(pairs: Sequence[Pair]) -> list[Pair]:
     if shared is None:
         return list(pairs)
     return [with_variance(p, *shared, p.a_dof + 1, p.b_dof + 1) for p in pairs]
-
-
-def versus(key: str, value: float, pair: Pair) -> Pair:
-    """``pair``'s side a against a fixed ``value`` (one sample)."""
-    return Pair(key, pair.a, pair.a_sem, value, 0.0, pair.a_dof, math.inf)
-
-
-def detectable_margin(pair: Pair, power: float = 0.8) -> float:
-    """The smallest equivalence margin TOST passes with ``power`` at a true difference of 0:
-    (t₁₋α(ν) + t₁₋₍₁₋power₎/₂(ν)) · SEM (NaN without a SEM)."""
-    sem, dof = pair.sem, pair.dof
-    if math.isnan(sem) or math.isnan(dof) or sem == 0.0:
-        return math.nan
-    return (t_quantile(1 - ALPHA, dof) + t_quantile(1 - (1 - power) / 2, dof)) * sem
 
 
 def reach_note(pair: Pair, margin: float, what: str) -> str:
@@ -183,7 +162,7 @@ def range_within(cells: pd.DataFrame, margin: float, name: str) -> tuple[bool, s
 
 
 # 1 ------------------------------------------------------------------------------------------
-CLAIM_01_MARGIN_PP = 5.0  # METHOD §9: equivalence within ± this (published gap 1 pp)
+CLAIM_01_MARGIN_PP = 5.0  # equivalence within ± this (the published gap is 1 pp)
 CLAIM_01_RULE = (
     "Configuration = rollout × KL × LR; its mean = accuracy averaged over the study's tasks "
     "(each task's cell mean over seeds), SEMs from the seed variance pooled over every "

@@ -26,7 +26,16 @@ from distillscope.report.claimkit import (
 )
 from distillscope.report.claims_opd import opd_runs
 from distillscope.report.matching import cell_key, cell_means
-from distillscope.report.stats import ALPHA, Pair, beyond, interval, num, pp, t_quantile, within
+from distillscope.report.stats import (
+    ALPHA,
+    Pair,
+    beyond,
+    detectable_margin,
+    interval,
+    num,
+    pp,
+    within,
+)
 
 ACC = "eval/accuracy"
 
@@ -145,7 +154,7 @@ def claim_23_catalyst(s: Scoring) -> Verdict:
         f"{interval(gain)}); pass@{k}: OPD {num(gap.a)}% vs untrained {num(gap.b)}% (gap "
         f"{pp(gap.diff)} pp {interval(gap)})"
     )
-    reach = equivalence_reach(gap)
+    reach = detectable_margin(gap)
     if reach > CLAIM_23_MARGIN_PP:
         ev += (
             f"; this design passes the ±{CLAIM_23_MARGIN_PP:g} pp equivalence at 80% power only "
@@ -153,15 +162,6 @@ def claim_23_catalyst(s: Scoring) -> Verdict:
         )
     head = f"pass@1 {pp(gain.diff)} pp, pass@{k} gap {pp(gap.diff)} pp {interval(gap)}"
     return decide(CLAIM_23_RULE, ev, contradicted, supported, head)
-
-
-def equivalence_reach(pair: Pair, power: float = 0.8) -> float:
-    """The smallest margin TOST passes with ``power`` at a true difference of 0:
-    (t₁₋α(ν) + t₁₋₍₁₋power₎/₂(ν)) · SEM (NaN without a SEM)."""
-    sem, dof = pair.sem, pair.dof
-    if math.isnan(sem) or math.isnan(dof) or sem == 0.0:
-        return math.nan
-    return (t_quantile(1 - ALPHA, dof) + t_quantile(1 - (1 - power) / 2, dof)) * sem
 
 
 # 25 -----------------------------------------------------------------------------------------

@@ -227,6 +227,29 @@ def fisher_greater(hit_a: int, n_a: int, hit_b: int, n_b: int) -> float:
     return sum(math.comb(n_a, k) * math.comb(n_b, hits - k) for k in tail) / math.comb(n, hits)
 
 
+def linear(key: str, terms: Sequence[tuple[float, Pair]]) -> Pair:
+    """Σ cᵢ·dᵢ of independent contrasts dᵢ (orthogonal contrasts of a balanced grid) as a
+    one-sample pair: SEM √(Σ cᵢ² SEMᵢ²), Welch–Satterthwaite degrees of freedom."""
+    value = sum(c * p.diff for c, p in terms)
+    variances = [c * c * p.sem**2 for c, p in terms]
+    dof = welch_dof(variances, [p.dof for _, p in terms])
+    return Pair(key, value, math.sqrt(sum(variances)), 0.0, 0.0, dof, math.inf)
+
+
+def versus(key: str, value: float, pair: Pair) -> Pair:
+    """``pair``'s side a against a fixed ``value`` (one sample)."""
+    return Pair(key, pair.a, pair.a_sem, value, 0.0, pair.a_dof, math.inf)
+
+
+def detectable_margin(pair: Pair, power: float = 0.8) -> float:
+    """The smallest equivalence margin TOST passes with ``power`` at a true difference of 0:
+    (t₁₋α(ν) + t₁₋₍₁₋power₎/₂(ν)) · SEM (NaN without a SEM)."""
+    sem, dof = pair.sem, pair.dof
+    if math.isnan(sem) or math.isnan(dof) or sem == 0.0:
+        return math.nan
+    return (t_quantile(1 - ALPHA, dof) + t_quantile(1 - (1 - power) / 2, dof)) * sem
+
+
 def pp(value: float, digits: int = 1) -> str:
     """``+3.2`` with sign; ``n/a`` for NaN."""
     return "n/a" if math.isnan(value) else f"{value:+.{digits}f}"

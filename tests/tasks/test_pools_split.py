@@ -17,6 +17,7 @@ def test_every_countdown_preset_is_registered():
         "countdown4",
         "countdown4e",
         "tb-countdown3",
+        "tb-countdown3-hard",
         "tb-countdown4",
         "tb-countdown4e",
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from distillscope.tasks.base import Task
 from distillscope.tasks.countdown import PAPER_POOL, SMALL_POOL, CountdownTask
+from distillscope.tasks.hard import StructuredCountdownTask
 from distillscope.tasks.skills import SKILLS, SkillTask
 
 # docs/method.md §7 exactly.
@@ -19,6 +20,18 @@ COUNTDOWN_3_TB = CountdownTask("tb-countdown3", 3, SMALL_POOL, max_target=TB_MAX
 COUNTDOWN_4_TB = CountdownTask("tb-countdown4", 4, SMALL_POOL, max_target=TB_MAX_TARGET)
 COUNTDOWN_4E_TB = CountdownTask("tb-countdown4e", 4, SMALL_POOL, max_target=TB_MAX_TARGET)
 
+# The testbed's harder variant (evaluation only; docs/testbed.md "Harder variant"): Countdown-3
+# with exactly one two-digit operand (11..20, the others from 1..10) and a single first step
+# that reaches the target. tb-countdown4e sits at the floor for every distilled testbed student
+# (pass@10 0–2%), this one within reach (BENCHMARKS.md "Harder variant").
+COUNTDOWN_3_HARD_TB = StructuredCountdownTask(
+    "tb-countdown3-hard",
+    CountdownTask("tb-countdown3-hard-base", 3, tuple(range(1, 21)), max_target=TB_MAX_TARGET),
+    large_above=10,
+    large_count=1,
+    max_first_steps=1,
+)
+
 TASKS: dict[str, Task] = {
     t.name: t
     for t in (
@@ -28,6 +41,7 @@ TASKS: dict[str, Task] = {
         COUNTDOWN_3_TB,
         COUNTDOWN_4_TB,
         COUNTDOWN_4E_TB,
+        COUNTDOWN_3_HARD_TB,
     )
 }
 TASKS.update({f"skill-{s}": SkillTask(s) for s in SKILLS})

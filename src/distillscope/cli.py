@@ -102,6 +102,12 @@ def _accuracy_table(title: str, measured: dict) -> Table:
     if "countdown3_accuracy_style_flag" in t:
         table.add_row("  with style flag", f"{t['countdown3_accuracy_style_flag']:.1%}", "")
         table.add_row("  answers in alt style", f"{t['alt_style_share_with_flag']:.1%}", "")
+    for key, label in (
+        ("harder_accuracy", "harder variant accuracy"),
+        ("harder_pass@10", "  pass@10"),
+    ):
+        if key in t:
+            table.add_row(label, f"{t[key]:.1%}", f"{s[key]:.1%}")
     table.add_row("skill-suite mean", f"{t['skill_mean']:.1%}", f"{s['skill_mean']:.1%}")
     for name in s["skills"]:
         table.add_row(f"  {name}", f"{t['skills'][name]:.1%}", f"{s['skills'][name]:.1%}")

@@ -24,7 +24,7 @@ import torch
 from transformers import LlamaForCausalLM
 
 from distillscope.tasks.base import make_split
-from distillscope.tasks.registry import COUNTDOWN_3_TB
+from distillscope.tasks.registry import COUNTDOWN_3_HARD_TB, COUNTDOWN_3_TB
 from distillscope.tasks.skills import skill_suite
 from distillscope.tasks.split import (
     EVAL_FRACTION,
@@ -32,7 +32,7 @@ from distillscope.tasks.split import (
     held_out_problems,
     training_problems_from,
 )
-from distillscope.testbed.generate import measure
+from distillscope.testbed.generate import measure, measure_coverage
 from distillscope.testbed.recipe import DEFAULT_RECIPE, SOURCES, Recipe, TrainSpec
 from distillscope.testbed.sharpen import sharpen
 from distillscope.testbed.tokenizer import build_tokenizer, encode_checked
@@ -41,6 +41,13 @@ EVAL_SEED = 43  # held-out Countdown-3 items, as the paper's eval split
 EVAL_ITEMS = 200
 SKILL_EVAL_SEED = 44
 SKILL_EVAL_ITEMS = 100
+#: The harder variant, measured as the quick and paper presets evaluate it: accuracy on the
+#: ``EVAL_ITEMS`` held-out items (1 sample), pass@10 on the first ``HARDER_COVERAGE_ITEMS`` of
+#: them (10 samples each), both at T = 0.5 (``eval.harder_temperature``).
+HARDER_TASK = COUNTDOWN_3_HARD_TB
+HARDER_COVERAGE_ITEMS = 100
+HARDER_SAMPLES = 10
+HARDER_TEMPERATURE = 0.5
 
 
 def make_batch(
@@ -124,7 +131,8 @@ def measure_testbed(
     teacher, student, tokenizer, items: int = EVAL_ITEMS, skill_items: int = SKILL_EVAL_ITEMS
 ) -> dict[str, dict[str, float]]:
     """The capability-gap numbers (docs/method.md §7) of a testbed: Countdown-3 and skill-suite
-    accuracy of teacher and student, 1 sample per held-out item at T = 0.5."""
+    accuracy of teacher and student, 1 sample per held-out item at T = 0.5, and the harder
+    variant's accuracy and pass@10 (:func:`measure_harder`)."""
     cd3 = held_out_problems(COUNTDOWN_3_TB, EVAL_SEED, items)
     out: dict[str, dict[str, float]] = {"teacher": {}, "student": {}}
     out["teacher"]["countdown3_accuracy"] = measure(teacher, tokenizer, COUNTDOWN_3_TB, cd3)[
@@ -137,6 +145,7 @@ def measure_testbed(
         "accuracy"
     ]
     for name, model in (("teacher", teacher), ("student", student)):
+        out[name].update(measure_harder(model, tokenizer, items))
         scores = {}
         for task in skill_suite():
             probs = make_split(task, SKILL_EVAL_SEED, skill_items)
@@ -144,6 +153,37 @@ def measure_testbed(
         out[name]["skills"] = scores
         out[name]["skill_mean"] = sum(scores.values()) / len(scores)
     return out
+
+
+def measure_harder(model, tokenizer, items: int = EVAL_ITEMS) -> dict[str, float]:
+    """The harder variant (:data:`HARDER_TASK`) on held-out items, as the presets evaluate it:
+    ``harder_accuracy`` (1 sample per item) and ``harder_pass@10`` / ``harder_avg@10`` (10
+    samples on each of the first :data:`HARDER_COVERAGE_ITEMS` of them), at
+    :data:`HARDER_TEMPERATURE`."""
+    probs = held_out_problems(HARDER_TASK, EVAL_SEED, items)
+    t = HARDER_TEMPERATURE
+    acc = measure(model, tokenizer, HARDER_TASK, probs, temperature=t)["accuracy"]
+    cov = measure_coverage(
+        model,
+        tokenizer,
+        HARDER_TASK,
+        probs[:HARDER_COVERAGE_ITEMS],
+        samples=HARDER_SAMPLES,
+        temperature=t,
+    )
+    return {"harder_accuracy": acc, **{f"harder_{k}": v for k, v in cov.items()}}
+
+
+def harder_eval_record(items: int = EVAL_ITEMS) -> dict:
+    """How :func:`measure_harder` measured (the ``eval.harder`` entry of ``testbed.json``)."""
+    return {
+        "task": HARDER_TASK.name,
+        "seed": EVAL_SEED,
+        "items": items,
+        "coverage_items": min(items, HARDER_COVERAGE_ITEMS),
+        "samples": HARDER_SAMPLES,
+        "temperature": HARDER_TEMPERATURE,
+    }
 
 
 def _save(model: LlamaForCausalLM, tokenizer, path: Path, record: dict) -> None:
@@ -239,6 +279,7 @@ def build(
                 f"held-out partition of tasks/split.py (EVAL_FRACTION {EVAL_FRACTION}, "
                 f"SPLIT_SEED {SPLIT_SEED}): distinct items never seen in pretraining or sharpening"
             ),
+            "harder": harder_eval_record(eval_items),
         },
     }
     (out_dir / "testbed.json").write_text(json.dumps(info, indent=2) + "\n")

@@ -61,3 +61,25 @@ def measure(
     acc = sum(task.score(p, t) for p, t in zip(problems, texts, strict=True)) / len(problems)
     alt = sum(detect_style(t) == "alt" for t in texts) / len(problems)
     return {"accuracy": acc, "alt_style": alt}
+
+
+def measure_coverage(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    task: Task,
+    problems: list[Problem],
+    *,
+    samples: int,
+    temperature: float,
+    seed: int = 0,
+) -> dict[str, float]:
+    """pass@``samples`` with ``samples`` draws per problem (the share of problems solved at least
+    once: the unbiased estimator at k = n) and the mean score of all draws (avg@n)."""
+    prompts = [p.prompt for p in problems for _ in range(samples)]
+    texts = sample_completions(model, tokenizer, prompts, temperature=temperature, seed=seed)
+    scores = [task.score(problems[i // samples], t) for i, t in enumerate(texts)]
+    rows = [scores[i : i + samples] for i in range(0, len(scores), samples)]
+    return {
+        f"pass@{samples}": sum(max(r) for r in rows) / len(rows),
+        f"avg@{samples}": sum(scores) / len(scores),
+    }

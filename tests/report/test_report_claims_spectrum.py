@@ -91,7 +91,7 @@ def test_range_bounds_are_pairwise_t_bounds_iut_above_bonferroni_below():
     ).assign(runs=3)
     r = lambda_range(cells, 0.025, 0.025)
     se = math.sqrt(2 / 3)  # pooled s = 1 on 6 degrees of freedom, 3 seeds per cell
-    assert r.value == 4.0 and r.best_lam == 1.0
+    assert r.value == 4.0 and r.best == 1.0
     assert r.upper == pytest.approx(4.0 + t_quantile(0.975, 6) * se)
     assert r.lower == pytest.approx(4.0 - t_quantile(1 - 0.025 / 3, 6) * se)
     one_seed = cells.assign(sem=math.nan, runs=1)

@@ -14,16 +14,18 @@ baseline) and replace every metric by a model value plus Gaussian seed noise:
 - **null**: no axis has any effect; every run's accuracy is ``LEARNED_BY`` above the untrained
   student, so that no-effect claims have power.
 - **zeros** / **constant**: degenerate tables (every value 0; every value the same, no noise).
-- **margin**: each no-effect claim's effect planted at exactly its margin (``margin_offsets``:
-  OnPD +10 pp accuracy in the main grid, λ > 0 forgetting +8 pp under forward KL, the sampled
-  forward-KL estimator +3 pp), where "no effect" is false; only those claims are scored.
+- **margin**: each no-effect part of a claim planted at exactly its margin, where "no effect"
+  is false (``MARGIN_CASES``: e.g. OnPD +5 pp in the main grid for claim 1, forward KL's band
+  5 pp wide for claim 2, the low LR's forgetting at −2 pp for claim 3); a case of a claim that
+  also states effects sits on the planted effects, and each case's tables are scored for its
+  claim only.
 - **planted**: the published effects of docs/method.md §9 (``planted_offsets``), so that each
   claim is true.
 
 A verdict is *false* under null, zeros and constant when it is "supported" or "contradicted" —
-except "supported" for the no-effect claims (``NO_EFFECT_CLAIMS``) under the null, where the
-claim is true — and under margin when a no-effect claim is "supported". A rule's false-verdict
-rate is its worst rate over those scenarios; its power is its "supported" rate under the
+except "supported" for the claims a null table makes true (``NO_EFFECT_CLAIMS``) — and under
+margin when "supported" (a claim's worst case). A rule's false-verdict rate is its worst rate
+over those scenarios; its power is its "supported" rate under the
 planted effects. Seeded and deterministic; torch-free.
 """
 

@@ -57,6 +57,7 @@ from distillscope.report.stats import (
     Pair,
     beyond,
     bounds,
+    cell_range,
     detectable_margin,
     interval,
     linear,
@@ -137,28 +138,6 @@ def cell_pair_pooled(key: str, a: pd.Series, b: pd.Series) -> Pair:
     """Two rows of ``pooled_cells`` as a − b; the shared ν split between the sides."""
     half = a["dof"] / 2
     return Pair(key, a["mean"], a["sem"], b["mean"], b["sem"], half, half)
-
-
-def range_within(cells: pd.DataFrame, margin: float, name: str) -> tuple[bool, str, Pair]:
-    """Whether max − min of ``cells`` (rows of ``pooled_cells``) is within ``margin``:
-    every pairwise difference within ±margin by TOST (an intersection–union test: each at
-    ALPHA, no multiplicity correction needed). Returns (within, text, widest pair)."""
-    rows = list(cells.itertuples(index=False))
-    pairs = [
-        cell_pair_pooled(f"{name}: {i} vs {j}", cells.iloc[i], cells.iloc[j])
-        for i in range(len(rows))
-        for j in range(i + 1, len(rows))
-    ]
-    if not pairs:
-        return False, f"{name}: one cell, no range", Pair(name, math.nan, math.nan, 0.0, 0.0)
-    widest = max(pairs, key=lambda p: abs(p.diff))
-    spread = float(cells["mean"].max() - cells["mean"].min())
-    reach = max(max(abs(lo), abs(hi)) for lo, hi in (bounds(p, ALPHA) for p in pairs))
-    text = (
-        f"{name} range {num(spread)} pp over {len(rows)} cells "
-        f"(pairwise bounds reach ±{num(reach)} pp)"
-    )
-    return all(within(p, margin) for p in pairs), text, widest
 
 
 # 1 ------------------------------------------------------------------------------------------
@@ -271,17 +250,21 @@ def claim_02_kl_direction(s: Scoring) -> Verdict:
     plus, minus = linear("KL + ro", [(1, kl), (1, ro)]), linear("KL − ro", [(1, kl), (-1, ro)])
     sign = 1.0 if ro.diff >= 0 else -1.0
     more = [linear("ro − KL", [(sign, ro), (-1, kl)]), linear("ro + KL", [(sign, ro), (1, kl)])]
-    flat, range_text, widest = range_within(forward_cells(s), CLAIM_02_RANGE_PP, "forward KL")
+    band = cell_range(forward_cells(s), ALPHA, ALPHA / 2)
+    flat = band.upper < CLAIM_02_RANGE_PP  # every pair within ± the band by TOST
+    reach = ""
+    if not math.isnan(band.detectable) and band.detectable > CLAIM_02_RANGE_PP:
+        reach = (
+            f"; for the range this design passes a band at 80% power only if ≥ "
+            f"{num(band.detectable)} pp (the claim's is {CLAIM_02_RANGE_PP:g})"
+        )
     ev = (
         f"Δ_KL {pp(kl.diff)} pp {interval(kl)}, Δ_ro {pp(ro.diff)} pp {interval(ro)}; "
-        f"|Δ_KL| − |Δ_ro| = {pp(abs(kl.diff) - abs(ro.diff))} pp; {range_text}"
-        f"{reach_note(widest, CLAIM_02_RANGE_PP, 'the range')}. "
+        f"|Δ_KL| − |Δ_ro| = {pp(abs(kl.diff) - abs(ro.diff))} pp; forward KL range "
+        f"{band.text()} over {len(forward_cells(s))} cells{reach}. "
         f"{describe_pairs(s.pairs(MAIN, ACC, FORWARD_VS_REVERSE))}"
     )
-    head = (
-        f"Δ_KL {pp(kl.diff)} vs Δ_rollout {pp(ro.diff)} pp; forward range "
-        f"{num(forward_cells(s)['mean'].max() - forward_cells(s)['mean'].min())} pp"
-    )
+    head = f"Δ_KL {pp(kl.diff)} vs Δ_rollout {pp(ro.diff)} pp; forward range {num(band.value)} pp"
     contradicted = beyond(kl, 0.0, ALPHA / 2) == -1 or all(
         beyond(c, 0.0, ALPHA / 4) == 1 for c in more
     )

@@ -21,14 +21,13 @@ Margins are named constants (pp), from docs/method.md §9.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from distillscope.report.aggregate import comparable_spectrum
 from distillscope.report.claimkit import (
@@ -44,8 +43,10 @@ from distillscope.report.matching import LAMBDA, Contrast, series_over
 from distillscope.report.stats import (
     ALPHA,
     Pair,
+    Range,
     beyond,
     bounds,
+    cell_range,
     interval,
     num,
     pooled_pair,
@@ -103,51 +104,12 @@ def lr_setting(rows: pd.DataFrame, name: str) -> str:
     return f"LR {', '.join(lrs)}" if lrs else "all"
 
 
-@dataclass(frozen=True)
-class Range:
-    """max − min of a curve's cell means over λ (display units) and its confidence bounds."""
-
-    value: float
-    upper: float  # (1 − α) upper bound on the true range (IUT); NaN without seed variance
-    lower: float  # lower bound, Bonferroni over the pairs; NaN without seed variance
-    best_lam: float  # λ of the cell with the highest mean
-    detectable: float  # the margin a flat curve passes at 80% power at this noise (≈)
-
-    def text(self) -> str:
-        if math.isnan(self.upper):
-            return f"{num(self.value)} pp [no seed variance: no bound]"
-        return f"{num(self.value)} pp [≥ {num(max(self.lower, 0.0))}, ≤ {num(self.upper)}]"
-
-
 def lambda_range(cells: pd.DataFrame, alpha_upper: float, alpha_lower: float) -> Range:
-    """The range of one curve (``RANGE_METHOD``): upper bound at ``alpha_upper`` (IUT over
-    pairs), lower bound at ``alpha_lower`` split over the pairs (Bonferroni)."""
-    means = cells["mean"].to_numpy(dtype=float)
-    n = cells["runs"].to_numpy(dtype=float)
-    sem = cells["sem"].to_numpy(dtype=float)
-    value = float(means.max() - means.min())
-    best = float(cells[LAMBDA].to_numpy(dtype=float)[int(np.argmax(means))])
-    ok = (n >= 2) & ~np.isnan(sem)
-    dof = float((n[ok] - 1).sum())
-    var = float(((n[ok] - 1) * sem[ok] ** 2 * n[ok]).sum() / dof) if dof > 0 else 0.0
-    if var == 0.0:  # one seed per cell, or seeds that all agree: no uncertainty to bound by
-        return Range(value, math.nan, math.nan, best, math.nan)
-    i, j = np.triu_indices(len(means), 1)
-    d = np.abs(means[i] - means[j])
-    se = np.sqrt(var * (1 / n[i] + 1 / n[j]))
-    upper = float((d + t_quantile(1 - alpha_upper, dof) * se).max())
-    lower = float((d - t_quantile(1 - alpha_lower / len(d), dof) * se).max())
-    size = len(means) / float((1 / n).sum())  # harmonic mean of the seeds per cell
-    flat = math.sqrt(var / size) * (
-        _range_q80(len(means), dof) + t_quantile(1 - alpha_upper, dof) * math.sqrt(2)
-    )
-    return Range(value, upper, lower, best, flat)
-
-
-@lru_cache(maxsize=64)
-def _range_q80(k: int, dof: float) -> float:
-    """80th percentile of the studentized range of k means on ``dof`` degrees of freedom."""
-    return float(stats.studentized_range.ppf(0.8, k, dof))
+    """The range of one curve (``RANGE_METHOD``, ``stats.cell_range``) with ``best`` the λ of
+    its highest cell."""
+    r = cell_range(cells, alpha_upper, alpha_lower)
+    best = float(cells[LAMBDA].to_numpy(dtype=float)[int(np.argmax(cells["mean"].to_numpy()))])
+    return dataclasses.replace(r, best=best)
 
 
 def lambda_trend(cells: pd.DataFrame, key: str) -> tuple[Pair, float]:
@@ -212,7 +174,7 @@ def claim_06_lambda_robustness(s: Scoring) -> Verdict:
         change, span = lambda_trend(c["reverse_kl"], f"reverse KL slope [{name}]")
         slope, (lo, hi) = change.diff / span, bounds(change, ALPHA / 2)
         contradicted |= fwd.lower > CLAIM_06_FORWARD_MARGIN_PP or beyond(change, 0.0, a_con) == -1
-        by_range = rev.lower > CLAIM_06_REVERSE_RANGE_PP and rev.best_lam > 0
+        by_range = rev.lower > CLAIM_06_REVERSE_RANGE_PP and rev.best > 0
         supported &= fwd.upper < CLAIM_06_FORWARD_MARGIN_PP and (
             beyond(change, 0.0, ALPHA / 2) == 1 or by_range
         )
@@ -220,7 +182,7 @@ def claim_06_lambda_robustness(s: Scoring) -> Verdict:
         parts.append(
             f"[{name}] forward KL range {fwd.text()}; reverse KL slope {pp(slope)} pp/λ "
             f"[{pp(lo / span)}, {pp(hi / span)}], range {rev.text()}, best at λ = "
-            f"{rev.best_lam:+g}. Accuracy (%) by λ: forward {values_text(c['forward_kl'])}; "
+            f"{rev.best:+g}. Accuracy (%) by λ: forward {values_text(c['forward_kl'])}; "
             f"reverse {values_text(c['reverse_kl'])}"
         )
         bound = "" if math.isnan(fwd.upper) else f" [≤ {num(fwd.upper)}]"

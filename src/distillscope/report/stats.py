@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -248,6 +249,59 @@ def detectable_margin(pair: Pair, power: float = 0.8) -> float:
     if math.isnan(sem) or math.isnan(dof) or sem == 0.0:
         return math.nan
     return (t_quantile(1 - ALPHA, dof) + t_quantile(1 - (1 - power) / 2, dof)) * sem
+
+
+@dataclass(frozen=True)
+class Range:
+    """max − min of cell means (display units) and its confidence bounds (``cell_range``)."""
+
+    value: float
+    upper: float  # (1 − α) upper bound on the true range (IUT); NaN without seed variance
+    lower: float  # lower bound, Bonferroni over the pairs; NaN without seed variance
+    detectable: float  # the margin an equal-means design passes at 80% power (≈)
+    best: float = math.nan  # a label of the highest cell, set by the caller (e.g. its λ)
+
+    def text(self) -> str:
+        """``4.1 pp [≥ 0.0, ≤ 7.2]``."""
+        if math.isnan(self.upper):
+            return f"{num(self.value)} pp [no seed variance: no bound]"
+        return f"{num(self.value)} pp [≥ {num(max(self.lower, 0.0))}, ≤ {num(self.upper)}]"
+
+
+def cell_range(cells: pd.DataFrame, alpha_upper: float, alpha_lower: float) -> Range:
+    """The range max − min of cell means (``cells``: mean, sem, runs per cell) with bounds from
+    the seed variance pooled over the cells (cells with ≥ 2 seeds).
+
+    Upper bound (at ``alpha_upper``): the largest |dᵢⱼ| + t·SEᵢⱼ over pairs — "range < m" is
+    every pair within ±m, an intersection–union test with no multiplicity correction. Lower
+    bound (at ``alpha_lower`` split over the pairs, Bonferroni): the largest |dᵢⱼ| − t·SEᵢⱼ.
+    ``detectable``: the margin that equal true means pass at 80% power (studentized range).
+    """
+    means = cells["mean"].to_numpy(dtype=float)
+    n = cells["runs"].to_numpy(dtype=float)
+    sem = cells["sem"].to_numpy(dtype=float)
+    value = float(means.max() - means.min())
+    ok = (n >= 2) & ~np.isnan(sem)
+    dof = float((n[ok] - 1).sum())
+    var = float(((n[ok] - 1) * sem[ok] ** 2 * n[ok]).sum() / dof) if dof > 0 else 0.0
+    if var == 0.0 or len(means) < 2:  # one seed per cell, or seeds that all agree: no bound
+        return Range(value, math.nan, math.nan, math.nan)
+    i, j = np.triu_indices(len(means), 1)
+    d = np.abs(means[i] - means[j])
+    se = np.sqrt(var * (1 / n[i] + 1 / n[j]))
+    upper = float((d + t_quantile(1 - alpha_upper, dof) * se).max())
+    lower = float((d - t_quantile(1 - alpha_lower / len(d), dof) * se).max())
+    size = len(means) / float((1 / n).sum())  # harmonic mean of the seeds per cell
+    flat = math.sqrt(var / size) * (
+        _range_q80(len(means), dof) + t_quantile(1 - alpha_upper, dof) * math.sqrt(2)
+    )
+    return Range(value, upper, lower, flat)
+
+
+@lru_cache(maxsize=64)
+def _range_q80(k: int, dof: float) -> float:
+    """80th percentile of the studentized range of k means on ``dof`` degrees of freedom."""
+    return float(stats.studentized_range.ppf(0.8, k, dof))
 
 
 def pp(value: float, digits: int = 1) -> str:

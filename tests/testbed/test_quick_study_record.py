@@ -1,9 +1,9 @@
-"""The recorded quick study of the shipped testbed meets DESIGN.md's learnability targets.
+"""The recorded quick study of the shipped testbed meets the testbed's learnability targets.
 
 ``data/quick_study.json`` holds the per-run rows of one ``distillscope study --preset quick`` on
 the shipped testbed (command and date inside; BENCHMARKS.md "Harder variant"). Targets
-(DESIGN.md "The testbed"): distillation at the low LR closes at least half of the
-teacher–baseline gap with the skills kept (|forgetting| ≤ 2 pp), the high LR forgets ≥ 5 pp;
+(docs/testbed.md): distillation at the low LR closes at least half of the teacher–baseline
+gap with the skills kept (|forgetting| ≤ 2 pp), the high LR forgets ≥ 5 pp;
 and the harder variant is within reach: every student's pass@10 between 5% and 60%, the
 untrained student's below 10%. Each configuration is read as its mean over seeds.
 """

@@ -29,7 +29,7 @@ def test_shipped_models_load_and_share_the_character_vocabulary():
 
 
 def test_recorded_capability_gap_meets_the_relative_spec():
-    """DESIGN.md "The testbed", capability gap: teacher ≥ 60% on held-out tb-countdown3, the
+    """The capability spec (docs/testbed.md): teacher ≥ 60% on held-out tb-countdown3, the
     untrained student ≤ 30%, the student's skill-suite mean ≥ 90%."""
     measured = testbed.testbed_info()["measured"]
     assert measured["teacher"]["countdown3_accuracy"] >= 0.60
@@ -43,9 +43,9 @@ def _preset_eval(name: str) -> dict:
 
 
 def test_recorded_harder_variant_is_the_presets_and_within_reach():
-    """DESIGN.md "Harder variant within reach": the teacher's pass@10 ≥ 50%, the untrained
-    student's < 10%, and the variant is harder than tb-countdown3 for the teacher; measured on
-    the task the testbed presets evaluate, at their harder temperature."""
+    """The harder variant within reach (docs/testbed.md): the teacher's pass@10 ≥ 50%, the
+    untrained student's < 10%, and the variant is harder than tb-countdown3 for the teacher;
+    measured on the task the testbed presets evaluate, at their harder temperature."""
     info = testbed.testbed_info()
     how, measured = info["eval"]["harder"], info["measured"]
     for preset in ("smoke", "quick", "paper"):

@@ -330,12 +330,12 @@ class EvalConfig(_Section):
     coverage_items: Int = Field(100, ge=0, description="items for pass@k; 0 = skip")
     coverage_samples: Int = Field(10, ge=1, description="samples per item for pass@k")
     coverage_temperature: Float = Field(1.0, gt=0, description="pass@k sampling temperature")
-    harder_task: str | None = Field("tb-countdown4e", description="transfer task; null = skip")
+    harder_task: str | None = Field("tb-countdown3-hard", description="transfer task; null = skip")
     harder_temperature: Float = Field(0.5, gt=0, description="harder-task sampling temperature")
     skill_items: Int = Field(100, ge=0, description="items per skill for forgetting; 0 = skip")
     eval_seed: Int = Field(43, description="seed of the held-out split")
     style: bool = Field(False, description="measure the share of answers in the teacher's style")
-    samples_per_block: int = Field(
+    samples_per_block: Int = Field(
         20, ge=0, description="items per evaluation block written to samples.jsonl; 0 = none"
     )
     memory_budget_mb: Float = Field(

@@ -73,7 +73,10 @@ def test_node_depth_and_size_limits():
     assert load_yaml("[" + ", ".join(["1"] * (MAX_NODES - 1)) + "]", "ok") == [1] * (MAX_NODES - 1)
     with pytest.raises(YamlError, match="more than 10,000 nodes"):
         load_yaml("[" + ", ".join(["1"] * MAX_NODES) + "]", "wide.yaml")
-    assert load_yaml("[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1), "ok") is not None
+    nested: list = []
+    for _ in range(MAX_DEPTH - 2):
+        nested = [nested]
+    assert load_yaml("[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1), "ok") == nested  # 99 deep
     with pytest.raises(YamlError, match="nested deeper than 100 levels"):
         load_yaml("[" * 5_000 + "]" * 5_000, "deep.yaml")
     with pytest.raises(YamlError, match="more than 1,000,000 characters"):

@@ -65,6 +65,11 @@ def test_a_draw_gives_up_after_exactly_max_misses_repeats(monkeypatch):
     assert [problem_identity(p) for p in ok] == [a, b]
     with pytest.raises(ValueError, match="only 1 distinct training problems found, 2 asked"):
         split._distinct(Scripted([a] * 7 + [b]), 0, 2, False, 0.2, 0)
+    # misses before the first item count from zero too (held-out items on the training side)
+    first = split._distinct(Scripted([HELD_IDS[0]] * 5 + [a]), 0, 1, False, 0.2, 0)
+    assert [problem_identity(p) for p in first] == [a]
+    with pytest.raises(ValueError, match="only 0 distinct training problems found, 1 asked"):
+        split._distinct(Scripted([HELD_IDS[0]] * 6 + [a]), 0, 1, False, 0.2, 0)
     # the count restarts after each accepted item: 5 misses before each of three items pass
     ok = split._distinct(Scripted([a] * 6 + [b] * 6 + [TRAINING_IDS[2]]), 0, 3, False, 0.2, 0)
     assert len(ok) == 3

@@ -3,13 +3,15 @@
 #   make test   — install, then run the linter, the formatter check and the test suite
 #   make bench  — install (with the bench-only extras: TRL, Liger), run every bench/ script and
 #                 rewrite its table in BENCHMARKS.md (tens of minutes on 2 cores)
+#   make mutate — mutation score of the core modules with mutmut (bench/mutate.py; MUTATE=split
+#                 stats … for some; minutes per module, not in CI; BENCHMARKS.md "Mutation score")
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # The CPU build of PyTorch, installed first when no NVIDIA GPU is present, so that the
 # package's own (ranged) torch requirement does not pull a multi-GB CUDA build.
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test lint bench mutate
 
 setup: $(VENV)/.installed
 
@@ -29,6 +31,9 @@ test: setup lint
 bench: setup
 	$(PY) -m pip install -q -e ".[dev,ray,bench]"
 	$(PY) bench/update_benchmarks.py $(BENCH)
+
+mutate: setup
+	nice -n 19 $(PY) bench/mutate.py $(MUTATE)
 
 lint: setup
 	$(VENV)/bin/ruff check src tests bench

@@ -1,0 +1,185 @@
+"""Mutation score of the core modules (``make mutate``; not in CI: minutes per module).
+
+    python bench/mutate.py                       # every module of MODULES
+    python bench/mutate.py split measures        # only these
+    python bench/mutate.py --list
+
+For each module, mutmut (the ``dev`` extra) plants one small change at a time — an operator,
+a constant, a comparison, a dropped argument — and runs the tests listed for that module (of
+those, only the tests that reach the mutated function). A mutant no test notices *survives*.
+Each module runs in its own copy of src/ and tests/ under ``--workdir`` (default
+``$TMPDIR/distillscope-mutate``), so the working tree is never touched and no ``mutants/``
+directory appears in it. Prints one Markdown row per module (mutants, killed, timeouts,
+survived, score, minutes) and writes each module's surviving mutants, as diffs, to
+``WORKDIR/NAME/survivors.diff``. Score = (killed + timeout) / (mutants run − skipped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MUTMUT = Path(sys.executable).with_name("mutmut")
+
+#: name → (module mutated, the tests that guard it).
+MODULES: dict[str, tuple[str, list[str]]] = {
+    "split": (
+        "src/distillscope/tasks/split.py",
+        ["tests/tasks/test_split.py", "tests/tasks/test_split_golden.py"]
+        + ["tests/tasks/test_split_guards.py", "tests/tasks/test_pools_split.py"],
+    ),
+    "measures": (
+        "src/distillscope/eval/measures.py",
+        ["tests/eval/test_metrics.py", "tests/eval/test_sparsity_boundary.py"]
+        + ["tests/eval/test_measures_guards.py"],
+    ),
+    "verify": (
+        "src/distillscope/tasks/verify.py",
+        ["tests/tasks/test_countdown.py", "tests/tasks/test_verify_fuzz.py"]
+        + ["tests/tasks/test_verify_guards.py"],
+    ),
+    "stats": (
+        "src/distillscope/report/stats.py",
+        ["tests/report/test_report_stats_guards.py", "tests/report/test_report_rules.py"],
+    ),
+    "divergences": (
+        "src/distillscope/objectives/divergences.py",
+        ["tests/objectives/test_divergences.py", "tests/objectives/test_jsd_against_trl.py"],
+    ),
+    "run_study": (
+        "src/distillscope/study/run_study.py",
+        ["tests/study/test_resume_counts.py", "tests/study/test_study_baseline.py"],
+    ),
+    "pools": (
+        "src/distillscope/tasks/pools.py",
+        ["tests/tasks/test_pools_split.py", "tests/tasks/test_split_golden.py"],
+    ),
+    "spectrum": (
+        "src/distillscope/rollout/spectrum.py",
+        ["tests/rollout/test_rollout_spectrum.py", "tests/rollout/test_spectrum_ends.py"],
+    ),
+    "calibrate": (
+        "src/distillscope/report/calibrate.py",
+        ["tests/report/test_report_calibration_guards.py", "tests/report/test_report_calibrate.py"],
+    ),
+}
+
+#: Only these functions of a module are mutated (mutmut name patterns): the study runner's
+#: resume decision, not its provenance strings.
+ONLY = {"run_study": ["*x__unfinished__*", "*x_study_status__*", "*x_prepare__*"]}
+
+#: Modules whose guarding tests are marked slow; the others run without the slow tests (a
+#: surviving mutant runs every selected test, so one 10 s test costs minutes per module).
+WITH_SLOW = {"run_study"}
+
+
+def _setup_cfg(module: str, tests: list[str], slow: bool) -> str:
+    # a mutant that loops forever is stopped at 5× its tests' clean time (mutmut's default 15×)
+    lines = ["[mutmut]", "source_paths=src", f"only_mutate={module}", "timeout_multiplier=5.0"]
+    lines.append("pytest_add_cli_args_test_selection=" + "\n\t".join(tests))
+    args = ["-q", "-p", "no:cacheprovider", "-x"] + ([] if slow else ["-m", "not slow"])
+    lines.append("pytest_add_cli_args=" + "\n\t".join(args))
+    return "\n".join(lines) + "\n"
+
+
+def _statuses(work: Path) -> dict[str, str]:
+    """mutant name → status, from ``mutmut results --all true``."""
+    out = subprocess.run(
+        [str(MUTMUT), "results", "--all", "true"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    statuses = {}
+    for line in out.splitlines():
+        name, _, status = line.strip().rpartition(": ")
+        if name:
+            statuses[name] = status
+    return statuses
+
+
+def run_module(name: str, workdir: Path, children: int) -> dict:
+    """Mutate one module in a fresh copy of the tree; returns its counts and minutes."""
+    module, tests = MODULES[name]
+    tests = [t for t in tests if (ROOT / t).is_file()]
+    work = workdir / name
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    for part in ("src", "tests"):
+        shutil.copytree(ROOT / part, work / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", work / "pyproject.toml")
+    (work / "setup.cfg").write_text(_setup_cfg(module, tests, name in WITH_SLOW))
+    t0 = time.time()
+    with open(work / "mutmut.log", "w") as log:
+        subprocess.run(
+            [str(MUTMUT), "run", "--max-children", str(children), *ONLY.get(name, [])],
+            cwd=work,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    minutes = (time.time() - t0) / 60
+    statuses = {m: s for m, s in _statuses(work).items() if s != "not checked"}
+    counts = {s: list(statuses.values()).count(s) for s in set(statuses.values())}
+    survivors = [m for m, s in statuses.items() if s == "survived"]
+    diffs = [
+        subprocess.run([str(MUTMUT), "show", m], cwd=work, capture_output=True, text=True).stdout
+        for m in survivors
+    ]
+    (work / "survivors.diff").write_text("\n".join(diffs))
+    scored = len(statuses) - counts.get("skipped", 0)
+    caught = counts.get("killed", 0) + counts.get("timeout", 0)
+    score = caught / scored if scored else float("nan")
+    return {
+        "name": name,
+        "module": module,
+        "mutants": len(statuses),
+        "counts": counts,
+        "score": score,
+        "minutes": minutes,
+        "survivors": survivors,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help=f"modules (default all): {', '.join(MODULES)}")
+    parser.add_argument("--list", action="store_true", help="list the modules and their tests")
+    default_workdir = Path(tempfile.gettempdir()) / "distillscope-mutate"
+    parser.add_argument("--workdir", type=Path, default=default_workdir)
+    parser.add_argument("--children", type=int, default=1, help="mutants tested in parallel")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, (module, tests) in MODULES.items():
+            print(f"{name}: {module} ← {' '.join(tests)}")
+        return 0
+    unknown = [n for n in args.names if n not in MODULES]
+    if unknown:
+        parser.error(f"unknown module {unknown[0]!r}; choose from {', '.join(MODULES)}")
+    if not MUTMUT.is_file():
+        parser.error(f"{MUTMUT} is missing: pip install -e '.[dev]' installs mutmut")
+    print("| module | mutants | killed | timeout | survived | no tests | score | minutes |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name in args.names or list(MODULES):
+        r = run_module(name, args.workdir, args.children)
+        c = r["counts"]
+        print(
+            f"| `{r['module'].removeprefix('src/distillscope/')}` | {r['mutants']} "
+            f"| {c.get('killed', 0)} | {c.get('timeout', 0)} | {c.get('survived', 0)} "
+            f"| {c.get('no tests', 0)} | {100 * r['score']:.1f}% | {r['minutes']:.1f} |",
+            flush=True,
+        )
+        for m in r["survivors"]:
+            print(f"  survived: {m} (diff in {args.workdir / name / 'survivors.diff'})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

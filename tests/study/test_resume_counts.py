@@ -90,3 +90,8 @@ def test_resume_runs_exactly_the_unfinished_runs(tiny_study, tmp_path, counted):
     trainings.clear()
     run_study(spec, out)  # everything finished: a third pass executes nothing
     assert not evaluations and not trainings
+
+
+def test_status_of_a_directory_without_a_study_says_so(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"is not a study directory \(no study.yaml\)$"):
+        study_status(tmp_path)

@@ -218,3 +218,20 @@ def test_linear_contrast_and_detectable_margin_against_closed_forms():
     assert d.dof == pytest.approx(25 / 1.7)
     big = Pair("n", 0.0, 1.0, 0.0, 0.0, 1e9, float("inf"))
     assert detectable_margin(big) == pytest.approx(1.959964 + 1.281552, rel=1e-4)
+
+
+def test_claim_10_reads_the_k_of_the_runs_it_compares(synth):
+    # OPD runs measured pass@32 on the harder task (claim 23 asks for it); the main grid only
+    # pass@10: claim 10 still compares the main grid at its own largest K
+    df = _main(synth, synth.PAPER_ACC, spread=0.005)
+    on = df["rollout.policy"] == "student"
+    df["eval/harder/pass@10"] = 0.40 + 0.08 * on + 0.005 * (df["seed"] - 43)
+    opd = [
+        synth.run_row("opd", "student", "opd", synth.LOW, seed, tag="-opd")
+        | {"eval/accuracy": 0.6, "eval/harder/pass@32": 0.7}
+        for seed in (42, 43, 44)
+    ]
+    df = pd.concat([df, pd.DataFrame(opd)], ignore_index=True)
+    r = _scored(df)[10]
+    assert r.verdict == "supported", r.evidence
+    assert r.evidence.startswith("eval/harder/pass@10")

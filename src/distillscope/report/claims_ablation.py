@@ -79,6 +79,18 @@ def harder_metric(df: pd.DataFrame) -> str | None:
     return "eval/harder_accuracy" if has(df, "eval/harder_accuracy") else None
 
 
+def compared_harder_metric(s: Scoring) -> str | None:
+    """Claim 10's measurement, read from the runs it compares: the main grid's largest K (its
+    OnPD/OffPD cells), else the λ-spectrum's — never a K that only other experiments measured
+    (the OPD runs' pass@32 must not hide the main grid's pass@10)."""
+    for grid in (MAIN, SPECTRUM):
+        rows = s.grid(grid)
+        metric = harder_metric(rows)
+        if metric is not None and all(on_vs_off(s, metric, k) is not None for k in KINDS):
+            return metric
+    return None
+
+
 def on_vs_off(s: Scoring, metric: str, kind: str) -> tuple[Pair, str] | None:
     """(on-policy vs off-policy pooled pair, per-cell text) under one KL direction: OnPD vs
     OffPD in the main grid, else the spectrum's cells at λ > 0 vs λ < 0 as samples."""
@@ -101,13 +113,12 @@ def on_vs_off(s: Scoring, metric: str, kind: str) -> tuple[Pair, str] | None:
 
 def claim_10_applicable(s: Scoring) -> bool:
     """Claim 10 is testable: a harder-variant metric and on- vs off-policy runs per direction."""
-    metric = harder_metric(s.grid(FINISHED))
-    return metric is not None and all(on_vs_off(s, metric, k) is not None for k in KINDS)
+    return compared_harder_metric(s) is not None
 
 
 def claim_10_harder_variant(s: Scoring) -> Verdict:
     """Claim 10's verdict (``CLAIM_10_RULE``)."""
-    metric = harder_metric(s.grid(FINISHED))
+    metric = compared_harder_metric(s)
     parts, signs, heads = [], [], []
     for kind in KINDS:
         pair, text = on_vs_off(s, metric, kind)

@@ -329,3 +329,27 @@ def test_range_text():
 def test_number_formats():
     assert (pp(3.21), pp(-1.256, 2), pp(0.0), pp(NAN)) == ("+3.2", "-1.26", "+0.0", "n/a")
     assert (num(72.34), num(-0.06), num(1.0, 3), num(NAN)) == ("72.3", "-0.1", "1.000", "n/a")
+
+
+def test_welch_dof_refuses_unmatched_lengths():
+    with pytest.raises(ValueError):
+        welch_dof([1.0, 2.0], [3.0])
+
+
+def test_pooled_pair_welch_dofs_on_unequal_sems():
+    # seed counts below 2 on side b (ν = 0.5): no pooled variance, Welch on each side
+    cells = [Pair("x", 1.0, 1.0, 0.0, 1.0, 2.0, 0.5), Pair("y", 3.0, 2.0, 2.0, 3.0, 2.0, 0.5)]
+    p = pooled_pair(cells, "k")
+    assert p.a_dof == pytest.approx(25.0 / (1.0 / 2 + 16.0 / 2))
+    assert p.b_dof == pytest.approx(100.0 / (1.0 / 0.5 + 81.0 / 0.5))
+    assert (p.a_sem, p.b_sem) == (math.sqrt(5) / 2, math.sqrt(10) / 2)
+
+
+def test_spearman_with_two_distinct_values_on_one_side():
+    x, y = [1.0, 2.0, 3.0], [0.0, 0.0, 1.0]
+    assert (
+        spearman(x, y)
+        == pytest.approx(sps.spearmanr(x, y).statistic)
+        == pytest.approx(0.866, abs=1e-3)
+    )
+    assert spearman(y, x) == pytest.approx(0.866, abs=1e-3)

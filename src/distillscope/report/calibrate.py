@@ -125,9 +125,13 @@ def _default_sd(metric: str, typical: float) -> float:
 
 
 def _typical(rows: pd.DataFrame, metric: str) -> float:
-    """The metric's median over finished runs (defaults: 0.6 for fractions, else 0 or 1)."""
+    """The metric's median over finished runs (defaults: 0.6 for fractions, else 1); 0 for a
+    change in pp (forgetting_pp: after − before) — the null is a world without effects, and a
+    study's median forgetting is itself its high LR's effect."""
     if metric in TRAJ:
         return TRAJ[metric][0]
+    if unit(metric) == "pp":
+        return 0.0
     vals = pd.to_numeric(rows.get(metric, pd.Series(dtype=float)), errors="coerce").dropna()
     if len(vals):
         return float(vals.median())
@@ -140,7 +144,7 @@ TYPICAL = {
     "eval/pass@1": 0.6,
     "eval/pass@10": 0.75,
     "eval/harder/pass@10": 0.4,
-    "eval/forgetting_pp": -2.0,
+    "eval/forgetting_pp": 0.0,
     "eval/sparsity_bf16_tau1e-06": 0.8,
     "eval/sparsity_fp32_tau1e-06": 0.3,
     "eval/teacher_style_share": 0.5,

@@ -59,7 +59,10 @@ def welch_dof(variances: Sequence[float], dofs: Sequence[float]) -> float:
         return math.inf  # no variance at all: the interval has zero width
     if any(math.isnan(v) or math.isnan(d) or d <= 0 for v, d in parts):
         return math.nan
-    return sum(v for v, _ in parts) ** 2 / sum(v * v / d for v, d in parts)
+    spread = sum(v * v / d for v, d in parts)
+    if spread == 0.0:
+        return math.inf  # every variance known exactly (ν = ∞): the normal's quantiles
+    return sum(v for v, _ in parts) ** 2 / spread
 
 
 def t_quantile(p: float, dof: float) -> float:

@@ -15,15 +15,14 @@ from distillscope.cli import app
 from distillscope.report import RULES, score_claims
 from distillscope.report.calibrate import (
     CALIBRATION_FILE,
-    MARGIN_CASES,
     calibrate,
-    margin_offsets,
     noise_model,
     planned_table,
     simulate,
     tables,
 )
 from distillscope.report.claims_grid import CLAIM_01_MARGIN_PP
+from distillscope.report.plants import MARGIN_CASES, margin_offsets
 from distillscope.study.spec import PRESETS_DIR, expand, load_spec
 from distillscope.study.table import plan_row
 

@@ -16,9 +16,9 @@ from distillscope.report import calibrate as cal_mod
 from distillscope.report.calibrate import (
     NO_EFFECT_CLAIMS,
     calibrate,
-    margin_cases,
     planned_table,
 )
+from distillscope.report.plants import margin_cases
 from distillscope.study.spec import expand, load_spec
 from distillscope.study.table import plan_row
 

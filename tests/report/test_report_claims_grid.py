@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from distillscope.report import score_claims
-from distillscope.report.claims_grid import CLAIM_19_HIGH_RATIO, early_entropy_ratio
+from distillscope.report.claims_entropy import CLAIM_19_HIGH_RATIO, early_entropy_ratio
 from distillscope.report.stats import Pair, detectable_margin, linear
 
 

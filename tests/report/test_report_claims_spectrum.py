@@ -12,13 +12,7 @@ import pandas as pd
 import pytest
 
 from distillscope.report import score_claims
-from distillscope.report.calibrate import (
-    MARGIN_CASES,
-    calibrate,
-    planned_table,
-    planted_offsets,
-    simulate,
-)
+from distillscope.report.calibrate import calibrate, planned_table, simulate
 from distillscope.report.claims_spectrum import (
     CLAIM_06_FORWARD_MARGIN_PP,
     CLAIM_07_MARGIN_PP,
@@ -27,6 +21,7 @@ from distillscope.report.claims_spectrum import (
     rho_tail,
 )
 from distillscope.report.matching import LAMBDA
+from distillscope.report.plants import MARGIN_CASES, planted_offsets
 from distillscope.report.stats import spearman, t_quantile
 from distillscope.study.spec import expand, load_spec, preset_path
 from distillscope.study.table import plan_row

@@ -34,7 +34,13 @@ _BY_ID = {r.id: r for r in RULES_GRID}
 
 def judged(rule: ClaimRule, s: Scoring) -> Verdict | None:
     """``rule``'s verdict on ``s``, None when the scoring cannot test it (not applicable, or
-    lacking a measurement)."""
+    lacking a measurement); judged once per scoring, so claims 14 and 15 share the main
+    grid's verdicts of claims 1–2."""
+    return s.cached(_judged, rule.id)
+
+
+def _judged(s: Scoring, claim: int) -> Verdict | None:
+    rule = _BY_ID[claim]
     if not rule.applicable(s) or (rule.lacking is not None and rule.lacking(s)):
         return None
     return rule.judge(s)

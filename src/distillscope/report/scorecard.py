@@ -32,7 +32,8 @@ from distillscope.report.claimkit import (
 )
 from distillscope.report.claims_ablation import RULES_ABLATION
 from distillscope.report.claims_clipping import RULES_CLIPPING
-from distillscope.report.claims_grid import RULES_GRID, add_early_entropy
+from distillscope.report.claims_entropy import RULES_ENTROPY, add_early_entropy
+from distillscope.report.claims_grid import RULES_GRID
 from distillscope.report.claims_opd import (
     ADV_RISE,
     ADV_RISE_SEM,
@@ -52,6 +53,7 @@ from distillscope.store import run_dir
 RULES: list[ClaimRule] = sorted(
     [
         *RULES_GRID,
+        *RULES_ENTROPY,
         *RULES_SPECTRUM,
         *RULES_STABILITY,
         *RULES_ABLATION,

@@ -271,6 +271,19 @@ class Range:
         return f"{num(self.value)} pp [≥ {num(max(self.lower, 0.0))}, ≤ {num(self.upper)}]"
 
 
+def seed_variance(cells: pd.DataFrame) -> tuple[float, float]:
+    """(s², ν): the within-cell seed variance pooled over ``cells`` (mean, sem, runs per cell;
+    cells with ≥ 2 seeds and a SEM), s² = Σ (nᵢ − 1) SEMᵢ² nᵢ / ν with ν = Σ (nᵢ − 1);
+    (0, 0) when no cell has two seeds."""
+    n = cells["runs"].to_numpy(dtype=float)
+    sem = cells["sem"].to_numpy(dtype=float)
+    ok = (n >= 2) & ~np.isnan(sem)
+    dof = float((n[ok] - 1).sum())
+    if dof == 0:
+        return 0.0, 0.0
+    return float(((n[ok] - 1) * sem[ok] ** 2 * n[ok]).sum() / dof), dof
+
+
 def cell_range(cells: pd.DataFrame, alpha_upper: float, alpha_lower: float) -> Range:
     """The range max − min of cell means (``cells``: mean, sem, runs per cell) with bounds from
     the seed variance pooled over the cells (cells with ≥ 2 seeds).
@@ -282,11 +295,8 @@ def cell_range(cells: pd.DataFrame, alpha_upper: float, alpha_lower: float) -> R
     """
     means = cells["mean"].to_numpy(dtype=float)
     n = cells["runs"].to_numpy(dtype=float)
-    sem = cells["sem"].to_numpy(dtype=float)
     value = float(means.max() - means.min())
-    ok = (n >= 2) & ~np.isnan(sem)
-    dof = float((n[ok] - 1).sum())
-    var = float(((n[ok] - 1) * sem[ok] ** 2 * n[ok]).sum() / dof) if dof > 0 else 0.0
+    var, dof = seed_variance(cells)
     if var == 0.0 or len(means) < 2:  # one seed per cell, or seeds that all agree: no bound
         return Range(value, math.nan, math.nan, math.nan)
     i, j = np.triu_indices(len(means), 1)

@@ -343,6 +343,13 @@ class EvalConfig(_Section):
         gt=0,
         description="evaluation batches hold at most this much KV cache and logits (≤ 256 rows)",
     )
+    profile_steps: list[Annotated[int, Strict(), Field(ge=0)]] = Field(
+        default_factory=list,
+        description="steps before whose update per-position profiles are taken (optim.steps: "
+        "after the last); [] = none",
+    )
+    profile_prompts: Int = Field(16, ge=1, description="fixed training prompts per profile")
+    profile_bins: Int = Field(8, ge=1, description="completion-position bins of a profile")
 
 
 class RunConfig(_Section):
@@ -372,6 +379,12 @@ class RunConfig(_Section):
             )
         if self.objective.clip_min >= self.objective.clip_max:
             raise ValueError("objective.clip_min must be below objective.clip_max")
+        late = [s for s in self.eval.profile_steps if s > self.optim.steps]
+        if late:
+            raise ValueError(
+                f"eval.profile_steps holds {late[0]}, past optim.steps={self.optim.steps} "
+                "(profile steps lie in 0…optim.steps)"
+            )
         return self
 
 
@@ -542,5 +555,6 @@ def evaluation_key(cfg: RunConfig) -> str:
     d = cfg.model_dump(mode="json")
     model = {k: v for k, v in d["model"].items() if not k.startswith("teacher")}
     task = {k: v for k, v in d["task"].items() if k != "teacher_style_flag"}
-    key = {"model": model, "task": task, "eval": d["eval"], "seed": d["seed"]}
+    evaluation = {k: v for k, v in d["eval"].items() if not k.startswith("profile_")}
+    key = {"model": model, "task": task, "eval": evaluation, "seed": d["seed"]}
     return json.dumps(key, sort_keys=True)

@@ -9,6 +9,7 @@ into :func:`checkpoint_dir`)::
     STUDY_DIR/runs/<run_id>/config.yaml      resolved RunConfig
                             fingerprint.json the config's fingerprint: a run belongs to one config
                             metrics.jsonl    one JSON object per optimizer step
+                            profiles.jsonl   per-position profiles at eval.profile_steps
                             eval.json        evaluation metrics
                             status.json      pending | running | trained | done | failed | diverged
                             checkpoint/      student weights + optimizer state
@@ -32,6 +33,7 @@ STATUSES = ("pending", "running", "trained", "done", "failed", "diverged")
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.jsonl"
+PROFILES_FILE = "profiles.jsonl"
 EVAL_FILE = "eval.json"
 STATUS_FILE = "status.json"
 CHECKPOINT_DIR = "checkpoint"
@@ -129,6 +131,9 @@ ADDED_FIELDS: dict[str, Any] = {
     "objective.updates_per_batch": 1,
     "objective.tempered_teacher": False,
     "rollout.spectrum_temperatures": "paper",
+    "eval.profile_steps": [],
+    "eval.profile_prompts": 16,
+    "eval.profile_bins": 8,
 }
 
 
@@ -236,6 +241,7 @@ def clear_run(run: Path) -> None:
         ".checkpoint.tmp",
         ".checkpoint.old",
         "samples.jsonl",
+        PROFILES_FILE,
         "student",
     }
     foreign = [p.name for p in run.iterdir() if p.name not in known and not p.name.startswith(".")]
@@ -319,6 +325,67 @@ class MetricsLog:
             f.write(json.dumps(row) + "\n")
             f.flush()
             os.fsync(f.fileno())
+
+
+#: What each position bin of a ``profiles.jsonl`` row holds besides its ``start``/``stop``/
+#: ``count``: the mean over the bin's completion tokens (nats; ``null`` for an empty bin).
+PROFILE_QUANTITIES = ("forward_kl", "teacher_entropy", "cross_entropy", "student_entropy")
+
+
+class ProfileLog:
+    """``profiles.jsonl``: one row per profiled step, ``{"step", "time_s", "tokens", "bins":
+    [{"start", "stop", "count", <PROFILE_QUANTITIES>…}]}``; on resume keeps exactly the rows of
+    the steps before the checkpoint, as :class:`MetricsLog` does. Nothing is written for a run
+    that profiles no step."""
+
+    def __init__(self, run: Path, keep_steps: int, enabled: bool = True) -> None:
+        self.path = run / PROFILES_FILE
+        if enabled:
+            kept = [r for r in read_profiles(run) if r["step"] < keep_steps]
+            atomic_write_text(self.path, "".join(_profile_line(r) for r in kept))
+
+    def append(self, row: dict[str, Any]) -> None:
+        """Append ``row`` (NaN means become ``null``) and fsync."""
+        with self.path.open("a") as f:
+            f.write(_profile_line(row))
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _profile_line(row: dict[str, Any]) -> str:
+    def finite(v: Any) -> Any:
+        return None if isinstance(v, float) and v != v else v
+
+    bins = [{k: finite(v) for k, v in b.items()} for b in row.get("bins", [])]
+    return json.dumps({**row, "bins": bins}) + "\n"
+
+
+def read_profiles(run: Path | None) -> list[dict[str, Any]]:
+    """The rows of ``profiles.jsonl`` in step order (``[]`` when absent); a torn last line is
+    dropped, rows without an integer ``step`` or a ``bins`` list are skipped, and an empty
+    bin's ``null`` means read back as NaN."""
+    path = run / PROFILES_FILE if run is not None else None
+    if path is None or not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        if not (isinstance(row, dict) and type(row.get("step")) is int):
+            continue
+        if not isinstance(row.get("bins"), list):
+            continue
+        bins = [b for b in row["bins"] if isinstance(b, dict)]
+        row["bins"] = [
+            {k: float("nan") if v is None and k in PROFILE_QUANTITIES else v for k, v in b.items()}
+            for b in bins
+        ]
+        rows.append(row)
+    return sorted(rows, key=lambda r: r["step"])
 
 
 def write_eval(run: Path, metrics: dict[str, float]) -> None:

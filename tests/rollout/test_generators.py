@@ -41,6 +41,7 @@ def test_the_named_streams_keep_their_values_and_draws():
     assert {s.name: int(s) for s in Stream} == {
         "ROLLOUT": 0,
         "ESTIMATOR": 1,
+        "PROFILE": 2,
         "EVAL_ACCURACY": 10_000,
         "EVAL_COVERAGE": 10_001,
         "EVAL_HARDER": 10_002,

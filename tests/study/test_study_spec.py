@@ -107,6 +107,8 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
     def other(default):  # a value other than the default, of its type
         if isinstance(default, bool):
             return not default
+        if isinstance(default, list):
+            return [*default, 0]
         return default + 1 if isinstance(default, int) else {"paper": "policies"}[default]
 
     cfg = expand(spec())[0].config

@@ -30,6 +30,7 @@ class Stream(IntEnum):
 
     ROLLOUT = 0  # the sampler: the step's rollouts
     ESTIMATOR = 1  # the sampled estimators: one uniform per completion position
+    PROFILE = 2  # per-position profiles: the probe prompts and their fresh student rollouts
     EVAL_ACCURACY = 10_000  # held-out accuracy, one sample per item
     EVAL_COVERAGE = 10_001  # pass@k samples
     EVAL_HARDER = 10_002  # the harder task's accuracy

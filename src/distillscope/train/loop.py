@@ -9,9 +9,11 @@ A step is one rollout batch: OPD may take ``objective.updates_per_batch`` optimi
 batches and ``metrics.jsonl`` keeps one row per rollout batch.
 The run directory receives ``config.yaml``, ``metrics.jsonl`` (one row per step, keys in
 :mod:`distillscope.metric_keys`), ``status.json``, ``checkpoint/`` and, at the end, ``student/``
-(a Hugging Face directory). A killed run restarts from its last checkpoint and ends with the
-same metrics as an uninterrupted one: every random draw of step k comes from ``(seed, k)``
-(:class:`~distillscope.rollout.prompts.Stream`), never from state carried across steps.
+(a Hugging Face directory), and ``profiles.jsonl`` at ``eval.profile_steps`` (:mod:`.profiles`:
+per-position profiles on fresh student completions). A killed run restarts from its last
+checkpoint and ends with the same metrics as an uninterrupted one: every random draw of step k
+comes from ``(seed, k)`` (:class:`~distillscope.rollout.prompts.Stream`), never from state
+carried across steps.
 
 The pieces: :mod:`.step` (the objective on one micro-batch), :mod:`.scoring` (score objects
 of either path), :mod:`.teacher` (the teacher's scores: live, cached or top-k), :mod:`.setup`
@@ -53,6 +55,7 @@ from distillscope.tasks import training_problems
 from distillscope.train.checkpoint import export_student, load_checkpoint, save_checkpoint
 from distillscope.train.checks import preflight
 from distillscope.train.precision import forward_precision
+from distillscope.train.profiles import Profiler
 from distillscope.train.scoring import TeacherScores
 from distillscope.train.setup import load_models, make_policy
 from distillscope.train.step import (
@@ -109,8 +112,10 @@ def distill(
     log = MetricsLog(run_dir, keep_steps=start)
     teacher = TeacherScorer(cfg, pair.teacher, objective, rollout_cache)
     learner = _Learner(cfg, objective, student, optimizer, run_dir)
+    profiler = Profiler(cfg, pair, objective.path, encoder, pool, run_dir, start)
 
     for step in range(start, cfg.optim.steps):
+        profiler.at(step)  # eval.profile_steps: per-position profiles before the step's update
         timer = _PhaseTimer()
         # 1. prompts: distinct within the step, drawn from the step's own (seed, step) stream
         problems = _problems(cfg, pool, step)
@@ -148,6 +153,7 @@ def distill(
         if cfg.checkpoint_every and ((step + 1) % cfg.checkpoint_every == 0):
             save_checkpoint(run_dir, step + 1, student, optimizer, fingerprint)
     save_checkpoint(run_dir, cfg.optim.steps, student, optimizer, fingerprint)
+    profiler.at(cfg.optim.steps)  # after the last update
     write_status(run_dir, "trained")
     export_student(run_dir, student, pair.tokenizer)  # RUN/student/: from_pretrained loads it
     student.eval()

@@ -27,6 +27,7 @@ from distillscope.report.figures import (
     spectrum_figure,
 )
 from distillscope.report.load import Study, load_study
+from distillscope.report.profiles import profile_figures
 from distillscope.report.scorecard import ClaimResult, score_claims
 from distillscope.report.summary import UNTESTED, SummaryGroup, summary_groups, summary_sentence
 from distillscope.report.tables import (
@@ -151,7 +152,8 @@ def _figures(study: Study, fig_dir: Path) -> list[FigureInfo]:
             pass_at_k_figure,
         )
     ]
-    return [f for f in made if f is not None] + training_figures(study, fig_dir)
+    made = [f for f in made if f is not None] + training_figures(study, fig_dir)
+    return made + profile_figures(study, fig_dir)
 
 
 # ---------------------------------------------------------------------------------------------

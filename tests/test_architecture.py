@@ -48,10 +48,22 @@ ALLOWED: dict[str, set[str]] = {
         "policy_registry",
         "rollout",
     },
-    "eval": {"config", "store", "metric_keys", "tasks", "models", "rollout"},
+    "eval": {
+        "config",
+        "store",
+        "metric_keys",
+        "tasks",
+        "models",
+        "objectives",  # the gradient and estimator analyses (eval/analysis.py)
+        "policy_registry",  # their λ-spectrum rollouts
+        "rollout",
+    },
     "study": {"config", "safeyaml", "store", "metric_keys", "labels", "train", "eval"},
     "report": {"config", "safeyaml", "store", "metric_keys", "labels"},
+    # `distillscope analyze`, a sub-app cli.py registers (it passes in friendly_errors)
+    "cli_analyze": {"config", "eval", "report"},
     "cli": {
+        "cli_analyze",
         "config",
         "store",
         "metric_keys",

@@ -11,6 +11,7 @@ distillscope report DIR               # (re)write DIR/report/ from the results s
 distillscope testbed info            # sizes and build-time accuracies of the shipped testbed
 distillscope testbed eval            # measure the shipped testbed again (HF generate)
 distillscope testbed build --out DIR # train a testbed from scratch
+distillscope analyze gradients|estimators RUN_DIR  # §5 bounds, KL-estimator bias
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from distillscope import __version__
+from distillscope.cli_analyze import analyze_app
 
 if TYPE_CHECKING:
     from distillscope.study.executors import ExecutorSpec
@@ -486,6 +488,9 @@ def _print_eval(run_dir: Path, metrics: dict) -> None:
     console.print(f"what the student wrote: {run_dir / 'samples.jsonl'}")
     if (run_dir / "student").is_dir():
         console.print(f"the student (from_pretrained): {run_dir / 'student'}")
+
+
+app.add_typer(analyze_app(friendly_errors), name="analyze")
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from distillscope import __version__
+from distillscope.report.analysis import analysis_figures, analysis_tables, split_analysis
 from distillscope.report.curves import training_figures
 from distillscope.report.figures import (
     FigureInfo,
@@ -131,7 +132,7 @@ def write_report(study_dir: Path) -> dict[str, Path]:
     for old in fig_dir.glob("*.png"):  # a re-report must not show figures whose data is gone
         old.unlink()
     claims = score_claims(study.scored, study.root)
-    figures = _figures(study, fig_dir)
+    figures = _figures(study, fig_dir) + analysis_figures(study, fig_dir)
     html_path, md_path = out / "report.html", out / "report.md"
     html_path.write_text(render_html(study, claims, figures), encoding="utf-8")
     md_path.write_text(render_markdown(study, claims, figures, out), encoding="utf-8")
@@ -295,6 +296,16 @@ def _html_group(group: SummaryGroup) -> str:
     return f'<li class="finding verdict-{slug}">{head}<ul>{"".join(items)}</ul></li>'
 
 
+def _html_analysis(study: Study, figures: list[FigureInfo]) -> list[str]:
+    """The ``distillscope analyze`` section: each analysed run's tables, then the figures."""
+    tables = analysis_tables(study)
+    if not tables and not figures:
+        return []
+    parts = ["<h2>Gradient and estimator analysis</h2>"]
+    parts += [f"<h3>{esc(title)}</h3>{html_table(table)}" for title, table in tables]
+    return parts + [_html_figure(f) for f in figures]
+
+
 def _html_figure(f: FigureInfo) -> str:
     data = base64.b64encode(f.path.read_bytes()).decode("ascii")
     return (
@@ -308,6 +319,7 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
     t = _sections(study, claims)
     counts = verdict_counts(claims)
     main_figure, figures = split_main_figure(figures)
+    analysis_figs, figures = split_analysis(figures)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -344,6 +356,7 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
     if figures:
         parts.append("<h2>Figures</h2>")
         parts += [_html_figure(f) for f in figures]
+    parts += _html_analysis(study, analysis_figs)
     exp_tables = experiment_tables(study.results)
     if exp_tables:
         parts.append("<h2>All cells by experiment</h2>")
@@ -397,6 +410,7 @@ def render_markdown(
     """The report as Markdown; figures are linked as relative PNG paths under ``figures/``."""
     t = _sections(study, claims)
     main_figure, figures = split_main_figure(figures)
+    analysis_figs, figures = split_analysis(figures)
     parts = [f"# Distillation study report: {md_escape(study.name)}", ""]
     if study.description:
         parts += [f"_{md_escape(study.description)}_", ""]
@@ -425,12 +439,24 @@ def render_markdown(
         parts += ["## Figures", ""]
         for f in figures:
             parts += _md_figure(f, out_dir)
+    parts += _md_analysis(study, analysis_figs, out_dir)
     exp_tables = experiment_tables(study.results)
     if exp_tables:
         parts += ["## All cells by experiment", ""]
         for name, table in exp_tables.items():
             parts += [f"### {md_escape(name)}", "", md_table(table), ""]
     return "\n".join(parts)
+
+
+def _md_analysis(study: Study, figures: list[FigureInfo], out_dir: Path) -> list[str]:
+    """The ``distillscope analyze`` section as Markdown (see :func:`_html_analysis`)."""
+    tables = analysis_tables(study)
+    if not tables and not figures:
+        return []
+    parts = ["## Gradient and estimator analysis", ""]
+    for title, table in tables:
+        parts += [f"### {md_escape(title)}", "", md_table(table), ""]
+    return parts + [line for f in figures for line in _md_figure(f, out_dir)]
 
 
 def _md_figure(f: FigureInfo, out_dir: Path) -> list[str]:

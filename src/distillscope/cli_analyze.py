@@ -1,0 +1,137 @@
+"""``distillscope analyze``: gradient and estimator analyses of a run (docs/analysis.md).
+
+distillscope analyze gradients RUN_DIR --lams -1,0,1     # → RUN_DIR/analysis/gradients.json
+distillscope analyze estimators RUN_DIR --samples 32     # → RUN_DIR/analysis/estimators.json
+distillscope analyze gradients run.yaml --out DIR        # a config: its untrained student
+
+Each command checks its options and target (a run directory with ``config.yaml``, or a run
+config) before loading anything, writes its JSON and PNG figures, and prints its table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table as RichTable
+
+console = Console()
+
+_TARGET = typer.Argument(..., help="a run directory (config.yaml inside) or a run-config YAML")
+_LAMS = typer.Option("-1,0,1", help="comma-separated λ of the spectrum rollouts, each in [-2, 2]")
+_PROMPTS = typer.Option(16, help="rollouts per λ (the run's step-0 training prompts)")
+_BINS = typer.Option(6, help="completion-position bins of the profiles")
+_STUDENT_T = typer.Option(None, help="student loss temperature (default: the config's)")
+_TEACHER_T = typer.Option(None, help="teacher loss temperature (default: the config's)")
+_OUT = typer.Option(None, help="output directory (default RUN_DIR/analysis)")
+
+
+def _prepare(target: Path, out: Path | None, **options):
+    """The spec and the resolved target, checked before anything is loaded or written."""
+    from distillscope.config import check_machine
+    from distillscope.eval.analysis import AnalysisSpec, parse_lams, resolve_target
+
+    spec = AnalysisSpec(lams=parse_lams(options.pop("lams")), **options)
+    resolved = resolve_target(target, out)
+    check_machine(resolved.cfg)
+    return spec, resolved
+
+
+def analyze_app(errors: Callable[[Callable[..., Any]], Callable[..., Any]]) -> typer.Typer:
+    """The ``analyze`` sub-app, each command wrapped in ``errors`` (the CLI's ``friendly_errors``:
+    passed in, so that this module does not import :mod:`distillscope.cli`, which imports it)."""
+    app = typer.Typer(
+        no_args_is_help=True,
+        help="Gradient bounds and KL-estimator bias of a run (docs/analysis.md).",
+    )
+    app.command("gradients")(errors(gradients_cmd))
+    app.command("estimators")(errors(estimators_cmd))
+    return app
+
+
+def _print(table, title: str) -> None:
+    rich = RichTable(title=title)
+    for j, column in enumerate(table.columns):
+        # names stay whole (j < 3: level or λ, quantity or estimator); the rest may wrap
+        rich.add_column(column, justify="right" if j in table.numeric else "left", no_wrap=j < 3)
+    for row, cls in zip(table.rows, table.row_classes, strict=True):
+        rich.add_row(*row, style="red" if cls else None)
+    console.print(rich)
+
+
+def gradients_cmd(
+    target: Path = _TARGET,
+    lams: str = _LAMS,
+    prompts: int = _PROMPTS,
+    bins: int = _BINS,
+    probes: int = typer.Option(32, help="Jacobian probes per λ for the empirical B"),
+    student_temperature: float = _STUDENT_T,
+    teacher_temperature: float = _TEACHER_T,
+    out: Path = _OUT,
+) -> None:
+    """Check the gradient bounds of docs/method.md §5 on rollouts at several λ."""
+    from distillscope.eval.analysis import write_analysis
+    from distillscope.eval.gradient_analysis import gradient_analysis
+    from distillscope.report.analysis import GRADIENTS_FILE, gradient_figures, gradient_table
+
+    spec, resolved = _prepare(
+        target,
+        out,
+        lams=lams,
+        prompts=prompts,
+        n_bins=bins,
+        probes=probes,
+        student_temperature=student_temperature,
+        teacher_temperature=teacher_temperature,
+    )
+    with console.status(f"gradients of {target} at λ = {lams}"):
+        data = gradient_analysis(resolved, spec)
+        path = write_analysis(resolved.out_dir, GRADIENTS_FILE, data)
+        figures = gradient_figures(data, resolved.out_dir)
+    b = data["empirical_B"]
+    _print(gradient_table(data), f"gradient bounds, empirical B = {b['value']:.4g}")
+    held = sum(c["holds"] for c in data["checks"])
+    console.print(f"{held} of {len(data['checks'])} bounds hold; wrote {path}")
+    for f in figures:
+        console.print(f"figure: {f.path}")
+
+
+def estimators_cmd(
+    target: Path = _TARGET,
+    lams: str = _LAMS,
+    prompts: int = _PROMPTS,
+    bins: int = _BINS,
+    samples: int = typer.Option(32, help="draws per position from π_S and from π_T"),
+    topk: int = typer.Option(8, help="k of the top-k + tail objective; 0 = leave it out"),
+    student_temperature: float = _STUDENT_T,
+    teacher_temperature: float = _TEACHER_T,
+    out: Path = _OUT,
+) -> None:
+    """Bias and std of k1/k2/k3, the sampled forward estimator and top-k + tail vs exact KL."""
+    from distillscope.eval.analysis import estimator_analysis, write_analysis
+    from distillscope.report.analysis import ESTIMATORS_FILE, estimator_figures, estimator_table
+
+    if topk < 0:
+        raise ValueError(f"--topk must be ≥ 0, got {topk}")
+    spec, resolved = _prepare(
+        target,
+        out,
+        lams=lams,
+        prompts=prompts,
+        n_bins=bins,
+        samples=samples,
+        topk=topk,
+        student_temperature=student_temperature,
+        teacher_temperature=teacher_temperature,
+    )
+    with console.status(f"estimators of {target} at λ = {lams}"):
+        data = estimator_analysis(resolved, spec)
+        path = write_analysis(resolved.out_dir, ESTIMATORS_FILE, data)
+        figures = estimator_figures(data, resolved.out_dir)
+    _print(estimator_table(data), f"KL estimators, {spec.samples} draws per position")
+    console.print(f"wrote {path}")
+    for f in figures:
+        console.print(f"figure: {f.path}")

@@ -225,7 +225,8 @@ def train_cmd(
     check_machine(cfg)
     preflight(cfg)  # a missing model or a bad task file: one line, before anything is written
     with _progress() as bar:
-        task = bar.add_task(f"train {cfg.name}: loading teacher and student", total=cfg.optim.steps)
+        steps = cfg.rlvr.steps if cfg.rlvr is not None else cfg.optim.steps  # RLVR: GRPO steps
+        task = bar.add_task(f"train {cfg.name}: loading the models", total=steps)
 
         def on_step(step: int, row: dict) -> None:
             bar.update(

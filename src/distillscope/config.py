@@ -352,6 +352,31 @@ class EvalConfig(_Section):
     profile_bins: Int = Field(8, ge=1, description="completion-position bins of a profile")
 
 
+class RLVRConfig(_Section):
+    """How an RLVR run trains: GRPO with the DAPO loss from a distilled checkpoint (docs/method.md
+    §8). A run with this section starts from the student its ``parent`` run exported; the rest
+    of its config is the parent's, so its table row carries the distillation cell it came from.
+    Defaults are the testbed's (BENCHMARKS.md "The RLVR stage"); the published values for real
+    models are in presets/paper-llama.yaml."""
+
+    parent: str = Field(description="run id of the distilled run whose student/ it starts from")
+    task: str = Field("tb-countdown3-hard", description="RLVR task: trained and evaluated on it")
+    steps: Int = Field(60, ge=1, description="GRPO steps (one rollout batch and update each)")
+    prompts_per_step: Int = Field(8, ge=1, description="distinct prompts per step")
+    group_size: Int = Field(8, ge=2, description="completions per prompt (G)")
+    lr: Float = Field(5e-5, gt=0, description="peak learning rate (cosine decay after warm-up)")
+    warmup_fraction: Float = Field(0.1, ge=0, lt=1, description="share of steps warming up")
+    temperature: Float = Field(1.0, gt=0, description="sampling (and loss) temperature")
+    top_p: Float = Field(0.95, gt=0, le=1, description="nucleus sampling threshold")
+    eps_low: Float = Field(0.2, ge=0, lt=1, description="importance-ratio clip below 1")
+    eps_high: Float = Field(0.28, ge=0, description="importance-ratio clip above 1 (clip-higher)")
+    reward_correct: Float = Field(2.0, gt=0, description="reward of a verified answer (else 0)")
+    grad_clip: Float | None = Field(1.0, gt=0, description="global grad-norm clip; null = off")
+    max_new_tokens: Int | None = Field(
+        None, ge=1, description="completion length limit; null = task.max_new_tokens"
+    )
+
+
 class RunConfig(_Section):
     name: str = Field("run", description="a label for this run")
     seed: Int = Field(42, description="seeds data order, sampling and evaluation draws")
@@ -362,6 +387,9 @@ class RunConfig(_Section):
     optim: OptimConfig = OptimConfig()
     eval: EvalConfig = EvalConfig()
     checkpoint_every: Int = Field(50, ge=0, description="steps between checkpoints; 0 = none")
+    rlvr: RLVRConfig | None = Field(
+        None, description="an RLVR run's training (set by a study's rlvr stage); null = distill"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:

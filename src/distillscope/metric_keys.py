@@ -18,7 +18,8 @@ updates; the diagnostics (``kl/``, likelihoods) are its first update's, of the p
 
 Keys with ``{…}`` are families: ``{k}`` a pass@k sample count, ``{n}`` the samples per item,
 ``{skill}`` a skill of the testbed suite, ``{phase}`` a phase of the step, ``{view}`` fp32/bf16,
-``{tau}`` the threshold written as ``1e-06``.
+``{tau}`` the threshold written as ``1e-06``, ``{measure}`` an RLVR measure
+(``eval_accuracy``, ``harder_accuracy``).
 """
 
 from __future__ import annotations
@@ -201,6 +202,42 @@ METRICS: tuple[MetricKey, ...] = (
         ("split/overlap", "count", "of those, items in the training pool (0)", "lower"),
         ("split/harder/eval_items", "count", "distinct held-out harder-task items", "none"),
         ("split/harder/overlap", "count", "of those, items in the training pool (0)", "lower"),
+    ),
+    *_keys(
+        "train",
+        ("rlvr/loss", "—", "RLVR: the DAPO loss (token-level normalisation)", "lower", "loss"),
+        ("rlvr/ratio_mean", "ratio", "RLVR: mean importance ratio π_θ/π_old", "none", "mean"),
+        (
+            "rlvr/ratio_clip_frac",
+            "fraction",
+            "RLVR: tokens whose ratio is clipped (no gradient)",
+            "none",
+            "mean",
+        ),
+        ("rlvr/reward", "—", "RLVR: mean reward of the step's completions (0 or 2 each)", "higher"),
+        ("rlvr/accuracy", "fraction", "RLVR: share of the step's completions verified", "higher"),
+        (
+            "rlvr/groups_mixed",
+            "fraction",
+            "RLVR: prompt groups with right and wrong completions (the only ones with a gradient)",
+            "higher",
+        ),
+    ),
+    *_keys(
+        "eval",
+        ("rlvr/eval_accuracy", "fraction", "RLVR task, held out, after RLVR", "higher"),
+        ("rlvr/eval_accuracy_before", "fraction", "the same items before RLVR", "higher"),
+        ("rlvr/harder_accuracy", "fraction", "harder variant, held out, after RLVR", "higher"),
+        ("rlvr/harder_accuracy_before", "fraction", "the same items before RLVR", "higher"),
+        ("rlvr/reward_first", "—", "mean rlvr/reward over the first 10% of steps", "higher"),
+        ("rlvr/reward_final", "—", "mean rlvr/reward over the last 10% of steps", "higher"),
+        ("split/rlvr/{measure}/eval_items", "count", "held-out items of an RLVR measure", "none"),
+        (
+            "split/rlvr/{measure}/overlap",
+            "count",
+            "of those, items in the RLVR or distillation training pool (0)",
+            "lower",
+        ),
     ),
     *_keys(
         "study",

@@ -134,6 +134,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "eval.profile_steps": [],
     "eval.profile_prompts": 16,
     "eval.profile_bins": 8,
+    "rlvr": None,  # a whole section: RLVR runs only
 }
 
 

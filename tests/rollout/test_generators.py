@@ -42,6 +42,8 @@ def test_the_named_streams_keep_their_values_and_draws():
         "ROLLOUT": 0,
         "ESTIMATOR": 1,
         "PROFILE": 2,
+        "RLVR_PROMPTS": 20,
+        "RLVR_ROLLOUT": 21,
         "EVAL_ACCURACY": 10_000,
         "EVAL_COVERAGE": 10_001,
         "EVAL_HARDER": 10_002,

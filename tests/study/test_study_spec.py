@@ -1,6 +1,6 @@
 import pytest
 
-from distillscope.config import ConfigError
+from distillscope.config import ConfigError, RLVRConfig
 from distillscope.study.spec import StudySpec, expand, load_spec, run_id
 
 
@@ -115,7 +115,12 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
     # the config as a version without any of the added fields wrote it
     old_dump = cfg.model_dump(mode="json")
     exclude: dict[str, set[str]] = {}
+    sections = {d for d in ADDED_FIELDS if "." not in d}  # whole sections, null by default
     for dotted in ADDED_FIELDS:
+        if dotted in sections:
+            del old_dump[dotted]
+            exclude[dotted] = True
+            continue
         section, name = dotted.split(".")
         del old_dump[section][name]
         exclude.setdefault(section, set()).add(name)
@@ -125,6 +130,12 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
     assert run_id("main", {}, cfg) == old_id
     assert config_fingerprint(cfg.model_dump(mode="json")) == config_fingerprint(old_dump)
     for dotted, default in ADDED_FIELDS.items():
+        if dotted in sections:  # set: the run is another kind of run
+            changed = cfg.model_copy(update={dotted: RLVRConfig(parent="main_x")})
+            assert run_id("main", {}, changed) != old_id
+            data = changed.model_dump(mode="json")
+            assert config_fingerprint(data)[0] != config_fingerprint(old_dump)[0]
+            continue
         section, name = dotted.split(".")
         data = cfg.model_dump(mode="json")
         data[section][name] = other(default)  # set: it changes the run, so it counts
@@ -133,3 +144,21 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
         changed = cfg.model_copy(update={section: part})
         assert run_id("main", {}, changed) != old_id
         assert config_fingerprint(data)[0] != config_fingerprint(old_dump)[0]
+
+
+def test_run_ids_are_pinned_so_a_new_field_cannot_rename_earlier_runs():
+    """Ids written by earlier versions (these two by 0.x of 2026-12-01): a field added without
+    its entry in store.ADDED_FIELDS changes every id, and a study on disk would re-run."""
+    s = StudySpec.model_validate(
+        {
+            "name": "golden",
+            "base": {"optim": {"steps": 5}},
+            "experiments": [
+                {"name": "main", "axes": {"rollout.policy": ["student", "teacher"], "seed": [42]}}
+            ],
+        }
+    )
+    assert [r.run_id for r in expand(s)] == [
+        "main_policy-student_seed-42_1bf19d66",
+        "main_policy-teacher_seed-42_4e417510",
+    ]

@@ -27,7 +27,7 @@ from distillscope.labels import (
     labelled_axes,
 )
 
-ID_COLUMNS = ("run_id", "status", "reason")
+ID_COLUMNS = ("run_id", "status", "reason", "parent_run")  # parent_run: an RLVR run's start
 SEED = "seed"
 
 

@@ -55,6 +55,7 @@ ERROR = "error"  # the rule raised: a bug, shown with its message, never a verdi
 #: Students "learned" when their mean accuracy beats the untrained student by this many pp.
 LEARNED_PP = 5.0
 BASELINE = "baseline"  # experiment name (and run_id prefix) of the untrained-student rows
+PARENT = "parent_run"  # an RLVR run's column: the run id of the distilled run it started from
 
 # Sub-grids a rule can ask a Scoring for (see SUB_GRIDS).
 FINISHED, MAIN, SPECTRUM, LR_SWEEP = "finished", "main", "spectrum", "lr_sweep"
@@ -274,9 +275,17 @@ def both_kls(rows: pd.DataFrame) -> bool:
 
 
 def finished(df: pd.DataFrame) -> pd.DataFrame:
-    """Finished runs of the study's experiments: baseline rows (the untrained student) left out."""
+    """Finished runs of the study's experiments: baseline rows (the untrained student) and the
+    RLVR stage's runs (their own claims, 11 and 20, read them) left out."""
     rows = done(df)
-    return rows[~is_baseline(rows)]
+    return rows[~is_baseline(rows) & ~is_rlvr(rows)]
+
+
+def is_rlvr(df: pd.DataFrame) -> pd.Series:
+    """Which rows are RLVR runs (``parent_run`` set: the distilled run each started from)."""
+    if PARENT not in df.columns:
+        return pd.Series(False, index=df.index)
+    return df[PARENT].notna() & (df[PARENT].map(str) != "")
 
 
 #: The sub-grids a Scoring computes once: every finished run, and the finished plain runs of

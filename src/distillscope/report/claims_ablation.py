@@ -1,7 +1,8 @@
-"""Scorecard rules on the ablations of [P]: docs/method.md §9 claims 10–12 and 15.
+"""Scorecard rules on the ablations of [P]: docs/method.md §9 claims 10 and 12.
 
-Harder variant, RLVR follow-up, teacher-style transfer and sampled estimators (the clipping
-ablation, claims 13–14, is in ``claims_clipping``). Margins are named constants (pp) from
+Harder variant and teacher-style transfer (the RLVR follow-up, claim 11, is in
+``claims_rlvr``; the clipping and sampled-estimator ablations, claims 13–15, in
+``claims_clipping`` and ``claims_robustness``). Margins are named constants (pp) from
 which each rule's prose is rendered; ``claimkit`` says what "beyond" and "within" mean.
 """
 
@@ -43,7 +44,6 @@ from distillscope.report.stats import (
 
 ACC = "eval/accuracy"
 STYLE = "eval/teacher_style_share"
-RLVR = "rlvr/reward_final"
 KINDS = ("forward_kl", "reverse_kl")
 CI = f"one-sided {1 - ALPHA:.0%} t-interval"
 
@@ -205,14 +205,6 @@ RULES_ABLATION = [
         "eval/harder/pass@k or eval/harder_accuracy",
         claim_10_applicable,
         claim_10_harder_variant,
-    ),
-    ClaimRule(
-        11,
-        "That advantage does not reliably survive a later RLVR stage.",
-        "main grid with eval/harder/* and rlvr/reward_final (RLVR follow-up)",
-        lambda s: True,
-        None,  # nothing to judge until an RLVR stage exists
-        unmeasured=(RLVR,),
     ),
     ClaimRule(
         12,

@@ -1,7 +1,6 @@
-"""Scorecard rules on how far distillation carries: docs/method.md §9 claims 20, 23 and 25.
+"""Scorecard rules on how far distillation carries: docs/method.md §9 claims 23 and 25.
 
-The best sustained RLVR starts (20, [P] §5.3: needs an RLVR stage, not implemented), OPD as a
-catalyst rather than a ceiling breaker (23, [D]: pass@k at large k against the untrained
+OPD as a catalyst rather than a ceiling breaker (23, [D]: pass@k at large k against the untrained
 student) and the long-chain robustness check on real models (25, [P]: an observation, never
 "supported"). Margins are named constants; ``claimkit`` says what "beyond" and "within" mean.
 """
@@ -38,11 +37,6 @@ from distillscope.report.stats import (
 )
 
 ACC = "eval/accuracy"
-
-# 20 -----------------------------------------------------------------------------------------
-#: Held-out accuracy on the RLVR task after the RLVR stage, per distilled checkpoint.
-RLVR_ACCURACY = "rlvr/eval_accuracy"
-
 
 # 23 -----------------------------------------------------------------------------------------
 PASS1 = "eval/pass@1"
@@ -208,15 +202,6 @@ def claim_25_long_chains(s: Scoring) -> Verdict:
 
 
 RULES_REACH = [
-    ClaimRule(
-        20,
-        "[P] The best sustained RLVR starts are off-policy checkpoints, even near 0% at the start.",
-        f"main grid with an RLVR follow-up stage: {RLVR_ACCURACY} (held-out RLVR-task accuracy "
-        "after RLVR) per distilled checkpoint",
-        lambda s: True,
-        None,  # nothing to judge until an RLVR stage exists
-        unmeasured=(RLVR_ACCURACY,),
-    ),
     ClaimRule(
         23,
         "[D] OPD is a catalyst, not a ceiling breaker: pass@k at large k converges to the "

@@ -29,6 +29,7 @@ from distillscope.report.figures import (
 )
 from distillscope.report.load import Study, load_study
 from distillscope.report.profiles import profile_figures
+from distillscope.report.rlvr_figures import rlvr_figure
 from distillscope.report.scorecard import ClaimResult, score_claims
 from distillscope.report.summary import UNTESTED, SummaryGroup, summary_groups, summary_sentence
 from distillscope.report.tables import (
@@ -153,6 +154,7 @@ def _figures(study: Study, fig_dir: Path) -> list[FigureInfo]:
             pass_at_k_figure,
         )
     ]
+    made.append(rlvr_figure(study, fig_dir))
     made = [f for f in made if f is not None] + training_figures(study, fig_dir)
     return made + profile_figures(study, fig_dir)
 

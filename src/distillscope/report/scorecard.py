@@ -44,6 +44,7 @@ from distillscope.report.claims_opd import (
     TRAJ_KEYS,
 )
 from distillscope.report.claims_reach import RULES_REACH
+from distillscope.report.claims_rlvr import RULES_RLVR
 from distillscope.report.claims_robustness import RULES_ROBUSTNESS
 from distillscope.report.claims_spectrum import RULES_SPECTRUM
 from distillscope.report.claims_stability import RULES_STABILITY
@@ -61,6 +62,7 @@ RULES: list[ClaimRule] = sorted(
         *RULES_ROBUSTNESS,
         *RULES_OPD,
         *RULES_REACH,
+        *RULES_RLVR,
     ],
     key=lambda r: r.id,
 )

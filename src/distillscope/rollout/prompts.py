@@ -31,6 +31,8 @@ class Stream(IntEnum):
     ROLLOUT = 0  # the sampler: the step's rollouts
     ESTIMATOR = 1  # the sampled estimators: one uniform per completion position
     PROFILE = 2  # per-position profiles: the probe prompts and their fresh student rollouts
+    RLVR_PROMPTS = 20  # an RLVR run's prompts of step k (its pool is another task's)
+    RLVR_ROLLOUT = 21  # an RLVR run's G completions per prompt
     EVAL_ACCURACY = 10_000  # held-out accuracy, one sample per item
     EVAL_COVERAGE = 10_001  # pass@k samples
     EVAL_HARDER = 10_002  # the harder task's accuracy

@@ -10,6 +10,7 @@ import torch
 
 from distillscope.config import RunConfig
 from distillscope.eval.evaluate import evaluate
+from distillscope.eval.rlvr import evaluate_rlvr
 from distillscope.store import (
     CHECKPOINT_META,
     RunMismatchError,
@@ -19,6 +20,7 @@ from distillscope.store import (
     write_status,
 )
 from distillscope.train.checkpoint import check_checkpoint_meta
+from distillscope.train.grpo import grpo, load_start
 from distillscope.train.loop import DivergedError, distill
 
 
@@ -38,6 +40,10 @@ def run_one(
     the status ``trained``). A failure other than divergence is re-raised after the status is
     written. ``on_step`` and ``on_eval`` report progress (see ``distill`` and ``evaluate``).
     """
+    if cfg.rlvr is not None:
+        return run_rlvr(
+            cfg, run_dir, on_step=on_step, overwrite=overwrite, skip_eval=skip_eval, on_eval=on_eval
+        )
     try:
         student = distill(
             cfg, run_dir, rollout_cache=rollout_cache, on_step=on_step, overwrite=overwrite
@@ -71,6 +77,39 @@ def evaluate_run(
     write_status(run_dir, "running", phase="eval")
     try:
         metrics = evaluate(cfg, run_dir, student, on_eval, cache_dir=cache_dir)
+    except Exception as err:
+        _failed(run_dir, err)
+        raise
+    write_status(run_dir, "done")
+    return metrics
+
+
+def run_rlvr(
+    cfg: RunConfig,
+    run_dir: Path,
+    *,
+    on_step: Callable[[int, dict], None] | None = None,
+    overwrite: bool = False,
+    skip_eval: bool = False,
+    on_eval: Callable[[str], None] | None = None,
+) -> dict:
+    """An RLVR run (``cfg.rlvr`` set): ``grpo`` from its parent's student, then
+    ``evaluate_rlvr``; the status ends as :func:`run_one`'s does."""
+    try:
+        student, tokenizer = grpo(cfg, run_dir, on_step=on_step, overwrite=overwrite)
+    except DivergedError:
+        return {}
+    except RunMismatchError:
+        raise
+    except Exception as err:
+        _failed(run_dir, err)
+        raise
+    if skip_eval:
+        return {}
+    write_status(run_dir, "running", phase="eval")
+    try:
+        start, _ = load_start(cfg, run_dir)
+        metrics = evaluate_rlvr(cfg, run_dir, start, student, tokenizer, on_eval)
     except Exception as err:
         _failed(run_dir, err)
         raise

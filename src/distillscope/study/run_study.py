@@ -113,14 +113,20 @@ def _run_locked(
         elif read_status(out / "runs" / b.run_id)["status"] != "done":
             baseline_jobs.append(_job(out, b.run_id, b.config))
     write_table(out, runs, baselines)
-    jobs = [_job(out, r.run_id, r.config) for r in _unfinished(runs, out)]
-    results = run_jobs(executor, jobs, cache, baseline_jobs, on_step)
     baseline_ids = {b.run_id for b in baselines}
-    for run_id, status in results:
-        # after every run: a killed study loses at most the runs in flight
-        write_table(out, runs, baselines)
-        if on_run_done is not None and run_id not in baseline_ids:
-            on_run_done(run_id, status)
+    # the distillation runs, then the RLVR stage's runs whose parent finished (a diverged or
+    # failed parent leaves its RLVR run pending, with nothing to start from)
+    for stage in ("distill", "rlvr"):
+        pending = [r for r in _unfinished(runs, out) if _stage(r) == stage and _ready(r, out)]
+        jobs = [_job(out, r.run_id, r.config) for r in pending]
+        results = run_jobs(
+            executor, jobs, cache, baseline_jobs if stage == "distill" else (), on_step
+        )
+        for run_id, status in results:
+            # after every run: a killed study loses at most the runs in flight
+            write_table(out, runs, baselines)
+            if on_run_done is not None and run_id not in baseline_ids:
+                on_run_done(run_id, status)
     table = write_table(out, runs, baselines)
     saved = table.get("time/teacher_saved_s")
     provenance = {
@@ -135,6 +141,15 @@ def _run_locked(
     }
     atomic_write_text(out / "provenance.json", json.dumps(provenance, indent=1) + "\n")
     return out / "results.parquet"
+
+
+def _stage(run: PlannedRun) -> str:
+    return "distill" if run.parent is None else "rlvr"
+
+
+def _ready(run: PlannedRun, out: Path) -> bool:
+    """A distillation run is always ready; an RLVR run once its parent is ``done``."""
+    return run.parent is None or read_status(out / "runs" / run.parent)["status"] == "done"
 
 
 def _unfinished(runs: list[PlannedRun], out: Path) -> list[PlannedRun]:

@@ -31,7 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from distillscope.config import (
     ConfigError,
@@ -92,14 +99,61 @@ class Experiment(BaseModel):
         return axes
 
 
+class RLVRStage(BaseModel):
+    """The study's RLVR follow-up (docs/method.md §8): one RLVR run per run of an experiment,
+    started from the student that run exported, once it is ``done``.
+
+    ```yaml
+    rlvr:
+      from: main                 # the experiment whose distilled students it trains further
+      overrides: {steps: 60}     # fields of the rlvr section (config.RLVRConfig)
+    ```
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    name: str = Field("rlvr", description="label of the RLVR runs (their experiment column)")
+    source: str = Field(alias="from", description="the experiment whose runs it starts from")
+    overrides: dict[str, Any] = Field(
+        default_factory=dict, description="rlvr-section field → value (steps, lr, group_size …)"
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:
+        return Experiment._safe_name(v)
+
+    @field_validator("overrides")
+    @classmethod
+    def _no_parent(cls, overrides: dict[str, Any]) -> dict[str, Any]:
+        if "parent" in overrides:
+            raise ValueError("the stage sets each RLVR run's parent itself; remove 'parent'")
+        return overrides
+
+
 class StudySpec(BaseModel):
-    """A whole study: a base RunConfig (as a mapping) and its experiments."""
+    """A whole study: a base RunConfig (as a mapping), its experiments, and an optional RLVR
+    stage that follows one of them."""
 
     model_config = ConfigDict(extra="forbid")
     name: str = Field("study", description="name shown in the report")
     description: str = Field("", description="one paragraph shown in the report")
     base: dict[str, Any] = Field(default_factory=dict, description="RunConfig fields")
     experiments: list[Experiment] = Field(min_length=1, description="sub-grids of the study")
+    rlvr: RLVRStage | None = Field(None, description="RLVR follow-up of one experiment's runs")
+
+    @model_validator(mode="after")
+    def _stage_follows_an_experiment(self) -> StudySpec:
+        if self.rlvr is None:
+            return self
+        names = [e.name for e in self.experiments]
+        if self.rlvr.source not in names:
+            raise ValueError(
+                f"rlvr.from names experiment {clip(self.rlvr.source, 60)!r}, which this study "
+                f"does not have (experiments: {names})"
+            )
+        if self.rlvr.name in names:
+            raise ValueError(f"rlvr.name {self.rlvr.name!r} is also an experiment's name")
+        return self
 
 
 @dataclass(frozen=True)
@@ -111,6 +165,7 @@ class PlannedRun:
     axes: dict[str, Any]
     labels: dict[str, str]
     config: RunConfig = field(compare=False)
+    parent: str | None = None  # an RLVR run: the run whose student it starts from
 
 
 def preset_path(name: str) -> Path:
@@ -220,11 +275,27 @@ def expand(spec: StudySpec) -> list[PlannedRun]:
                 apply_overrides(spec.base, dotted), f"study {spec.name}, experiment {exp.name}"
             )
             runs.append(PlannedRun(run_id(exp.name, axes, cfg), exp.name, axes, labels, cfg))
+    if spec.rlvr is not None:
+        runs += rlvr_runs(spec, runs)
     ids = [r.run_id for r in runs]
     dup = {i for i in ids if ids.count(i) > 1}
     if dup:
         raise ConfigError(f"study {spec.name}: runs {sorted(dup)[:3]} are planned twice")
     return runs
+
+
+def rlvr_runs(spec: StudySpec, runs: list[PlannedRun]) -> list[PlannedRun]:
+    """One RLVR run per run of ``spec.rlvr``'s source experiment: the parent's config with the
+    stage's ``rlvr`` section, its axes and labels (so its row names the cell it came from)."""
+    stage = spec.rlvr
+    out = []
+    for parent in (r for r in runs if r.experiment == stage.source):
+        data = parent.config.model_dump(mode="json")
+        data["rlvr"] = {**stage.overrides, "parent": parent.run_id}
+        cfg = run_config_from_dict(data, f"study {spec.name}, rlvr")
+        rid = run_id(stage.name, parent.axes, cfg)
+        out.append(PlannedRun(rid, stage.name, parent.axes, parent.labels, cfg, parent.run_id))
+    return out
 
 
 def _axis_choices(values: list[Any] | dict[str, Any]) -> list[tuple[str | None, Any]]:
@@ -243,6 +314,9 @@ def run_id(experiment: str, axes: dict[str, Any], cfg: RunConfig) -> str:
     text = re.sub(r"[^A-Za-z0-9_.+-]", "-", text)[:120]
     exclude: dict[str, Any] = {}
     for dotted in added_at_default(cfg.model_dump(mode="json")):  # earlier ids stay valid
+        if "." not in dotted:  # a whole section added later, absent (null) by default
+            exclude[dotted] = True
+            continue
         section, name = dotted.split(".")
         exclude.setdefault(section, set()).add(name)
     digest = hashlib.sha256(cfg.model_dump_json(exclude=exclude).encode()).hexdigest()[:8]

@@ -53,6 +53,8 @@ def plan_row(run: PlannedRun, status: str = "planned", reason: str = "") -> dict
         row[col] = math.nan if value is None else value
     row.update({k: math.nan if v is None else v for k, v in run.axes.items()})
     row.update(run.labels)
+    if run.parent is not None:  # an RLVR run: the distilled run it started from
+        row["parent_run"] = run.parent
     return row
 
 

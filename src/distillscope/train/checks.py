@@ -24,6 +24,8 @@ def preflight(cfg: RunConfig) -> Task:
     task = resolve_task(cfg.task.name, cfg.task.file)
     if cfg.eval.harder_task:
         resolve_task(cfg.eval.harder_task)
+    if cfg.rlvr is not None:
+        resolve_task(cfg.rlvr.task)
     return task
 
 
@@ -32,7 +34,9 @@ def preflight_all(configs: list[RunConfig]) -> None:
     seen = set()
     for cfg in configs:
         m, t = cfg.model, cfg.task
+        rlvr_task = cfg.rlvr.task if cfg.rlvr is not None else None
         key = (m.teacher, m.student, m.allow_pickle, t.name, str(t.file), cfg.eval.harder_task)
+        key += (rlvr_task,)
         if key not in seen:
             seen.add(key)
             preflight(cfg)

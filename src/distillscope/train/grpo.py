@@ -1,0 +1,251 @@
+"""``grpo(cfg, run_dir)``: the RLVR stage — GRPO with the DAPO loss from a distilled student
+(docs/method.md §8).
+
+    distillscope study --preset paper     # its rlvr stage starts one run per main-grid run
+
+An RLVR run's config is its parent's (the distilled run it starts from) plus an ``rlvr``
+section (:class:`~distillscope.config.RLVRConfig`) saying how it trains; it starts from the
+student the parent exported, ``runs/<rlvr.parent>/student/``, a sibling of its own directory.
+Every step, in the order it happens: pick prompts → G completions each from the current student
+→ the verifier's rewards → group-normalised advantages → per micro-batch: student forward →
+DAPO loss → backward → clip → step → log → (checkpoint). There is no teacher and no reference
+model. The run directory is the distillation loop's (``config.yaml``, ``metrics.jsonl``,
+``status.json``, ``checkpoint/``, ``student/``) and resumes the same way: the draws of step k
+come from ``(seed, k)`` on the RLVR streams, so a killed run ends with the metrics of an
+uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from distillscope.config import RLVRConfig, RunConfig
+from distillscope.models import load_model, stop_token_ids
+from distillscope.models.paths import check_model_dir
+from distillscope.objectives.rlvr import dapo_loss, group_advantages
+from distillscope.rollout import (
+    PromptBatch,
+    PromptEncoder,
+    Rollouts,
+    SamplingSpec,
+    StudentPolicy,
+    model_generator,
+    rollout_length_metrics,
+    sample_rollouts,
+    step_rng,
+)
+from distillscope.rollout.prompts import Stream
+from distillscope.store import MetricsLog, write_status
+from distillscope.tasks import Task, resolve_task, training_problems
+from distillscope.train.checkpoint import (
+    STUDENT_DIR,
+    export_student,
+    load_checkpoint,
+    save_checkpoint,
+)
+from distillscope.train.loop import _claim, _PhaseTimer, _stop_if_diverged
+from distillscope.train.precision import forward_precision
+from distillscope.train.scoring import ScorePath
+from distillscope.train.step import micro_batch_share, micro_batches, use_fused
+
+
+def parent_student_dir(run_dir: Path, cfg: RunConfig) -> Path:
+    """The student an RLVR run starts from: its parent run's ``student/``, beside ``run_dir``."""
+    return Path(run_dir).parent / _rlvr(cfg).parent / STUDENT_DIR
+
+
+def check_parent(run_dir: Path, cfg: RunConfig) -> Path:
+    """The parent's exported student, or one line naming what is missing."""
+    start = parent_student_dir(run_dir, cfg)
+    if not start.is_dir():
+        raise FileNotFoundError(
+            f"rlvr.parent {_rlvr(cfg).parent}: {start} does not exist; the RLVR run starts from "
+            "the student its parent run exported (run the parent first)"
+        )
+    return check_model_dir(start, cfg.model.allow_pickle)
+
+
+def cosine_lr(r: RLVRConfig, step: int) -> float:
+    """Linear warm-up over ``warmup_fraction`` of the steps, then cosine decay towards 0."""
+    warm = round(r.warmup_fraction * r.steps)
+    if step < warm:
+        return r.lr * (step + 1) / warm
+    progress = (step - warm) / max(1, r.steps - warm)
+    return r.lr * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def load_start(cfg: RunConfig, run_dir: Path):
+    """``(model, tokenizer)`` of the parent's exported student, as the config loads models."""
+    m = cfg.model
+    return load_model(
+        check_parent(run_dir, cfg),
+        dtype=m.dtype,
+        device=m.device,
+        allow_pickle=m.allow_pickle,
+        trust_remote_code=m.trust_remote_code,
+    )
+
+
+def grpo(
+    cfg: RunConfig,
+    run_dir: Path,
+    *,
+    on_step: Callable[[int, dict], None] | None = None,
+    overwrite: bool = False,
+) -> tuple[torch.nn.Module, object]:
+    """Train the RLVR run of ``cfg`` into ``run_dir``; returns ``(student, tokenizer)``.
+
+    As :func:`~distillscope.train.loop.distill`: ``run_dir`` belongs to one config, a NaN/inf
+    loss or gradient norm marks the run ``diverged``, a finished run is ``trained`` and exports
+    ``student/``.
+    """
+    r = _rlvr(cfg)
+    task = resolve_task(r.task)
+    check_parent(run_dir, cfg)  # before anything is written
+    fingerprint = _claim(cfg, run_dir, overwrite)
+    torch.manual_seed(cfg.seed)
+    student, tokenizer = load_start(cfg, run_dir)
+    vocab = len(tokenizer)
+    spec = SamplingSpec(
+        max_new_tokens=r.max_new_tokens or cfg.task.max_new_tokens,
+        stop_ids=stop_token_ids((tokenizer,), (student,)),
+        pad_id=tokenizer.pad_token_id,
+        vocab_size=vocab,
+    )
+    pool = training_problems(task, cfg.task.eval_fraction)
+    encoder = PromptEncoder(task, tokenizer, cfg.task.prompt_format)
+    path = ScorePath(use_fused(cfg.objective, vocab), cfg.objective.chunks(), vocab)
+    o = cfg.optim
+    optimizer = torch.optim.AdamW(
+        student.parameters(), lr=r.lr, betas=o.betas, eps=o.eps, weight_decay=o.weight_decay
+    )
+    start = load_checkpoint(run_dir, student, optimizer, fingerprint)
+    log = MetricsLog(run_dir, keep_steps=start)
+    for step in range(start, r.steps):
+        timer = _PhaseTimer()
+        # 1. prompts: distinct within the step, each repeated G times (rows k·G … (k+1)·G − 1)
+        problems = _problems(r, pool, cfg.seed, step)
+        ids_B_P, mask_B_P = (t.to(cfg.model.device) for t in encoder.encode(problems, "student"))
+        # 2. roll out from the current student (constants: no gradient through sampling)
+        generator = model_generator(student, cfg.seed, step, Stream.RLVR_ROLLOUT)
+        policy = StudentPolicy(r.temperature, r.top_p)
+        rollouts = sample_rollouts(
+            policy, student, None, PromptBatch(ids_B_P, mask_B_P), spec, generator
+        )
+        # 3. rewards from the verifier, advantages normalised within each prompt's group
+        correct_B = _correct(task, tokenizer, problems, rollouts)
+        rewards_B = correct_B * r.reward_correct
+        advantages_B = group_advantages(rewards_B, r.group_size).to(cfg.model.device)
+        timer.lap("rollout")
+        # 4–6. student forward, DAPO loss, backward per micro-batch; clip; step
+        lr = cosine_lr(r, step)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        row = _update(cfg, path, student, rollouts, advantages_B, timer)
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(student.parameters(), _max_norm(r)))
+        _stop_if_diverged(run_dir, step, row["train/loss"], grad_norm)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        timer.lap("optimizer")
+        # 7. log
+        row |= {"step": step, "train/lr": lr, "train/grad_norm": grad_norm}
+        row["train/grad_clipped"] = float(grad_norm > _max_norm(r))
+        row |= _reward_metrics(correct_B, rewards_B, r.group_size)
+        row |= rollout_length_metrics(rollouts) | timer.metrics(rollouts)
+        log.append(row)
+        if on_step is not None:
+            on_step(step, row)
+        # 8. checkpoint
+        if cfg.checkpoint_every and ((step + 1) % cfg.checkpoint_every == 0):
+            save_checkpoint(run_dir, step + 1, student, optimizer, fingerprint)
+    save_checkpoint(run_dir, r.steps, student, optimizer, fingerprint)
+    write_status(run_dir, "trained")
+    export_student(run_dir, student, tokenizer)
+    student.eval()
+    return student, tokenizer
+
+
+def _rlvr(cfg: RunConfig) -> RLVRConfig:
+    if cfg.rlvr is None:
+        raise ValueError(f"run {cfg.name} has no rlvr section: it is not an RLVR run")
+    return cfg.rlvr
+
+
+def _max_norm(r: RLVRConfig) -> float:
+    return r.grad_clip if r.grad_clip is not None else math.inf
+
+
+def _problems(r: RLVRConfig, pool: list, seed: int, step: int) -> list:
+    """The step's ``prompts_per_step`` distinct problems, each repeated ``group_size`` times."""
+    if r.prompts_per_step > len(pool):
+        raise ValueError(
+            f"rlvr.prompts_per_step={r.prompts_per_step} exceeds the {len(pool)} training "
+            f"problems of {r.task}"
+        )
+    chosen = step_rng(seed, step, Stream.RLVR_PROMPTS).sample(pool, r.prompts_per_step)
+    return [p for p in chosen for _ in range(r.group_size)]
+
+
+def _correct(task: Task, tokenizer, problems: list, rollouts: Rollouts) -> torch.Tensor:
+    """1.0 where the verifier accepts the completion (score ≥ 1), else 0.0; ``[B]``."""
+    texts = tokenizer.batch_decode(rollouts.completion_B_T, skip_special_tokens=True)
+    scores = [task.score(p, t) for p, t in zip(problems, texts, strict=True)]
+    return torch.tensor([float(s >= 1.0) for s in scores])
+
+
+def _update(
+    cfg: RunConfig,
+    path: ScorePath,
+    student: torch.nn.Module,
+    rollouts: Rollouts,
+    advantages_B: torch.Tensor,
+    timer: _PhaseTimer,
+) -> dict[str, float]:
+    """Forward and backward of the DAPO loss per micro-batch, exactly accumulated: micro-batch
+    k's loss is weighted by its share of the batch's tokens (token-level normalisation).
+
+    One update per rollout batch, so π_old is the current student: its log-probs, detached,
+    make the ratio 1 (the clip acts only across updates; logged as ``rlvr/ratio_clip_frac``).
+    """
+    r = _rlvr(cfg)
+    student.train()
+    mask_B_T = rollouts.completion_mask_B_T
+    totals: dict[str, float] = {}
+    for micro in micro_batches(rollouts, cfg.optim.grad_accum):
+        share = micro_batch_share(mask_B_T, micro.index_b, "token_mean")
+        m = micro.rollouts
+        with forward_precision(cfg.model):
+            scores = path.scores(student, m, "student")
+        logp_B_T = scores.token_logprobs(m.completion_B_T, m.completion_mask_B_T, r.temperature)
+        loss, metrics = dapo_loss(
+            logp_B_T,
+            logp_B_T.detach(),
+            advantages_B[micro.index_b.to(advantages_B.device)],
+            m.completion_mask_B_T,
+            eps_low=r.eps_low,
+            eps_high=r.eps_high,
+        )
+        (loss * share).backward()
+        for key, value in {"train/loss": float(loss.detach()), **metrics}.items():
+            totals[key] = totals.get(key, 0.0) + value * share
+    timer.lap("student_forward_backward")
+    return totals
+
+
+def _reward_metrics(
+    correct_B: torch.Tensor, rewards_B: torch.Tensor, group_size: int
+) -> dict[str, float]:
+    """The step's mean reward, accuracy, and the share of groups with both outcomes (the only
+    groups with a gradient)."""
+    c_K_G = correct_B.view(-1, group_size)
+    mixed = ((c_K_G.min(dim=-1).values == 0) & (c_K_G.max(dim=-1).values == 1)).float()
+    return {
+        "rlvr/reward": float(rewards_B.mean()),
+        "rlvr/accuracy": float(correct_B.mean()),
+        "rlvr/groups_mixed": float(mixed.mean()),
+        "rollout/reward": float(correct_B.mean()),
+    }

@@ -17,6 +17,8 @@ survived, score, minutes) and writes each module's surviving mutants, as diffs, 
 from __future__ import annotations
 
 import argparse
+import difflib
+import json
 import shutil
 import subprocess
 import sys
@@ -50,7 +52,19 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     "divergences": (
         "src/distillscope/objectives/divergences.py",
-        ["tests/objectives/test_divergences.py", "tests/objectives/test_jsd_against_trl.py"],
+        ["tests/objectives/test_divergences.py", "tests/objectives/test_jsd_against_trl.py"]
+        + ["tests/objectives/test_chunked_divergences.py", "tests/objectives/test_topk.py"]
+        + ["tests/objectives/test_divergences_guards.py"],
+    ),
+    "estimators": (
+        "src/distillscope/objectives/estimators.py",
+        ["tests/objectives/test_sampled_estimators.py", "tests/objectives/test_fused_tokens.py"]
+        + ["tests/objectives/test_estimators_guards.py"],
+    ),
+    "opd": (
+        "src/distillscope/objectives/opd.py",
+        ["tests/objectives/test_opd_policy_gradient.py", "tests/objectives/test_opd_config.py"]
+        + ["tests/objectives/test_opd_guards.py"],
     ),
     "run_study": (
         "src/distillscope/study/run_study.py",
@@ -58,11 +72,13 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     "pools": (
         "src/distillscope/tasks/pools.py",
-        ["tests/tasks/test_pools_split.py", "tests/tasks/test_split_golden.py"],
+        ["tests/tasks/test_pools_split.py", "tests/tasks/test_split_golden.py"]
+        + ["tests/tasks/test_pools_guards.py"],
     ),
     "spectrum": (
         "src/distillscope/rollout/spectrum.py",
-        ["tests/rollout/test_rollout_spectrum.py", "tests/rollout/test_spectrum_ends.py"],
+        ["tests/rollout/test_rollout_spectrum.py", "tests/rollout/test_spectrum_ends.py"]
+        + ["tests/rollout/test_spectrum_guards.py"],
     ),
     "calibrate": (
         "src/distillscope/report/calibrate.py",
@@ -105,6 +121,24 @@ def _statuses(work: Path) -> dict[str, str]:
     return statuses
 
 
+def _diff(work: Path, module: str, mutant: str) -> str:
+    """The mutant's diff against the original function, read from mutmut's mutated copy (its
+    ``.spans`` file gives each variant's lines); ``mutmut show`` (the fallback) re-reads the
+    whole tree per mutant and took minutes each on a loaded 2-core machine."""
+    mutated = work / "mutants" / module
+    spans_file = mutated.with_name(mutated.name + ".spans")
+    if not spans_file.is_file():
+        show = [str(MUTMUT), "show", mutant]
+        return subprocess.run(show, cwd=work, capture_output=True, text=True).stdout
+    spans = json.loads(spans_file.read_text())["spans"]
+    lines = mutated.read_text().splitlines()
+    variant = mutant.rsplit(".", 1)[-1]
+    original = variant.split("__mutmut_")[0] + "__mutmut_orig"
+    (a0, a1), (b0, b1) = spans[original], spans[variant]
+    diff = difflib.unified_diff(lines[a0:a1], lines[b0:b1], original, variant, lineterm="", n=1)
+    return "\n".join(diff) + "\n"
+
+
 def run_module(name: str, workdir: Path, children: int) -> dict:
     """Mutate one module in a fresh copy of the tree; returns its counts and minutes."""
     module, tests = MODULES[name]
@@ -129,10 +163,7 @@ def run_module(name: str, workdir: Path, children: int) -> dict:
     statuses = {m: s for m, s in _statuses(work).items() if s != "not checked"}
     counts = {s: list(statuses.values()).count(s) for s in set(statuses.values())}
     survivors = [m for m, s in statuses.items() if s == "survived"]
-    diffs = [
-        subprocess.run([str(MUTMUT), "show", m], cwd=work, capture_output=True, text=True).stdout
-        for m in survivors
-    ]
+    diffs = [_diff(work, module, m) for m in survivors]
     (work / "survivors.diff").write_text("\n".join(diffs))
     scored = len(statuses) - counts.get("skipped", 0)
     caught = counts.get("killed", 0) + counts.get("timeout", 0)

@@ -164,6 +164,18 @@ METRICS: tuple[MetricKey, ...] = (
             "mean",
         ),
         ("opd/tokens", "count", "completion tokens in the OPD loss", "none", "sum"),
+        (
+            "opd/informativeness",
+            "—",
+            "I: within-prompt correlation of a student rollout's mean Δℓ (T = 1) and its reward",
+            "higher",
+        ),
+        (
+            "opd/informativeness_groups",
+            "count",
+            "prompt groups with correct and incorrect student rollouts (I's sample)",
+            "none",
+        ),
         ("time/{phase}", "seconds", "wall time of one phase of the step", "lower"),
         ("time/step", "seconds", "wall time of the whole step", "lower"),
         ("time/teacher_saved", "seconds", "rollout + teacher forward read from cache", "higher"),
@@ -251,6 +263,13 @@ METRICS: tuple[MetricKey, ...] = (
         ("train/steps_done", "count", "optimizer steps logged", "none"),
         ("time/run_s", "seconds", "training wall time of the run", "lower"),
         ("time/teacher_saved_s", "seconds", "time/teacher_saved summed over the run", "higher"),
+        (
+            "eval/informativeness",
+            "—",
+            "the run's I: opd/informativeness over steps, weighted by their groups",
+            "higher",
+        ),
+        ("model/teacher_params", "count", "parameters of the run's teacher", "none"),
     ),
 )
 

@@ -18,6 +18,7 @@ draws skill problems).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from distillscope.eval.generate import Samples, sample_and_score
 from distillscope.eval.measures import pass_at_k_curve, update_sparsity
 from distillscope.eval.samples_file import SampleLog
 from distillscope.models import load_model, load_weights, resolve_model_path
+from distillscope.models.size import parameter_count
 from distillscope.rollout import RolloutCache, model_generator
 from distillscope.rollout.prompts import Stream
 from distillscope.store import checkpoint_dir, write_eval
@@ -96,6 +98,7 @@ def evaluate(
         task, e.eval_seed, max(e.items, e.coverage_items), cfg.task.eval_fraction
     )
     out: dict[str, float] = split_record("split", held_out, train_pool, task.name)
+    out["model/teacher_params"] = teacher_params(cfg)
     acc = blocks.draw("accuracy", task, held_out[: e.items], 1, e.temperature, Stream.EVAL_ACCURACY)
     out.update(_accuracy(acc))
     if e.style:
@@ -112,6 +115,16 @@ def evaluate(
     write_eval(run_dir, out)
     blocks.log.write(run_dir)
     return out
+
+
+def teacher_params(cfg: RunConfig) -> float:
+    """The parameter count of the run's teacher (``model/teacher_params``: what sizes teachers
+    for claim 22), from its safetensors headers; NaN when they cannot be read (e.g. a teacher
+    stored only as pickled weights)."""
+    try:
+        return float(parameter_count(resolve_model_path(cfg.model.teacher)))
+    except (OSError, ValueError, KeyError):
+        return math.nan
 
 
 def _students(

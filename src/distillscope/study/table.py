@@ -89,7 +89,22 @@ def train_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
         "train/steps_done": float(len(rows)),
         "time/run_s": sum(r.get("time/step", 0.0) for r in rows),
         "time/teacher_saved_s": sum(r.get("time/teacher_saved", 0.0) for r in rows),
+        "eval/informativeness": informativeness_summary(rows),
     }
+
+
+def informativeness_summary(rows: list[dict[str, Any]]) -> float:
+    """A run's informativeness I (``eval/informativeness``): ``opd/informativeness`` averaged
+    over the steps that define it, each weighted by its ``opd/informativeness_groups`` (the
+    prompt groups behind it); NaN when no step does (one rollout per prompt, OffPD)."""
+    pairs = [
+        (float(r["opd/informativeness"]), float(r.get("opd/informativeness_groups", 1.0)))
+        for r in rows
+        if isinstance(r.get("opd/informativeness"), int | float)
+        and math.isfinite(r["opd/informativeness"])
+    ]
+    weight = sum(w for _, w in pairs)
+    return sum(v * w for v, w in pairs) / weight if weight > 0 else math.nan
 
 
 def write_table(

@@ -54,6 +54,7 @@ from distillscope.store import MetricsLog, claim_run, write_config, write_status
 from distillscope.tasks import training_problems
 from distillscope.train.checkpoint import export_student, load_checkpoint, save_checkpoint
 from distillscope.train.checks import preflight
+from distillscope.train.informativeness import informativeness_metrics
 from distillscope.train.precision import forward_precision
 from distillscope.train.profiles import Profiler
 from distillscope.train.scoring import TeacherScores
@@ -139,7 +140,7 @@ def distill(
         lr = lr_at(cfg, step)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        row, norms = _updates(learner, rollouts, batches, t_scores, step, timer)
+        row, norms = _updates(learner, rollouts, batches, t_scores, step, timer, rewards)
         # 8. log: the loss metrics and the pre-clip norms as the mean over the updates
         row |= {"step": step, "train/lr": lr, "train/grad_norm": _mean(norms)}
         row["train/grad_clipped"] = _mean([float(n > _max_norm(cfg)) for n in norms])
@@ -261,6 +262,7 @@ def _updates(
     teacher_scores: Iterable[TeacherScores],
     step: int,
     timer: _PhaseTimer,
+    rewards: list[float] | None = None,
 ) -> tuple[dict[str, float], list[float]]:
     """Steps 4–7 on one rollout batch, ``objective.updates_per_batch`` times (1 but for OPD):
     the micro-batches' forwards and backward (:func:`_forward_backward`), then clip and step.
@@ -272,7 +274,8 @@ def _updates(
     optimizer step with exact accumulation over the micro-batches, at the step's learning rate;
     a NaN/inf loss or pre-clip norm ends the run at the update it appears. Returns the step's
     row — the first update's diagnostics, and each loss metric as the mean over the updates —
-    and each update's pre-clip gradient norm.
+    and each update's pre-clip gradient norm. With the rollouts' ``rewards`` the row also holds
+    the informativeness I (:mod:`distillscope.train.informativeness`).
     """
     cfg, objective, student = learner.cfg, learner.objective, learner.student
     passes: list[_Pass] = []
@@ -294,6 +297,9 @@ def _updates(
         if advantage is None and objective.opd.updates_per_batch > 1:
             advantage = FixedAdvantage.from_diagnostics(done.logprobs_B_T)
     row = dict(passes[0].metrics)
+    if rewards is not None:  # I of the sampling policy's rollouts (rollouts_per_prompt ≥ 2)
+        g = cfg.rollout.rollouts_per_prompt
+        row |= informativeness_metrics(g, rollouts, passes[0].logprobs_B_T, rewards)
     for key in passes[-1].metrics:  # the keys every update logs: the loss metrics
         row[key] = _mean([p.metrics[key] for p in passes])
     return row, norms

@@ -138,6 +138,14 @@ def testbed_info_cmd(
         f"{rec['student']['train_seconds'] / 60:.0f} min (in parallel, one thread each); "
         f"teacher sharpening {rec['teacher'].get('sharpen_seconds', 0) / 60:.0f} min"
     )
+    for role, extra in info.get("extra", {}).items():  # further teachers (build --only NAME)
+        spec, m = extra["recipe"]["model"], extra["measured"]
+        console.print(
+            f"  {role}: {extra['parameters']:,} parameters (Llama, hidden {spec['hidden_size']}, "
+            f"{spec['num_hidden_layers']} layers), built in "
+            f"{_extra_seconds(extra['record']) / 60:.0f} min; Countdown-3 "
+            f"{m['countdown3_accuracy']:.1%}, skill-suite mean {m['skill_mean']:.1%}"
+        )
     ev = info["eval"]
     console.print(
         _accuracy_table(
@@ -147,6 +155,10 @@ def testbed_info_cmd(
             info["measured"],
         )
     )
+
+
+def _extra_seconds(record: dict) -> float:
+    return record.get("train_seconds", 0.0) + record.get("sharpen_seconds", 0.0)
 
 
 @testbed_app.command("eval")
@@ -172,14 +184,28 @@ def testbed_eval_cmd(
 def testbed_build_cmd(
     out: Path = typer.Option(..., help="directory to write teacher/, student/ and testbed.json"),
     steps_scale: float = typer.Option(1.0, help="scale every training length (0.002 = smoke)"),
+    only: str = typer.Option(None, help="build just this extra teacher (e.g. teacher-small)"),
 ) -> None:
-    """Train the testbed teacher and student from scratch with fixed seeds."""
-    from distillscope.testbed.build import build
+    """Train the testbed teacher, student and extra teachers from scratch with fixed seeds."""
+    from distillscope.testbed.build import build, build_extra
+    from distillscope.testbed.recipe import EXTRA_TEACHERS
 
+    if only is not None and only not in EXTRA_TEACHERS:
+        raise ValueError(f"--only {only!r}: extra teachers are {sorted(EXTRA_TEACHERS)}")
     out.mkdir(parents=True, exist_ok=True)
-    info = build(out, steps_scale=steps_scale, log=lambda m: console.print(m, highlight=False))
-    console.print(_accuracy_table("measured after the build", info["measured"]))
-    console.print(f"wrote {out}/teacher, {out}/student and {out}/testbed.json")
+    log = lambda m: console.print(m, highlight=False)  # noqa: E731
+    if only is None:
+        info = build(out, steps_scale=steps_scale, log=log)
+        console.print(_accuracy_table("measured after the build", info["measured"]))
+    for role in [only] if only else EXTRA_TEACHERS:
+        entry = build_extra(out, role, steps_scale=steps_scale, log=log)
+        m = entry["measured"]
+        console.print(
+            f"{role}: {entry['parameters']:,} parameters, Countdown-3 "
+            f"{m['countdown3_accuracy']:.1%}, skill-suite mean {m['skill_mean']:.1%}"
+        )
+    built = [only] if only else ["teacher", "student", *EXTRA_TEACHERS]
+    console.print(f"wrote {', '.join(f'{out}/{r}' for r in built)} and {out}/testbed.json")
 
 
 def _progress():

@@ -9,13 +9,14 @@ from pathlib import Path
 #: The shipped testbed's model directories (``testbed/weights/<role>``: package data, found by
 #: path so that loading a model never imports the testbed builder).
 TESTBED_WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "testbed" / "weights"
-TESTBED_ROLES = ("teacher", "student")
+TESTBED_ROLES = ("teacher", "student", "teacher-small")
 
 
 def testbed_path(role: str) -> Path:
-    """Directory of the shipped testbed ``teacher`` or ``student``."""
+    """Directory of a shipped testbed model (``teacher``, ``student``, ``teacher-small``)."""
     if role not in TESTBED_ROLES:
-        raise ValueError(f"testbed role must be one of {TESTBED_ROLES}, got {role!r}")
+        shipped = ", ".join(f"testbed:{r}" for r in TESTBED_ROLES)
+        raise ValueError(f"testbed:{role} is not a shipped testbed model; shipped: {shipped}")
     return TESTBED_WEIGHTS_DIR / role
 
 

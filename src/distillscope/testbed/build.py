@@ -2,10 +2,13 @@
 
     distillscope testbed build --out ./my-testbed      # full build (times: BENCHMARKS.md)
     distillscope testbed build --out /tmp/tb --steps-scale 0.002   # a few steps, for tests
+    distillscope testbed build --out ./my-testbed --only teacher-small   # one extra teacher
 
 The teacher learns Countdown (3 and 4 operands, both answer styles) and the skill suite; the
 student learns the skill suite and only a little Countdown, so that it starts far below the
-teacher (the capability gap of docs/method.md §7 and docs/testbed.md).
+teacher (the capability gap of docs/method.md §7 and docs/testbed.md). The extra teachers of
+:data:`~distillscope.testbed.recipe.EXTRA_TEACHERS` (``teacher-small``) are built the same way
+beside them (:func:`build_extra`) and recorded under ``extra`` in ``testbed.json``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,15 @@ from distillscope.tasks.split import (
     training_problems_from,
 )
 from distillscope.testbed.generate import measure, measure_coverage
-from distillscope.testbed.recipe import DEFAULT_RECIPE, SOURCES, Recipe, TrainSpec
+from distillscope.testbed.recipe import (
+    DEFAULT_RECIPE,
+    EXTRA_TEACHERS,
+    SOURCES,
+    ModelSpec,
+    Recipe,
+    SharpenSpec,
+    TrainSpec,
+)
 from distillscope.testbed.sharpen import sharpen
 from distillscope.testbed.tokenizer import build_tokenizer, encode_checked
 
@@ -130,28 +141,33 @@ def train_model(
 def measure_testbed(
     teacher, student, tokenizer, items: int = EVAL_ITEMS, skill_items: int = SKILL_EVAL_ITEMS
 ) -> dict[str, dict[str, float]]:
-    """The capability-gap numbers (docs/method.md §7) of a testbed: Countdown-3 and skill-suite
-    accuracy of teacher and student, 1 sample per held-out item at T = 0.5, and the harder
-    variant's accuracy and pass@10 (:func:`measure_harder`)."""
+    """The capability-gap numbers (docs/method.md §7) of a testbed: :func:`measure_model` of
+    the teacher (with its style numbers) and of the student."""
+    return {
+        "teacher": measure_model(teacher, tokenizer, items, skill_items, style=True),
+        "student": measure_model(student, tokenizer, items, skill_items, style=False),
+    }
+
+
+def measure_model(
+    model, tokenizer, items: int = EVAL_ITEMS, skill_items: int = SKILL_EVAL_ITEMS, style=False
+) -> dict:
+    """One testbed model's numbers: Countdown-3 and skill-suite accuracy, 1 sample per held-out
+    item at T = 0.5, the harder variant's accuracy and pass@10 (:func:`measure_harder`), and
+    with ``style`` its accuracy and alternative-style share under the style flag."""
     cd3 = held_out_problems(COUNTDOWN_3_TB, EVAL_SEED, items)
-    out: dict[str, dict[str, float]] = {"teacher": {}, "student": {}}
-    out["teacher"]["countdown3_accuracy"] = measure(teacher, tokenizer, COUNTDOWN_3_TB, cd3)[
-        "accuracy"
-    ]
-    styled_m = measure(teacher, tokenizer, COUNTDOWN_3_TB, cd3, with_style_flag=True)
-    out["teacher"]["countdown3_accuracy_style_flag"] = styled_m["accuracy"]
-    out["teacher"]["alt_style_share_with_flag"] = styled_m["alt_style"]
-    out["student"]["countdown3_accuracy"] = measure(student, tokenizer, COUNTDOWN_3_TB, cd3)[
-        "accuracy"
-    ]
-    for name, model in (("teacher", teacher), ("student", student)):
-        out[name].update(measure_harder(model, tokenizer, items))
-        scores = {}
-        for task in skill_suite():
-            probs = make_split(task, SKILL_EVAL_SEED, skill_items)
-            scores[task.name] = measure(model, tokenizer, task, probs)["accuracy"]
-        out[name]["skills"] = scores
-        out[name]["skill_mean"] = sum(scores.values()) / len(scores)
+    out: dict = {"countdown3_accuracy": measure(model, tokenizer, COUNTDOWN_3_TB, cd3)["accuracy"]}
+    if style:
+        styled_m = measure(model, tokenizer, COUNTDOWN_3_TB, cd3, with_style_flag=True)
+        out["countdown3_accuracy_style_flag"] = styled_m["accuracy"]
+        out["alt_style_share_with_flag"] = styled_m["alt_style"]
+    out.update(measure_harder(model, tokenizer, items))
+    scores = {}
+    for task in skill_suite():
+        probs = make_split(task, SKILL_EVAL_SEED, skill_items)
+        scores[task.name] = measure(model, tokenizer, task, probs)["accuracy"]
+    out["skills"] = scores
+    out["skill_mean"] = sum(scores.values()) / len(scores)
     return out
 
 
@@ -203,6 +219,14 @@ def pretrain_role(out_dir: Path, role: str, recipe: Recipe, steps_scale: float) 
         if role == "teacher"
         else (recipe.student, recipe.student_train)
     )
+    return _pretrain(out_dir, role, spec, train, steps_scale)
+
+
+def _pretrain(
+    out_dir: Path, role: str, spec: ModelSpec, train: TrainSpec, steps_scale: float
+) -> dict:
+    """Pretrain ``spec`` by ``train`` (steps × ``steps_scale``) into ``out_dir/role`` (log:
+    ``out_dir/role.log``); returns its ``build.json`` record."""
     tokenizer = build_tokenizer()
     steps = max(1, int(train.steps * steps_scale))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -255,7 +279,13 @@ def build(
         for r in ("teacher", "student")
     }
     _sharpen_teacher(
-        out_dir, models["teacher"], tokenizer, recipe, records["teacher"], steps_scale, log
+        out_dir / "teacher",
+        models["teacher"],
+        tokenizer,
+        (recipe.teacher_sharpen, recipe.teacher_train.mixture),
+        records["teacher"],
+        steps_scale,
+        log,
     )
     log("measuring the capability gap")
     measured = measure_testbed(
@@ -269,21 +299,89 @@ def build(
         "this_run_wall_seconds": round(time.time() - t_start, 1),
         "torch_threads": torch.get_num_threads(),
         "measured": measured,
-        "eval": {
-            "task": COUNTDOWN_3_TB.name,
-            "seed": EVAL_SEED,
-            "items": eval_items,
-            "temperature": 0.5,
-            "samples": 1,
-            "split": (
-                f"held-out partition of tasks/split.py (EVAL_FRACTION {EVAL_FRACTION}, "
-                f"SPLIT_SEED {SPLIT_SEED}): distinct items never seen in pretraining or sharpening"
-            ),
-            "harder": harder_eval_record(eval_items),
-        },
+        "eval": eval_record(eval_items),
     }
+    earlier = _read_info(out_dir)
+    if "extra" in earlier:  # teachers built by build_extra are kept
+        info["extra"] = earlier["extra"]
     (out_dir / "testbed.json").write_text(json.dumps(info, indent=2) + "\n")
     return info
+
+
+def eval_record(eval_items: int = EVAL_ITEMS) -> dict:
+    """How :func:`measure_model` measured (the ``eval`` entry of ``testbed.json``)."""
+    return {
+        "task": COUNTDOWN_3_TB.name,
+        "seed": EVAL_SEED,
+        "items": eval_items,
+        "temperature": 0.5,
+        "samples": 1,
+        "split": (
+            f"held-out partition of tasks/split.py (EVAL_FRACTION {EVAL_FRACTION}, "
+            f"SPLIT_SEED {SPLIT_SEED}): distinct items never seen in pretraining or sharpening"
+        ),
+        "harder": harder_eval_record(eval_items),
+    }
+
+
+def _read_info(out_dir: Path) -> dict:
+    path = out_dir / "testbed.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def build_extra(
+    out_dir: Path,
+    role: str,
+    steps_scale: float = 1.0,
+    log: Callable[[str], None] = print,
+    eval_items: int = EVAL_ITEMS,
+    skill_items: int = SKILL_EVAL_ITEMS,
+) -> dict:
+    """Train one of :data:`EXTRA_TEACHERS` into ``out_dir/role`` and measure it as the teacher
+    is measured (:func:`measure_model`).
+
+    Records it in ``out_dir/testbed.json`` under ``extra[role]`` (recipe, parameters, build
+    record with times, measured accuracies, how measured), keeping the file's other entries.
+    Resumable like :func:`build`: a finished pretraining is reused and sharpening resumes after
+    its last round. A name that is not an extra teacher raises ``ValueError`` naming the ones
+    there are.
+    """
+    if role not in EXTRA_TEACHERS:
+        raise ValueError(
+            f"unknown extra teacher {role!r}; extra teachers: {sorted(EXTRA_TEACHERS)}"
+        )
+    extra, t_start, tokenizer = EXTRA_TEACHERS[role], time.time(), build_tokenizer()
+    record = _reusable_record(out_dir, role, extra.train, steps_scale)
+    if record is not None:
+        log(f"{role}: pretrained earlier in {out_dir / role}, reusing it")
+    else:
+        log(f"pretraining {role} (log: {out_dir}/{role}.log)")
+        record = _pretrain(out_dir, role, extra.model, extra.train, steps_scale)
+    model = LlamaForCausalLM.from_pretrained(out_dir / role, use_safetensors=True).eval()
+    schedule = (extra.sharpen, extra.train.mixture)
+    _sharpen_teacher(out_dir / role, model, tokenizer, schedule, record, steps_scale, log)
+    log(f"measuring {role}")
+    entry = {
+        "recipe": asdict(extra),
+        "steps_scale": steps_scale,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "record": record,
+        "measured": measure_model(model, tokenizer, eval_items, skill_items, style=True),
+        "eval": eval_record(eval_items),
+        "this_run_wall_seconds": round(time.time() - t_start, 1),
+        "torch_threads": torch.get_num_threads(),
+    }
+    info = _read_info(out_dir)
+    info.setdefault("extra", {})[role] = entry
+    (out_dir / "testbed.json").write_text(json.dumps(info, indent=2) + "\n")
+    return entry
+
+
+def _reusable_record(out_dir: Path, role: str, train: TrainSpec, steps_scale: float) -> dict | None:
+    """``out_dir/role``'s ``build.json`` when it records the scaled step count, else None."""
+    path = out_dir / role / "build.json"
+    record = json.loads(path.read_text()) if path.is_file() else {}
+    return record if record.get("steps") == max(1, int(train.steps * steps_scale)) else None
 
 
 def _pretrain_both(
@@ -294,9 +392,8 @@ def _pretrain_both(
     records: dict[str, dict] = {}
     todo = []
     for role, train in (("teacher", recipe.teacher_train), ("student", recipe.student_train)):
-        path = out_dir / role / "build.json"
-        record = json.loads(path.read_text()) if path.is_file() else {}
-        if record.get("steps") == max(1, int(train.steps * steps_scale)):
+        record = _reusable_record(out_dir, role, train, steps_scale)
+        if record is not None:
             log(f"{role}: pretrained earlier in {out_dir / role}, reusing it")
             records[role] = record
         else:
@@ -316,17 +413,19 @@ def _pretrain_both(
 
 
 def _sharpen_teacher(
-    out_dir: Path,
+    model_dir: Path,
     teacher: LlamaForCausalLM,
     tokenizer,
-    recipe: Recipe,
+    schedule: tuple[SharpenSpec | None, dict[str, float]],
     teacher_record: dict,
     steps_scale: float,
     log: Callable[[str], None],
 ) -> None:
-    """Sharpen the pretrained teacher by expert iteration (:func:`sharpen`), resuming after the
-    rounds ``teacher_record`` says are done; the teacher is saved after every round."""
-    sharp = recipe.teacher_sharpen
+    """Sharpen the pretrained teacher in ``model_dir`` by expert iteration (:func:`sharpen`)
+    with ``schedule`` = (sharpening spec, replay mixture), resuming after the rounds
+    ``teacher_record`` says are done; the teacher is saved after every round."""
+    sharp, replay_mixture = schedule
+    tag = f"[{model_dir.name}]"
     done_rounds = teacher_record.get("sharpen_rounds", 0)
     if sharp is None or done_rounds >= sharp.rounds:
         return
@@ -342,21 +441,21 @@ def _sharpen_teacher(
         problems=max(2, int(sharp.problems * steps_scale)),
     )
     if done_rounds:
-        log(f"[teacher] sharpened earlier for {done_rounds} round(s), resuming")
+        log(f"{tag} sharpened earlier for {done_rounds} round(s), resuming")
     t0, seconds_before = time.time(), teacher_record.get("sharpen_seconds", 0.0)
 
     def round_done(r: int) -> None:
         teacher_record["sharpen_rounds"] = r + 1
         teacher_record["sharpen_seconds"] = round(seconds_before + time.time() - t0, 1)
-        _save(teacher, tokenizer, out_dir / "teacher", teacher_record)
+        _save(teacher, tokenizer, model_dir, teacher_record)
 
     sharpen(
         teacher,
         tokenizer,
         sharp,
-        recipe.teacher_train.mixture,
+        replay_mixture,
         train_model,
-        lambda m: log(f"[teacher] {m}"),
+        lambda m: log(f"{tag} {m}"),
         probe=probe,
         start_round=done_rounds,
         round_done=round_done,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from transformers import LlamaConfig
 
@@ -217,3 +217,26 @@ DEFAULT_RECIPE = Recipe(
         wide_share=0.5,
     ),
 )
+
+
+@dataclass
+class ExtraTeacher:
+    """A further testbed teacher beside :data:`DEFAULT_RECIPE`'s (same tokenizer and student):
+    its shape, pretraining and optional sharpening, built by ``testbed build --only NAME``."""
+
+    model: ModelSpec
+    train: TrainSpec
+    sharpen: SharpenSpec | None = None
+
+
+#: The shipped teachers beyond ``teacher``, by role name (``testbed:<name>`` in a config).
+#: ``teacher-small`` is the modest teacher of the ``teacher_scale`` experiment (claims 18 and
+#: 22): hidden 160 instead of 192, 1,200 pretraining steps instead of 2,000 and one sharpening
+#: round instead of two, on the teacher's own mixture (both styles, Countdown-4, skills).
+EXTRA_TEACHERS: dict[str, ExtraTeacher] = {
+    "teacher-small": ExtraTeacher(
+        model=ModelSpec(160, 480, 4, 5),
+        train=replace(DEFAULT_RECIPE.teacher_train, steps=1200, lr=2e-3, seed=13),
+        sharpen=replace(DEFAULT_RECIPE.teacher_sharpen, rounds=1, seed=23),
+    ),
+}

@@ -1,5 +1,5 @@
-"""Scorecard rules of the [D] OPD claims and their neighbours (docs/method.md §9 claims 16–18,
-20–23, 25) on synthetic tables whose verdicts are known by construction: null, degenerate and
+"""Scorecard rules of the [D] OPD claims and their neighbours (docs/method.md §9 claims 16, 17,
+21–23, 25) on synthetic tables whose verdicts are known by construction: null, degenerate and
 planted tables, missing measurements, and the adversarial tables of issue 20.
 
 Every rule is run strictly (an exception fails the test): a rule that raises is a bug.
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from distillscope.report import score_claims
-from distillscope.report.claimkit import NOT_IMPLEMENTED, NOT_TESTED
+from distillscope.report.claimkit import NOT_TESTED
 from distillscope.report.claims_opd import (
     ADV_RISE,
     LEN_RISE,
@@ -203,15 +203,6 @@ def test_claim_17_degenerate_and_missing(synth):
     df = _diversity(synth, 0.08).drop(columns=["rollout.rollouts_per_prompt"])
     r = _result(df, 17)
     assert r.verdict == NOT_TESTED and "prompts_per_step" in r.evidence
-
-
-# 18 -----------------------------------------------------------------------------------------
-
-
-def test_claim_18_is_not_implemented_with_the_key_it_reads(synth):
-    r18 = _result(_diversity(synth, 0.0), 18)
-    assert r18.verdict == NOT_IMPLEMENTED
-    assert "eval/informativeness" in r18.evidence
 
 
 # 21 -----------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@
     cal["false_rate"]["2"], cal["power"]["2"]
 
 Synthetic tables keep the study's exact design (the same rows: experiments, cells, seeds,
-baseline) and replace every metric by a model value plus Gaussian seed noise:
+baseline, and the measured columns that describe the design, ``DESIGN_METRICS``: each run's
+teacher size) and replace every other metric by a model value plus Gaussian seed noise:
 
 - **noise**: per metric, the pooled within-cell standard deviation of the study's finished runs,
   √(Σ (nᵢ − 1) sᵢ² / Σ (nᵢ − 1)) over cells with nᵢ ≥ 2 seeds; a metric with no such cell gets
@@ -71,6 +72,9 @@ NULL_SCENARIOS = ("null", "zeros", "constant")
 #: right there (no-effect claims, and the robustness claims whose conclusions carry over).
 NO_EFFECT_CLAIMS = (1, 7, 14, 15)
 MARGIN = "margin"  # the scenario that plants each no-effect claim's effect at its margin
+#: Measured columns that describe a run's design rather than an outcome: kept as the study
+#: recorded them, never simulated (claim 22 sizes its teachers by the teacher's parameters).
+DESIGN_METRICS = ("model/teacher_params",)
 DEFAULT_DRAWS = 200
 #: Seed-noise standard deviation by unit when no cell has two seeds (stored units).
 DEFAULT_SD = {"fraction": 0.03, "pp": 3.0}
@@ -142,6 +146,7 @@ TYPICAL = {
     "train/grad_norm_max": 9.0,
     "rollout/student_token_prob_mean": 0.5,
     "rollout/teacher_token_prob_mean": 0.5,
+    "eval/informativeness": 0.1,
 }
 
 
@@ -156,7 +161,7 @@ def planned_table(plan_rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 def design(df: pd.DataFrame) -> pd.DataFrame:
     """The study's rows without measurements: ids, experiment, axes; every run finished."""
-    keep = [c for c in df.columns if c not in metric_columns(df)]
+    keep = [c for c in df.columns if c not in metric_columns(df) or c in DESIGN_METRICS]
     out = hashable_axes(df[keep].copy())
     out["status"] = "done"
     if "reason" in out.columns:
@@ -211,7 +216,11 @@ def draw(
 def setup(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, float], dict[str, float]]:
     """(design, metrics, noise SD, typical value) of a study's table: what ``draw`` needs."""
     d = design(df)
-    metrics = [m for m in metric_columns(df) if pd.to_numeric(df[m], errors="coerce").notna().any()]
+    metrics = [
+        m
+        for m in metric_columns(df)
+        if m not in DESIGN_METRICS and pd.to_numeric(df[m], errors="coerce").notna().any()
+    ]
     if "objective.kind" in d.columns and (d["objective.kind"].map(str) == "opd").any():
         metrics += [m for m in TRAJ if m not in metrics and m != EARLY_ENTROPY]
     if onpd_forward(d).any() and EARLY_ENTROPY not in metrics:

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 
 from distillscope.labels import REGULATION_NAMES
-from distillscope.report.aggregate import cell_columns
+from distillscope.report.aggregate import cell_columns, done
 from distillscope.report.claimkit import (
     FINISHED,
+    LEARNED_PP,
     ClaimRule,
     Scoring,
     Verdict,
@@ -27,6 +29,7 @@ from distillscope.report.claimkit import (
     effect_verdict,
     experiment_rows,
     has,
+    is_baseline,
     n_values,
     plain_rows,
     where,
@@ -44,12 +47,15 @@ from distillscope.report.stats import (
     ALPHA,
     Pair,
     beyond,
+    bounds,
     fisher_greater,
     interval,
     num,
     pooled_pair,
     pp,
+    sample_pair,
     t_quantile,
+    versus,
 )
 
 ACC = "eval/accuracy"
@@ -219,6 +225,151 @@ def claim_17_prompt_diversity(s: Scoring) -> Verdict:
 
 # 18 -----------------------------------------------------------------------------------------
 INFO = "eval/informativeness"
+INFO_EXPERIMENT = "teacher_scale"  # the experiment claims 18 and 22 are designed around
+#: A teacher's students learn when their accuracy beats the untrained student's by this many pp
+#: beyond uncertainty (claimkit's LEARNED_PP, the scorecard's one meaning of "learned").
+CLAIM_18_LEARNED_PP = LEARNED_PP
+CLAIM_18_INFO_MARGIN = 0.0  # "I > 0": docs/method.md §9
+CLAIM_18_GAIN_MARGIN_PP = 0.0  # the lower-I teacher gives the smaller gain: any gap beyond noise
+CLAIM_18_RULE = (
+    f"Runs of the `{INFO_EXPERIMENT}` experiment (every finished run when the table has none) "
+    f"with {INFO}, per teacher (model.teacher): I = the mean over its runs (seeds and other axes "
+    "as replicates) and the gain = its runs' accuracy − the untrained student's. A teacher's "
+    f"students learn when the gain > {CLAIM_18_LEARNED_PP:g} pp beyond its one-sided "
+    f"{1 - ALPHA:.1%} t-interval. The lowest-I teacher is compared with the highest-I one: "
+    "their I gap (which one has the lower I must be known: the gap > 0 beyond its "
+    f"{1 - ALPHA:.1%} interval) and their accuracy, cell means matched on every other axis and "
+    "pooled. Supported: the I gap is known, some teacher's students learn, every such teacher "
+    f"has I > {CLAIM_18_INFO_MARGIN:g} beyond its {1 - ALPHA:.1%} interval, and the higher-I "
+    f"teacher's accuracy − the lower-I teacher's > {CLAIM_18_GAIN_MARGIN_PP:g} pp beyond its "
+    f"{1 - ALPHA:.1%} interval. Contradicted: the I gap is known and that difference < 0 "
+    f"beyond its one-sided {1 - ALPHA / 2:.2%} interval, or I < 0 beyond the same interval "
+    "(split over the teachers) for a teacher whose students learn. Else inconclusive."
+)
+
+
+def info_runs(s: Scoring) -> pd.DataFrame:
+    """The finished runs claim 18 reads: the `teacher_scale` experiment's when the table has
+    it, else every finished run; only those with a teacher."""
+    return s.cached(_info_runs)
+
+
+def _info_runs(s: Scoring) -> pd.DataFrame:
+    rows = experiment_rows(s.grid(FINISHED), INFO_EXPERIMENT)
+    if TEACHER not in rows.columns:
+        return rows.iloc[0:0]
+    return rows[rows[TEACHER].notna()]
+
+
+def _baseline_accuracy(s: Scoring) -> list[float]:
+    """The untrained student's accuracy (pp), one value per baseline row."""
+    base = done(s.df)
+    if ACC not in base.columns:
+        return []
+    return [
+        100.0 * float(x)
+        for x in pd.to_numeric(base[is_baseline(base)].get(ACC), errors="coerce").dropna()
+    ]
+
+
+@dataclass(frozen=True)
+class TeacherSignal:
+    """One teacher's informativeness (``info``: I against 0) and gain (its runs' accuracy
+    against the untrained student's, pp), each with its uncertainty over runs."""
+
+    teacher: str
+    info: Pair
+    gain: Pair
+
+    @property
+    def learns(self) -> bool:
+        return beyond(self.gain, CLAIM_18_LEARNED_PP) == 1
+
+
+def teacher_signals(s: Scoring) -> list[TeacherSignal]:
+    """Per teacher with a measured I, its :class:`TeacherSignal`, in increasing order of I."""
+    return s.cached(_teacher_signals)
+
+
+def _teacher_signals(s: Scoring) -> list[TeacherSignal]:
+    rows = info_runs(s)
+    if not has(rows, INFO):
+        return []
+    ref = _baseline_accuracy(s)
+    out = []
+    for teacher, g in rows.groupby(rows[TEACHER].map(str), sort=True):
+        info = [float(x) for x in pd.to_numeric(g[INFO], errors="coerce").dropna()]
+        if not info:
+            continue
+        acc = [100.0 * float(x) for x in pd.to_numeric(g.get(ACC), errors="coerce").dropna()]
+        gain = sample_pair(acc, ref, f"{teacher} vs untrained")
+        if len(ref) == 1:  # one baseline row: a fixed reference
+            gain = Pair(gain.key, gain.a, gain.a_sem, gain.b, 0.0, gain.a_dof, math.inf)
+        zero = sample_pair(info, [], f"I of {teacher}")
+        out.append(TeacherSignal(teacher, versus(zero.key, 0.0, zero), gain))
+    return sorted(out, key=lambda t: (t.info.a, t.teacher))
+
+
+def claim_18_lacking(s: Scoring) -> list[str]:
+    """What claim 18 needs that the study lacks: I for two teachers, accuracy, a baseline."""
+    rows = info_runs(s)
+    if len(teacher_signals(s)) < 2:
+        return [
+            f"{INFO} (rollout.rollouts_per_prompt ≥ 2 on student rollouts) for ≥ 2 teachers; "
+            f"the runs read have it for {len(teacher_signals(s))}"
+        ]
+    out = [] if has(rows, ACC) else [f"{ACC} of the runs"]
+    if not _baseline_accuracy(s):
+        out.append("the untrained student's accuracy (the study's baseline rows)")
+    return out
+
+
+def claim_18_informativeness(s: Scoring) -> Verdict:
+    """Claim 18's verdict (``CLAIM_18_RULE``)."""
+    signals = teacher_signals(s)
+    low, high = signals[0], signals[-1]
+    rows = info_runs(s)
+    teacher = rows[TEACHER].map(str)
+    key = f"{high.teacher} (higher I) − {low.teacher} (lower I)"
+    d = matched_pair(
+        rows[teacher == high.teacher],
+        rows[teacher == low.teacher],
+        ACC,
+        (TEACHER, TEACHER_PARAMS),
+        key,
+    )
+    i = high.info
+    order = Pair("I gap", i.a, i.a_sem, low.info.a, low.info.a_sem, i.a_dof, low.info.a_dof)
+    learners = [t for t in signals if t.learns]
+    split = ALPHA / (2 * max(1, len(learners)))
+    parts = [
+        f"{t.teacher}: I {num(t.info.a, 3)} {_info_interval(t.info)}, gain "
+        f"{pp(t.gain.diff)} pp {interval(t.gain)}{' (learns)' if t.learns else ''}"
+        for t in signals
+    ]
+    parts.append(f"I gap {pp(order.diff, 3)} {_info_interval(order)}")
+    parts.append(f"{key}: accuracy {pp(d.diff)} pp {interval(d)}")
+    ordered = beyond(order, 0.0) == 1  # which teacher has the lower I is known
+    supported = (
+        ordered
+        and bool(learners)
+        and all(beyond(t.info, CLAIM_18_INFO_MARGIN) == 1 for t in learners)
+        and beyond(d, CLAIM_18_GAIN_MARGIN_PP) == 1
+    )
+    contradicted = (ordered and beyond(d, 0.0, ALPHA / 2) == -1) or any(
+        beyond(t.info, 0.0, split) == -1 for t in learners
+    )
+    head = (
+        f"I {num(low.info.a, 3)} vs {num(high.info.a, 3)}; accuracy gap {pp(d.diff)} pp "
+        f"{interval(d)}"
+    )
+    return decide(CLAIM_18_RULE, "; ".join(parts), contradicted, supported, head)
+
+
+def _info_interval(pair: Pair) -> str:
+    """``[+0.052, +0.148]``: I's one-sided (1 − ALPHA) bounds, to three decimals."""
+    lo, hi = bounds(pair, ALPHA)
+    return interval(pair) if math.isnan(lo) else f"[{pp(lo, 3)}, {pp(hi, 3)}]"
 
 
 # 21 -----------------------------------------------------------------------------------------
@@ -384,10 +535,11 @@ RULES_OPD = [
     ClaimRule(
         18,
         "[D] Informativeness I > 0 is needed; a stronger but mismatched teacher can have lower I.",
-        "≥ 2 teachers (model.teacher) with eval/informativeness (I per teacher)",
-        lambda s: True,
-        None,  # nothing to judge until informativeness is measured
-        unmeasured=(INFO,),
+        "≥ 2 teachers (model.teacher) with eval/informativeness (I per teacher: ≥ 2 rollouts per "
+        "prompt), their accuracy and the untrained-student baseline",
+        lambda s: n_values(info_runs(s), TEACHER) >= 2,
+        claim_18_informativeness,
+        lacking=claim_18_lacking,
     ),
     ClaimRule(
         21,

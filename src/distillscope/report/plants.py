@@ -277,6 +277,7 @@ LEVELS = (
     "eval/sparsity_fp32_tau1e-06",
     "eval/teacher_style_share",
     "train/grad_clipped_frac",
+    "eval/informativeness",  # claim 18's I per teacher (``_claims_18_22_planted``)
 )
 
 
@@ -380,3 +381,53 @@ PLANTERS.append(_claims_16_25_planted)
 MARGIN_CASES.append(
     MarginCase(23, "pass@K of the OPD runs +margin over the untrained", _claim_23_margin, True)
 )
+
+
+# --- claims 18 and 22 (two teachers): planted effects
+
+#: [D]'s picture in the `teacher_scale` experiment: the larger teacher is the stronger but
+#: mismatched one — lower I (0.10 against 0.30) and students 10 pp less accurate than the
+#: smaller teacher's; regulation adds claim 21's gain there too (when the `opd` rows do not
+#: already carry it). Claim 22's contrast (smaller regulated − larger unregulated) is then
+#: +13 pp; claim 18's (higher-I − lower-I accuracy) +10 pp.
+PLANT_INFO_MISMATCHED, PLANT_INFO_MATCHED = 0.10, 0.30
+PLANT_MATCHED_GAIN = 0.10
+INFO = "eval/informativeness"
+TEACHER, TEACHER_PARAMS = "model.teacher", "model/teacher_params"
+
+
+def _larger_teacher(d: pd.DataFrame, rows: np.ndarray) -> str | None:
+    """The largest teacher among ``rows`` by ``TEACHER_PARAMS`` (a design column), else the
+    first by name; None with fewer than two teachers."""
+    teachers = _column(d, TEACHER)[rows]
+    if teachers.nunique() < 2:
+        return None
+    if TEACHER_PARAMS in d.columns:
+        sizes = pd.to_numeric(d.loc[rows, TEACHER_PARAMS], errors="coerce")
+        by = sizes.groupby(teachers).median().dropna()
+        if by.nunique() >= 2:
+            return str(by.idxmax())
+    return str(sorted(teachers.unique())[0])
+
+
+def _claims_18_22_planted(d: pd.DataFrame, noise: dict[str, float]) -> Offsets:
+    """Claims 18 and 22: in the `teacher_scale` rows, I at the levels above (I is a level
+    metric, ``LEVELS``; other rows keep level 0), the smaller teacher's students
+    ``PLANT_MATCHED_GAIN`` more accurate, and regulated runs ``PLANT_REGULATED_GAIN`` more."""
+    named = d[TEACHER].notna().to_numpy() if TEACHER in d.columns else np.zeros(len(d), bool)
+    rows = _experiment(d, "teacher_scale") & named
+    larger = _larger_teacher(d, rows)
+    if larger is None:
+        return {}
+    mismatched = rows & (_column(d, TEACHER) == larger).to_numpy()
+    regulated = _column(d, "objective.regulation").isin(["hard_clip", "log_compress"]).to_numpy()
+    regulated = rows & regulated & ~_opd_rows(d)
+    info = np.where(mismatched, PLANT_INFO_MISMATCHED, PLANT_INFO_MATCHED)
+    return {
+        INFO: np.where(rows, info, 0.0),
+        ACC: np.where(rows & ~mismatched, PLANT_MATCHED_GAIN, 0.0)
+        + np.where(regulated, PLANT_REGULATED_GAIN, 0.0),
+    }
+
+
+PLANTERS.append(_claims_18_22_planted)

@@ -106,3 +106,13 @@ def test_the_scorecard_scores_11_and_20_from_a_table():
     assert results[11].verdict == "supported"
     assert results[20].verdict in ("inconclusive", "contradicted", "supported")
     assert results[11].verdict not in ("not implemented", "error")
+
+
+def test_the_calibration_plants_both_rlvr_claims_and_finds_few_false_verdicts():
+    from distillscope.report.calibrate import calibrate
+
+    cal = calibrate(table(0, 0, sd=3.0, seeds=3), draws=40, seed=0, claims=(11, 20))
+    assert cal["power"]["11"] >= 0.8 and cal["power"]["20"] >= 0.8
+    assert cal["false_rate"]["11"] <= 0.05 and cal["false_rate"]["20"] <= 0.05
+    # claim 11 has a margin case: OnPD ahead by exactly 2 pp before and after RLVR
+    assert "11" in cal["rates"]["margin"]

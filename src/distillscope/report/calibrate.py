@@ -69,8 +69,9 @@ from distillscope.store import atomic_write_text
 SCENARIOS = ("null", "zeros", "constant", "margin", "planted")
 NULL_SCENARIOS = ("null", "zeros", "constant")
 #: Claims that a null table (no axis effect, students learned) makes true: "supported" is
-#: right there (no-effect claims, and the robustness claims whose conclusions carry over).
-NO_EFFECT_CLAIMS = (1, 7, 14, 15)
+#: right there (no-effect claims, the robustness claims whose conclusions carry over, and
+#: claim 11: with no on-policy advantage there is none to survive RLVR).
+NO_EFFECT_CLAIMS = (1, 7, 11, 14, 15)
 MARGIN = "margin"  # the scenario that plants each no-effect claim's effect at its margin
 #: Measured columns that describe a run's design rather than an outcome: kept as the study
 #: recorded them, never simulated (claim 22 sizes its teachers by the teacher's parameters).

@@ -29,6 +29,7 @@ from distillscope.report.claims_grid import (
 from distillscope.report.claims_reach import CLAIM_23_MARGIN_PP
 from distillscope.report.claims_spectrum import CLAIM_06_FORWARD_MARGIN_PP, CLAIM_07_MARGIN_PP
 from distillscope.report.matching import LAMBDA
+from distillscope.report.plants_rlvr import claim_11_margin, rlvr_planted
 
 LEARNED_BY = 0.30  # simulated students' accuracy above the untrained student (fraction)
 ACC = "eval/accuracy"
@@ -87,7 +88,7 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
     on = ((policy == "student").to_numpy() | (lam > 0)) & ~(policy == "teacher").to_numpy()
     teacher = (policy == "teacher").to_numpy()
     pos = _lr_position(d)
-    clip_off = d["optim.grad_clip"].isna().to_numpy() if "optim.grad_clip" in d else np.zeros(n)
+    clip_off = d["optim.grad_clip"].isna().to_numpy() if "optim.grad_clip" in d else np.zeros(n, bool)
     acc = np.where(reverse, np.where(teacher, -0.30, -0.10), 0.0)  # reverse KL prefers OnPD
     acc = np.where(reverse & spectrum, -0.37 + 0.0925 * (np.clip(lam, -2, 2) + 2), acc)
     acc = acc + np.where(reverse & clip_off, -0.15, 0.0)
@@ -431,3 +432,10 @@ def _claims_18_22_planted(d: pd.DataFrame, noise: dict[str, float]) -> Offsets:
 
 
 PLANTERS.append(_claims_18_22_planted)
+
+
+# --- claims 11 and 20 (the RLVR stage): planted effects and a margin case
+PLANTERS.append(rlvr_planted)
+MARGIN_CASES.append(
+    MarginCase(11, "OnPD ahead by the margin before and after RLVR", claim_11_margin)
+)

@@ -68,7 +68,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     "run_study": (
         "src/distillscope/study/run_study.py",
-        ["tests/study/test_resume_counts.py", "tests/study/test_study_baseline.py"],
+        ["tests/study/test_run_study_guards.py", "tests/study/test_resume_counts.py"]
+        + ["tests/study/test_study_baseline.py"],
     ),
     "pools": (
         "src/distillscope/tasks/pools.py",
@@ -82,22 +83,32 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     "calibrate": (
         "src/distillscope/report/calibrate.py",
-        ["tests/report/test_report_calibration_guards.py", "tests/report/test_report_calibrate.py"],
+        ["tests/report/test_calibrate_guards.py"],
     ),
 }
 
 #: Only these functions of a module are mutated (mutmut name patterns): the study runner's
 #: resume decision, not its provenance strings.
-ONLY = {"run_study": ["*x__unfinished__*", "*x_study_status__*", "*x_prepare__*"]}
+ONLY = {
+    "run_study": ["*x__unfinished__*", "*x_study_status__*", "*x_prepare__*"],
+    # the calibration's bookkeeping; draw/setup/_effects are guarded by the slow tests of
+    # test_report_calibrate and test_report_calibration_guards (minutes per mutant)
+    "calibrate": [
+        f"*x_{f}__mutmut_*"
+        for f in ("noise_model", "_default_sd", "_typical", "planned_table", "design", "_false")
+        + ("_claim_ids", "_scored", "_runs", "calibrate", "_tables_of", "tables")
+    ],
+}
 
 #: Modules whose guarding tests are marked slow; the others run without the slow tests (a
 #: surviving mutant runs every selected test, so one 10 s test costs minutes per module).
 WITH_SLOW = {"run_study"}
 
 
-def _setup_cfg(module: str, tests: list[str], slow: bool) -> str:
-    # a mutant that loops forever is stopped at 5× its tests' clean time (mutmut's default 15×)
-    lines = ["[mutmut]", "source_paths=src", f"only_mutate={module}", "timeout_multiplier=5.0"]
+def _setup_cfg(module: str, tests: list[str], slow: bool, timeout: float = 5.0) -> str:
+    # a mutant that loops forever is stopped at `timeout`× its tests' clean time (mutmut: 15×)
+    lines = ["[mutmut]", "source_paths=src", f"only_mutate={module}"]
+    lines.append(f"timeout_multiplier={timeout}")
     lines.append("pytest_add_cli_args_test_selection=" + "\n\t".join(tests))
     args = ["-q", "-p", "no:cacheprovider", "-x"] + ([] if slow else ["-m", "not slow"])
     lines.append("pytest_add_cli_args=" + "\n\t".join(args))
@@ -139,7 +150,7 @@ def _diff(work: Path, module: str, mutant: str) -> str:
     return "\n".join(diff) + "\n"
 
 
-def run_module(name: str, workdir: Path, children: int) -> dict:
+def run_module(name: str, workdir: Path, children: int, timeout: float = 5.0) -> dict:
     """Mutate one module in a fresh copy of the tree; returns its counts and minutes."""
     module, tests = MODULES[name]
     tests = [t for t in tests if (ROOT / t).is_file()]
@@ -149,7 +160,7 @@ def run_module(name: str, workdir: Path, children: int) -> dict:
     for part in ("src", "tests"):
         shutil.copytree(ROOT / part, work / part, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", work / "pyproject.toml")
-    (work / "setup.cfg").write_text(_setup_cfg(module, tests, name in WITH_SLOW))
+    (work / "setup.cfg").write_text(_setup_cfg(module, tests, name in WITH_SLOW, timeout))
     t0 = time.time()
     with open(work / "mutmut.log", "w") as log:
         subprocess.run(
@@ -186,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     default_workdir = Path(tempfile.gettempdir()) / "distillscope-mutate"
     parser.add_argument("--workdir", type=Path, default=default_workdir)
     parser.add_argument("--children", type=int, default=1, help="mutants tested in parallel")
+    parser.add_argument(
+        "--timeout-multiplier",
+        type=float,
+        default=5.0,
+        help="stop a mutant at this multiple of its tests' clean time (raise it when other jobs "
+        "load the machine: a test slowed by them otherwise counts as a caught mutant)",
+    )
     args = parser.parse_args(argv)
     if args.list:
         for name, (module, tests) in MODULES.items():
@@ -199,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| module | mutants | killed | timeout | survived | no tests | score | minutes |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name in args.names or list(MODULES):
-        r = run_module(name, args.workdir, args.children)
+        r = run_module(name, args.workdir, args.children, args.timeout_multiplier)
         c = r["counts"]
         print(
             f"| `{r['module'].removeprefix('src/distillscope/')}` | {r['mutants']} "

@@ -88,7 +88,9 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
     on = ((policy == "student").to_numpy() | (lam > 0)) & ~(policy == "teacher").to_numpy()
     teacher = (policy == "teacher").to_numpy()
     pos = _lr_position(d)
-    clip_off = d["optim.grad_clip"].isna().to_numpy() if "optim.grad_clip" in d else np.zeros(n, bool)
+    clip_off = np.zeros(n, bool)
+    if "optim.grad_clip" in d:
+        clip_off = d["optim.grad_clip"].isna().to_numpy()
     acc = np.where(reverse, np.where(teacher, -0.30, -0.10), 0.0)  # reverse KL prefers OnPD
     acc = np.where(reverse & spectrum, -0.37 + 0.0925 * (np.clip(lam, -2, 2) + 2), acc)
     acc = acc + np.where(reverse & clip_off, -0.15, 0.0)

@@ -63,7 +63,7 @@ def test_generated_task_evaluation_is_the_seeded_held_out_draw():
 
 @pytest.mark.parametrize("label", ["TEST", " eval ", "Validation"])
 def test_split_labels_are_read_case_and_space_insensitively(tmp_path, label):
-    rows = [_row(0, split=label), _row(1, split=" TRAIN ")]
+    rows = [_row(0, split=label), _row(1, split=" TraIN ")]
     train, evals = file_split(_mcq(tmp_path / "t.jsonl", rows), 0.2)
     assert [p.meta["index"] for p in evals] == [0] and [p.meta["index"] for p in train] == [1]
 

@@ -12,7 +12,13 @@ import yaml
 
 from distillscope.config import ConfigError
 from distillscope.store import STATUSES, write_status
-from distillscope.study.run_study import FINISHED, _unfinished, prepare
+from distillscope.study.run_study import (
+    FINISHED,
+    UNREADABLE,
+    _unfinished,
+    prepare,
+    study_status,
+)
 from distillscope.study.spec import StudySpec, expand
 
 
@@ -86,3 +92,15 @@ def test_prepare_refuses_an_unreadable_study_yaml_in_one_line(tmp_path):
     with pytest.raises(ConfigError, match="choose another --out to start anew") as err:
         prepare(_spec(), out)
     assert "\n" not in str(err.value)
+
+
+def test_study_status_lists_a_corrupt_status_as_pending_and_unreadable(tmp_path):
+    runs = prepare(_spec(lrs=(1e-3, 2e-3)), tmp_path)
+    write_status(tmp_path / "runs" / runs[0].run_id, "done", "")
+    (tmp_path / "runs" / runs[1].run_id).mkdir(parents=True)
+    (tmp_path / "runs" / runs[1].run_id / "status.json").write_text("{not json")
+    by = study_status(tmp_path)
+    assert by["done"] == [runs[0].run_id]
+    assert runs[1].run_id in by["pending"]
+    assert by[UNREADABLE] == [runs[1].run_id]
+    assert all(runs[0].run_id not in ids for status, ids in by.items() if status != "done")

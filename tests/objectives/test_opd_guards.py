@@ -208,3 +208,13 @@ def test_policy_gradient_padding_ids_never_index_the_vocabulary():
     x = torch.zeros(1, 2)
     loss, m = opd_policy_gradient(z, tokens, x, x, mask)
     assert loss.item() == 0.0 and m["opd/tokens"] == 1.0
+
+
+def test_a_current_log_prob_of_minus_inf_at_padding_leaves_the_gradient_finite():
+    """Junk in the differentiable log-probs themselves (a direct caller's padding): the
+    reduction drops the position, and its NaN must not reach the gradient either."""
+    logp = torch.tensor([[-1.0, -float("inf")]], requires_grad=True)
+    mask = torch.tensor([[1, 0]])
+    loss, _ = opd_from_logprobs(logp, torch.tensor([[-0.5, 0.0]]), logp.detach(), mask)
+    loss.backward()
+    assert torch.isfinite(logp.grad).all() and logp.grad[0, 1] == 0.0

@@ -81,3 +81,13 @@ def test_dapo_loss_refuses_bad_clips_and_shapes():
         dapo_loss(torch.zeros(1, 2), torch.zeros(1, 2), torch.zeros(1), torch.ones(1, 2), eps_low=1)
     with pytest.raises(ValueError, match="advantages_B"):
         dapo_loss(torch.zeros(2, 2), torch.zeros(2, 2), torch.zeros(3), torch.ones(2, 2))
+
+
+def test_junk_log_probs_at_padding_leave_the_gradient_finite():
+    logp = torch.tensor([[-1.0, -math.inf], [-0.5, -math.inf]], requires_grad=True)
+    mask = torch.tensor([[1, 0], [1, 0]])
+    old = logp.detach().clone()  # the sampler's log-probs: junk at padding too
+    loss, _ = dapo_loss(logp, old, torch.tensor([1.0, -1.0]), mask)
+    loss.backward()
+    assert torch.isfinite(logp.grad).all()
+    torch.testing.assert_close(logp.grad, torch.tensor([[-0.5, 0.0], [0.5, 0.0]]))

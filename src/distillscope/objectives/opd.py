@@ -154,8 +154,10 @@ def opd_from_logprobs(
     if logp_student_fixed_B_T is not None:
         check_shape("logp_student_fixed_B_T", logp_student_fixed_B_T, logp_B_T.shape)
     keep_B_T = mask_B_T.bool()
-    # Padding positions may carry junk (e.g. −inf) log-probs; replace them before exp(), since a
-    # NaN there would reach the gradient even though the reduction drops the value.
+    # Padding positions may carry junk (e.g. −inf) log-probs, the current ones included; replace
+    # them before exp(), since a NaN there would reach the gradient even though the reduction
+    # drops the value.
+    logp_B_T = torch.where(keep_B_T, logp_B_T, torch.zeros_like(logp_B_T))
     logp_now_B_T = logp_B_T.detach()
     logp_teacher_B_T = torch.where(keep_B_T, logp_teacher_B_T.float(), logp_now_B_T)
     logp_old_B_T = torch.where(keep_B_T, logp_old_B_T.float(), logp_now_B_T)

@@ -76,9 +76,9 @@ def dapo_loss(
     check_shape("mask_B_T", mask_B_T, logp_B_T.shape)
     check_shape("advantages_B", advantages_B, logp_B_T.shape[:1])
     keep_B_T = mask_B_T.bool()
-    # Padding positions may hold junk log-probs: replace them before exp() (a NaN there would
-    # reach the gradient although the sum drops the value).
-    logp_B_T = logp_B_T.float()
+    # Padding positions may hold junk (−inf) log-probs, the current ones included: replace them
+    # before exp() (a NaN there would reach the gradient although the sum drops the value).
+    logp_B_T = torch.where(keep_B_T, logp_B_T.float(), 0.0)
     logp_old_B_T = torch.where(keep_B_T, logp_old_B_T.float(), logp_B_T.detach())
     adv_B_1 = advantages_B.float().detach()[:, None]
     ratio_B_T = torch.exp(logp_B_T - logp_old_B_T)

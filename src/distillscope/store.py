@@ -296,7 +296,12 @@ def read_metrics(run: Path | None) -> list[dict[str, Any]]:
     Blank lines are skipped; reading stops at the first unparsable line (a crash can leave a
     torn last line).
     """
-    path = run / METRICS_FILE if run is not None else None
+    return _json_lines(run / METRICS_FILE if run is not None else None)
+
+
+def _json_lines(path: Path | None) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file (``[]`` when absent): blank lines and lines that
+    hold no object are skipped; reading stops at the first unparsable line (a torn last line)."""
     if path is None or not path.is_file():
         return []
     rows = []
@@ -365,18 +370,9 @@ def read_profiles(run: Path | None) -> list[dict[str, Any]]:
     """The rows of ``profiles.jsonl`` in step order (``[]`` when absent); a torn last line is
     dropped, rows without an integer ``step`` or a ``bins`` list are skipped, and an empty
     bin's ``null`` means read back as NaN."""
-    path = run / PROFILES_FILE if run is not None else None
-    if path is None or not path.is_file():
-        return []
     rows = []
-    for line in path.read_text(errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            break
-        if not (isinstance(row, dict) and type(row.get("step")) is int):
+    for row in _json_lines(run / PROFILES_FILE if run is not None else None):
+        if type(row.get("step")) is not int:
             continue
         if not isinstance(row.get("bins"), list):
             continue

@@ -61,6 +61,30 @@ def _masked_std(
     return masked_mean((values_B_T - mean).square(), mask_B_T).sqrt()
 
 
+def check_trust_region(eps_low: float, eps_high: float) -> None:
+    """Refuse an importance-ratio clip [1 − ε_low, 1 + ε_high] that is not a trust region."""
+    if not (0.0 <= eps_low < 1.0 and eps_high >= 0.0):
+        raise ValueError(f"need 0 ≤ eps_low < 1 and eps_high ≥ 0, got {eps_low}, {eps_high}")
+
+
+def clipped_surrogate(
+    ratio_B_T: torch.Tensor, advantage_B_T: torch.Tensor, eps_low: float, eps_high: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """PPO's clipped surrogate min(r A, clip(r, 1 − ε_low, 1 + ε_high) A) per token, and where
+    its clipped branch is the minimum (so the token has no gradient), detached.
+
+    ``advantage_B_T`` broadcasts against ``ratio_B_T`` (a ``[B, 1]`` per-sequence advantage).
+    """
+    clipped_ratio_B_T = ratio_B_T.clamp(1.0 - eps_low, 1.0 + eps_high)
+    surrogate_B_T = torch.minimum(ratio_B_T * advantage_B_T, clipped_ratio_B_T * advantage_B_T)
+    with torch.no_grad():
+        r_B_T, a_B_T = ratio_B_T.detach(), advantage_B_T.detach()
+        active_B_T = ((a_B_T > 0) & (r_B_T > 1.0 + eps_high)) | (
+            (a_B_T < 0) & (r_B_T < 1.0 - eps_low)
+        )
+    return surrogate_B_T, active_B_T
+
+
 def opd_policy_gradient(
     student_logits_B_T_V: torch.Tensor,
     tokens_B_T: torch.Tensor,
@@ -143,8 +167,7 @@ def opd_from_logprobs(
         raise ValueError(f"regulation must be one of {REGULATIONS}, got {regulation!r}")
     if not clip_min < clip_max:
         raise ValueError(f"clip_min ({clip_min}) must be below clip_max ({clip_max})")
-    if not (0.0 <= eps_low < 1.0 and eps_high >= 0.0):
-        raise ValueError(f"need 0 ≤ eps_low < 1 and eps_high ≥ 0, got {eps_low}, {eps_high}")
+    check_trust_region(eps_low, eps_high)
     for name, tensor in (
         ("logp_teacher_B_T", logp_teacher_B_T),
         ("logp_old_B_T", logp_old_B_T),
@@ -170,16 +193,13 @@ def opd_from_logprobs(
     delta_B_T = logp_teacher_B_T - logp_student_B_T  # Δℓ, detached
     advantage_B_T = regulate_advantage(delta_B_T, regulation, clip_min=clip_min, clip_max=clip_max)
     ratio_B_T = torch.exp(logp_B_T - logp_old_B_T)
-    clipped_ratio_B_T = ratio_B_T.clamp(1.0 - eps_low, 1.0 + eps_high)
-    surrogate_B_T = torch.minimum(ratio_B_T * advantage_B_T, clipped_ratio_B_T * advantage_B_T)
+    surrogate_B_T, ratio_clipped_B_T = clipped_surrogate(
+        ratio_B_T, advantage_B_T, eps_low, eps_high
+    )
     loss = reduce_tokens(-surrogate_B_T, keep_B_T, reduction)
 
     with torch.no_grad():
         ratio_now_B_T = ratio_B_T.detach()
-        # The clipped branch is the minimum (so no gradient) exactly in these two cases.
-        ratio_clipped_B_T = ((advantage_B_T > 0) & (ratio_now_B_T > 1.0 + eps_high)) | (
-            (advantage_B_T < 0) & (ratio_now_B_T < 1.0 - eps_low)
-        )
         hard_clipped_B_T = (delta_B_T < clip_min) | (delta_B_T > clip_max)
         raw_mean = masked_mean(delta_B_T, keep_B_T)
         mean = masked_mean(advantage_B_T, keep_B_T)

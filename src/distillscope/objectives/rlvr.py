@@ -23,6 +23,7 @@ from __future__ import annotations
 import torch
 
 from distillscope.objectives.divergences import check_shape, masked_mean
+from distillscope.objectives.opd import check_trust_region, clipped_surrogate
 
 #: ε of the group normalisation, as in GRPO implementations (a zero-variance group gives A = 0).
 GROUP_STD_EPS = 1e-6
@@ -70,8 +71,7 @@ def dapo_loss(
         their number (0 with none) — and ``rlvr/`` metrics: the loss, the mean ratio and the
         share of tokens whose clipped branch is active (no gradient).
     """
-    if not (0.0 <= eps_low < 1.0 and eps_high >= 0.0):
-        raise ValueError(f"need 0 ≤ eps_low < 1 and eps_high ≥ 0, got {eps_low}, {eps_high}")
+    check_trust_region(eps_low, eps_high)
     check_shape("logp_old_B_T", logp_old_B_T, logp_B_T.shape)
     check_shape("mask_B_T", mask_B_T, logp_B_T.shape)
     check_shape("advantages_B", advantages_B, logp_B_T.shape[:1])
@@ -82,13 +82,11 @@ def dapo_loss(
     logp_old_B_T = torch.where(keep_B_T, logp_old_B_T.float(), logp_B_T.detach())
     adv_B_1 = advantages_B.float().detach()[:, None]
     ratio_B_T = torch.exp(logp_B_T - logp_old_B_T)
-    clipped_B_T = ratio_B_T.clamp(1.0 - eps_low, 1.0 + eps_high)
-    surrogate_B_T = torch.minimum(ratio_B_T * adv_B_1, clipped_B_T * adv_B_1)
+    surrogate_B_T, active_B_T = clipped_surrogate(ratio_B_T, adv_B_1, eps_low, eps_high)
     n_tokens = keep_B_T.sum()
     loss = -torch.where(keep_B_T, surrogate_B_T, 0.0).sum() / n_tokens.clamp(min=1)
     with torch.no_grad():
         r = ratio_B_T.detach()
-        active_B_T = ((adv_B_1 > 0) & (r > 1.0 + eps_high)) | ((adv_B_1 < 0) & (r < 1.0 - eps_low))
         values = torch.stack(
             [loss.detach(), masked_mean(r, keep_B_T), masked_mean(active_B_T.float(), keep_B_T)]
         ).tolist()  # one device→host sync

@@ -8,7 +8,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from distillscope.config import load_run_config
 from distillscope.rollout import Rollouts
-from distillscope.train.loop import _forward_backward, _PhaseTimer
+from distillscope.train.loop import PhaseTimer, _forward_backward
 from distillscope.train.step import Objective, micro_batches
 from distillscope.train.teacher import TeacherScorer
 
@@ -80,5 +80,5 @@ def train_step(cfg, rollouts: Rollouts, student, teacher, vocab: int, step: int 
     batches = micro_batches(rollouts, cfg.optim.grad_accum)
     t_scores, _ = TeacherScorer(cfg, teacher, objective).scores(step, None, batches)
     return _forward_backward(
-        cfg, objective, rollouts, batches, student, t_scores, step, _PhaseTimer()
+        cfg, objective, rollouts, batches, student, t_scores, step, PhaseTimer()
     ).metrics

@@ -15,7 +15,7 @@ from distillscope.store import read_metrics
 from distillscope.train import distill
 from distillscope.train import loop as loop_mod
 from distillscope.train.informativeness import GROUPS_KEY, INFO_KEY, informativeness_metrics
-from distillscope.train.loop import _Learner, _PhaseTimer, _updates
+from distillscope.train.loop import PhaseTimer, _Learner, _updates
 from distillscope.train.scoring import completion_logits
 from distillscope.train.step import Objective, micro_batches
 from distillscope.train.teacher import TeacherScorer
@@ -90,7 +90,7 @@ def test_the_step_logs_i_from_temperature_one_log_probs(models_f64):
     scores, _ = TeacherScorer(cfg, teacher, objective).scores(0, None, batches)
     opt = torch.optim.AdamW(student.parameters(), lr=0.0)
     learner = _Learner(cfg, objective, student, opt, Path("unused"))
-    row, _ = _updates(learner, r, batches, scores, 0, _PhaseTimer(), rewards)
+    row, _ = _updates(learner, r, batches, scores, 0, PhaseTimer(), rewards)
     assert row[GROUPS_KEY] == direct[1] == 3
     assert row[INFO_KEY] == pytest.approx(direct[0], abs=1e-5)
 

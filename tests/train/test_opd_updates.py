@@ -12,7 +12,7 @@ import torch
 
 from distillscope.store import read_metrics
 from distillscope.train import distill
-from distillscope.train.loop import _Learner, _PhaseTimer, _updates
+from distillscope.train.loop import PhaseTimer, _Learner, _updates
 from distillscope.train.scoring import completion_logits
 from distillscope.train.step import Objective, micro_batches
 from distillscope.train.teacher import TeacherScorer
@@ -48,7 +48,7 @@ def _run_updates(cfg, rollouts, student, teacher):
     batches = micro_batches(rollouts, cfg.optim.grad_accum)
     t_scores, _ = TeacherScorer(cfg, teacher, objective).scores(0, None, batches)
     learner = _Learner(cfg, objective, student, optimizer, Path("unused"))
-    return _updates(learner, rollouts, batches, t_scores, 0, _PhaseTimer())
+    return _updates(learner, rollouts, batches, t_scores, 0, PhaseTimer())
 
 
 def _opd(**over):

@@ -47,7 +47,7 @@ from distillscope.train.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from distillscope.train.loop import _claim, _PhaseTimer, _stop_if_diverged
+from distillscope.train.loop import PhaseTimer, claim_run_dir, stop_if_diverged
 from distillscope.train.precision import forward_precision
 from distillscope.train.scoring import ScorePath
 from distillscope.train.step import micro_batch_share, micro_batches, use_fused
@@ -106,7 +106,7 @@ def grpo(
     r = _rlvr(cfg)
     task = resolve_task(r.task)
     check_parent(run_dir, cfg)  # before anything is written
-    fingerprint = _claim(cfg, run_dir, overwrite)
+    fingerprint = claim_run_dir(cfg, run_dir, overwrite)
     torch.manual_seed(cfg.seed)
     student, tokenizer = load_start(cfg, run_dir)
     vocab = len(tokenizer)
@@ -126,7 +126,7 @@ def grpo(
     start = load_checkpoint(run_dir, student, optimizer, fingerprint)
     log = MetricsLog(run_dir, keep_steps=start)
     for step in range(start, r.steps):
-        timer = _PhaseTimer()
+        timer = PhaseTimer()
         # 1. prompts: distinct within the step, each repeated G times (rows k·G … (k+1)·G − 1)
         problems = _problems(r, pool, cfg.seed, step)
         ids_B_P, mask_B_P = (t.to(cfg.model.device) for t in encoder.encode(problems, "student"))
@@ -147,7 +147,7 @@ def grpo(
             group["lr"] = lr
         row = _update(cfg, path, student, rollouts, advantages_B, timer)
         grad_norm = float(torch.nn.utils.clip_grad_norm_(student.parameters(), _max_norm(r)))
-        _stop_if_diverged(run_dir, step, row["train/loss"], grad_norm)
+        stop_if_diverged(run_dir, step, row["train/loss"], grad_norm)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         timer.lap("optimizer")
@@ -203,7 +203,7 @@ def _update(
     student: torch.nn.Module,
     rollouts: Rollouts,
     advantages_B: torch.Tensor,
-    timer: _PhaseTimer,
+    timer: PhaseTimer,
 ) -> dict[str, float]:
     """Forward and backward of the DAPO loss per micro-batch, exactly accumulated: micro-batch
     k's loss is weighted by its share of the batch's tokens (token-level normalisation).

@@ -101,7 +101,7 @@ def distill(
     logged step (progress bars).
     """
     task = preflight(cfg)  # a bad path or task file fails before anything is written
-    fingerprint = _claim(cfg, run_dir, overwrite)
+    fingerprint = claim_run_dir(cfg, run_dir, overwrite)
     torch.manual_seed(cfg.seed)
     pair = load_models(cfg)
     objective = Objective.from_config(cfg.objective, pair.vocab_size)  # a bad top k fails here
@@ -117,7 +117,7 @@ def distill(
 
     for step in range(start, cfg.optim.steps):
         profiler.at(step)  # eval.profile_steps: per-position profiles before the step's update
-        timer = _PhaseTimer()
+        timer = PhaseTimer()
         # 1. prompts: distinct within the step, drawn from the step's own (seed, step) stream
         problems = _problems(cfg, pool, step)
         prompts = _prompts(encoder, problems, cfg.model.device)
@@ -161,7 +161,7 @@ def distill(
     return student
 
 
-def _claim(cfg: RunConfig, run_dir: Path, overwrite: bool) -> str:
+def claim_run_dir(cfg: RunConfig, run_dir: Path, overwrite: bool) -> str:
     """Claim ``run_dir`` for ``cfg`` (its fingerprint), write the config, mark it running."""
     run_dir.mkdir(parents=True, exist_ok=True)
     fingerprint = claim_run(run_dir, cfg.model_dump(mode="json"), overwrite=overwrite)
@@ -205,7 +205,7 @@ def _diverged(run_dir: Path, reason: str) -> NoReturn:
     raise DivergedError(reason)
 
 
-def _stop_if_diverged(run_dir: Path, step: int, loss: float, grad_norm: float) -> None:
+def stop_if_diverged(run_dir: Path, step: int, loss: float, grad_norm: float) -> None:
     """Mark the run diverged (and raise) when the loss or the pre-clip norm is NaN/inf."""
     if not (math.isfinite(grad_norm) and math.isfinite(loss)):
         _diverged(run_dir, f"step {step}: loss {loss}, pre-clip grad norm {grad_norm}")
@@ -261,7 +261,7 @@ def _updates(
     batches: list[MicroBatch],
     teacher_scores: Iterable[TeacherScores],
     step: int,
-    timer: _PhaseTimer,
+    timer: PhaseTimer,
     rewards: list[float] | None = None,
 ) -> tuple[dict[str, float], list[float]]:
     """Steps 4–7 on one rollout batch, ``objective.updates_per_batch`` times (1 but for OPD):
@@ -288,7 +288,7 @@ def _updates(
         )
         # clip (log the pre-clip norm) and step; a NaN/inf loss or norm ends the run here
         grad_norm = float(torch.nn.utils.clip_grad_norm_(student.parameters(), _max_norm(cfg)))
-        _stop_if_diverged(learner.run_dir, step, done.metrics["train/loss"], grad_norm)
+        stop_if_diverged(learner.run_dir, step, done.metrics["train/loss"], grad_norm)
         learner.optimizer.step()
         learner.optimizer.zero_grad(set_to_none=True)
         timer.lap("optimizer")
@@ -322,7 +322,7 @@ def _forward_backward(
     student: torch.nn.Module,
     teacher_scores: Iterable[TeacherScores | None],
     step: int,
-    timer: _PhaseTimer,
+    timer: PhaseTimer,
     advantage: FixedAdvantage | None = None,
 ) -> _Pass:
     """Student forward, objective and backward per micro-batch; the update's metrics.
@@ -387,7 +387,7 @@ def _diagnostics(r: Rollouts, logp_B_T: dict[str, torch.Tensor]) -> dict[str, fl
     return out
 
 
-class _PhaseTimer:
+class PhaseTimer:
     """Wall time per phase of a step (``time/<phase>``, seconds) and tokens per second."""
 
     def __init__(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -65,21 +66,31 @@ def _cell_curves(study: Study, rows: pd.DataFrame) -> list[tuple[str, float, pd.
     groups = rows.groupby(by, dropna=False, sort=True) if by else [((), rows)]
     out = []
     for _, cell in groups:
-        runs = []
-        for run_id in cell["run_id"]:
-            m = metrics_frame(study.run_dir(run_id))
-            if not m.empty and "step" in m.columns:
-                keep = ["step"] + [k for k in KEYS if k in m.columns]
-                runs.append(m[keep].apply(pd.to_numeric, errors="coerce"))
-        if not runs:
+        mean, n = seed_mean_curve(study, cell["run_id"], KEYS)
+        if not n:
             continue
-        mean = pd.concat(runs).groupby("step", sort=True).mean()
         first = cell.iloc[0]
         clip = first.get("optim.grad_clip", math.nan)
         clip = float(clip) if clip is not None and not pd.isna(clip) else math.nan
         name = cell_key(first, varying) if varying else "all runs"
-        out.append((f"{name} (n={len(runs)})", clip, mean))
+        out.append((f"{name} (n={n})", clip, mean))
     return out
+
+
+def seed_mean_curve(
+    study: Study, run_ids: Iterable[str], keys: Sequence[str]
+) -> tuple[pd.DataFrame, int]:
+    """The per-step mean of ``keys`` over the runs' ``metrics.jsonl`` (step as the index), and
+    how many runs logged any step; an empty frame when none did."""
+    runs = []
+    for run_id in run_ids:
+        m = metrics_frame(study.run_dir(run_id))
+        if not m.empty and "step" in m.columns:
+            keep = ["step"] + [k for k in keys if k in m.columns]
+            runs.append(m[keep].apply(pd.to_numeric, errors="coerce"))
+    if not runs:
+        return pd.DataFrame(), 0
+    return pd.concat(runs).groupby("step", sort=True).mean(), len(runs)
 
 
 def _draw(
@@ -105,7 +116,7 @@ def _draw(
                 if key in c.columns:
                     ax.plot(
                         c.index,
-                        _smooth(c[key], window),
+                        smooth(c[key], window),
                         color=OKABE_ITO[i % 8],
                         label=label,
                         marker=MARKERS[i % 8],
@@ -123,12 +134,12 @@ def _draw(
             ax.set_visible(False)
         legend_below(fig, ncols=3)
         save_figure(fig, path)
-    smooth = f" Curves are smoothed with a {window}-step moving average." if window > 1 else ""
+    smoothed = f" Curves are smoothed with a {window}-step moving average." if window > 1 else ""
     return FigureInfo(
         path,
         f"Training curves — {name}",
         "Mean over the finished seeds of each cell at every optimizer step."
-        + smooth
+        + smoothed
         + " The dashed grey line in the gradient panel is the clip threshold; norms "
         "above it were clipped.",
     )
@@ -156,7 +167,7 @@ def _prob_panel(ax, curves: list[tuple[str, float, pd.DataFrame]], window: int) 
     for i, (_, _, c) in enumerate(curves):
         for key, ls in ((S_PROB, "-"), (T_PROB, "--")):
             if key in c.columns:
-                ax.plot(c.index, _smooth(c[key], window), color=OKABE_ITO[i % 8], linestyle=ls)
+                ax.plot(c.index, smooth(c[key], window), color=OKABE_ITO[i % 8], linestyle=ls)
     ax.set_title("Rollout likelihood")
     ax.set_ylabel("Mean token probability")
     ax.set_xlabel("Optimizer step")
@@ -168,7 +179,8 @@ def _prob_panel(ax, curves: list[tuple[str, float, pd.DataFrame]], window: int) 
     )
 
 
-def _smooth(series: pd.Series, window: int) -> pd.Series:
+def smooth(series: pd.Series, window: int) -> pd.Series:
+    """A centred moving average over ``window`` steps (the series itself for 1)."""
     return series.rolling(window, center=True, min_periods=1).mean() if window > 1 else series
 
 

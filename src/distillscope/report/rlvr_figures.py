@@ -16,7 +16,7 @@ import pandas as pd
 
 from distillscope.report.aggregate import cell_columns, done, with_labels
 from distillscope.report.claimkit import is_rlvr
-from distillscope.report.curves import _smooth
+from distillscope.report.curves import seed_mean_curve, smooth
 from distillscope.report.figures import (
     MARKERS,
     OKABE_ITO,
@@ -26,7 +26,7 @@ from distillscope.report.figures import (
     save_figure,
     style,
 )
-from distillscope.report.load import Study, metrics_frame
+from distillscope.report.load import Study
 from distillscope.report.matching import cell_key
 
 REWARD = "rlvr/reward"
@@ -66,12 +66,7 @@ def _cells(study: Study, rows: pd.DataFrame) -> list[tuple[str, pd.DataFrame, pd
     varying = [c for c in by if rows[c].map(str).nunique() > 1]
     out = []
     for _, cell in rows.groupby(by, dropna=False, sort=True) if by else [((), rows)]:
-        curves = []
-        for run_id in cell["run_id"]:
-            m = metrics_frame(study.run_dir(run_id))
-            if not m.empty and REWARD in m.columns:
-                curves.append(m[["step", REWARD]].apply(pd.to_numeric, errors="coerce"))
-        mean = pd.concat(curves).groupby("step").mean() if curves else pd.DataFrame()
+        mean, _ = seed_mean_curve(study, cell["run_id"], (REWARD,))
         name = cell_key(cell.iloc[0], varying) if varying else "all runs"
         out.append((f"{name} (n={len(cell)})", cell, mean))
     return out
@@ -84,7 +79,7 @@ def _reward_panel(ax, cells: list[tuple[str, pd.DataFrame, pd.DataFrame]]) -> No
         if REWARD in curve.columns:
             ax.plot(
                 curve.index,
-                _smooth(curve[REWARD], window),
+                smooth(curve[REWARD], window),
                 color=OKABE_ITO[i % 8],
                 marker=MARKERS[i % 8],
                 markevery=max(1, len(curve) // 6),

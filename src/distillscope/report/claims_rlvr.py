@@ -171,9 +171,15 @@ def claim_20_lacking(s: Scoring) -> list[str]:
 
 
 def best_cells(rows: pd.DataFrame, metric: str) -> dict[str, pd.Series]:
-    """The best cell (highest mean of ``metric``) per rollout policy, with its key."""
+    """The best cell (highest mean of ``metric``) per rollout policy, with its key and the
+    cell's mean of ``metric`` before RLVR (``before``, NaN when unmeasured)."""
     cols = [c for c in cell_columns(rows) if c != "experiment" and not rows[c].isna().all()]
-    cells = cell_means(rows, metric, cols)
+    cells = cell_means(rows, metric, cols).assign(before=math.nan)
+    if has(rows, f"{metric}_before"):
+        before = cell_means(rows, f"{metric}_before", cols)[[*cols, "mean"]]
+        cells = cells.drop(columns="before").merge(
+            before.rename(columns={"mean": "before"}), on=cols, how="left"
+        )
     varying = [c for c in cols if c != POLICY and rows[c].map(str).nunique() > 1]
     out = {}
     for policy in ("student", "teacher"):
@@ -195,25 +201,12 @@ def claim_20_offpd_starts(s: Scoring) -> Verdict:
         f"best OffPD ({off['key']}) {num(off['mean'])}% vs best OnPD ({on['key']}) "
         f"{num(on['mean'])}%: {pp(pair.diff)} pp {interval(pair)}"
     )
-    start = _mean_before(rows, off)
+    start = off["before"]
     if not np.isnan(start):
         evidence += f"; that OffPD configuration scored {num(start)}% on the RLVR task before RLVR"
     head = f"best OffPD − best OnPD {pp(pair.diff)} pp {interval(pair)}"
     supported = off["mean"] > on["mean"] and beyond(pair, 0.0) == 1
     return decide(CLAIM_20_RULE, evidence, beyond(pair, 0.0) == -1, supported, head)
-
-
-def _mean_before(rows: pd.DataFrame, cell: pd.Series) -> float:
-    """The mean before-RLVR accuracy (pp) of the runs of ``cell``."""
-    before = "rlvr/eval_accuracy_before"
-    if before not in rows.columns:
-        return math.nan
-    mask = pd.Series(True, index=rows.index)
-    for col in cell.index:
-        if col in rows.columns and col not in ("mean", "sem", "runs", "key"):
-            mask &= rows[col].map(str) == str(cell[col])
-    values = pd.to_numeric(rows.loc[mask, before], errors="coerce").dropna()
-    return 100.0 * float(values.mean()) if len(values) else math.nan
 
 
 RULES_RLVR = [

@@ -92,7 +92,7 @@ def evaluate(
     task = resolve_task(cfg.task.name, cfg.task.file)  # a bad task file fails before loading
     say("loading the student")
     initial, student, tokenizer = _students(cfg, run_dir, student, untrained)
-    blocks = _Blocks(cfg, student, tokenizer, say)
+    blocks = EvalBlocks(cfg, student, tokenizer, say)
     train_pool = training_problems(task, cfg.task.eval_fraction)
     held_out = evaluation_problems(
         task, e.eval_seed, max(e.items, e.coverage_items), cfg.task.eval_fraction
@@ -146,7 +146,7 @@ def _students(
 
 
 @dataclass
-class _Blocks:
+class EvalBlocks:
     """What every evaluation block shares: the student, its generator streams, the sample log."""
 
     cfg: RunConfig
@@ -204,7 +204,7 @@ def _style_share(acc: Samples) -> dict[str, float]:
     return {"eval/teacher_style_share": sum(s == "alt" for s in styles) / len(styles)}
 
 
-def _harder(blocks: _Blocks, train_pool: list) -> dict[str, float]:
+def _harder(blocks: EvalBlocks, train_pool: list) -> dict[str, float]:
     """The harder variant's split record, accuracy and (with coverage items) pass@k."""
     e = blocks.cfg.eval
     harder = resolve_task(e.harder_task)
@@ -230,7 +230,7 @@ def _harder(blocks: _Blocks, train_pool: list) -> dict[str, float]:
 
 
 def _skills(
-    blocks: _Blocks, initial: torch.nn.Module, untrained: bool, cache_dir: Path | None
+    blocks: EvalBlocks, initial: torch.nn.Module, untrained: bool, cache_dir: Path | None
 ) -> dict[str, float]:
     """Skill-suite accuracy before and after training, its change (forgetting) and each skill.
 
@@ -311,7 +311,7 @@ def split_record(prefix: str, items: list, train_pool: list, name: str) -> dict[
 
 
 def _coverage(
-    blocks: _Blocks,
+    blocks: EvalBlocks,
     block: str,
     prefix: str,
     task: Task,

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from distillscope.config import RunConfig
-from distillscope.eval.evaluate import _Blocks, split_record
+from distillscope.eval.evaluate import EvalBlocks, split_record
 from distillscope.rollout.prompts import Stream
 from distillscope.store import read_metrics, write_eval
 from distillscope.tasks import evaluation_problems, resolve_task, training_problems
@@ -60,8 +60,8 @@ def evaluate_rlvr(
             ("harder_accuracy", e.harder_task, e.harder_temperature, Stream.EVAL_HARDER)
         )
     out: dict[str, float] = {}
-    after = _Blocks(cfg, student.eval(), tokenizer, say)
-    before = _Blocks(cfg, start.eval(), tokenizer, say)
+    after = EvalBlocks(cfg, student.eval(), tokenizer, say)
+    before = EvalBlocks(cfg, start.eval(), tokenizer, say)
     for name, task_name, temperature, stream in measures:
         task = resolve_task(task_name)
         # the items and streams of the distillation run's evaluation of the same task

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from distillscope.config import RunConfig, load_run_config
-from distillscope.models import ModelPair, load_pair, resolve_model_path
+from distillscope.models import ModelPair, load_pair, pair_options, resolve_model_path
 from distillscope.objectives.divergences import tempered_log_softmax
 from distillscope.objectives.estimator_bias import (
     TARGETS,
@@ -135,16 +135,7 @@ def loss_temperatures(cfg: RunConfig, spec: AnalysisSpec) -> tuple[float, float]
 def load_models(target: Target) -> ModelPair:
     """Teacher (frozen) and the target's student, on the config's devices and dtypes."""
     m = target.cfg.model
-    return load_pair(
-        resolve_model_path(m.teacher),
-        target.student,
-        dtype=m.dtype,
-        teacher_dtype=m.teacher_dtype,
-        device=m.device,
-        teacher_device=m.teacher_device or m.device,
-        allow_pickle=m.allow_pickle,
-        trust_remote_code=m.trust_remote_code,
-    )
+    return load_pair(resolve_model_path(m.teacher), target.student, **pair_options(m))
 
 
 def spectrum_policy(cfg: RunConfig, lam: float) -> SpectrumPolicy:

@@ -30,7 +30,7 @@ from distillscope.config import RunConfig, evaluation_key
 from distillscope.eval.generate import Samples, sample_and_score
 from distillscope.eval.measures import pass_at_k_curve, update_sparsity
 from distillscope.eval.samples_file import SampleLog
-from distillscope.models import load_model, load_weights, resolve_model_path
+from distillscope.models import load_model, load_options, load_weights, resolve_model_path
 from distillscope.models.size import parameter_count
 from distillscope.rollout import RolloutCache, model_generator
 from distillscope.rollout.prompts import Stream
@@ -52,14 +52,7 @@ SPARSITY_TAUS = (1e-6, 1e-8)  # thresholds of eval/sparsity_*_tau*
 
 
 def _load_student(cfg: RunConfig):
-    m = cfg.model
-    return load_model(
-        resolve_model_path(m.student),
-        dtype=m.dtype,
-        device=m.device,
-        allow_pickle=m.allow_pickle,
-        trust_remote_code=m.trust_remote_code,
-    )
+    return load_model(resolve_model_path(cfg.model.student), **load_options(cfg.model))
 
 
 class SplitOverlapError(RuntimeError):

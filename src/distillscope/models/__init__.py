@@ -21,8 +21,10 @@ if TYPE_CHECKING:
     from distillscope.models.load import (  # noqa: F401
         ModelPair,
         load_model,
+        load_options,
         load_pair,
         load_weights,
+        pair_options,
         resolve_dtype,
     )
     from distillscope.models.paths import (  # noqa: F401

@@ -118,6 +118,27 @@ def load_model(
     return model.to(device), tokenizer
 
 
+def load_options(model: Any) -> dict[str, Any]:
+    """:func:`load_model`'s keyword arguments for the student of a config's ``model`` section
+    (:class:`~distillscope.config.ModelConfig`): dtype, device, pickle and remote-code policy."""
+    return {
+        "dtype": model.dtype,
+        "device": model.device,
+        "allow_pickle": model.allow_pickle,
+        "trust_remote_code": model.trust_remote_code,
+    }
+
+
+def pair_options(model: Any) -> dict[str, Any]:
+    """:func:`load_pair`'s keyword arguments for a config's ``model`` section: the student's
+    (:func:`load_options`) plus the teacher's own dtype and device (the student's by default)."""
+    return {
+        **load_options(model),
+        "teacher_dtype": model.teacher_dtype,
+        "teacher_device": model.teacher_device or model.device,
+    }
+
+
 def load_pair(
     teacher_path: str | os.PathLike,
     student_path: str | os.PathLike,

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from distillscope.config import RLVRConfig, RunConfig
-from distillscope.models import load_model, stop_token_ids
+from distillscope.models import load_model, load_options, stop_token_ids
 from distillscope.models.paths import check_model_dir
 from distillscope.objectives.rlvr import dapo_loss, group_advantages
 from distillscope.rollout import (
@@ -80,14 +80,7 @@ def cosine_lr(r: RLVRConfig, step: int) -> float:
 
 def load_start(cfg: RunConfig, run_dir: Path):
     """``(model, tokenizer)`` of the parent's exported student, as the config loads models."""
-    m = cfg.model
-    return load_model(
-        check_parent(run_dir, cfg),
-        dtype=m.dtype,
-        device=m.device,
-        allow_pickle=m.allow_pickle,
-        trust_remote_code=m.trust_remote_code,
-    )
+    return load_model(check_parent(run_dir, cfg), **load_options(cfg.model))
 
 
 def grpo(

@@ -4,7 +4,7 @@ are checked first by :mod:`.checks`)."""
 from __future__ import annotations
 
 from distillscope.config import RolloutConfig, RunConfig
-from distillscope.models import ModelPair, load_pair, resolve_model_path
+from distillscope.models import ModelPair, load_pair, pair_options, resolve_model_path
 from distillscope.policy_registry import ROLLOUT_POLICIES
 from distillscope.rollout import RolloutPolicy
 
@@ -14,14 +14,7 @@ def load_models(cfg: RunConfig) -> ModelPair:
     student recomputes its layer activations in backward with ``model.gradient_checkpointing``."""
     m = cfg.model
     pair = load_pair(
-        resolve_model_path(m.teacher),
-        resolve_model_path(m.student),
-        dtype=m.dtype,
-        teacher_dtype=m.teacher_dtype,
-        device=m.device,
-        teacher_device=m.teacher_device or m.device,
-        allow_pickle=m.allow_pickle,
-        trust_remote_code=m.trust_remote_code,
+        resolve_model_path(m.teacher), resolve_model_path(m.student), **pair_options(m)
     )
     if m.gradient_checkpointing:
         pair.student.activation_checkpointing_enable({"use_reentrant": False})

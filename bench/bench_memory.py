@@ -35,7 +35,7 @@ def one_step(kind: str, path: str, vocab: int, hidden: int) -> dict:
 
     from distillscope.config import load_run_config
     from distillscope.rollout import Rollouts
-    from distillscope.train.loop import _forward_backward, _PhaseTimer
+    from distillscope.train.loop import PhaseTimer, _forward_backward
     from distillscope.train.step import Objective, micro_batches
     from distillscope.train.teacher import TeacherScorer
 
@@ -80,7 +80,7 @@ def one_step(kind: str, path: str, vocab: int, hidden: int) -> dict:
     objective = Objective.from_config(run_cfg.objective, vocab)
     batches = micro_batches(rollouts, run_cfg.optim.grad_accum)
     t_scores, _ = TeacherScorer(run_cfg, models[1], objective).scores(0, None, batches)
-    _forward_backward(run_cfg, objective, rollouts, batches, models[0], t_scores, 0, _PhaseTimer())
+    _forward_backward(run_cfg, objective, rollouts, batches, models[0], t_scores, 0, PhaseTimer())
     seconds = time.perf_counter() - t0
     return {"extra_mb": (_status_kb("VmHWM") - before) / 1024, "seconds": seconds}
 

@@ -310,10 +310,15 @@ def study_cmd(
     cpus_per_run: float = typer.Option(1.0, help="ray: CPUs requested per run"),
     gpus_per_run: float = typer.Option(0.0, help="ray: GPUs requested per run"),
     report: bool = typer.Option(True, help="write the report when the study ends"),
+    only: str = typer.Option(
+        None, help="comma-separated experiments (or the RLVR stage) to run; the rest wait"
+    ),
 ) -> None:
     """Run a controlled study (default: the quick preset); the same --out resumes it.
 
     distillscope study --preset paper-qwen model.teacher=/models/q7b model.student=/models/q1.5b
+
+    distillscope study --preset paper --only main,rlvr --out DIR   # a subset; DIR keeps the rest
     """
     from distillscope.study.executors import ExecutorSpec
 
@@ -334,7 +339,8 @@ def study_cmd(
     execution = ExecutorSpec(executor, workers, address, cpus_per_run, gpus_per_run)  # checked
     # Started first: a pool's workers import torch and transformers while this process plans.
     with execution.started() as running:
-        _study(files, overrides, preset, out, running, report)
+        chosen = None if only is None else [n.strip() for n in only.split(",") if n.strip()]
+        _study(files, overrides, preset, out, running, report, chosen)
 
 
 def _study(
@@ -344,17 +350,18 @@ def _study(
     out: Path | None,
     executor: ExecutorSpec,
     report: bool,
+    only: list[str] | None,
 ) -> None:
     from datetime import datetime
 
     from distillscope.config import check_machine
-    from distillscope.study.run_study import run_study, study_status
+    from distillscope.study.run_study import run_study, select, study_status
     from distillscope.study.spec import expand, load_spec
     from distillscope.train import preflight_all
 
     study = load_spec(files[0] if files else preset or "quick", overrides)
     out = out or Path("distillscope-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
-    runs = expand(study)
+    runs = select(study, expand(study), only)
     for r in runs:  # devices and dtypes this machine has, before any run starts
         check_machine(r.config)
     preflight_all([r.config for r in runs])  # one line naming a bad path, before any output
@@ -375,10 +382,10 @@ def _study(
             )
 
         finished = study_status(out) if (out / "study.yaml").is_file() else {}
-        bar.update(
-            runs_bar, completed=len(finished.get("done", [])) + len(finished.get("diverged", []))
-        )
-        run_study(study, out, executor, on_run_done=on_run_done, on_step=on_step)
+        ids = {r.run_id for r in runs}
+        done = [i for s in ("done", "diverged") for i in finished.get(s, []) if i in ids]
+        bar.update(runs_bar, completed=len(done))
+        run_study(study, out, executor, on_run_done=on_run_done, on_step=on_step, only=only)
     console.print(f"results table: {out / 'results.parquet'}")
     from distillscope.study.baseline import BASELINE
 

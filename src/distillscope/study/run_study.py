@@ -4,6 +4,7 @@
     distillscope study --preset smoke --out /tmp/s
     distillscope study my-study.yaml --executor pool --workers 2
     distillscope study status DIR
+    distillscope study --preset paper --only main,rlvr   # a subset of the study's experiments
 
 Before the runs, the study evaluates its baseline(s), the untrained student
 (:mod:`distillscope.study.baseline`): in this process, or with ``--executor pool`` as the
@@ -17,15 +18,15 @@ from __future__ import annotations
 import json
 import platform
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
 
 from distillscope import __version__
-from distillscope.config import ConfigError, RunConfig
-from distillscope.safeyaml import YamlError, load_yaml_file
+from distillscope.config import ConfigError, RunConfig, evaluation_key
+from distillscope.safeyaml import YamlError, load_yaml_file, quote
 from distillscope.store import atomic_write_text, read_status
 from distillscope.study.baseline import plan_baselines, run_baseline
 from distillscope.study.executors import ExecutorSpec, Job, WorkerPool, run_jobs
@@ -66,8 +67,13 @@ def run_study(
     workers: int | WorkerPool | None = None,
     on_run_done: Callable[[str, str], None] | None = None,
     on_step: Callable[[str, int, dict], None] | None = None,
+    only: Sequence[str] | None = None,
 ) -> Path:
     """Execute every unfinished run of ``spec`` into ``out``; returns the results table path.
+
+    ``only``: names of experiments (or of the RLVR stage) whose runs execute; the others stay
+    as they are (pending, or finished by an earlier call), and the study directory holds the
+    whole study, so later calls with other names, or none, complete it (:func:`select`).
 
     ``executor``: what executes the runs (:class:`~distillscope.study.executors.ExecutorSpec`:
     kind, workers or a started pool, Ray address, resources per run), or only its kind, with
@@ -84,10 +90,30 @@ def run_study(
     elif workers is not None:
         raise TypeError("run_study: give workers inside the ExecutorSpec, not beside it")
     # A missing model or a bad task file stops the study before it writes anything.
-    preflight_all([r.config for r in _unfinished(expand(spec), out)])
+    chosen = select(spec, expand(spec), only)
+    preflight_all([r.config for r in _unfinished(chosen, out)])
     out.mkdir(parents=True, exist_ok=True)
     with StudyLock(out):
-        return _run_locked(spec, out, executor, on_run_done, on_step)
+        return _run_locked(spec, out, executor, on_run_done, on_step, only)
+
+
+def select(spec: StudySpec, runs: list[PlannedRun], only: Sequence[str] | None) -> list[PlannedRun]:
+    """The runs of the experiments named in ``only`` (all runs when ``None``).
+
+    A name that is neither an experiment of ``spec`` nor its RLVR stage is one line naming the
+    names there are. RLVR runs start from their parents' students: choosing the stage without
+    its source experiment runs only those whose parent is already ``done``.
+    """
+    if only is None:
+        return runs
+    names = [e.name for e in spec.experiments] + ([spec.rlvr.name] if spec.rlvr else [])
+    unknown = [n for n in only if n not in names]
+    if unknown or not only:
+        what = f"{quote(unknown[0], 60)} is not" if unknown else "no experiment is"
+        raise ConfigError(
+            f"--only: {what} an experiment of study {spec.name} (choose from {names})"
+        )
+    return [r for r in runs if r.experiment in only]
 
 
 def _job(out: Path, run_id: str, config: RunConfig) -> Job:
@@ -101,13 +127,18 @@ def _run_locked(
     executor: ExecutorSpec,
     on_run_done: Callable[[str, str], None] | None,
     on_step: Callable[[str, int, dict], None] | None,
+    only: Sequence[str] | None,
 ) -> Path:
     runs = prepare(spec, out)
+    chosen = select(spec, runs, only)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    baselines = plan_baselines(runs)
+    baselines = plan_baselines(runs)  # numbered over the whole study, so ids never move
+    needed = {evaluation_key(r.config) for r in chosen}
     cache = str(out / "rollout-cache")
     baseline_jobs = []  # a pool evaluates the baselines in its workers, ahead of the runs
     for b in baselines:
+        if evaluation_key(b.config) not in needed:
+            continue
         if executor.kind != "pool":
             run_baseline(b, out / "runs" / b.run_id, Path(cache))
         elif read_status(out / "runs" / b.run_id)["status"] != "done":
@@ -117,7 +148,7 @@ def _run_locked(
     # the distillation runs, then the RLVR stage's runs whose parent finished (a diverged or
     # failed parent leaves its RLVR run pending, with nothing to start from)
     for stage in ("distill", "rlvr"):
-        pending = [r for r in _unfinished(runs, out) if _stage(r) == stage and _ready(r, out)]
+        pending = [r for r in _unfinished(chosen, out) if _stage(r) == stage and _ready(r, out)]
         jobs = [_job(out, r.run_id, r.config) for r in pending]
         results = run_jobs(
             executor, jobs, cache, baseline_jobs if stage == "distill" else (), on_step

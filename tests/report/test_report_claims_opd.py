@@ -364,13 +364,13 @@ def test_claim_23_missing_pass_at_32_is_not_tested(synth):
 # 25 -----------------------------------------------------------------------------------------
 
 
-def _long_chains(synth, seeds=(42,), teacher="/models/Qwen2.5-7B-Instruct"):
+def _long_chains(synth, seeds=(42,), teacher="/models/Qwen2.5-7B-Instruct", task="math"):
     rows = []
     for policy in ("student", "teacher"):
         for kind in ("forward_kl", "reverse_kl"):
             for seed in seeds:
-                row = synth.run_row("math", policy, kind, synth.LOW, seed)
-                row.update({"task.name": "math", "model.teacher": teacher, "eval/len_mean": 622.0})
+                row = synth.run_row(task, policy, kind, synth.LOW, seed)
+                row.update({"task.name": task, "model.teacher": teacher, "eval/len_mean": 622.0})
                 best = (policy, kind) == ("student", "reverse_kl")
                 row["eval/accuracy"] = (0.80 if best else 0.40) + 0.001 * (seed - 42)
                 rows.append(row)
@@ -384,6 +384,9 @@ def test_claim_25_is_an_observation_never_supported(synth):
     assert "622 tokens" in r.evidence
     # three seeds and a 40 pp gap: still an observation
     assert _result(_long_chains(synth, seeds=(42, 43, 44)), 25).verdict == "inconclusive"
+    # the real presets' long_chain experiment: Numina-MATH from its hub
+    hub = _result(_long_chains(synth, task="numina-math"), 25)
+    assert hub.verdict == "inconclusive" and "80.0%" in hub.headline
 
 
 def test_claim_25_needs_a_long_chain_task_with_real_models(synth):

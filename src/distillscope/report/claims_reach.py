@@ -159,8 +159,8 @@ def claim_23_catalyst(s: Scoring) -> Verdict:
 
 
 # 25 -----------------------------------------------------------------------------------------
-#: Long-chain tasks: the file-backed boxed-math task (Numina-MATH, MATH-500).
-LONG_CHAIN_TASKS = ("math",)
+#: Long-chain tasks: Numina-MATH from its hub, and the file-backed boxed-math task (MATH-500 …).
+LONG_CHAIN_TASKS = ("numina-math", "math")
 CLAIM_25_RULE = (
     "An observation, never a test: the cell means of the long-chain runs (task "
     f"{', '.join(LONG_CHAIN_TASKS)}, real models: model.teacher not testbed:) per rollout × KL × "
@@ -215,7 +215,7 @@ RULES_REACH = [
     ClaimRule(
         25,
         "[P] The conclusions hold for long reasoning chains (Numina-MATH, real models).",
-        "a long-chain task (real models): runs on task math (Numina-MATH) with real teacher and "
+        "a long-chain task (real models): runs on task numina-math or math with real teacher and "
         "student checkpoints",
         lambda s: has(long_chain_runs(s), ACC),
         claim_25_long_chains,

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
+from pydantic import ValidationError
 
 from distillscope import __version__
 from distillscope.config import ConfigError, RunConfig, evaluation_key
@@ -52,11 +53,16 @@ def prepare(spec: StudySpec, out: Path) -> list[PlannedRun]:
 
 
 def _read_spec_file(spec_path: Path) -> object:
-    """The study.yaml a study directory holds, read within safeyaml's limits."""
+    """The study.yaml a study directory holds, read within safeyaml's limits, with the fields
+    a later version added at their defaults (so an older directory resumes)."""
     try:
-        return load_yaml_file(spec_path, "study file")
+        stored = load_yaml_file(spec_path, "study file")
     except YamlError as err:
         raise ConfigError(f"{err}; choose another --out to start anew") from None
+    try:
+        return StudySpec.model_validate(stored).model_dump(mode="json")
+    except ValidationError:
+        return stored  # not a study this version reads: it differs
 
 
 def run_study(

@@ -106,6 +106,7 @@ class RLVRStage(BaseModel):
     ```yaml
     rlvr:
       from: main                 # the experiment whose distilled students it trains further
+      where: {task.name: countdown3}   # optional: only the parents with these settings
       overrides: {steps: 60}     # fields of the rlvr section (config.RLVRConfig)
     ```
     """
@@ -115,6 +116,9 @@ class RLVRStage(BaseModel):
     source: str = Field(alias="from", description="the experiment whose runs it starts from")
     overrides: dict[str, Any] = Field(
         default_factory=dict, description="rlvr-section field → value (steps, lr, group_size …)"
+    )
+    where: dict[str, Any] = Field(
+        default_factory=dict, description="dotted config path → value the parents must have"
     )
 
     @field_validator("name")
@@ -198,12 +202,15 @@ def with_overrides(spec: StudySpec, overrides: list[str]) -> StudySpec:
     """``spec`` with ``section.field=value`` overrides applied to every run.
 
     They set the base config and replace the same key in any experiment's ``overrides``; a key
-    that is an axis of an experiment is refused (the override would collapse the grid).
+    that is an axis of an experiment is refused (the override would collapse the grid). A bundle
+    axis that sets the key keeps its own value for its runs: ``model.teacher=DIR`` sets the
+    teacher of every run but those of a bundle naming another one (e.g. the second teacher of
+    ``teacher_scale`` in the real-model presets; edit a copy of the study to change it).
     """
     keys = [".".join(parse_override(item)[0]) for item in overrides]
     experiments = []
     for exp in spec.experiments:
-        clash = [k for k in keys if k in exp.axes or _bundle_sets(exp, k)]
+        clash = [k for k in keys if k in exp.axes]
         if clash:
             raise ConfigError(
                 f"override {clash[0]} is an axis of experiment {exp.name} of study {spec.name}; "
@@ -213,12 +220,6 @@ def with_overrides(spec: StudySpec, overrides: list[str]) -> StudySpec:
         experiments.append(exp.model_copy(update={"overrides": mine}))
     base = apply_overrides(spec.base, overrides)
     return spec.model_copy(update={"base": base, "experiments": experiments})
-
-
-def _bundle_sets(exp: Experiment, key: str) -> bool:
-    """Whether a bundle axis of ``exp`` (label → settings) sets ``key``."""
-    bundles = [v for axis in exp.axes.values() if isinstance(axis, dict) for v in axis.values()]
-    return any(isinstance(b, dict) and key in b for b in bundles)
 
 
 def _read_spec(path: Path) -> StudySpec:
@@ -289,13 +290,36 @@ def rlvr_runs(spec: StudySpec, runs: list[PlannedRun]) -> list[PlannedRun]:
     stage's ``rlvr`` section, its axes and labels (so its row names the cell it came from)."""
     stage = spec.rlvr
     out = []
-    for parent in (r for r in runs if r.experiment == stage.source):
+    sources = [r for r in runs if r.experiment == stage.source]
+    for parent in (r for r in sources if _matches(r.config, stage.where, spec.name)):
         data = parent.config.model_dump(mode="json")
         data["rlvr"] = {**stage.overrides, "parent": parent.run_id}
         cfg = run_config_from_dict(data, f"study {spec.name}, rlvr")
         rid = run_id(stage.name, parent.axes, cfg)
         out.append(PlannedRun(rid, stage.name, parent.axes, parent.labels, cfg, parent.run_id))
+    if sources and not out:
+        raise ConfigError(
+            f"study {spec.name}: rlvr.where {quote(stage.where, 100)} matches none of the "
+            f"{len(sources)} runs of experiment {stage.source}"
+        )
     return out
+
+
+def _matches(cfg: RunConfig, where: dict[str, Any], study: str) -> bool:
+    """Whether ``cfg`` holds every ``dotted path → value`` of an RLVR stage's ``where``."""
+    data = cfg.model_dump(mode="json")
+    for dotted, want in where.items():
+        value: Any = data
+        for part in dotted.split("."):
+            if not isinstance(value, dict) or part not in value:
+                raise ConfigError(
+                    f"study {study}: rlvr.where: {clip(dotted, 60)} is not a run-config field "
+                    "(see distillscope config)"
+                )
+            value = value[part]
+        if value != want:
+            return False
+    return True
 
 
 def _axis_choices(values: list[Any] | dict[str, Any]) -> list[tuple[str | None, Any]]:

@@ -313,6 +313,9 @@ def study_cmd(
     only: str = typer.Option(
         None, help="comma-separated experiments (or the RLVR stage) to run; the rest wait"
     ),
+    plan: bool = typer.Option(
+        False, "--plan", help="check the models and tasks, print the runs per experiment, exit"
+    ),
 ) -> None:
     """Run a controlled study (default: the quick preset); the same --out resumes it.
 
@@ -337,10 +340,48 @@ def study_cmd(
     if files and preset:
         raise ValueError("give a study file or --preset, not both")
     execution = ExecutorSpec(executor, workers, address, cpus_per_run, gpus_per_run)  # checked
+    if plan:
+        execution = ExecutorSpec("sequential")  # nothing runs: start no workers
     # Started first: a pool's workers import torch and transformers while this process plans.
     with execution.started() as running:
         chosen = None if only is None else [n.strip() for n in only.split(",") if n.strip()]
+        if plan:
+            _plan(files, overrides, preset, chosen)
+            return
         _study(files, overrides, preset, out, running, report, chosen)
+
+
+def _plan(files: list[str], overrides: list[str], preset: str | None, only: list[str] | None):
+    """``study --plan``: the runs each experiment would execute, after the same checks as a
+    study (models, tasks, devices); nothing is written."""
+    from collections import Counter
+
+    from distillscope.config import check_machine
+    from distillscope.study.run_study import select
+    from distillscope.study.spec import expand, load_spec
+    from distillscope.train import preflight_all
+
+    study = load_spec(files[0] if files else preset or "quick", overrides)
+    runs = select(study, expand(study), only)
+    for r in runs:
+        check_machine(r.config)
+    preflight_all([r.config for r in runs])
+    table = Table(title=f"study {study.name}: {len(runs)} runs")
+    for column in ("experiment", "runs", "tasks", "steps", "teachers"):
+        table.add_column(column)
+    for name, count in Counter(r.experiment for r in runs).items():
+        mine = [r.config for r in runs if r.experiment == name]
+        steps = {c.rlvr.steps if c.rlvr else c.optim.steps for c in mine}
+        tasks = {c.rlvr.task if c.rlvr else c.task.name for c in mine}
+        teachers = {c.model.teacher for c in mine}
+        table.add_row(
+            name,
+            str(count),
+            ", ".join(sorted(tasks)),
+            ", ".join(map(str, sorted(steps))),
+            ", ".join(sorted(teachers)),
+        )
+    console.print(table)
 
 
 def _study(

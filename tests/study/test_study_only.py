@@ -60,3 +60,15 @@ def test_only_the_rlvr_stage_selects_its_runs_alone():
     assert runs and {r.experiment for r in runs} == {"rlvr"}
     assert all(r.parent for r in runs)
     assert len(select(spec, expand(spec), ["main", "rlvr"])) == 2 * len(runs)
+
+
+def test_plan_prints_the_runs_per_experiment_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(
+        app, ["study", "--preset", "paper", "--plan", "--only", "main,rlvr"], terminal_width=200
+    )
+    assert result.exit_code == 0, result.output
+    assert "study paper: 48 runs" in result.output
+    rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if "│" in line}
+    assert "24" in rows["main"] and "tb-countdown3-hard" in rows["rlvr"]
+    assert list(tmp_path.iterdir()) == []  # no study directory

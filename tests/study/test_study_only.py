@@ -45,7 +45,9 @@ def test_only_refuses_a_name_that_is_not_an_experiment(tiny_study, tmp_path):
 
 def test_only_on_the_command_line(tmp_path):
     result = CliRunner().invoke(
-        app, ["study", "--preset", "paper", "--only", "main,nope", "--out", str(tmp_path / "s")]
+        app,
+        ["study", "--preset", "paper", "--only", "main,nope", "--executor", "sequential"]
+        + ["--out", str(tmp_path / "s")],
     )
     assert result.exit_code != 0
     assert "--only: 'nope' is not an experiment of study paper" in result.output

@@ -2,7 +2,10 @@
 
 Built-in tasks (Countdown, the testbed skill suite) are looked up by name with
 :func:`get_task`; datasets on local disk load with :class:`MultipleChoiceTask` /
-:class:`BoxedMathTask` ``.from_file(path)`` or :func:`load_file_task`.
+:class:`BoxedMathTask` ``.from_file(path)`` or :func:`load_file_task`, and datasets of the Hub or
+saved by ``datasets`` with :func:`load_dataset_task` (``medreason``, ``sciknoweval``,
+``numina-math``, ``countdown-hub``, or ``mcq``/``math`` with a :class:`DatasetSpec`).
+:func:`resolve_task` takes a run config's ``task`` section and returns whichever it names.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from distillscope.tasks.files import (
     MultipleChoiceTask,
     load_file_task,
 )
+from distillscope.tasks.hub import DatasetSpec
+from distillscope.tasks.hub_tasks import HUB_TASKS, load_dataset_task
 from distillscope.tasks.pools import (
     evaluation_problems,
     file_split,
@@ -27,9 +32,11 @@ from distillscope.tasks.verify import check_countdown
 
 __all__ = [
     "FILE_TASKS",
+    "HUB_TASKS",
     "STYLE_FLAG",
     "BoxedMathTask",
     "CountdownTask",
+    "DatasetSpec",
     "MultipleChoiceTask",
     "Problem",
     "SkillTask",
@@ -38,6 +45,7 @@ __all__ = [
     "evaluation_problems",
     "file_split",
     "get_task",
+    "load_dataset_task",
     "load_file_task",
     "make_split",
     "resolve_task",

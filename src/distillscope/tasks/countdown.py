@@ -130,9 +130,14 @@ class CountdownTask:
 
     def chat_messages(self, problem: Problem) -> list[dict[str, str]]:
         """The [P] Countdown prompt: system role plus instructions, numbers and target."""
-        ans = problem.answer
-        user = USER_TEMPLATE.format(numbers=ans["numbers"], target=ans["target"])
-        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+        return countdown_messages(problem.answer["numbers"], problem.answer["target"])
+
+
+def countdown_messages(numbers: list[int], target: int) -> list[dict[str, str]]:
+    """The [P] Countdown chat prompt (docs/method.md §7): the system role, then the instructions,
+    ``Numbers: [...]`` and ``Target: N`` as the user turn."""
+    user = USER_TEMPLATE.format(numbers=list(numbers), target=target)
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
 def solutions(numbers: list[int], target: int, operations: tuple[str, ...] = OPERATIONS) -> list:

@@ -5,12 +5,14 @@ ever rolls out prompts drawn from it) reads :func:`training_problems`; every eva
 reads :func:`evaluation_problems`. Both sides come from one partition of problem identities
 (:mod:`distillscope.tasks.split`, docs/method.md §7), so no evaluation item is ever trained on.
 
-File tasks (``mcq``/``math``) split their rows once:
+Dataset tasks (the file tasks ``mcq``/``math`` and the hub tasks of
+:mod:`~distillscope.tasks.hub_tasks`) split their rows once:
 
 - when rows carry a ``split`` column, it decides: ``train`` is training; ``eval``, ``test`` and
   ``validation`` are held out (any other value, or a row without it, is an error);
-- otherwise a stable hash of each row's identity (``id``, else the normalised text) puts a
-  share ``task.eval_fraction`` of identities in the held-out side.
+- otherwise a stable hash of each row's identity (Countdown rows: the sorted operands and the
+  target; others: ``id``, else the normalised text) puts a share ``task.eval_fraction`` of
+  identities in the held-out side.
 
 Rows sharing an identity never straddle the split: with a ``split`` column an identity that
 any row labels held-out is held out everywhere (its training copies are dropped). Held-out
@@ -20,9 +22,11 @@ rows are evaluated in file order, once per identity.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from distillscope.tasks.base import Problem, Task
-from distillscope.tasks.files import load_file_task
+from distillscope.tasks.hub import DatasetSpec
+from distillscope.tasks.hub_tasks import DATASET_TASKS, load_dataset_task
 from distillscope.tasks.registry import get_task
 from distillscope.tasks.split import (
     EVAL_FRACTION,
@@ -41,13 +45,24 @@ TRAIN_LABELS = ("train",)
 EVAL_LABELS = ("eval", "test", "validation")
 
 
-def resolve_task(name: str, path: Path | None = None) -> Task:
-    """A registered task by name, or a file-backed task (``mcq``/``math``) read from ``path``."""
-    if name in ("mcq", "math"):
-        if path is None:
-            raise ValueError(f"task.name={name} needs task.file (a JSONL or Parquet file)")
-        return load_file_task(name, path)
-    return get_task(name)
+def resolve_task(task: str | Any, path: Path | None = None) -> Task:
+    """The task a run config's ``task`` section names, or the task called ``task``.
+
+    ``task`` is the section (``cfg.task``: its ``name``, ``file``, ``dataset`` and ``fields``
+    are read) or a name, with ``path`` standing for ``task.file``. A dataset task (``mcq``,
+    ``math``, ``medreason``, …; :mod:`~distillscope.tasks.hub_tasks`) is read from its rows;
+    any other name is a registered task, and ``path`` is not read.
+    """
+    if isinstance(task, str):
+        name, file, dataset, fields = task, path, None, None
+    else:
+        name, file, dataset, fields = task.name, task.file, task.dataset, task.fields
+    if name not in DATASET_TASKS:
+        return get_task(name)
+    spec = None
+    if dataset is not None:
+        spec = DatasetSpec(dataset.path, dataset.name, dataset.split, dataset.revision)
+    return load_dataset_task(name, file=file, dataset=spec, fields=fields)
 
 
 def training_problems(task: Task, fraction: float = EVAL_FRACTION) -> list[Problem]:

@@ -134,6 +134,8 @@ ADDED_FIELDS: dict[str, Any] = {
     "eval.profile_steps": [],
     "eval.profile_prompts": 16,
     "eval.profile_bins": 8,
+    "task.dataset": None,  # dataset tasks: their rows' source and column mapping
+    "task.fields": None,
     "rlvr": None,  # a whole section: RLVR runs only
 }
 

@@ -1,6 +1,6 @@
 import pytest
 
-from distillscope.config import ConfigError, RLVRConfig
+from distillscope.config import ConfigError, DatasetConfig, RLVRConfig
 from distillscope.study.spec import StudySpec, expand, load_spec, run_id
 
 
@@ -104,7 +104,11 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
 
     from distillscope.store import ADDED_FIELDS, config_fingerprint
 
-    def other(default):  # a value other than the default, of its type
+    held = {"task.dataset": DatasetConfig(path="org/name"), "task.fields": {"a": "b"}}
+
+    def other(default, dotted):  # a value other than the default, of its type
+        if default is None:  # a field null by default: a value it can hold
+            return held[dotted]
         if isinstance(default, bool):
             return not default
         if isinstance(default, list):
@@ -138,9 +142,11 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
             continue
         section, name = dotted.split(".")
         data = cfg.model_dump(mode="json")
-        data[section][name] = other(default)  # set: it changes the run, so it counts
-        # (unvalidated: some are read only with other settings, e.g. OPD's under kind=opd)
-        part = getattr(cfg, section).model_copy(update={name: other(default)})
+        value = other(default, dotted)
+        data[section][name] = value.model_dump() if hasattr(value, "model_dump") else value
+        # set: it changes the run, so it counts (unvalidated: some are read only with other
+        # settings, e.g. OPD's under kind=opd)
+        part = getattr(cfg, section).model_copy(update={name: value})
         changed = cfg.model_copy(update={section: part})
         assert run_id("main", {}, changed) != old_id
         assert config_fingerprint(data)[0] != config_fingerprint(old_dump)[0]

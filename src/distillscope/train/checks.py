@@ -14,14 +14,16 @@ def preflight(cfg: RunConfig) -> Task:
     """Check every path a run reads before any model loads; returns the resolved task.
 
     Raises a one-line ``ValueError`` naming the path: a missing or incomplete model directory
-    (``ModelLoadError``), a missing task file, or the first bad row of a task file.
+    (``ModelLoadError``), a missing task file, the first bad row of a task file, or a dataset
+    task's dataset that cannot be read (not cached under ``HF_DATASETS_OFFLINE=1``, a field the
+    rows lack).
     """
     m = cfg.model
     for spec in (m.teacher, m.student):
         check_model_dir(resolve_model_path(spec), m.allow_pickle)
     if cfg.task.file is not None and not Path(cfg.task.file).is_file():
         raise FileNotFoundError(f"task.file {cfg.task.file} does not exist")
-    task = resolve_task(cfg.task.name, cfg.task.file)
+    task = resolve_task(cfg.task)
     if cfg.eval.harder_task:
         resolve_task(cfg.eval.harder_task)
     if cfg.rlvr is not None:
@@ -35,8 +37,8 @@ def preflight_all(configs: list[RunConfig]) -> None:
     for cfg in configs:
         m, t = cfg.model, cfg.task
         rlvr_task = cfg.rlvr.task if cfg.rlvr is not None else None
-        key = (m.teacher, m.student, m.allow_pickle, t.name, str(t.file), cfg.eval.harder_task)
-        key += (rlvr_task,)
+        rows = t.model_dump_json(include={"name", "file", "dataset", "fields"})
+        key = (m.teacher, m.student, m.allow_pickle, rows, cfg.eval.harder_task, rlvr_task)
         if key not in seen:
             seen.add(key)
             preflight(cfg)

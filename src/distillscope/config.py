@@ -369,6 +369,109 @@ class OptimConfig(_Section):
         return betas
 
 
+#: [P]'s forgetting suite (docs/method.md §8) as lm-eval names it, with the items [P] scored:
+#: MMLU-Pro 14 subjects × 200 (a limit applies to each task of a group), TruthfulQA-MC1, IFEval,
+#: HumanEval-Instruct (all 164), EQ-Bench (all 171), BBQ and ToxiGen.
+PAPER_FORGETTING_LIMITS: dict[str, int] = {
+    "mmlu_pro": 200,
+    "truthfulqa_mc1": 200,
+    "ifeval": 200,
+    "humaneval_instruct": 164,
+    "eq_bench": 171,
+    "bbq": 200,
+    "toxigen": 200,
+}
+#: The one line a run with ``eval.forgetting`` fails with when the harness is not installed.
+HARNESS_MISSING = (
+    "eval.forgetting runs lm-evaluation-harness, which is not installed: "
+    "pip install 'distillscope[lmeval]'"
+)
+PositiveInt = Annotated[int, Strict(), Field(ge=1)]
+
+
+class ForgettingConfig(_Section):
+    """Forgetting on standard benchmarks: lm-evaluation-harness scores the untrained and the
+    trained student on the same tasks (:mod:`distillscope.eval.forgetting`, extra ``lmeval``)."""
+
+    harness: Literal["lm-eval"] = Field(
+        "lm-eval", description="the harness that runs the tasks: lm-evaluation-harness"
+    )
+    tasks: list[str] = Field(
+        default_factory=lambda: list(PAPER_FORGETTING_LIMITS),
+        min_length=1,
+        description="lm-eval task or group names (a group scores the mean of its tasks)",
+    )
+    limit: PositiveInt | dict[str, PositiveInt] | None = Field(
+        default_factory=lambda: dict(PAPER_FORGETTING_LIMITS),
+        description="items per task (per task of a group): N, or {task: N} (unnamed tasks: "
+        "all); null = all; default = [P]'s counts for [P]'s tasks",
+    )
+    batch_size: PositiveInt | Literal["auto"] = Field(
+        "auto", description="the harness's batch size; auto = the largest that fits"
+    )
+    include_path: Path | None = Field(
+        None, description="a directory of your own lm-eval task YAMLs; null = lm-eval's tasks"
+    )
+    num_fewshot: Annotated[int, Strict(), Field(ge=0)] | None = Field(
+        None, description="few-shot examples for every task; null = each task's own"
+    )
+    device: str | None = Field(
+        None, description="torch device the harness loads the student on; null = model.device"
+    )
+    confirm_run_unsafe_code: bool = Field(
+        True,
+        description="let tasks lm-eval marks unsafe run the model's code on this machine "
+        "(humaneval_instruct); false refuses them",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _paper_limits_of_the_tasks(cls, data: Any) -> Any:
+        # The default limit names [P]'s tasks: narrowed to the tasks chosen, so that the resolved
+        # config shows the limit each task ran with.
+        if isinstance(data, dict) and "limit" not in data and isinstance(data.get("tasks"), list):
+            chosen = {t: n for t, n in PAPER_FORGETTING_LIMITS.items() if t in data["tasks"]}
+            return {**data, "limit": chosen}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ForgettingConfig:
+        twice = sorted({t for t in self.tasks if self.tasks.count(t) > 1})
+        if twice:
+            raise ValueError(f"eval.forgetting.tasks lists {quote(twice[0], 60)} twice")
+        if isinstance(self.limit, dict):
+            unknown = [t for t in self.limit if t not in self.tasks]
+            if unknown:
+                raise ValueError(
+                    f"eval.forgetting.limit names {quote(unknown[0], 60)}, which is not in "
+                    "eval.forgetting.tasks; add it there or remove its limit"
+                )
+        d = self.device
+        if d is not None and not (
+            d in ("cpu", "cuda", "mps") or (d.startswith("cuda:") and d[5:].isdigit())
+        ):
+            raise ValueError(
+                f"eval.forgetting.device: {quote(d, 60)} is not a device (cpu, cuda, cuda:N, mps)"
+            )
+        return self
+
+    def limit_of(self, task: str) -> int | None:
+        """The items ``task`` is scored on (None: all of them)."""
+        return self.limit.get(task) if isinstance(self.limit, dict) else self.limit
+
+    def preflight(self) -> None:
+        """Refuse, before anything runs, a harness that is not installed or a missing
+        ``include_path`` (one line each; no import of the harness, which takes seconds)."""
+        import importlib.util
+
+        if any(importlib.util.find_spec(m) is None for m in ("lm_eval", "accelerate")):
+            raise ConfigError(HARNESS_MISSING)
+        if self.include_path is not None and not Path(self.include_path).is_dir():
+            raise FileNotFoundError(
+                f"eval.forgetting.include_path {self.include_path} is not a directory"
+            )
+
+
 class EvalConfig(_Section):
     items: Int = Field(200, ge=1, description="held-out items for accuracy (1 sample each)")
     temperature: Float = Field(0.5, gt=0, description="accuracy sampling temperature")
@@ -378,6 +481,11 @@ class EvalConfig(_Section):
     harder_task: str | None = Field("tb-countdown3-hard", description="transfer task; null = skip")
     harder_temperature: Float = Field(0.5, gt=0, description="harder-task sampling temperature")
     skill_items: Int = Field(100, ge=0, description="items per skill for forgetting; 0 = skip")
+    forgetting: ForgettingConfig | None = Field(
+        None,
+        description="forgetting on lm-eval benchmarks instead of the skill suite (extra lmeval): "
+        "{harness: lm-eval} = [P]'s seven; null = off",
+    )
     eval_seed: Int = Field(43, description="seed of the held-out split")
     style: bool = Field(False, description="measure the share of answers in the teacher's style")
     samples_per_block: Int = Field(
@@ -395,6 +503,24 @@ class EvalConfig(_Section):
     )
     profile_prompts: Int = Field(16, ge=1, description="fixed training prompts per profile")
     profile_bins: Int = Field(8, ge=1, description="completion-position bins of a profile")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _harness_replaces_skills(cls, data: Any) -> Any:
+        # With the harness on, the skill suite is off unless named, so the resolved config shows
+        # the one source of eval/forgetting_pp.
+        if isinstance(data, dict) and data.get("forgetting") is not None:
+            return {"skill_items": 0, **data}
+        return data
+
+    @model_validator(mode="after")
+    def _one_forgetting(self) -> EvalConfig:
+        if self.forgetting is not None and self.skill_items > 0:
+            raise ValueError(
+                f"eval.forgetting and eval.skill_items={self.skill_items} both write "
+                "eval/forgetting_pp; set eval.skill_items: 0 or remove eval.forgetting"
+            )
+        return self
 
 
 class RLVRConfig(_Section):

@@ -132,6 +132,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "objective.tempered_teacher": False,
     "rollout.spectrum_temperatures": "paper",
     "eval.profile_steps": [],
+    "eval.forgetting": None,  # a whole section: lm-eval forgetting runs only
     "eval.profile_prompts": 16,
     "eval.profile_bins": 8,
     "task.dataset": None,  # dataset tasks: their rows' source and column mapping

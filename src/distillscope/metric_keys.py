@@ -17,9 +17,9 @@ by its share of the batch's tokens (token means). An OPD step with
 updates; the diagnostics (``kl/``, likelihoods) are its first update's, of the policy that sampled.
 
 Keys with ``{…}`` are families: ``{k}`` a pass@k sample count, ``{n}`` the samples per item,
-``{skill}`` a skill of the testbed suite, ``{phase}`` a phase of the step, ``{view}`` fp32/bf16,
-``{tau}`` the threshold written as ``1e-06``, ``{measure}`` an RLVR measure
-(``eval_accuracy``, ``harder_accuracy``).
+``{skill}`` a skill of the testbed suite, ``{task}`` an lm-eval task or group, ``{phase}`` a
+phase of the step, ``{view}`` fp32/bf16, ``{tau}`` the threshold written as ``1e-06``,
+``{measure}`` an RLVR measure (``eval_accuracy``, ``harder_accuracy``).
 """
 
 from __future__ import annotations
@@ -204,7 +204,37 @@ METRICS: tuple[MetricKey, ...] = (
         ("eval/harder/avg@{n}", "fraction", "mean score over the harder-task samples", "higher"),
         ("eval/skills_before", "fraction", "skill-suite mean of the untrained student", "higher"),
         ("eval/skills_after", "fraction", "skill-suite mean of the trained student", "higher"),
-        ("eval/forgetting_pp", "pp", "skills_after − skills_before, percentage points", "higher"),
+        (
+            "eval/forgetting_pp",
+            "pp",
+            "after − before, percentage points: skills_after − skills_before, or with "
+            "eval.forgetting forgetting_after − forgetting_before",
+            "higher",
+        ),
+        (
+            "eval/forgetting_before",
+            "fraction",
+            "eval.forgetting: mean primary lm-eval score of the untrained student over the tasks",
+            "higher",
+        ),
+        (
+            "eval/forgetting_after",
+            "fraction",
+            "eval.forgetting: the same mean for the trained student",
+            "higher",
+        ),
+        (
+            "eval/lmeval/{task}",
+            "fraction",
+            "eval.forgetting: the trained student's primary score on one lm-eval task or group",
+            "higher",
+        ),
+        (
+            "eval/lmeval_before/{task}",
+            "fraction",
+            "eval.forgetting: the untrained student's primary score on it",
+            "higher",
+        ),
         ("eval/sparsity_{view}_tau{tau}", "fraction", "parameters changed by less than τ", "none"),
         ("eval/len_mean", "tokens", "mean completion length on the accuracy items", "none"),
         ("eval/truncated_frac", "fraction", "accuracy completions that hit the limit", "lower"),

@@ -27,6 +27,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from distillscope.config import RunConfig, evaluation_key
+from distillscope.eval.forgetting import harness_forgetting
 from distillscope.eval.generate import Samples, sample_and_score
 from distillscope.eval.measures import pass_at_k_curve, update_sparsity
 from distillscope.eval.samples_file import SampleLog
@@ -103,6 +104,8 @@ def evaluate(
         out.update(_harder(blocks, train_pool))
     if e.skill_items:
         out.update(_skills(blocks, initial, untrained, cache_dir))
+    if e.forgetting:
+        out.update(harness_forgetting(blocks, run_dir, untrained, cache_dir))
     if not untrained:
         out.update(_sparsity(initial, student))
     write_eval(run_dir, out)

@@ -28,11 +28,15 @@ def preflight(cfg: RunConfig) -> Task:
         resolve_task(cfg.eval.harder_task)
     if cfg.rlvr is not None:
         resolve_task(cfg.rlvr.task)
+    if cfg.eval.forgetting is not None:
+        cfg.eval.forgetting.preflight()  # the harness installed, its include_path there
     return task
 
 
 def preflight_all(configs: list[RunConfig]) -> None:
     """``preflight`` once per distinct set of inputs (a study checks every run before its first)."""
+    for forgetting in [c.eval.forgetting for c in configs if c.eval.forgetting is not None]:
+        forgetting.preflight()  # the harness and its include_path, before the first run
     seen = set()
     for cfg in configs:
         m, t = cfg.model, cfg.task

@@ -135,6 +135,11 @@ class TaskConfig(_Section):
     teacher_style_flag: bool = Field(
         False, description="teacher reads the style-flagged prompt, student the plain one"
     )
+    teacher_instruction: str | None = Field(
+        None,
+        description="chat format: text only the teacher reads, added to its system message "
+        "(e.g. Reason in Spanish.); null = none",
+    )
     max_new_tokens: Int = Field(40, ge=1, description="completion length limit (tokens)")
     eval_fraction: Float = Field(
         0.2, gt=0, lt=1, description="dataset tasks without a split column: share held out"
@@ -178,6 +183,19 @@ class TaskConfig(_Section):
                 "for a chat model's template, which testbed models do not read"
             )
         check_fields(self.name, self.fields)
+        return self
+
+    @model_validator(mode="after")
+    def _instruction_in_chat(self) -> TaskConfig:
+        if self.teacher_instruction is None:
+            return self
+        if not self.teacher_instruction.strip():
+            raise ValueError("task.teacher_instruction is empty; write the text or use null")
+        if self.prompt_format != "chat":
+            raise ValueError(
+                "task.teacher_instruction needs task.prompt_format=chat (testbed models read the "
+                "glyph flag: use task.teacher_style_flag)"
+            )
         return self
 
 
@@ -488,6 +506,11 @@ class EvalConfig(_Section):
     )
     eval_seed: Int = Field(43, description="seed of the held-out split")
     style: bool = Field(False, description="measure the share of answers in the teacher's style")
+    style_language: str | None = Field(
+        None,
+        description="chat format: the teacher's language as an ISO 639-1 code (es); the style "
+        "share counts answers identified as it (extra lang); testbed: null (glyph styles)",
+    )
     samples_per_block: Int = Field(
         20, ge=0, description="items per evaluation block written to samples.jsonl; 0 = none"
     )
@@ -503,6 +526,26 @@ class EvalConfig(_Section):
     )
     profile_prompts: Int = Field(16, ge=1, description="fixed training prompts per profile")
     profile_bins: Int = Field(8, ge=1, description="completion-position bins of a profile")
+
+    @field_validator("style_language")
+    @classmethod
+    def _known_language(cls, code: str | None) -> str | None:
+        from distillscope.tasks.language import LANGUAGE_CODES
+
+        if code is None or code.lower() in LANGUAGE_CODES:
+            return None if code is None else code.lower()
+        close = difflib.get_close_matches(code.lower(), LANGUAGE_CODES, n=3, cutoff=0.5)
+        hint = f", e.g. {', '.join(close)}" if close else " (es, fr, de …)"
+        raise ValueError(f"must be the ISO 639-1 code of a language lingua identifies{hint}")
+
+    @model_validator(mode="after")
+    def _language_for_style(self) -> EvalConfig:
+        if self.style_language is not None and not self.style:
+            raise ValueError(
+                f"eval.style_language={self.style_language} is read only with eval.style=true; "
+                "set eval.style=true or remove it"
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -583,6 +626,23 @@ class RunConfig(_Section):
             raise ValueError(
                 f"eval.profile_steps holds {late[0]}, past optim.steps={self.optim.steps} "
                 "(profile steps lie in 0…optim.steps)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _style_detector(self) -> RunConfig:
+        # The style share's detector follows the prompt format: testbed models write the glyph
+        # styles (tasks.verify.detect_style), chat models a language (tasks.language).
+        e, chat = self.eval, self.task.prompt_format == "chat"
+        if e.style and chat and e.style_language is None:
+            raise ValueError(
+                "eval.style=true with task.prompt_format=chat needs eval.style_language, the "
+                "language the teacher is told to reason in (e.g. es)"
+            )
+        if e.style_language is not None and not chat:
+            raise ValueError(
+                f"eval.style_language={e.style_language} applies to task.prompt_format=chat; "
+                "testbed runs tell the glyph styles apart: remove it"
             )
         return self
 
@@ -753,7 +813,10 @@ def evaluation_key(cfg: RunConfig) -> str:
     """What a run's evaluation depends on besides its weights: student, task, eval, seed."""
     d = cfg.model_dump(mode="json")
     model = {k: v for k, v in d["model"].items() if not k.startswith("teacher")}
-    task = {k: v for k, v in d["task"].items() if k != "teacher_style_flag"}
+    teacher_only = ("teacher_style_flag", "teacher_instruction")
+    task = {k: v for k, v in d["task"].items() if k not in teacher_only}
     evaluation = {k: v for k, v in d["eval"].items() if not k.startswith("profile_")}
+    if evaluation["style_language"] is None:  # added later: earlier keys stay valid
+        del evaluation["style_language"]
     key = {"model": model, "task": task, "eval": evaluation, "seed": d["seed"]}
     return json.dumps(key, sort_keys=True)

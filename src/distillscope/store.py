@@ -130,6 +130,8 @@ ADDED_FIELDS: dict[str, Any] = {
     "objective.teacher_topk": 0,
     "objective.updates_per_batch": 1,
     "objective.tempered_teacher": False,
+    "task.teacher_instruction": None,  # chat-format style runs: what only the teacher reads
+    "eval.style_language": None,  # and the language their style share counts
     "rollout.spectrum_temperatures": "paper",
     "eval.profile_steps": [],
     "eval.forgetting": None,  # a whole section: lm-eval forgetting runs only

@@ -157,6 +157,7 @@ def draw_rollouts(
         cfg.task.prompt_format,
         cfg.task.teacher_style_flag,
         teacher_tokenizer=pair.teacher_tokenizer,
+        teacher_instruction=cfg.task.teacher_instruction,
     )
     device = cfg.model.device
     ids, mask = (t.to(device) for t in encoder.encode(problems, "student"))

@@ -70,6 +70,16 @@ def select_problems(pool: list[Problem], n: int, seed: int, step: int) -> list[P
     return step_rng(seed, step).sample(pool, n)
 
 
+def instructed(messages: list[dict[str, str]], instruction: str) -> list[dict[str, str]]:
+    """``messages`` with ``instruction`` for the teacher alone: appended to the system message
+    (after a blank line) when the first message is one, else a system message of its own before
+    the others. [P] conditions the teacher's prompt to reason in Spanish (docs/method.md §8)."""
+    if messages and messages[0]["role"] == "system":
+        first = messages[0]
+        return [{**first, "content": f"{first['content']}\n\n{instruction}"}, *messages[1:]]
+    return [{"role": "system", "content": instruction}, *messages]
+
+
 @dataclass
 class PromptEncoder:
     """Turns problems into left-padded token batches for the student and the teacher.
@@ -78,7 +88,9 @@ class PromptEncoder:
     task's chat messages with each model's own chat template (``teacher_tokenizer``'s for the
     teacher when given: an Instruct teacher and a base student may differ). With
     ``teacher_style_flag`` the teacher reads the style-flagged prompt and the student the plain
-    one. Both tokenizers share one vocabulary, so the ids of either are valid for both models.
+    one; with ``teacher_instruction`` (chat only) the teacher's messages carry that text in their
+    system message (:func:`instructed`). Both tokenizers share one vocabulary, so the ids of
+    either are valid for both models.
     """
 
     task: Task
@@ -86,11 +98,20 @@ class PromptEncoder:
     prompt_format: str = "testbed"
     teacher_style_flag: bool = False
     teacher_tokenizer: PreTrainedTokenizerBase | None = None
+    teacher_instruction: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.teacher_instruction and self.prompt_format != "chat":
+            raise ValueError(
+                "a teacher instruction needs the chat prompt format (testbed models read the "
+                "glyph flag: use teacher_style_flag)"
+            )
 
     @property
     def teacher_prompt_differs(self) -> bool:
-        """True when the teacher reads its own prompt (style flag, or another chat template)."""
-        if self.teacher_style_flag:
+        """True when the teacher reads its own prompt (style flag, an instruction, or another
+        chat template)."""
+        if self.teacher_style_flag or self.teacher_instruction:
             return True
         if self.prompt_format != "chat" or self.teacher_tokenizer is None:
             return False
@@ -111,6 +132,8 @@ class PromptEncoder:
             msgs = self.task.chat_messages(p)
             if flag:
                 msgs = [*msgs[:-1], {**msgs[-1], "content": styled(msgs[-1]["content"])}]
+            if role == "teacher" and self.teacher_instruction:
+                msgs = instructed(msgs, self.teacher_instruction)
             out.append(
                 tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
             )

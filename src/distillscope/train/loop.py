@@ -177,6 +177,7 @@ def _encoder(cfg: RunConfig, task, pair) -> PromptEncoder:
         cfg.task.prompt_format,
         cfg.task.teacher_style_flag,
         teacher_tokenizer=pair.teacher_tokenizer,
+        teacher_instruction=cfg.task.teacher_instruction,
     )
 
 

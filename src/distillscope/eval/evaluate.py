@@ -44,6 +44,7 @@ from distillscope.tasks import (
     skill_suite,
     training_problems,
 )
+from distillscope.tasks.language import language_identifier
 from distillscope.tasks.split import overlap
 from distillscope.tasks.verify import detect_style
 
@@ -96,7 +97,7 @@ def evaluate(
     acc = blocks.draw("accuracy", task, held_out[: e.items], 1, e.temperature, Stream.EVAL_ACCURACY)
     out.update(_accuracy(acc))
     if e.style:
-        out.update(_style_share(acc))
+        out.update(_style_share(acc, e.style_language))
     if e.coverage_items:
         t, stream = e.coverage_temperature, Stream.EVAL_COVERAGE
         out.update(_coverage(blocks, "coverage", "eval", task, held_out, t, stream))
@@ -194,10 +195,16 @@ def _accuracy(acc: Samples) -> dict[str, float]:
     }
 
 
-def _style_share(acc: Samples) -> dict[str, float]:
-    """Share of the accuracy block's answers written in the teacher's alternative style."""
-    styles = [detect_style(t) for row in acc.texts for t in row]
-    return {"eval/teacher_style_share": sum(s == "alt" for s in styles) / len(styles)}
+def _style_share(acc: Samples, language: str | None) -> dict[str, float]:
+    """Share of the accuracy block's answers written in the teacher's style: identified as
+    ``language`` (``eval.style_language``, chat-format runs; :mod:`distillscope.tasks.language`),
+    or in the testbed's alternative glyph style when it is None (``detect_style``)."""
+    texts = [t for row in acc.texts for t in row]
+    if language is None:
+        in_style = [detect_style(t) == "alt" for t in texts]
+    else:
+        in_style = language_identifier(language).identify(texts)
+    return {"eval/teacher_style_share": sum(in_style) / len(in_style)}
 
 
 def _harder(blocks: EvalBlocks, train_pool: list) -> dict[str, float]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from distillscope.config import RunConfig
 from distillscope.models.paths import check_model_dir, resolve_model_path
 from distillscope.tasks import Task, resolve_task
+from distillscope.tasks.language import require_lingua
 
 
 def preflight(cfg: RunConfig) -> Task:
@@ -28,6 +29,8 @@ def preflight(cfg: RunConfig) -> Task:
         resolve_task(cfg.eval.harder_task)
     if cfg.rlvr is not None:
         resolve_task(cfg.rlvr.task)
+    if cfg.eval.style_language is not None:
+        require_lingua()  # the language identifier's optional extra
     if cfg.eval.forgetting is not None:
         cfg.eval.forgetting.preflight()  # the harness installed, its include_path there
     return task
@@ -35,6 +38,8 @@ def preflight(cfg: RunConfig) -> Task:
 
 def preflight_all(configs: list[RunConfig]) -> None:
     """``preflight`` once per distinct set of inputs (a study checks every run before its first)."""
+    if any(cfg.eval.style_language is not None for cfg in configs):
+        require_lingua()  # whatever the runs share, the extra is checked before the first
     for forgetting in [c.eval.forgetting for c in configs if c.eval.forgetting is not None]:
         forgetting.preflight()  # the harness and its include_path, before the first run
     seen = set()

@@ -815,6 +815,9 @@ def evaluation_key(cfg: RunConfig) -> str:
     model = {k: v for k, v in d["model"].items() if not k.startswith("teacher")}
     teacher_only = ("teacher_style_flag", "teacher_instruction")
     task = {k: v for k, v in d["task"].items() if k not in teacher_only}
+    for added in ("dataset", "fields"):  # added later, null by default: earlier keys stay valid
+        if task[added] is None:
+            del task[added]
     evaluation = {k: v for k, v in d["eval"].items() if not k.startswith("profile_")}
     if evaluation["style_language"] is None:  # added later: earlier keys stay valid
         del evaluation["style_language"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from distillscope.config import ConfigError, load_run_config
+from distillscope.config import ConfigError, evaluation_key, load_run_config
 from distillscope.tasks import file_split, resolve_task
 from distillscope.tasks.countdown import CountdownTask
 from distillscope.tasks.files import MCQ_INSTRUCTION, MultipleChoiceTask
@@ -387,6 +387,16 @@ def test_every_dataset_task_is_a_task_name_the_config_accepts():
     for name in HUB_TASKS:
         cfg = load_run_config(None, [f"task.name={name}", "task.prompt_format=chat"])
         assert cfg.task.eval_fraction == 0.2
+
+
+def test_evaluation_keys_of_earlier_runs_stay_valid():
+    """Null task.dataset / task.fields leave a run's evaluation key (the study's cache of the
+    untrained student's scores) as it was before the fields existed."""
+    key = json.loads(evaluation_key(load_run_config(None, [])))
+    assert "dataset" not in key["task"] and "fields" not in key["task"]
+    chat = ["task.name=countdown-hub", "task.prompt_format=chat"]
+    set_ = json.loads(evaluation_key(load_run_config(None, [*chat, "task.dataset=a/b"])))
+    assert set_["task"]["dataset"]["path"] == "a/b"
 
 
 def test_datasets_is_imported_only_when_a_dataset_is_opened():

@@ -15,12 +15,14 @@ from distillscope.report.claimkit import (
     FINISHED,
     MAIN,
     SPECTRUM,
+    STYLE_COLUMNS,
     ClaimRule,
     Scoring,
     Verdict,
     decide,
     experiment_rows,
     has,
+    style_runs,
     where,
 )
 from distillscope.report.matching import (
@@ -155,8 +157,8 @@ def style_cells(s: Scoring) -> pd.DataFrame:
 
 def _style_cells(s: Scoring) -> pd.DataFrame:
     rows = experiment_rows(s.grid(FINISHED), "style")
-    if "task.teacher_style_flag" in rows.columns:
-        rows = rows[rows["task.teacher_style_flag"].fillna(False).astype(bool)]
+    if any(c in rows.columns for c in STYLE_COLUMNS):
+        rows = rows[style_runs(rows)]
     rows = where(where(rows, "rollout.policy", ["student", "teacher"]), "objective.kind", KINDS)
     if not has(rows, STYLE) or "rollout.policy" not in rows or "objective.kind" not in rows:
         return pd.DataFrame()
@@ -210,7 +212,7 @@ RULES_ABLATION = [
         12,
         "OnPD + reverse KL resists teacher-style transfer; the other three "
         "configurations adopt it.",
-        "style runs (task.teacher_style_flag) of all four "
+        "style runs (task.teacher_style_flag or task.teacher_instruction) of all four "
         "rollout × KL configurations with eval/teacher_style_share",
         lambda s: len(style_cells(s)) == 4,
         claim_12_style_transfer,

@@ -821,5 +821,7 @@ def evaluation_key(cfg: RunConfig) -> str:
     evaluation = {k: v for k, v in d["eval"].items() if not k.startswith("profile_")}
     if evaluation["style_language"] is None:  # added later: earlier keys stay valid
         del evaluation["style_language"]
+    if evaluation["forgetting"] is None:  # added later: earlier keys stay valid
+        del evaluation["forgetting"]
     key = {"model": model, "task": task, "eval": evaluation, "seed": d["seed"]}
     return json.dumps(key, sort_keys=True)

@@ -20,6 +20,7 @@ from distillscope.config import (
     PAPER_FORGETTING_LIMITS,
     ConfigError,
     RunConfig,
+    evaluation_key,
     run_config_from_dict,
 )
 from distillscope.eval import forgetting
@@ -123,6 +124,8 @@ def test_config_rules():
     # off by default, and then absent from fingerprints: earlier run directories still resume
     _, fields = config_fingerprint(RunConfig().model_dump(mode="json"))
     assert RunConfig().eval.forgetting is None and "eval.forgetting" not in fields
+    assert "forgetting" not in evaluation_key(RunConfig())  # nor from the shared cache's keys
+    assert '"forgetting": {' in evaluation_key(chosen)
 
 
 def test_a_missing_harness_is_one_line_before_anything_runs(tmp_path, monkeypatch, tiny_pair):

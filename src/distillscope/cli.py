@@ -300,7 +300,7 @@ def study_cmd(
     args: list[str] = typer.Argument(
         None,
         help="[STUDY.yaml] [section.field=value …] — overrides apply to every run; "
-        "or `status DIR` to show a study's progress",
+        "`status DIR` shows a study's progress; `plan …` checks a study and prints its runs",
     ),
     preset: str = typer.Option(None, help="smoke | quick | paper | paper-llama | paper-qwen"),
     out: Path = typer.Option(None, help="study directory (default distillscope-runs/<time>)"),
@@ -313,15 +313,14 @@ def study_cmd(
     only: str = typer.Option(
         None, help="comma-separated experiments (or the RLVR stage) to run; the rest wait"
     ),
-    plan: bool = typer.Option(
-        False, "--plan", help="check the models and tasks, print the runs per experiment, exit"
-    ),
 ) -> None:
     """Run a controlled study (default: the quick preset); the same --out resumes it.
 
     distillscope study --preset paper-qwen model.teacher=/models/q7b model.student=/models/q1.5b
 
     distillscope study --preset paper --only main,rlvr --out DIR   # a subset; DIR keeps the rest
+
+    distillscope study plan --preset paper-qwen model.teacher=…    # what it would run; no output
     """
     from distillscope.study.executors import ExecutorSpec
 
@@ -333,6 +332,8 @@ def study_cmd(
             raise ValueError("usage: distillscope study status DIR")
         _print_status(Path(args[1]), study_status(Path(args[1])))
         return
+    plan = args[:1] == ["plan"]
+    args = args[1:] if plan else args
     files = [a for a in args if "=" not in a]
     overrides = [a for a in args if "=" in a]
     if len(files) > 1:
@@ -352,7 +353,7 @@ def study_cmd(
 
 
 def _plan(files: list[str], overrides: list[str], preset: str | None, only: list[str] | None):
-    """``study --plan``: the runs each experiment would execute, after the same checks as a
+    """``study plan``: the runs each experiment would execute, after the same checks as a
     study (models, tasks, devices); nothing is written."""
     from collections import Counter
 

@@ -67,7 +67,7 @@ def test_only_the_rlvr_stage_selects_its_runs_alone():
 def test_plan_prints_the_runs_per_experiment_and_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(
-        app, ["study", "--preset", "paper", "--plan", "--only", "main,rlvr"], terminal_width=200
+        app, ["study", "plan", "--preset", "paper", "--only", "main,rlvr"], terminal_width=200
     )
     assert result.exit_code == 0, result.output
     assert "study paper: 48 runs" in result.output

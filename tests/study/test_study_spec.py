@@ -1,6 +1,6 @@
 import pytest
 
-from distillscope.config import ConfigError, DatasetConfig, RLVRConfig
+from distillscope.config import ConfigError, DatasetConfig, ForgettingConfig, RLVRConfig
 from distillscope.study.spec import StudySpec, expand, load_spec, run_id
 
 
@@ -93,7 +93,12 @@ def test_command_line_overrides_apply_to_every_run_of_a_preset():
     spec = load_spec("paper-qwen", ["model.teacher=/m/t", "model.student=/m/s"])
     runs = expand(spec)
     assert len(runs) == len(expand(load_spec("paper-qwen")))
-    assert {(r.config.model.teacher, r.config.model.student) for r in runs} == {("/m/t", "/m/s")}
+    modest = [r for r in runs if r.axes.get("teacher") == "modest"]  # teacher_scale's own
+    assert len(modest) == 6 and {r.config.model.teacher for r in modest} == {
+        "/models/Qwen2.5-3B-Instruct"
+    }
+    pairs = {(r.config.model.teacher, r.config.model.student) for r in runs if r not in modest}
+    assert pairs == {("/m/t", "/m/s")} and {r.config.model.student for r in modest} == {"/m/s"}
     with pytest.raises(ConfigError, match="optim.lr is an axis of experiment main"):
         load_spec("paper-qwen", ["optim.lr=1e-4"])
 
@@ -104,7 +109,13 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
 
     from distillscope.store import ADDED_FIELDS, config_fingerprint
 
-    held = {"task.dataset": DatasetConfig(path="org/name"), "task.fields": {"a": "b"}}
+    held = {
+        "task.dataset": DatasetConfig(path="org/name"),
+        "task.fields": {"a": "b"},
+        "task.teacher_instruction": "Reason in Spanish.",
+        "eval.style_language": "es",
+        "eval.forgetting": ForgettingConfig(),
+    }
 
     def other(default, dotted):  # a value other than the default, of its type
         if default is None:  # a field null by default: a value it can hold

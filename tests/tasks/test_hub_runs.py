@@ -98,11 +98,6 @@ def test_mcq_dataset_with_a_field_mapping_trains_on_its_train_split(chat_llama_p
     assert all(math.isfinite(r["train/loss"]) for r in rows)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="eval/evaluate.py resolves the task as resolve_task(cfg.task.name, cfg.task.file), "
-    "which drops task.dataset and task.fields; it must call resolve_task(cfg.task)",
-)
 def test_mcq_dataset_run_evaluates_its_test_split(chat_llama_pair, tmp_path):
     data = mcq_dataset(tmp_path / "saved")
     cfg = chat_cfg(chat_llama_pair, "task.name=mcq", f"task.dataset.path={data}", *MCQ_FIELDS)

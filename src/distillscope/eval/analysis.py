@@ -148,7 +148,7 @@ def draw_rollouts(
     cfg: RunConfig, pair: ModelPair, spec: AnalysisSpec
 ) -> dict[float, tuple[SpectrumPolicy, Rollouts]]:
     """One batch of ``spec.prompts`` rollouts per λ, on the run's step-0 training prompts."""
-    task = resolve_task(cfg.task.name, cfg.task.file)
+    task = resolve_task(cfg.task)
     pool = training_problems(task, cfg.task.eval_fraction)
     problems = select_problems(pool, min(spec.prompts, len(pool)), cfg.seed, 0)
     encoder = PromptEncoder(

@@ -84,7 +84,7 @@ def evaluate(
     """
     e = cfg.eval
     say = on_block or (lambda message: None)
-    task = resolve_task(cfg.task.name, cfg.task.file)  # a bad task file fails before loading
+    task = resolve_task(cfg.task)  # a bad task file fails before loading
     say("loading the student")
     initial, student, tokenizer = _students(cfg, run_dir, student, untrained)
     blocks = EvalBlocks(cfg, student, tokenizer, say)

@@ -49,7 +49,7 @@ def evaluate_rlvr(
     cfg = cfg.model_copy(update={"task": cfg.task.model_copy(update={"max_new_tokens": length})})
     frac = cfg.task.eval_fraction
     trained_on = training_problems(resolve_task(r.task), frac) + training_problems(
-        resolve_task(cfg.task.name, cfg.task.file), frac
+        resolve_task(cfg.task), frac
     )
     measures = [("eval_accuracy", r.task, e.temperature, Stream.EVAL_ACCURACY)]
     if e.harder_task == r.task:  # the harder variant itself: its settings and draws, so that

@@ -66,6 +66,7 @@ RECORDED = (
     "task.name",
     "model.teacher",
     "task.teacher_style_flag",
+    "task.teacher_instruction",
     "rollout.prompts_per_step",
     "rollout.rollouts_per_prompt",
 )

@@ -72,7 +72,7 @@ def local_tasks(tmp_path_factory) -> Path:
 def _forgetting(local_tasks: Path) -> dict:
     return {
         "tasks": ["tiny_sum", "tiny_ops"],
-        "limit": {"tiny_sum": 4},  # tiny_ops: all 6 items of each of its tasks
+        "limit": 4,  # of each task, the group's included: one harness call (one limit)
         "include_path": str(local_tasks),
         "batch_size": 4,
     }
@@ -115,6 +115,7 @@ def test_config_rules():
     chosen = RunConfig.model_validate({"eval": {"forgetting": {"tasks": ["toxigen", "arc_easy"]}}})
     assert chosen.eval.forgetting.limit == {"toxigen": 200}  # [P]'s count; arc_easy: all items
     assert chosen.eval.forgetting.limit_of("arc_easy") is None
+    assert forgetting._by_limit(chosen.eval.forgetting) == {200: ["toxigen"], None: ["arc_easy"]}
     with pytest.raises(ConfigError, match="eval.forgetting and eval.skill_items=5 both write"):
         run_config_from_dict({"eval": {"skill_items": 5, "forgetting": {}}})
     with pytest.raises(ConfigError, match="limit names 'ifeval', which is not in"):
@@ -222,6 +223,18 @@ def test_harness_scores_and_keeps_its_answers(
     assert list(scores) == ["tiny_sum", "tiny_ops"]
     assert scores["tiny_sum"] == _reference_accuracy(student, 4)  # limit 4
     assert all(0.0 <= s <= 1.0 for s in scores.values())
+
+    # a student handed over in memory, never exported: the block exports it for the harness
+    from types import SimpleNamespace
+
+    from distillscope.models import load_model
+
+    model, tok = load_model(student)
+    blocks = SimpleNamespace(cfg=cfg, student=model, tokenizer=tok, say=lambda message: None)
+    out = forgetting.harness_forgetting(blocks, tmp_path, untrained=False, cache_dir=None)
+    assert out["eval/lmeval/tiny_sum"] == out["eval/lmeval_before/tiny_sum"] == scores["tiny_sum"]
+    assert out["eval/forgetting_pp"] == 0.0  # the same weights before and after
+    assert not list(tmp_path.glob(".lmeval-student.*"))  # the export is gone
 
     # run again (as after a kill): every answer comes from the request cache in the run directory
     from lm_eval.models.huggingface import HFLM

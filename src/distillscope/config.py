@@ -407,6 +407,10 @@ HARNESS_MISSING = (
 PositiveInt = Annotated[int, Strict(), Field(ge=1)]
 
 
+#: lm-eval task names (substrings) whose scoring executes model-written code.
+CODE_EXECUTING_TASKS = ("humaneval", "mbpp")
+
+
 class ForgettingConfig(_Section):
     """Forgetting on standard benchmarks: lm-evaluation-harness scores the untrained and the
     trained student on the same tasks (:mod:`distillscope.eval.forgetting`, extra ``lmeval``)."""
@@ -437,9 +441,9 @@ class ForgettingConfig(_Section):
         None, description="torch device the harness loads the student on; null = model.device"
     )
     confirm_run_unsafe_code: bool = Field(
-        True,
-        description="let tasks lm-eval marks unsafe run the model's code on this machine "
-        "(humaneval_instruct); false refuses them",
+        False,
+        description="let tasks that execute the model's code (humaneval_instruct) run it on "
+        "this machine; false refuses them",
     )
 
     @model_validator(mode="before")
@@ -457,6 +461,13 @@ class ForgettingConfig(_Section):
         twice = sorted({t for t in self.tasks if self.tasks.count(t) > 1})
         if twice:
             raise ValueError(f"eval.forgetting.tasks lists {quote(twice[0], 60)} twice")
+        runs_code = [t for t in self.tasks if any(c in t for c in CODE_EXECUTING_TASKS)]
+        if runs_code and not self.confirm_run_unsafe_code:
+            raise ValueError(
+                f"eval.forgetting.tasks holds {quote(runs_code[0], 60)}, which executes the "
+                "model's code on this machine: set eval.forgetting.confirm_run_unsafe_code=true "
+                "to allow it, or drop the task"
+            )
         if isinstance(self.limit, dict):
             unknown = [t for t in self.limit if t not in self.tasks]
             if unknown:

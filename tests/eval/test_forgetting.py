@@ -30,6 +30,8 @@ from distillscope.study.spec import StudySpec
 from distillscope.train import preflight
 
 SUMS = [(1, 2), (3, 4), (2, 2), (5, 1), (3, 3), (7, 1)]  # 6 items; the tests score 4
+#: [P]'s suite with HumanEval allowed to run the model's code (off by default).
+ALLOW_CODE = {"confirm_run_unsafe_code": True}
 
 
 def _mc_task(name: str, text: str, data: Path, cache: Path) -> str:
@@ -91,7 +93,10 @@ def harness():
 
 
 def test_the_default_suite_is_papers_seven_under_lm_evals_names():
-    f = RunConfig.model_validate({"eval": {"forgetting": {"harness": "lm-eval"}}}).eval
+    with pytest.raises(ValueError, match="holds 'humaneval_instruct', which executes the model"):
+        RunConfig.model_validate({"eval": {"forgetting": {"harness": "lm-eval"}}})
+    paper = {"harness": "lm-eval", "confirm_run_unsafe_code": True}  # HumanEval runs code
+    f = RunConfig.model_validate({"eval": {"forgetting": paper}}).eval
     assert f.skill_items == 0  # the harness replaces the skill suite unless it is named
     assert f.forgetting.tasks == list(PAPER_FORGETTING_LIMITS)
     assert f.forgetting.limit == {
@@ -117,11 +122,11 @@ def test_config_rules():
     assert chosen.eval.forgetting.limit_of("arc_easy") is None
     assert forgetting._by_limit(chosen.eval.forgetting) == {200: ["toxigen"], None: ["arc_easy"]}
     with pytest.raises(ConfigError, match="eval.forgetting and eval.skill_items=5 both write"):
-        run_config_from_dict({"eval": {"skill_items": 5, "forgetting": {}}})
+        run_config_from_dict({"eval": {"skill_items": 5, "forgetting": ALLOW_CODE}})
     with pytest.raises(ConfigError, match="limit names 'ifeval', which is not in"):
         run_config_from_dict({"eval": {"forgetting": {"tasks": ["bbq"], "limit": {"ifeval": 2}}}})
     with pytest.raises(ConfigError, match="not a device"):
-        run_config_from_dict({"eval": {"forgetting": {"device": "cuda1"}}})
+        run_config_from_dict({"eval": {"forgetting": {**ALLOW_CODE, "device": "cuda1"}}})
     # off by default, and then absent from fingerprints: earlier run directories still resume
     _, fields = config_fingerprint(RunConfig().model_dump(mode="json"))
     assert RunConfig().eval.forgetting is None and "eval.forgetting" not in fields
@@ -133,14 +138,17 @@ def test_a_missing_harness_is_one_line_before_anything_runs(tmp_path, monkeypatc
     monkeypatch.setitem(sys.modules, "lm_eval", None)  # `import lm_eval` now fails
     teacher, student = tiny_pair
     cfg = RunConfig.model_validate(
-        {"model": {"teacher": str(teacher), "student": str(student)}, "eval": {"forgetting": {}}}
+        {
+            "model": {"teacher": str(teacher), "student": str(student)},
+            "eval": {"forgetting": ALLOW_CODE},
+        }
     )
     with pytest.raises(ConfigError) as err:
         preflight(cfg)
     assert str(err.value) == HARNESS_MISSING
     assert "pip install 'distillscope[lmeval]'" in HARNESS_MISSING
     with pytest.raises(ConfigError, match=re.escape(HARNESS_MISSING)):
-        run_study(_spec(tiny_pair, {}), tmp_path / "s")
+        run_study(_spec(tiny_pair, ALLOW_CODE), tmp_path / "s")
     assert not (tmp_path / "s").exists()  # nothing written, nothing trained
     with pytest.raises(ImportError, match=re.escape(HARNESS_MISSING)):
         forgetting._harness()  # `distillscope eval`, which runs no preflight

@@ -18,7 +18,7 @@ import time
 from distillscope.report.calibrate import calibrate, planned_table
 from distillscope.report.scorecard import RULES
 from distillscope.study.spec import expand, load_spec
-from distillscope.study.table import plan_row
+from distillscope.study.table import planned_row
 
 
 def main() -> None:
@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--claims", help="comma-separated claim numbers (default: all)")
     args = parser.parse_args()
     claims = [int(c) for c in args.claims.split(",")] if args.claims else None
-    df = planned_table([plan_row(r) for r in expand(load_spec(args.preset))])
+    df = planned_table([planned_row(r) for r in expand(load_spec(args.preset))])
     start = time.perf_counter()
     cal = calibrate(df, args.draws, args.seed, claims)
     took = time.perf_counter() - start

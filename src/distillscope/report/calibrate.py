@@ -152,11 +152,17 @@ TYPICAL = {
 
 
 def planned_table(plan_rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """A results table for planned runs (``study.table.plan_row``) plus a baseline row, every
-    metric at its ``TYPICAL`` value: the design of a study before it runs (no seed variance,
-    so ``noise_model`` falls back to ``DEFAULT_SD``)."""
+    """A results table for planned runs (``study.table.plan_row``, or ``planned_row`` with the
+    measurements a run's config adds) plus a baseline row, every metric at its ``TYPICAL``
+    value: the design of a study before it runs (no seed variance, so ``noise_model`` falls
+    back to ``DEFAULT_SD``)."""
     rows = [{**r, "status": "done", **TYPICAL} for r in plan_rows]
-    rows.append({"run_id": "baseline", "experiment": "baseline", "status": "done", **TYPICAL})
+    # the untrained student is evaluated like the runs: pass@k at every k some run measures
+    ks = {c for r in plan_rows for c in r if c.startswith("eval/pass@") and c not in TYPICAL}
+    large = {c: TYPICAL["eval/pass@10"] for c in sorted(ks)}
+    rows.append(
+        {"run_id": "baseline", "experiment": "baseline", "status": "done", **TYPICAL, **large}
+    )
     return pd.DataFrame(rows)
 
 

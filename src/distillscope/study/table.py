@@ -58,6 +58,33 @@ def plan_row(run: PlannedRun, status: str = "planned", reason: str = "") -> dict
     return row
 
 
+#: pass@k the evaluation reports beyond pass@10 when eval.coverage_samples reaches k.
+LARGE_PASS_KS = (20, 32, 64)
+#: Placeholder of a planned measurement (a design's table; calibration redraws every value).
+PLANNED = 0.3
+
+
+def planned_row(run: PlannedRun) -> dict[str, Any]:
+    """:func:`plan_row` plus placeholders (:data:`PLANNED`) for what the run's config makes it
+    measure beyond the metrics every run has (``report.calibrate.TYPICAL``): an RLVR run's
+    before/after accuracies, pass@k for k > 10 up to ``eval.coverage_samples``, and its
+    teacher's size (``model/teacher_params``, NaN when unreadable) — so that a scorecard
+    calibrated on a design before it runs finds what the RLVR, OPD and teacher rules read."""
+    from distillscope.eval.evaluate import teacher_params  # torch: only for a planned design
+
+    cfg = run.config
+    row = plan_row(run)
+    if cfg.rlvr is not None:
+        names = ["eval_accuracy"]
+        if cfg.eval.harder_task and cfg.eval.harder_task != cfg.rlvr.task:
+            names.append("harder_accuracy")
+        row.update({f"rlvr/{n}{when}": PLANNED for n in names for when in ("", "_before")})
+    n = cfg.eval.coverage_samples if cfg.eval.coverage_items else 0
+    row.update({f"eval/pass@{k}": PLANNED for k in LARGE_PASS_KS if k <= n})
+    row["model/teacher_params"] = teacher_params(cfg)
+    return row
+
+
 def run_row(run: PlannedRun, run_dir: Path) -> dict[str, Any]:
     """One results row: ids, status, axes, evaluation metrics and training summaries."""
     status = read_status(run_dir)

@@ -114,7 +114,7 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
         "task.fields": {"a": "b"},
         "task.teacher_instruction": "Reason in Spanish.",
         "eval.style_language": "es",
-        "eval.forgetting": ForgettingConfig(),
+        "eval.forgetting": ForgettingConfig(confirm_run_unsafe_code=True),
     }
 
     def other(default, dotted):  # a value other than the default, of its type

@@ -62,14 +62,18 @@ def plan_row(run: PlannedRun, status: str = "planned", reason: str = "") -> dict
 LARGE_PASS_KS = (20, 32, 64)
 #: Placeholder of a planned measurement (a design's table; calibration redraws every value).
 PLANNED = 0.3
+#: What a planned RLVR run is assumed to add on its own task (the testbed's stage moves it by
+#: 8–10 pp, BENCHMARKS.md "The RLVR stage"): claim 11 is judged only once RLVR moved the task.
+PLANNED_RLVR_GAIN = 0.09
 
 
 def planned_row(run: PlannedRun) -> dict[str, Any]:
     """:func:`plan_row` plus placeholders (:data:`PLANNED`) for what the run's config makes it
     measure beyond the metrics every run has (``report.calibrate.TYPICAL``): an RLVR run's
-    before/after accuracies, pass@k for k > 10 up to ``eval.coverage_samples``, and its
-    teacher's size (``model/teacher_params``, NaN when unreadable) — so that a scorecard
-    calibrated on a design before it runs finds what the RLVR, OPD and teacher rules read."""
+    before/after accuracies (after = before + :data:`PLANNED_RLVR_GAIN`), pass@k for k > 10 up
+    to ``eval.coverage_samples``, and its teacher's size (``model/teacher_params``, NaN when
+    unreadable) — so that a scorecard calibrated on a design before it runs finds what the
+    RLVR, OPD and teacher rules read."""
     from distillscope.eval.evaluate import teacher_params  # torch: only for a planned design
 
     cfg = run.config
@@ -78,7 +82,9 @@ def planned_row(run: PlannedRun) -> dict[str, Any]:
         names = ["eval_accuracy"]
         if cfg.eval.harder_task and cfg.eval.harder_task != cfg.rlvr.task:
             names.append("harder_accuracy")
-        row.update({f"rlvr/{n}{when}": PLANNED for n in names for when in ("", "_before")})
+        for name in names:
+            row[f"rlvr/{name}_before"] = PLANNED
+            row[f"rlvr/{name}"] = PLANNED + PLANNED_RLVR_GAIN
     n = cfg.eval.coverage_samples if cfg.eval.coverage_items else 0
     row.update({f"eval/pass@{k}": PLANNED for k in LARGE_PASS_KS if k <= n})
     row["model/teacher_params"] = teacher_params(cfg)

@@ -466,3 +466,38 @@ def test_fused_respects_the_memory_budget(divergence) -> None:
     assert buffers * rows * vocab * 4 <= budget_mb * 1e6
     largest = max(nbytes for shape, nbytes in outputs.seen if shape != (vocab, H))
     assert largest == 2 * rows * vocab * 4 < tokens * vocab * 4  # the (rows, 2, V) pair
+
+
+@pytest.mark.parametrize("divergence", ["forward_kl", "reverse_kl", "jsd"])
+@pytest.mark.parametrize(("tau_s", "tau_t"), TEMPERATURES)
+def test_token_logprobs_gathered_on_the_way_equal_a_plain_log_softmax(divergence, tau_s, tau_t):
+    """With ``tokens_B_T`` the pass also returns ℓ(y) of both models at τ and at 1.0 (the
+    diagnostics), equal to log_softmax of the materialised logits, and changes nothing else."""
+    hidden, head, teacher_hidden, teacher_head, mask = _inputs(11)
+    tokens = torch.randint(0, VOCAB, mask.shape, generator=torch.Generator().manual_seed(3))
+    tokens = tokens.masked_fill(~mask, 0)
+    options = DivergenceOptions(
+        student_temperature=tau_s, teacher_temperature=tau_t, **EXTRA[divergence]
+    )
+    common = dict(divergence=divergence, options=options, vocab_size=VOCAB, chunks=ChunkSpec(2))
+    h, w = hidden.clone().requires_grad_(), head.clone().requires_grad_()
+    loss, metrics, logp = fused_divergence(
+        h, w, teacher_hidden, teacher_head, mask, tokens_B_T=tokens, **common
+    )
+    loss.backward()
+    h2, w2 = hidden.clone().requires_grad_(), head.clone().requires_grad_()
+    loss2, metrics2 = fused_divergence(h2, w2, teacher_hidden, teacher_head, mask, **common)
+    loss2.backward()
+    assert torch.equal(loss, loss2) and metrics == metrics2
+    assert torch.equal(h.grad, h2.grad) and torch.equal(w.grad, w2.grad)
+    for got, (hid, weight, tau) in (
+        (logp.student_B_T, (hidden, head, tau_s)),
+        (logp.teacher_B_T, (teacher_hidden, teacher_head, tau_t)),
+        (logp.student_t1_B_T, (hidden, head, 1.0)),
+        (logp.teacher_t1_B_T, (teacher_hidden, teacher_head, 1.0)),
+    ):
+        logits = (hid @ weight.T)[..., :VOCAB].double() / tau
+        want = logits.log_softmax(-1).gather(-1, tokens[..., None]).squeeze(-1)
+        assert got.dtype == torch.float32 and got.shape == mask.shape
+        torch.testing.assert_close(got.double(), want.masked_fill(~mask, 0.0), rtol=1e-5, atol=1e-5)
+        assert torch.all(got[~mask] == 0)

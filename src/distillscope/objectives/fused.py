@@ -38,6 +38,12 @@ V = 32,000 and 124 at V = 128,256. It trades time for memory at large V: each ch
 heads in three matmuls, and on a CPU a matmul with ~128 rows runs ~1.5× slower per row than one
 with ≥ 512 (bench/bench_objectives.py shows both budgets); raise it where memory allows.
 
+Token log-probs on the way. With ``tokens_B_T`` the same pass also gathers each model's
+log-prob of the completion token, ℓ(y_n), at its loss temperature τ and at 1.0 (the
+diagnostics: k1/k2/k3, likelihoods), so they cost no head pass of their own: ℓ at τ is read
+from the chunk's log-softmax, and at 1.0 it is log softmax(τ ℓ)[y] = τ ℓ(y) − logsumexp(τ ℓ)
+(one more pass over the chunk's buffer, only when τ ≠ 1).
+
 No bias terms (LM heads of Llama/Qwen have none). Metric keys and values as in
 :mod:`.divergences`, so metrics never depend on the path.
 """
@@ -61,12 +67,25 @@ from distillscope.objectives.options import ChunkSpec, DivergenceOptions
 
 @dataclass(frozen=True)
 class _Plan:
-    """What one fused call computes: the divergence, its options, rows per chunk, V."""
+    """What one fused call computes: the divergence, its options, rows per chunk, V, and the
+    tokens ``[N]`` whose log-probs it gathers on the way (None: none)."""
 
     divergence: str
     options: DivergenceOptions
     rows: int
     vocab: int
+    tokens_N: torch.Tensor | None = None
+
+
+@dataclass(frozen=True)
+class TokenLogprobs:
+    """Log-probs of the completion tokens ``[B, T]`` (fp32, 0 where masked), gathered by
+    :func:`fused_divergence`: each model's at its loss temperature and at 1.0."""
+
+    student_B_T: torch.Tensor
+    teacher_B_T: torch.Tensor
+    student_t1_B_T: torch.Tensor
+    teacher_t1_B_T: torch.Tensor
 
 
 def _logits_into(
@@ -140,6 +159,28 @@ def _closed_form(
     return jsd_C, stats_4_C, grad_C_V, 1.0 - beta
 
 
+def _gather_tokens(
+    logp_C_2_V: torch.Tensor, spare_C_V: torch.Tensor, tokens_C: torch.Tensor, taus: tuple
+) -> torch.Tensor:
+    """ℓ(y) of both models at their loss temperatures and at 1.0: ``[4, C]`` (S, T, S₁, T₁).
+
+    ``spare_C_V`` is overwritten (a buffer not yet in use); see the module docstring.
+    """
+    rows = logp_C_2_V.shape[0]
+    index_C_2_1 = tokens_C.view(rows, 1, 1).expand(rows, 2, 1)
+    at_tau_C_2 = logp_C_2_V.gather(-1, index_C_2_1).squeeze(-1)
+    at_one = []
+    for i, tau in enumerate(taus):
+        if tau == 1.0:
+            at_one.append(at_tau_C_2[:, i])
+            continue
+        scaled_C_V = torch.mul(logp_C_2_V[:, i], tau, out=spare_C_V)
+        max_C = scaled_C_V.amax(dim=-1)
+        log_z_C = scaled_C_V.sub_(max_C[:, None]).exp_().sum(dim=-1).log_().add_(max_C)
+        at_one.append(tau * at_tau_C_2[:, i] - log_z_C)
+    return torch.stack([at_tau_C_2[:, 0], at_tau_C_2[:, 1], *at_one])
+
+
 def _buffer_count(divergence: str, beta: float) -> int:
     """(rows × V) buffers one chunk needs: ℓ_S, ℓ_T, p_S, p_T, and log M for a proper JSD."""
     return 5 if divergence == "jsd" and 0.0 < beta < 1.0 else 4
@@ -184,7 +225,7 @@ class _FusedDivergence(torch.autograd.Function):
         teacher_head_V_H: torch.Tensor,
         weights_N: torch.Tensor,
         plan: _Plan,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         need_hidden_grad, need_head_grad = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         rows, vocab = student_hidden_N_H.shape[0], plan.vocab
         tau_s, tau_t = plan.options.student_temperature, plan.options.teacher_temperature
@@ -217,6 +258,10 @@ class _FusedDivergence(torch.autograd.Function):
         )
         loss_sum = torch.zeros((), dtype=dtype, device=device)
         stat_sums_4 = torch.zeros(4, dtype=dtype, device=device)
+        tokens_N = plan.tokens_N
+        token_logp_4_N = torch.empty(
+            (4, 0 if tokens_N is None else rows), dtype=dtype, device=device
+        )
         for start in range(0, rows, chunk):
             stop = min(start + chunk, rows)
             hidden_C_H = student_hidden_N_H[start:stop]
@@ -226,6 +271,10 @@ class _FusedDivergence(torch.autograd.Function):
             _logits_into(teacher_hidden_N_H[start:stop], teacher_head_V_H, tau_t, logp[:, 1])
             logp_2C_V = logp.view(-1, vocab)  # (C·2, V): row c·2 + i is model i of token c
             torch.log_softmax(logp_2C_V, dim=-1, out=logp_2C_V)
+            if tokens_N is not None:  # before the buffers are reused: p is free until the exp
+                token_logp_4_N[:, start:stop] = _gather_tokens(
+                    logp, p[:, 0], tokens_N[start:stop], (tau_s, tau_t)
+                )
             torch.exp(logp, out=p)
             divergence_C, stats_4_C, grad_C_V, scale = _closed_form(logp, p, spare, plan)
             weights_C = weights_N[start:stop].to(dtype)
@@ -244,11 +293,11 @@ class _FusedDivergence(torch.autograd.Function):
         if grad_head_V_H is not None:
             grad_head_V_H = grad_head_V_H.to(student_head_V_H.dtype)
         ctx.save_for_backward(grad_hidden_N_H, grad_head_V_H)
-        ctx.mark_non_differentiable(stat_sums_4)
-        return loss_sum, stat_sums_4
+        ctx.mark_non_differentiable(stat_sums_4, token_logp_4_N)
+        return loss_sum, stat_sums_4, token_logp_4_N
 
     @staticmethod
-    def backward(ctx, grad_loss: torch.Tensor, _grad_stats: torch.Tensor):
+    def backward(ctx, grad_loss: torch.Tensor, _grad_stats: torch.Tensor, _grad_tokens):
         grad_hidden_N_H, grad_head_V_H = ctx.saved_tensors
         # Skip two (size-of-input) multiplications for the usual loss.backward() (a host sync
         # on GPU, as in Liger; cheap next to the forward's matmuls).
@@ -311,7 +360,8 @@ def fused_divergence(
     options: DivergenceOptions | None = None,
     chunks: ChunkSpec | None = None,
     vocab_size: int | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
+    tokens_B_T: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, float]] | tuple[torch.Tensor, dict[str, float], TokenLogprobs]:
     """Any divergence of :mod:`.divergences` from hidden states, fused and chunked by memory.
 
     z_S = h_S W_Sᵀ, z_T = h_T W_Tᵀ at the masked positions, then the plain objective's loss
@@ -336,9 +386,12 @@ def fused_divergence(
             equal chunks.
         vocab_size: use only the first ``vocab_size`` rows of both heads (docs/method.md §1);
             without it, heads of different widths raise ValueError.
+        tokens_B_T: the completion tokens; when given, the same pass gathers both models'
+            log-probs of them (:class:`TokenLogprobs`, module docstring).
 
     Returns:
-        ``(loss, metrics)`` exactly as :func:`~.divergences.divergence_loss` returns them.
+        ``(loss, metrics)`` exactly as :func:`~.divergences.divergence_loss` returns them, and
+        the :class:`TokenLogprobs` third when ``tokens_B_T`` is given.
     """
     o = options or DivergenceOptions()
     check_options(o.reduction, o.student_temperature, o.teacher_temperature)
@@ -357,7 +410,8 @@ def fused_divergence(
     rows = (chunks or ChunkSpec()).rows(
         vocab, buffers=_buffer_count(divergence, o.beta), bytes_per_value=dtype.itemsize
     )
-    return apply_over_rows(
+    tokens_N = None if tokens_B_T is None else tokens_B_T[keep_B_T].long()
+    loss, metrics, token_logp_4_N = apply_over_rows(
         _FusedDivergence,
         student_hidden_B_T_H,
         student_head_V_H,
@@ -365,8 +419,13 @@ def fused_divergence(
         teacher_head_V_H,
         keep_B_T,
         weights_N,
-        _Plan(divergence, o, rows, vocab),
+        _Plan(divergence, o, rows, vocab, tokens_N),
     )
+    if tokens_N is None:
+        return loss, metrics
+    zeros_B_T = torch.zeros_like(keep_B_T, dtype=token_logp_4_N.dtype)
+    per_model = [zeros_B_T.masked_scatter(keep_B_T, row_N) for row_N in token_logp_4_N]
+    return loss, metrics, TokenLogprobs(*per_model)
 
 
 def apply_over_rows(
@@ -378,11 +437,12 @@ def apply_over_rows(
     keep_B_T: torch.Tensor,
     weights_N: torch.Tensor,
     plan: object,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """Run a hidden-state divergence ``function`` on the kept rows; ``(loss, metrics)``.
+) -> tuple:
+    """Run a hidden-state divergence ``function`` on the kept rows; ``(loss, metrics, *rest)``.
 
     ``function.apply(h_S (N, H), W_S, h_T (N, H_t), W_T, weights_N, plan)`` returns the
-    weighted loss sum and the four metric sums (:data:`STAT_KEYS`); the fused form and the
+    weighted loss sum and the four metric sums (:data:`STAT_KEYS`), then whatever else it
+    computes (``rest``: the fused form's gathered token log-probs); the fused form and the
     tests' reference (autograd per chunk) share this wrapper. The teacher is detached.
     """
     if not torch.is_grad_enabled():
@@ -390,7 +450,7 @@ def apply_over_rows(
         # inputs skips the gradient work (evaluation, metrics-only calls).
         student_hidden_B_T_H = student_hidden_B_T_H.detach()
         student_head_V_H = student_head_V_H.detach()
-    loss, stat_sums_4 = function.apply(
+    loss, stat_sums_4, *rest = function.apply(
         student_hidden_B_T_H[keep_B_T],  # (N, H): only completion tokens are ever projected
         student_head_V_H,
         teacher_hidden_B_T_H.detach()[keep_B_T],
@@ -403,4 +463,4 @@ def apply_over_rows(
     values = torch.cat([loss.detach().reshape(1), means_4, tokens]).tolist()  # one sync
     metrics = {"objective/loss": values[0], **dict(zip(STAT_KEYS, values[1:5], strict=True))}
     metrics["objective/tokens"] = values[5]
-    return loss, metrics
+    return loss, metrics, *rest

@@ -14,7 +14,7 @@ scores, not the caller, pick the plain or the fused form of the kind.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -137,12 +137,21 @@ class LogitScores:
 @dataclass(frozen=True)
 class HiddenScores:
     """A model's final hidden states ``[B, T, H]`` and LM-head weight ``[V', H]``: the loss
-    projects them chunk by chunk (``chunks``), so the ``[B, T, V]`` logits never exist."""
+    projects them chunk by chunk (``chunks``), so the ``[B, T, V]`` logits never exist.
+
+    ``tokens_B_T``, the completion these scores predict (0 where masked), lets a
+    full-vocabulary divergence gather both models' log-probs of it in its own head pass
+    (:meth:`divergence_from`); :meth:`completion_logprobs` then returns them instead of
+    projecting again (the diagnostics at V = 151,936 cost two head passes otherwise).
+    """
 
     hidden_B_T_H: torch.Tensor
     head_V_H: torch.Tensor
     vocab_size: int
     chunks: ChunkSpec
+    tokens_B_T: torch.Tensor | None = None
+    # (τ, ℓ(y) at τ, ℓ(y) at 1.0, y) once a divergence has gathered them; empty on every copy
+    _gathered: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     CACHE_FORM = "hidden"
 
     def token_logprobs(
@@ -161,7 +170,15 @@ class HiddenScores:
 
     @torch.no_grad()
     def completion_logprobs(self, r: Rollouts, temperature: float) -> list[torch.Tensor]:
-        """The completion's log-probs at ``temperature`` and at 1.0, from one head pass."""
+        """The completion's log-probs at ``temperature`` and at 1.0, from one head pass (none
+        when a divergence already gathered them for these tokens)."""
+        gathered = self._gathered.get("logprobs")
+        if gathered is not None and gathered[0] == temperature:
+            tokens_B_T = _masked_tokens(r)
+            if gathered[3].shape == tokens_B_T.shape and torch.equal(
+                gathered[3], tokens_B_T.to(gathered[3].device)
+            ):
+                return [gathered[1], gathered[2]]
         return token_logprobs_at_temperatures(
             self.hidden_B_T_H,
             self.head_V_H,
@@ -221,8 +238,14 @@ class HiddenScores:
     def divergence_from(
         self, student: HiddenScores, mask_B_T: torch.Tensor, kind: ObjectiveKind, options
     ) -> tuple[torch.Tensor, dict[str, float]]:
-        """The full-vocabulary ``kind`` between ``student``'s and these (teacher) hidden states."""
-        return kind.loss(fused=True)(
+        """The full-vocabulary ``kind`` between ``student``'s and these (teacher) hidden states.
+
+        Both score the same positions, so the completion either one knows (the student's: the
+        teacher's may be replayed from the cache without it) is the one both predict; the pass
+        gathers both models' log-probs of it for their :meth:`completion_logprobs`.
+        """
+        tokens_B_T = student.tokens_B_T if student.tokens_B_T is not None else self.tokens_B_T
+        out = kind.loss(fused=True)(
             student.hidden_B_T_H,
             student.head_V_H,
             self.hidden_B_T_H,
@@ -231,11 +254,31 @@ class HiddenScores:
             options=options,
             chunks=self.chunks,
             vocab_size=self.vocab_size,
+            **({} if tokens_B_T is None else {"tokens_B_T": tokens_B_T}),
         )
+        if tokens_B_T is None:
+            return out
+        loss, metrics, logp = out
+        student._gathered["logprobs"] = (
+            options.student_temperature,
+            logp.student_B_T,
+            logp.student_t1_B_T,
+            tokens_B_T,
+        )
+        self._gathered["logprobs"] = (
+            options.teacher_temperature,
+            logp.teacher_B_T,
+            logp.teacher_t1_B_T,
+            tokens_B_T,
+        )
+        return loss, metrics
 
     def to(self, device: torch.device | str) -> HiddenScores:
         return replace(
-            self, hidden_B_T_H=self.hidden_B_T_H.to(device), head_V_H=self.head_V_H.to(device)
+            self,
+            hidden_B_T_H=self.hidden_B_T_H.to(device),
+            head_V_H=self.head_V_H.to(device),
+            tokens_B_T=None if self.tokens_B_T is None else self.tokens_B_T.to(device),
         )
 
     def cloned_to(self, device: torch.device | str) -> HiddenScores:
@@ -244,6 +287,7 @@ class HiddenScores:
             self,
             hidden_B_T_H=self.hidden_B_T_H.clone().to(device),
             head_V_H=self.head_V_H.to(device),
+            tokens_B_T=None if self.tokens_B_T is None else self.tokens_B_T.clone().to(device),
         )
 
     def cache_tensors(self) -> dict[str, torch.Tensor]:
@@ -324,4 +368,5 @@ class ScorePath:
         head_V_H = model.get_output_embeddings().weight
         # Autocast leaves bf16 hidden states; the objective casts per chunk, in the head's dtype.
         hidden_B_T_H = completion_hidden(model, r, role).to(head_V_H.dtype)
-        return HiddenScores(hidden_B_T_H, head_V_H, self.vocab_size, self.chunks)
+        tokens_B_T = _masked_tokens(r)
+        return HiddenScores(hidden_B_T_H, head_V_H, self.vocab_size, self.chunks, tokens_B_T)

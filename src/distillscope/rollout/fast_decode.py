@@ -7,6 +7,9 @@ calls per layer. :class:`StaticDecoder` runs the same arithmetic straight from t
 weights — RMSNorm in fp32, rotary embeddings from the model's own ``rotary_emb`` (so every RoPE
 variant it supports), grouped-query attention through ``scaled_dot_product_attention``, SwiGLU
 — with keys and values written into buffers preallocated for prompt + completion.
+:func:`sequence_hidden` is the same arithmetic over a whole prompt ⧺ completion in one pass (the
+scoring forwards of the training step, with or without autograd), computed on the real tokens
+only: no padding position goes through a projection or an MLP.
 
 It serves the architectures whose decoder layer is exactly that computation
 (:data:`SUPPORTED`: Llama, Qwen2, Mistral without a sliding window in reach); anything else, or
@@ -205,6 +208,106 @@ class StaticDecoder:
         last_B_H = _rms_norm(x_B_T_H[:, -1], inner.norm.weight, self.eps)
         head = self.model.get_output_embeddings()
         return F.linear(last_B_H, head.weight, head.bias).to(self.home)
+
+
+def scores_exactly(model: PreTrainedModel, length: int) -> bool:
+    """Whether :func:`sequence_hidden` computes ``model``'s own forward for sequences of
+    ``length``: what decoding needs (:func:`supports`), no attention dropout when training, no
+    gradient checkpointing, and no autocast (mixed precision keeps the model's own forward)."""
+    if not supports(model, length) or _checkpointing(model):
+        return False
+    if model.training and getattr(model.config, "attention_dropout", 0.0):
+        return False
+    return not torch.is_autocast_enabled(model.model.embed_tokens.weight.device.type)
+
+
+def _checkpointing(model: PreTrainedModel) -> bool:
+    """Activation checkpointing on (``is_activation_checkpointing`` from transformers 5)."""
+    for name in ("is_activation_checkpointing", "is_gradient_checkpointing"):
+        if hasattr(type(model), name):
+            return bool(getattr(model, name))
+    return False
+
+
+def sequence_hidden(
+    model: PreTrainedModel,
+    ids_B_S: torch.Tensor,
+    mask_B_S: torch.Tensor,
+    pos_B_S: torch.Tensor,
+    first: int,
+) -> torch.Tensor:
+    """Final hidden states ``[B, S - first, H]`` (after the last norm) at columns ``first…`` of
+    left-padded prompt ⧺ right-padded completion: ``model.model(...)``'s, 0 at padding.
+
+    The real tokens are gathered into one ``[N, H]`` batch for every projection and MLP, and
+    scattered into ``[B, S]`` only for attention (same mask as decoding's prefill). The last
+    layer runs its queries, output projection and MLP on the real tokens at columns ``first…``
+    only (the loss reads nothing else; every column still gives its keys and values).
+    Differentiable: the training forward of the student takes this path when
+    :func:`scores_exactly` says it may.
+    """
+    inner, cfg = model.model, model.config
+    b, s = ids_B_S.shape
+    heads = cfg.num_attention_heads
+    kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
+    dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    real_B_S = mask_B_S.bool()
+    index_N = real_B_S.flatten().nonzero().squeeze(-1)  # real tokens, row-major
+    tail_B_S = real_B_S.clone()
+    tail_B_S[:, :first] = False
+    tail_M = tail_B_S.flatten()[index_N].nonzero().squeeze(-1)  # of those, at columns first…
+    x_N_H = inner.embed_tokens(ids_B_S.flatten()[index_N])
+    cos, sin = inner.rotary_emb(x_N_H[None], pos_B_S.flatten()[index_N][None])
+    cos_N_1_D, sin_N_1_D = cos[0, :, None], sin[0, :, None]
+    causal_S_S = torch.ones((s, s), dtype=torch.bool, device=ids_B_S.device).tril()
+    eye_S_S = torch.eye(s, dtype=torch.bool, device=ids_B_S.device)
+    attend_B_1_S_S = ((causal_S_S & real_B_S[:, None, :]) | eye_S_S)[:, None]
+    layers = list(inner.layers)
+    for depth, layer in enumerate(layers):
+        last = depth == len(layers) - 1
+        attn, eps = layer.self_attn, cfg.rms_norm_eps
+        h_N_H = _rms_norm(x_N_H, layer.input_layernorm.weight, eps)
+        k_N_K_D = _rotate(_project(attn.k_proj, h_N_H, kv_heads, dim), cos_N_1_D, sin_N_1_D)
+        v_N_K_D = _project(attn.v_proj, h_N_H, kv_heads, dim)
+        q_rows = tail_M if last else slice(None)  # the last layer: queries of columns first…
+        q_M_N_D = _rotate(
+            _project(attn.q_proj, h_N_H[q_rows], heads, dim), cos_N_1_D[q_rows], sin_N_1_D[q_rows]
+        )
+        keys, values = (_padded(t, index_N, b, s) for t in (k_N_K_D, v_N_K_D))
+        queries = _padded(q_M_N_D, index_N[q_rows], b, s)
+        start = first if last else 0
+        out_B_N_Q_D = _attention(
+            queries[:, :, start:], keys, values, attend_B_1_S_S[:, :, start:], dim**-0.5
+        )
+        rows = index_N[q_rows]  # flat (b · s + column) of the query tokens
+        out_M_HD = out_B_N_Q_D.transpose(1, 2).reshape(b, s - start, -1)
+        out_M_HD = out_M_HD.flatten(0, 1)[_shifted(rows, s, start)]
+        x_N_H = x_N_H[q_rows] + F.linear(out_M_HD, attn.o_proj.weight, attn.o_proj.bias)
+        h_N_H = _rms_norm(x_N_H, layer.post_attention_layernorm.weight, eps)
+        mlp = layer.mlp
+        gate_up = F.silu(F.linear(h_N_H, mlp.gate_proj.weight)) * F.linear(
+            h_N_H, mlp.up_proj.weight
+        )
+        x_N_H = x_N_H + F.linear(gate_up, mlp.down_proj.weight)
+    x_M_H = _rms_norm(x_N_H, inner.norm.weight, cfg.rms_norm_eps)
+    out = x_M_H.new_zeros((b * (s - first), x_M_H.shape[-1]))
+    out = out.index_copy(0, _shifted(index_N[tail_M], s, first), x_M_H)
+    return out.view(b, s - first, -1)
+
+
+def _project(linear: nn.Linear, h_N_H: torch.Tensor, heads: int, dim: int) -> torch.Tensor:
+    return F.linear(h_N_H, linear.weight, linear.bias).view(-1, heads, dim)
+
+
+def _padded(t_N_M_D: torch.Tensor, index_N: torch.Tensor, b: int, s: int) -> torch.Tensor:
+    """Tokens ``[N, M, D]`` at flat positions ``index_N`` → ``[B, M, S, D]``, 0 elsewhere."""
+    out = t_N_M_D.new_zeros((b * s, *t_N_M_D.shape[1:])).index_copy(0, index_N, t_N_M_D)
+    return out.view(b, s, *t_N_M_D.shape[1:]).transpose(1, 2)
+
+
+def _shifted(flat_N: torch.Tensor, s: int, start: int) -> torch.Tensor:
+    """Flat ``b · s + column`` → flat ``b · (s − start) + column − start``."""
+    return flat_N - (flat_N // s + 1) * start
 
 
 #: Largest model (bytes of its decoder layers' weights) whose projections a decoder fuses.

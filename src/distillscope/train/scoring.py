@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import torch
+import torch.nn.functional as F
 
 from distillscope.objectives import (
     ChunkSpec,
@@ -35,23 +36,34 @@ from distillscope.objectives.topk import (
     teacher_topk_from_logits,
 )
 from distillscope.rollout import Rollouts
+from distillscope.rollout.fast_decode import scores_exactly, sequence_hidden
 
 
 def completion_logits(model: torch.nn.Module, r: Rollouts, role: str) -> torch.Tensor:
     """Logits ``[B, T, V]`` of ``model`` at the positions that predict the completion tokens."""
     ids_B_S, mask_B_S, pos_B_S = r.sequence(role)
+    sl = r.completion_logits_slice(role)
+    if scores_exactly(model, ids_B_S.shape[1]):
+        head = model.get_output_embeddings()
+        hidden_B_T_H = sequence_hidden(model, ids_B_S, mask_B_S, pos_B_S, sl.start)
+        return F.linear(hidden_B_T_H[:, : sl.stop - sl.start], head.weight, head.bias)
     logits_B_S_V = model(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S).logits
-    return logits_B_S_V[:, r.completion_logits_slice(role)]
+    return logits_B_S_V[:, sl]
 
 
 def completion_hidden(model: torch.nn.Module, r: Rollouts, role: str) -> torch.Tensor:
     """Final hidden states ``[B, T, H]`` predicting the completion (the decoder body only).
 
-    The fused objectives apply the LM head chunk by chunk, so full logits never exist.
+    The fused objectives apply the LM head chunk by chunk, so full logits never exist. For the
+    Llama family (:func:`~distillscope.rollout.fast_decode.scores_exactly`) the body runs on the
+    real tokens only (:func:`~distillscope.rollout.fast_decode.sequence_hidden`; 0 at padding).
     """
     ids_B_S, mask_B_S, pos_B_S = r.sequence(role)
+    sl = r.completion_logits_slice(role)
+    if scores_exactly(model, ids_B_S.shape[1]):
+        return sequence_hidden(model, ids_B_S, mask_B_S, pos_B_S, sl.start)[:, : sl.stop - sl.start]
     out = model.model(input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S)
-    return out.last_hidden_state[:, r.completion_logits_slice(role)]
+    return out.last_hidden_state[:, sl]
 
 
 def _masked_tokens(r: Rollouts) -> torch.Tensor:

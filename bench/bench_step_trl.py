@@ -1,209 +1,457 @@
-"""One distillation step, distillscope against TRL's ``GKDTrainer``, on the shipped testbed.
+"""One distillation step, distillscope against TRL's stable ``DistillationTrainer``, two shapes.
 
-    python bench/bench_step_trl.py [--rounds 3] [--steps 3]
+    python bench/bench_step_trl.py [--shapes testbed real] [--kinds forward_kl reverse_kl]
+        [--rounds 8] [--steps 8] [--real-rounds 2] [--real-steps 2] [--layers 4]
 
-Same models (``testbed:teacher`` → ``testbed:student``), task (tb-countdown3), 16 prompts a step,
-24 new tokens, forward KL (TRL ``beta = 0``: ``F.kl_div(log π_S, log π_T)`` = KL(π_T ‖ π_S)),
-AdamW, clip 1.0. On-policy: TRL ``lmbda = 1`` vs ``rollout.policy = student``; off-policy: TRL
-``lmbda = 0, seq_kd = True`` vs ``rollout.policy = teacher`` (rollout cache off: each step pays
-for its teacher generation on both sides).
+Shapes: ``testbed`` is the shipped testbed pair (``testbed:teacher`` → ``testbed:student``,
+tb-countdown3, 16 prompts × 24 new tokens, V = 54); ``real`` is the random-weight pair of
+``bench/random_models.py --real-shape LAYERS`` (a student with Qwen2.5-0.5B's layers, a teacher
+with Qwen2.5-3B's, 2.3× wider, V = 151,936; Countdown-3 chat prompts, 4 prompts × 64 new
+tokens; ``--layers`` of each model, written once under ``--pairs``). Both sides train on-policy
+(the student writes every completion), fp32, AdamW lr 1e-4 constant, clip 1.0, token-mean
+reduction, one temperature 1.0 for sampling and for both loss distributions; ``forward_kl`` is
+TRL ``beta=0.0``, ``reverse_kl`` is ``beta=1.0``. TRL's defaults differ (reverse KL, lr 1e-6,
+512 tokens, bf16 and gradient checkpointing on even on CPU), so its config sets each of these.
 
-Conventions aligned (TRL's are fixed, ours are configured to match them):
-- TRL samples both policies at one ``temperature`` and its ``compute_loss`` never passes a loss
-  temperature (1.0); ours: sampling T 1.0 (student) / 0.5 (teacher, as in the quick preset, and
-  TRL's ``temperature`` set to 0.5 for the off-policy row), loss temperatures 1.0.
-- TRL reduces the loss as a token mean over the batch (``sum / num_items_in_batch``); ours
-  ``objective.reduction = token_mean``.
+Each (shape, divergence, side, round) is its own process: it loads the models, runs one warm-up
+step and ``steps`` timed steps on the same prompts as the other side (``select_problems`` of
+each step), and reports every timed step's wall time, its split into phases and the process's
+peak RSS above the RSS right after the models were loaded (VmHWM: the high-water mark of
+resident memory, warm-up included, so the optimizer state counts on both sides). Rounds
+alternate which side runs first. Our step is ``distill``'s, timed between the loop's
+``on_step`` callbacks (phases from ``metrics.jsonl``); TRL's is ``training_step`` + clip +
+``optimizer.step`` by hand, as ``Trainer.train`` does it without the dataloader and logging
+(phases by wrapping ``_generate_and_score_completions`` and the teacher's
+``_get_last_hidden_state``). Before timing, each shape's first TRL process computes both
+losses on the same batch and hidden states; the bench stops unless they agree to 1e-5.
 
-Before timing, both losses are computed on one batch from the same logits and must agree to
-1e-5. Timings interleave the two implementations round by round (the median step of each
-round's steps after a warm-up step). Prints a Markdown table.
+Prints the summary and the per-phase tables (Markdown), then the checks and the differences
+between the two sides that no setting removes.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
 from distillscope.config import load_run_config
-from distillscope.objectives import OBJECTIVES
-from distillscope.rollout import PromptEncoder, select_problems
+from distillscope.rollout import PromptEncoder, SamplingSpec, sample_rollouts, select_problems
+from distillscope.rollout.prompts import Stream, model_generator
 from distillscope.store import read_metrics
 from distillscope.tasks import resolve_task, training_problems
 from distillscope.train import distill
-from distillscope.train.scoring import completion_logits
-from distillscope.train.setup import load_models
+from distillscope.train.setup import load_models, make_policy
+from distillscope.train.step import Objective, objective_loss
 
-PROMPTS, NEW_TOKENS, SEED = 16, 24, 42
-POLICIES = {"on-policy": ("student", 1.0, 1.0), "off-policy": ("teacher", 0.0, 0.5)}
+SEED, LR = 42, 1e-4
+BETA = {"forward_kl": 0.0, "reverse_kl": 1.0}  # TRL's generalised-JSD β of each divergence
+PHASES = ("generation", "teacher forward", "student forward + loss + backward", "optimizer + rest")
+TARGETS = {"testbed": (2.0, None), "real": (1.3, 0.5)}  # speed-up ≥, memory ratio ≤ (issue 24)
 
 
-def ours_config(policy: str, temperature: float, steps: int):
-    """Our run config with TRL's conventions (see the module docstring)."""
+class Shape(NamedTuple):
+    """What one shape trains: models, task, prompts per step and new tokens."""
+
+    name: str
+    overrides: tuple[str, ...]
+    prompts: int
+    new_tokens: int
+
+
+def shape_of(name: str, pairs: Path, layers: int) -> Shape:
+    if name == "testbed":
+        return Shape(name, ("task.name=tb-countdown3",), 16, 24)
+    pair = pairs / f"qwen2.5-shape-L{layers}"
+    models = (f"model.teacher={pair / 'teacher'}", f"model.student={pair / 'student'}")
+    return Shape(name, (*models, "task.name=countdown3", "task.prompt_format=chat"), 4, 64)
+
+
+def ours_config(shape: Shape, kind: str, steps: int):
+    """Our run config doing TRL's work (see the module docstring)."""
     return load_run_config(
         None,
         [
-            "task.name=tb-countdown3",
-            f"task.max_new_tokens={NEW_TOKENS}",
-            f"rollout.prompts_per_step={PROMPTS}",
-            f"rollout.policy={policy}",
-            f"rollout.{policy}_temperature={temperature}",  # the writer's (others are refused)
-            "objective.kind=forward_kl",
+            *shape.overrides,
+            f"task.max_new_tokens={shape.new_tokens}",
+            f"rollout.prompts_per_step={shape.prompts}",
+            "rollout.policy=student",
+            "rollout.student_temperature=1.0",
+            f"objective.kind={kind}",
             "objective.reduction=token_mean",
             "objective.student_temperature=1.0",
             "objective.teacher_temperature=1.0",
             f"optim.steps={steps}",
             "optim.warmup_steps=0",
-            "optim.lr=1e-4",
+            f"optim.lr={LR}",
             "optim.grad_clip=1.0",
-            f"checkpoint_every={steps + 1}",
+            "checkpoint_every=0",
             f"seed={SEED}",
         ],
     )
 
 
-def ours_step_s(policy: str, temperature: float, steps: int) -> float:
-    """Median ``time/step`` of our loop after its first step."""
+def _status_mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def ours_worker(shape: Shape, kind: str, steps: int) -> dict:
+    """``distill`` for 1 + ``steps`` steps; every timed step's wall time and phases."""
+    import distillscope.train.loop as loop
+
+    loaded_mb, ticks = [], []
+    load = loop.load_models
+
+    def load_and_mark(cfg):
+        pair = load(cfg)
+        loaded_mb.append(_status_mb("VmRSS"))
+        return pair
+
+    def on_step(step: int, row: dict) -> None:
+        ticks.append(time.perf_counter())
+        if step == steps:  # before the final checkpoint and export
+            loaded_mb.append(_status_mb("VmHWM"))
+
+    loop.load_models = load_and_mark
     with tempfile.TemporaryDirectory() as tmp:
-        distill(ours_config(policy, temperature, steps + 1), Path(tmp))
-        return statistics.median(r["time/step"] for r in read_metrics(Path(tmp))[1:])
+        distill(ours_config(shape, kind, steps + 1), Path(tmp), on_step=on_step)
+        rows = read_metrics(Path(tmp))[1:]
+    walls = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+    phases = []
+    for wall, r in zip(walls, rows, strict=True):
+        split = [r["time/rollout"], r["time/teacher_forward"], r["time/student_forward_backward"]]
+        phases.append([*split, wall - sum(split)])
+    return {
+        "step_s": walls,
+        "phases_s": phases,
+        "tokens": statistics.mean(r["rollout/len_mean"] for r in rows) * shape.prompts,
+        "extra_mb": loaded_mb[1] - loaded_mb[0],
+        "peak_mb": loaded_mb[1],
+    }
 
 
-class TrlStep:
-    """A ``GKDTrainer`` on the testbed pair, stepped by hand: ``training_step`` + clip + AdamW."""
+class TrlRun:
+    """A ``DistillationTrainer`` on the pair of ``shape``, stepped by hand."""
 
-    def __init__(self, lmbda: float, temperature: float, out: Path):
+    def __init__(self, shape: Shape, kind: str, out: Path):
         from datasets import Dataset
-        from trl.experimental.gkd import GKDConfig, GKDTrainer
+        from trl import DistillationConfig, DistillationTrainer
 
-        cfg = ours_config("student", temperature, 1)
-        pair = load_models(cfg)
-        task = resolve_task(cfg.task.name, cfg.task.file)
-        self.pool = training_problems(task)
-        self.encoder = PromptEncoder(task, pair.tokenizer, "testbed", False)
-        args = GKDConfig(
+        self.shape, self.cfg = shape, ours_config(shape, kind, 1)
+        self.pair = load_models(self.cfg)
+        self.loaded_mb = _status_mb("VmRSS")
+        task = resolve_task(self.cfg.task.name, self.cfg.task.file)
+        self.pool = training_problems(task, self.cfg.task.eval_fraction)
+        self.task = task
+        self.encoder = PromptEncoder(task, self.pair.tokenizer, self.cfg.task.prompt_format)
+        args = DistillationConfig(
             output_dir=str(out),
-            lmbda=lmbda,
-            beta=0.0,
-            seq_kd=lmbda == 0.0,
-            temperature=temperature,
-            max_new_tokens=NEW_TOKENS,
-            learning_rate=1e-4,
+            beta=BETA[kind],
+            temperature=1.0,
+            max_completion_length=shape.new_tokens,
+            learning_rate=LR,
+            optim="adamw_torch",
+            lr_scheduler_type="constant",
             max_grad_norm=1.0,
+            gradient_checkpointing=False,
+            bf16=False,
+            report_to="none",
             use_cpu=True,
-            report_to=[],
-            per_device_train_batch_size=PROMPTS,
+            per_device_train_batch_size=shape.prompts,
+            seed=SEED,
         )
-        self.trainer = GKDTrainer(
-            model=pair.student,
-            teacher_model=pair.teacher,
+        self.trainer = DistillationTrainer(
+            model=self.pair.student,
+            teacher_model=self.pair.teacher,
             args=args,
-            train_dataset=Dataset.from_dict({"x": [0]}),
-            processing_class=pair.tokenizer,
-            data_collator=lambda rows: rows,
+            train_dataset=Dataset.from_dict({"prompt": self.prompts(0)}),
+            processing_class=self.pair.tokenizer,
         )
         self.optimizer = self.trainer.create_optimizer()
         self.trainer.current_gradient_accumulation_steps = 1  # set by Trainer.train() otherwise
+        self.phase_s: dict[str, float] = defaultdict(float)
+        self._wrap()
 
-    def inputs(self, step: int) -> dict[str, torch.Tensor]:
-        ids, mask = self.encoder.encode(select_problems(self.pool, PROMPTS, SEED, step))
-        return {
-            "prompts": ids,
-            "prompt_attention_mask": mask,
-            "input_ids": ids,
-            "attention_mask": mask,
-            "labels": torch.full_like(ids, -100),
-        }
+    def prompts(self, step: int) -> list:
+        """The step's prompts as a TRL dataset holds them: text, or chat messages."""
+        problems = select_problems(self.pool, self.shape.prompts, SEED, step)
+        if self.cfg.task.prompt_format == "chat":
+            return [self.task.chat_messages(p) for p in problems]
+        return self.encoder.texts(problems, "student")
 
-    def step_s(self, step: int) -> float:
-        model = self.trainer.model
+    def _wrap(self) -> None:
+        """Time generation and the teacher's forward inside ``training_step``."""
+        trainer, teacher = self.trainer, self.pair.teacher
+        generate, hidden = trainer._generate_and_score_completions, trainer._get_last_hidden_state
+
+        def timed_generate(inputs):
+            t0 = time.perf_counter()
+            out = generate(inputs)
+            self.phase_s["generation"] += time.perf_counter() - t0
+            return out
+
+        def timed_hidden(model, *args, **kwargs):
+            t0 = time.perf_counter()
+            out = hidden(model, *args, **kwargs)
+            if model is teacher:
+                self.phase_s["teacher"] += time.perf_counter() - t0
+            return out
+
+        trainer._generate_and_score_completions = timed_generate
+        trainer._get_last_hidden_state = timed_hidden
+
+    def step(self, step: int) -> tuple[float, list[float]]:
+        """One step: wall seconds and the phases."""
+        model, self.phase_s = self.trainer.model, defaultdict(float)
         t0 = time.perf_counter()
-        self.trainer.training_step(model, self.inputs(step))
+        self.trainer.training_step(model, [{"prompt": p} for p in self.prompts(step)], None)
+        t1 = time.perf_counter()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return time.perf_counter() - t0
+        t2 = time.perf_counter()
+        gen, teacher = self.phase_s["generation"], self.phase_s["teacher"]
+        return t2 - t0, [gen, teacher, t1 - t0 - gen - teacher, t2 - t1]
+
+    def same_prompt_ids(self) -> bool:
+        """Whether TRL tokenises the step's prompts to our encoder's ids."""
+        problems = select_problems(self.pool, self.shape.prompts, SEED, 0)
+        ids_B_P, mask_B_P = self.encoder.encode(problems, "student")
+        ours = [row[m.bool()].tolist() for row, m in zip(ids_B_P, mask_B_P, strict=True)]
+        return self.trainer._tokenize_prompts(self.prompts(0))[0] == ours
 
 
-def check_losses_equal() -> tuple[float, float]:
-    """TRL's ``generalized_jsd_loss`` (β = 0) and ours on the same teacher-written batch."""
-    from trl.experimental.gkd import GKDTrainer
+def trl_worker(shape: Shape, kind: str, steps: int, check: bool) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        run = TrlRun(shape, kind, Path(tmp))
+        checks = {"same_prompt_ids": run.same_prompt_ids(), **losses(run)} if check else {}
+        run.step(0)  # warm-up
+        timed = [run.step(1 + k) for k in range(steps)]
+        peak_mb = _status_mb("VmHWM")
+    lengths = run.trainer._metrics["train"]["completions/mean_length"][1:]
+    return {
+        "step_s": [s for s, _ in timed],
+        "phases_s": [p for _, p in timed],
+        "tokens": statistics.mean(lengths) * shape.prompts,
+        "extra_mb": peak_mb - run.loaded_mb,
+        "peak_mb": peak_mb,
+        **checks,
+    }
 
-    from distillscope.rollout import PromptBatch, SamplingSpec, sample_rollouts, step_generator
-    from distillscope.train.setup import make_policy
 
-    cfg = ours_config("teacher", 0.5, 1)
-    pair = load_models(cfg)
-    task = resolve_task(cfg.task.name, cfg.task.file)
-    ids, mask = PromptEncoder(task, pair.tokenizer, "testbed", False).encode(
-        select_problems(training_problems(task), PROMPTS, SEED, 0)
+@torch.no_grad()
+def losses(run: TrlRun) -> dict[str, float]:
+    """Our loss and TRL's ``_chunked_divergence_loss`` on one batch and its hidden states."""
+    from trl.trainer.distillation_trainer import _chunked_divergence_loss
+
+    from distillscope.rollout import PromptBatch
+    from distillscope.train.scoring import completion_hidden
+
+    pair, cfg = run.pair, run.cfg
+    problems = select_problems(run.pool, run.shape.prompts, SEED, 0)
+    spec = SamplingSpec(
+        run.shape.new_tokens,
+        pair.stop_ids or pair.tokenizer.eos_token_id,
+        pair.tokenizer.pad_token_id,
     )
     r = sample_rollouts(
         make_policy(cfg.rollout),
         pair.student,
         pair.teacher,
-        PromptBatch(ids, mask),
-        SamplingSpec(
-            NEW_TOKENS, stop_ids=pair.tokenizer.eos_token_id, pad_id=pair.tokenizer.pad_token_id
-        ),
-        step_generator(SEED, 0),
+        PromptBatch(*run.encoder.encode(problems, "student")),
+        spec,
+        model_generator(pair.student, SEED, 0, Stream.ROLLOUT),
     )
-    with torch.no_grad():
-        s, t = (
-            completion_logits(pair.student, r, "student"),
-            completion_logits(pair.teacher, r, "teacher"),
-        )
-        kind = OBJECTIVES[cfg.objective.kind]  # a full-vocabulary divergence on logits
-        options = {name: getattr(cfg.objective, name) for name in kind.options}
-        ours, _ = kind.loss(s, t, r.completion_mask_B_T, vocab_size=pair.vocab_size, **options)
-        labels = r.completion_B_T.masked_fill(r.completion_mask_B_T == 0, -100)
-        trl = GKDTrainer.generalized_jsd_loss(
-            s[..., : pair.vocab_size],
-            t[..., : pair.vocab_size],
-            labels,
-            beta=0.0,
-            num_items_in_batch=int(r.completion_mask_B_T.sum()),
-        )
-    return float(ours), float(trl)
+    objective = Objective.from_config(cfg.objective, pair.vocab_size)
+    ours, _ = objective_loss(
+        objective,
+        objective.path.scores(pair.student, r, "student"),
+        objective.path.scores(pair.teacher, r, "teacher"),
+        r,
+    )
+    mask_B_T = r.completion_mask_B_T
+    trl, _, _ = _chunked_divergence_loss(
+        completion_hidden(pair.student, r, "student"),
+        completion_hidden(pair.teacher, r, "teacher"),
+        pair.student.get_output_embeddings().weight[: pair.vocab_size],
+        pair.teacher.get_output_embeddings().weight[: pair.vocab_size],
+        mask_B_T,
+        run.trainer.beta,
+        num_items_in_batch=mask_B_T.sum(),
+    )
+    return {"loss_ours": float(ours), "loss_trl": float(trl)}
+
+
+def run_worker(side: str, shape: str, kind: str, args, check: bool) -> dict:
+    cmd = [sys.executable, __file__, "--worker", side, shape, kind, "--steps", str(args.steps)]
+    cmd += [
+        "--pairs",
+        str(args.pairs),
+        "--layers",
+        str(args.layers),
+        "--threads",
+        str(args.threads),
+    ]
+    cmd += ["--check"] * check
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{side} {shape} {kind} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(shape: str, kind: str, rounds: int, args) -> dict[str, list[dict]]:
+    """``rounds`` runs per side, alternating which side goes first."""
+    runs: dict[str, list[dict]] = {"ours": [], "trl": []}
+    for k in range(rounds):
+        for side in ("ours", "trl") if k % 2 == 0 else ("trl", "ours"):
+            runs[side].append(run_worker(side, shape, kind, args, check=side == "trl" and k == 0))
+            print(f"{shape} {kind} round {k} {side}: {runs[side][-1]['step_s']}", file=sys.stderr)
+    return runs
+
+
+def _median_step(run: dict) -> float:
+    return statistics.median(run["step_s"])
+
+
+def summary_row(shape: str, kind: str, runs: dict[str, list[dict]]) -> str:
+    cells = []
+    for side in ("ours", "trl"):
+        m = sorted(_median_step(r) for r in runs[side])
+        cells.append(f"{statistics.median(m):.3f} s ({m[0]:.3f}–{m[-1]:.3f})")
+    speed = statistics.median(map(_median_step, runs["trl"])) / statistics.median(
+        map(_median_step, runs["ours"])
+    )
+    mem = {side: statistics.median(r["extra_mb"] for r in runs[side]) for side in runs}
+    peak = {side: statistics.median(r["peak_mb"] for r in runs[side]) for side in runs}
+    target_speed, target_mem = TARGETS[shape]
+    speed_cell = f"**{speed:.2f}×** (≥ {target_speed}×)"
+    mem_cell = f"{mem['ours']:,.0f} / {mem['trl']:,.0f} MB = {mem['ours'] / mem['trl']:.2f}×"
+    mem_cell += f" (≤ {target_mem}×)" if target_mem else ""
+    return (
+        f"| {shape}, {kind} | {cells[0]} | {cells[1]} | {speed_cell} | {mem_cell} | "
+        f"{peak['ours']:,.0f} / {peak['trl']:,.0f} MB |"
+    )
+
+
+def phase_rows(shape: str, kind: str, runs: dict[str, list[dict]]) -> list[str]:
+    rows = []
+    for side, name in (("ours", "distillscope"), ("trl", "TRL")):
+        per_run = [
+            [statistics.median(p[i] for p in r["phases_s"]) for i in range(4)] for r in runs[side]
+        ]
+        ms = [1e3 * statistics.median(run[i] for run in per_run) for i in range(4)]
+        tokens = statistics.median(r["tokens"] for r in runs[side])
+        cells = " | ".join(f"{v:,.0f}" for v in ms)
+        rows.append(f"| {shape}, {kind} | {name} | {cells} | {tokens:.0f} |")
+    return rows
+
+
+DIFFERENCES = (
+    "TRL scores prompt ⧺ completion without position ids, so a left-padded prompt's tokens sit "
+    "at shifted positions in its loss forward (ours counts real tokens, as generation does)",
+    "TRL's CPU loss projects every completion position through both LM heads, padding after EOS "
+    "included, and recomputes both projections in backward; ours projects the completion "
+    "tokens only, once",
+    "ours also logs per-token diagnostics (k1/k2/k3, likelihoods) and the step's rewards; TRL "
+    "logs the student's entropy",
+)
+
+
+def check_note(shape: str, kind: str, runs: dict[str, list[dict]], load: float) -> str:
+    """The same-work checks of one (shape, divergence); stops the bench if the losses differ."""
+    first = runs["trl"][0]
+    ours, trl = first["loss_ours"], first["loss_trl"]
+    if abs(ours - trl) > 1e-5 * max(1.0, abs(trl)):
+        sys.exit(f"{shape} {kind}: the losses differ on the same batch: {ours} vs {trl}")
+    ids = "equal" if first["same_prompt_ids"] else "DIFFER"
+    return (
+        f"- {shape}, {kind}: {len(runs['ours'])} runs × {len(first['step_s'])} timed steps per "
+        f"side; same batch and hidden states: loss {ours:.6f} (distillscope), {trl:.6f} (TRL); "
+        f"prompt ids {ids}; 1-min load average {load:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end"
+    )
+
+
+def print_tables(summary: list[str], phases: list[str], notes: list[str], threads: int) -> None:
+    print(
+        "| shape, divergence | distillscope step: median (min–max of runs) | TRL "
+        "DistillationTrainer step | speed-up (target) | peak RSS above the models: ours / TRL "
+        "(target) | peak RSS: ours / TRL |\n|---|---|---|---|---|---|"
+    )
+    print("\n".join(summary))
+    print(
+        f"\nPer phase, ms (median over runs of each run's median step), and completion tokens "
+        f"per step; torch {torch.__version__}, {threads} threads, fp32:\n"
+    )
+    print("| shape, divergence | side | " + " | ".join(PHASES) + " | tokens |")
+    print("|---|---|" + "---|" * (len(PHASES) + 1))
+    print("\n".join(phases))
+    print("\nChecks:\n")
+    print("\n".join(notes))
+    print("\nDifferences no setting removes:\n")
+    print("\n".join(f"- {d}" for d in DIFFERENCES))
+
+
+def worker_main(args) -> None:
+    import logging
+
+    logging.getLogger("trl").setLevel(logging.ERROR)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    side, name, kind = args.worker
+    shape = shape_of(name, args.pairs, args.layers)
+    if side == "ours":
+        print(json.dumps(ours_worker(shape, kind, args.steps)))
+    else:
+        print(json.dumps(trl_worker(shape, kind, args.steps, args.check)))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=3, help="timed steps per round and side")
+    ap.add_argument("--shapes", nargs="+", default=["testbed", "real"], choices=list(TARGETS))
+    ap.add_argument("--kinds", nargs="+", default=list(BETA), choices=list(BETA))
+    ap.add_argument("--rounds", type=int, default=8, help="testbed: runs per side")
+    ap.add_argument("--steps", type=int, default=8, help="testbed: timed steps per run")
+    ap.add_argument("--real-rounds", type=int, default=2)
+    ap.add_argument("--real-steps", type=int, default=2)
+    ap.add_argument("--layers", type=int, default=4, help="real shape: layers of each model")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--pairs", type=Path, default=Path("/tmp/distillscope-pairs"))
+    ap.add_argument("--worker", nargs=3, metavar=("SIDE", "SHAPE", "KIND"), help=argparse.SUPPRESS)
+    ap.add_argument("--check", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    logging.getLogger("trl").setLevel(logging.ERROR)
-    ours_loss, trl_loss = check_losses_equal()
-    assert abs(ours_loss - trl_loss) <= 1e-5 * max(1.0, abs(trl_loss)), (ours_loss, trl_loss)
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, (policy, lmbda, temperature) in POLICIES.items():
-            trl = TrlStep(lmbda, temperature, Path(tmp))
-            trl.step_s(0)  # warm-up
-            ours_s, trl_s = [], []
-            for k in range(args.rounds):  # interleaved: a burst of load hits both sides
-                ours_s.append(ours_step_s(policy, temperature, args.steps))
-                trl_s.append(
-                    statistics.median(trl.step_s(1 + k * args.steps + i) for i in range(args.steps))
-                )
-            rows.append((name, min(ours_s), min(trl_s)))
-    print(
-        f"initial loss, same batch and logits: distillscope {ours_loss:.6f}, TRL {trl_loss:.6f}\n"
-    )
-    print(
-        f"| step ({PROMPTS} prompts, {NEW_TOKENS} new tokens, forward KL, "
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads) | distillscope | "
-        "TRL GKDTrainer | speed-up |"
-    )
-    print("|---|---|---|---|")
-    for name, ours, trl in rows:
-        print(f"| {name} | {ours:.3f} s | {trl:.3f} s | {trl / ours:.2f}× |")
+    if args.worker:
+        worker_main(args)
+        return
+    if "real" in args.shapes:
+        from random_models import save_real_shape_pair  # bench/, the script's own directory
+
+        save_real_shape_pair(args.pairs, args.layers)
+    summary, phases, notes = [], [], []
+    for shape in args.shapes:
+        real = shape == "real"
+        steps, rounds = (args.real_steps, args.real_rounds) if real else (args.steps, args.rounds)
+        worker_args = argparse.Namespace(**{**vars(args), "steps": steps})
+        for kind in args.kinds:
+            load = os.getloadavg()[0]
+            runs = measure(shape, kind, rounds, worker_args)
+            notes.append(check_note(shape, kind, runs, load))
+            summary.append(summary_row(shape, kind, runs))
+            phases += phase_rows(shape, kind, runs)
+    print_tables(summary, phases, notes, args.threads or torch.get_num_threads())
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "objectives": ["bench_objectives.py", "--quick"],  # plain / chunked / fused / TRL / Liger
     "memory": ["bench_memory.py"],  # training-step memory
     "sampler": ["bench_sampler.py"],  # sampler vs transformers generate()
-    "step_trl": ["bench_step_trl.py"],  # a training step vs TRL GKDTrainer
+    "step_trl": ["bench_step_trl.py"],  # a step vs TRL DistillationTrainer, two shapes
     "teacher_cache": ["bench_teacher_cache.py"],  # shared teacher scores at V = 128,256
     "language": ["bench_language.py"],  # the language identifier of chat-format style runs
     "train": ["bench_train.py"],  # one quick-preset run

@@ -26,10 +26,12 @@ def test_bench_script_imports_resolve(script):
             importlib.import_module(f"{module}.{name}")
 
 
-def test_step_benchmark_configs_load_for_both_policies():
+def test_step_benchmark_configs_load_for_both_shapes_and_divergences(tmp_path):
     spec = importlib.util.spec_from_file_location("bench_step_trl", BENCH / "bench_step_trl.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    for policy, _, temperature in bench.POLICIES.values():
-        cfg = bench.ours_config(policy, temperature, 2)
-        assert cfg.rollout.policy == policy and cfg.objective.reduction == "token_mean"
+    for name in bench.TARGETS:
+        for kind in bench.BETA:
+            cfg = bench.ours_config(bench.shape_of(name, tmp_path, 4), kind, 2)
+            assert cfg.rollout.policy == "student" and cfg.objective.kind == kind
+            assert cfg.objective.reduction == "token_mean"

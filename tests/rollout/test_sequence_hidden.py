@@ -20,7 +20,7 @@ from transformers import (
 )
 
 from distillscope.rollout import fast_decode
-from distillscope.rollout.fast_decode import scores_exactly, sequence_hidden
+from distillscope.rollout.fast_score import scores_exactly, sequence_hidden
 from distillscope.rollout.rollouts import position_ids
 
 V, B, P, T = 61, 5, 6, 7

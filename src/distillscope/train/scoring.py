@@ -36,7 +36,7 @@ from distillscope.objectives.topk import (
     teacher_topk_from_logits,
 )
 from distillscope.rollout import Rollouts
-from distillscope.rollout.fast_decode import scores_exactly, sequence_hidden
+from distillscope.rollout.fast_score import scores_exactly, sequence_hidden
 
 
 def completion_logits(model: torch.nn.Module, r: Rollouts, role: str) -> torch.Tensor:
@@ -55,8 +55,8 @@ def completion_hidden(model: torch.nn.Module, r: Rollouts, role: str) -> torch.T
     """Final hidden states ``[B, T, H]`` predicting the completion (the decoder body only).
 
     The fused objectives apply the LM head chunk by chunk, so full logits never exist. For the
-    Llama family (:func:`~distillscope.rollout.fast_decode.scores_exactly`) the body runs on the
-    real tokens only (:func:`~distillscope.rollout.fast_decode.sequence_hidden`; 0 at padding).
+    Llama family (:func:`~distillscope.rollout.fast_score.scores_exactly`) the body runs on the
+    real tokens only (:func:`~distillscope.rollout.fast_score.sequence_hidden`; 0 at padding).
     """
     ids_B_S, mask_B_S, pos_B_S = r.sequence(role)
     sl = r.completion_logits_slice(role)

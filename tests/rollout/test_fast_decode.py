@@ -91,12 +91,18 @@ def _prompts(seed=0):
     return ids, mask
 
 
-@pytest.mark.parametrize("fused", [True, False], ids=["fused-qkv", "own-projections"])
+@pytest.mark.parametrize(
+    ("fused", "head_copy"),
+    [(True, True), (False, False), (False, True)],
+    ids=["fused-qkv", "own-projections", "own-projections-head-copy"],
+)
 @pytest.mark.parametrize("name", MODELS)
-def test_logits_equal_the_models_own_forward_step_by_step(name, fused, monkeypatch):
+def test_logits_equal_the_models_own_forward_step_by_step(name, fused, head_copy, monkeypatch):
     model = MODELS[name]()
     if not fused:  # a model above the size that fuses its query/key/value projections
         monkeypatch.setattr(fast_decode, "FUSE_MAX_BYTES", 0)
+    # long enough a rollout (or not) for the head to be multiplied as a transposed copy
+    monkeypatch.setattr(fast_decode, "HEAD_COPY_TOKENS", L if head_copy else L + 1)
     ids, mask = _prompts()
     assert supports(model, P + L)
     with torch.inference_mode():
@@ -104,6 +110,7 @@ def test_logits_equal_the_models_own_forward_step_by_step(name, fused, monkeypat
         ref = _Decoder(model, ids, mask, True, L)
         assert isinstance(ours, StaticDecoder)
         assert all(len(layer.qkv) == (1 if fused else 3) for layer in ours.layers)
+        assert ours.head.transposed == head_copy
         a, b = ours.start(), ref.start()
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
         g = torch.Generator().manual_seed(1)

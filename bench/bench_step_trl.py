@@ -15,15 +15,20 @@ TRL ``beta=0.0``, ``reverse_kl`` is ``beta=1.0``. TRL's defaults differ (reverse
 
 Each (shape, divergence, side, round) is its own process: it loads the models, runs one warm-up
 step and ``steps`` timed steps on the same prompts as the other side (``select_problems`` of
-each step), and reports every timed step's wall time, its split into phases and the process's
-peak RSS above the RSS right after the models were loaded (VmHWM: the high-water mark of
-resident memory, warm-up included, so the optimizer state counts on both sides). Rounds
+each step), and reports every timed step's wall time and its split into phases. Rounds
 alternate which side runs first. Our step is ``distill``'s, timed between the loop's
-``on_step`` callbacks (phases from ``metrics.jsonl``); TRL's is ``training_step`` + clip +
-``optimizer.step`` by hand, as ``Trainer.train`` does it without the dataloader and logging
-(phases by wrapping ``_generate_and_score_completions`` and the teacher's
-``_get_last_hidden_state``). Before timing, each shape's first TRL process computes both
-losses on the same batch and hidden states; the bench stops unless they agree to 1e-5.
+``on_step`` callbacks (phases from ``metrics.jsonl``, the loss timed around
+``objective_loss``); TRL's is ``training_step`` + clip + ``optimizer.step`` by hand, as
+``Trainer.train`` does it without the dataloader and logging (phases by wrapping
+``_generate_and_score_completions``, the teacher's ``_get_last_hidden_state``,
+``_chunked_divergence_loss`` and its backward). The last column of the summary divides TRL's
+step by ours without its loss: the most any loss could give, with both models' passes as they
+are. Memory comes from one more process per side and shape (forward KL, one step after the
+warm-up step), whose allocator maps every block of 64 kB or more (``MALLOC_MMAP_THRESHOLD_``),
+so that freed memory leaves the resident set: the step's peak RSS (VmHWM) above the RSS after
+the warm-up step — the optimizer state allocated, every weight paged in — and the process's
+peak. Before timing, each shape's first TRL process computes both losses on the same batch and
+hidden states; the bench stops unless they agree to 1e-5.
 
 Prints the summary and the per-phase tables (Markdown), then the checks and the differences
 between the two sides that no setting removes.
@@ -56,7 +61,14 @@ from distillscope.train.step import Objective, objective_loss
 
 SEED, LR = 42, 1e-4
 BETA = {"forward_kl": 0.0, "reverse_kl": 1.0}  # TRL's generalised-JSD β of each divergence
-PHASES = ("generation", "teacher forward", "student forward + loss + backward", "optimizer + rest")
+PHASES = (
+    "generation",
+    "teacher forward",
+    "student forward + backward (body)",
+    "loss: LM heads + divergence, both passes",
+    "optimizer + rest",
+)
+SIDES = ("ours", "trl")
 TARGETS = {"testbed": (2.0, None), "real": (1.3, 0.5)}  # speed-up ≥, memory ratio ≤ (issue 24)
 
 
@@ -108,38 +120,49 @@ def _status_mb(field: str) -> float:
     raise RuntimeError(f"/proc/self/status has no {field}")
 
 
+def _timed(fn, phase_s: dict, key: str):
+    """``fn`` adding its wall seconds to ``phase_s[key]``."""
+
+    def timed(*args, **kwargs):
+        t0 = time.perf_counter()
+        out = fn(*args, **kwargs)
+        phase_s[key] += time.perf_counter() - t0
+        return out
+
+    return timed
+
+
 def ours_worker(shape: Shape, kind: str, steps: int) -> dict:
-    """``distill`` for 1 + ``steps`` steps; every timed step's wall time and phases."""
+    """``distill`` for 1 + ``steps`` steps: every timed step's wall time and phases, and the peak
+    RSS of the timed steps above the RSS after the warm-up step (see :func:`memory_run`)."""
     import distillscope.train.loop as loop
 
-    loaded_mb, ticks = [], []
-    load = loop.load_models
-
-    def load_and_mark(cfg):
-        pair = load(cfg)
-        loaded_mb.append(_status_mb("VmRSS"))
-        return pair
+    ticks, loss_s, marks = [], defaultdict(float), {}
+    loop.objective_loss = _timed(loop.objective_loss, loss_s, "loss")
 
     def on_step(step: int, row: dict) -> None:
-        ticks.append(time.perf_counter())
+        ticks.append((time.perf_counter(), loss_s["loss"]))
+        if step == 0:  # warm-up done: the optimizer state exists, every weight is paged in
+            marks["warm_peak"] = _status_mb("VmHWM")
+            Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+            marks["trained"] = _status_mb("VmRSS")
         if step == steps:  # before the final checkpoint and export
-            loaded_mb.append(_status_mb("VmHWM"))
+            marks["peak"] = _status_mb("VmHWM")
 
-    loop.load_models = load_and_mark
     with tempfile.TemporaryDirectory() as tmp:
         distill(ours_config(shape, kind, steps + 1), Path(tmp), on_step=on_step)
         rows = read_metrics(Path(tmp))[1:]
-    walls = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
     phases = []
-    for wall, r in zip(walls, rows, strict=True):
-        split = [r["time/rollout"], r["time/teacher_forward"], r["time/student_forward_backward"]]
-        phases.append([*split, wall - sum(split)])
+    for (t0, l0), (t1, l1), r in zip(ticks, ticks[1:], rows, strict=False):
+        student = r["time/student_forward_backward"] - (l1 - l0)
+        split = [r["time/rollout"], r["time/teacher_forward"], student, l1 - l0]
+        phases.append([*split, t1 - t0 - sum(split)])
     return {
-        "step_s": walls,
+        "step_s": [t1 - t0 for (t0, _), (t1, _) in zip(ticks, ticks[1:], strict=False)],
         "phases_s": phases,
         "tokens": statistics.mean(r["rollout/len_mean"] for r in rows) * shape.prompts,
-        "extra_mb": loaded_mb[1] - loaded_mb[0],
-        "peak_mb": loaded_mb[1],
+        "step_mb": marks["peak"] - marks["trained"],
+        "peak_mb": max(marks["peak"], marks["warm_peak"]),
     }
 
 
@@ -152,7 +175,6 @@ class TrlRun:
 
         self.shape, self.cfg = shape, ours_config(shape, kind, 1)
         self.pair = load_models(self.cfg)
-        self.loaded_mb = _status_mb("VmRSS")
         task = resolve_task(self.cfg.task.name, self.cfg.task.file)
         self.pool = training_problems(task, self.cfg.task.eval_fraction)
         self.task = task
@@ -193,15 +215,14 @@ class TrlRun:
         return self.encoder.texts(problems, "student")
 
     def _wrap(self) -> None:
-        """Time generation and the teacher's forward inside ``training_step``."""
+        """Time generation, the teacher's forward and the loss (both passes) inside
+        ``training_step``."""
+        from trl.kernels.chunked_divergence import ChunkedDivergenceFunction
+        from trl.trainer import distillation_trainer
+
         trainer, teacher = self.trainer, self.pair.teacher
         generate, hidden = trainer._generate_and_score_completions, trainer._get_last_hidden_state
-
-        def timed_generate(inputs):
-            t0 = time.perf_counter()
-            out = generate(inputs)
-            self.phase_s["generation"] += time.perf_counter() - t0
-            return out
+        trainer._generate_and_score_completions = _timed(generate, self.phase_s, "generation")
 
         def timed_hidden(model, *args, **kwargs):
             t0 = time.perf_counter()
@@ -210,12 +231,16 @@ class TrlRun:
                 self.phase_s["teacher"] += time.perf_counter() - t0
             return out
 
-        trainer._generate_and_score_completions = timed_generate
         trainer._get_last_hidden_state = timed_hidden
+        loss = distillation_trainer._chunked_divergence_loss
+        distillation_trainer._chunked_divergence_loss = _timed(loss, self.phase_s, "loss")
+        backward = ChunkedDivergenceFunction.backward
+        ChunkedDivergenceFunction.backward = staticmethod(_timed(backward, self.phase_s, "loss"))
 
     def step(self, step: int) -> tuple[float, list[float]]:
         """One step: wall seconds and the phases."""
-        model, self.phase_s = self.trainer.model, defaultdict(float)
+        model = self.trainer.model
+        self.phase_s.clear()  # the wrappers add into this very dict
         t0 = time.perf_counter()
         self.trainer.training_step(model, [{"prompt": p} for p in self.prompts(step)], None)
         t1 = time.perf_counter()
@@ -223,8 +248,8 @@ class TrlRun:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         t2 = time.perf_counter()
-        gen, teacher = self.phase_s["generation"], self.phase_s["teacher"]
-        return t2 - t0, [gen, teacher, t1 - t0 - gen - teacher, t2 - t1]
+        gen, teacher, loss = (self.phase_s[k] for k in ("generation", "teacher", "loss"))
+        return t2 - t0, [gen, teacher, t1 - t0 - gen - teacher - loss, loss, t2 - t1]
 
     def same_prompt_ids(self) -> bool:
         """Whether TRL tokenises the step's prompts to our encoder's ids."""
@@ -238,16 +263,19 @@ def trl_worker(shape: Shape, kind: str, steps: int, check: bool) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run = TrlRun(shape, kind, Path(tmp))
         checks = {"same_prompt_ids": run.same_prompt_ids(), **losses(run)} if check else {}
-        run.step(0)  # warm-up
+        run.step(0)  # warm-up: the optimizer state exists, every weight is paged in
+        warm_peak = _status_mb("VmHWM")
+        Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+        trained = _status_mb("VmRSS")
         timed = [run.step(1 + k) for k in range(steps)]
-        peak_mb = _status_mb("VmHWM")
+        peak = _status_mb("VmHWM")
     lengths = run.trainer._metrics["train"]["completions/mean_length"][1:]
     return {
         "step_s": [s for s, _ in timed],
         "phases_s": [p for _, p in timed],
         "tokens": statistics.mean(lengths) * shape.prompts,
-        "extra_mb": peak_mb - run.loaded_mb,
-        "peak_mb": peak_mb,
+        "step_mb": peak - trained,
+        "peak_mb": max(peak, warm_peak),
         **checks,
     }
 
@@ -295,25 +323,26 @@ def losses(run: TrlRun) -> dict[str, float]:
     return {"loss_ours": float(ours), "loss_trl": float(trl)}
 
 
-def run_worker(side: str, shape: str, kind: str, args, check: bool) -> dict:
-    cmd = [sys.executable, __file__, "--worker", side, shape, kind, "--steps", str(args.steps)]
-    cmd += [
-        "--pairs",
-        str(args.pairs),
-        "--layers",
-        str(args.layers),
-        "--threads",
-        str(args.threads),
-    ]
-    cmd += ["--check"] * check
-    done = subprocess.run(cmd, capture_output=True, text=True)
+#: The memory runs' allocator: every block of 64 kB or more is mapped and returned to the
+#: system when freed, so resident memory follows the live tensors (glibc keeps freed blocks up
+#: to 32 MB for reuse otherwise, which hides a later step's peak).
+MEMORY_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536"}
+
+
+def run_worker(side: str, shape: str, kind: str, args, *, check=False, memory=False) -> dict:
+    steps = 1 if memory else args.steps
+    cmd = [sys.executable, __file__, "--worker", side, shape, kind, "--steps", str(steps)]
+    cmd += ["--pairs", str(args.pairs), "--layers", str(args.layers)]
+    cmd += ["--threads", str(args.threads)] + ["--check"] * check
+    env = {**os.environ, **(MEMORY_ENV if memory else {})}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         sys.exit(f"{side} {shape} {kind} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def measure(shape: str, kind: str, rounds: int, args) -> dict[str, list[dict]]:
-    """``rounds`` runs per side, alternating which side goes first."""
+    """``rounds`` timed runs per side, alternating which side goes first."""
     runs: dict[str, list[dict]] = {"ours": [], "trl": []}
     for k in range(rounds):
         for side in ("ours", "trl") if k % 2 == 0 else ("trl", "ours"):
@@ -326,33 +355,42 @@ def _median_step(run: dict) -> float:
     return statistics.median(run["step_s"])
 
 
+def _median_phase(run: dict, i: int) -> float:
+    return statistics.median(p[i] for p in run["phases_s"])
+
+
 def summary_row(shape: str, kind: str, runs: dict[str, list[dict]]) -> str:
+    """Step times, the speed-up, and the speed-up a free loss would give (the floor)."""
     cells = []
     for side in ("ours", "trl"):
         m = sorted(_median_step(r) for r in runs[side])
         cells.append(f"{statistics.median(m):.3f} s ({m[0]:.3f}–{m[-1]:.3f})")
-    speed = statistics.median(map(_median_step, runs["trl"])) / statistics.median(
-        map(_median_step, runs["ours"])
-    )
-    mem = {side: statistics.median(r["extra_mb"] for r in runs[side]) for side in runs}
-    peak = {side: statistics.median(r["peak_mb"] for r in runs[side]) for side in runs}
-    target_speed, target_mem = TARGETS[shape]
-    speed_cell = f"**{speed:.2f}×** (≥ {target_speed}×)"
-    mem_cell = f"{mem['ours']:,.0f} / {mem['trl']:,.0f} MB = {mem['ours'] / mem['trl']:.2f}×"
-    mem_cell += f" (≤ {target_mem}×)" if target_mem else ""
+    trl_s = statistics.median(map(_median_step, runs["trl"]))
+    speed = trl_s / statistics.median(map(_median_step, runs["ours"]))
+    no_loss = statistics.median(_median_step(r) - _median_phase(r, 3) for r in runs["ours"])
     return (
-        f"| {shape}, {kind} | {cells[0]} | {cells[1]} | {speed_cell} | {mem_cell} | "
-        f"{peak['ours']:,.0f} / {peak['trl']:,.0f} MB |"
+        f"| {shape}, {kind} | {cells[0]} | {cells[1]} | **{speed:.2f}×** "
+        f"(≥ {TARGETS[shape][0]}×) | {trl_s / no_loss:.2f}× |"
+    )
+
+
+def memory_row(shape: str, mem: dict[str, dict]) -> str:
+    ours, trl = mem["ours"]["step_mb"], mem["trl"]["step_mb"]
+    target = TARGETS[shape][1]
+    return (
+        f"| {shape} | {ours:,.0f} / {trl:,.0f} MB = **{ours / trl:.2f}×**"
+        f"{f' (≤ {target}×)' if target else ''} | {mem['ours']['peak_mb']:,.0f} / "
+        f"{mem['trl']['peak_mb']:,.0f} MB |"
     )
 
 
 def phase_rows(shape: str, kind: str, runs: dict[str, list[dict]]) -> list[str]:
     rows = []
     for side, name in (("ours", "distillscope"), ("trl", "TRL")):
-        per_run = [
-            [statistics.median(p[i] for p in r["phases_s"]) for i in range(4)] for r in runs[side]
+        ms = [
+            1e3 * statistics.median(_median_phase(r, i) for r in runs[side])
+            for i in range(len(PHASES))
         ]
-        ms = [1e3 * statistics.median(run[i] for run in per_run) for i in range(4)]
         tokens = statistics.median(r["tokens"] for r in runs[side])
         cells = " | ".join(f"{v:,.0f}" for v in ms)
         rows.append(f"| {shape}, {kind} | {name} | {cells} | {tokens:.0f} |")
@@ -385,22 +423,31 @@ def check_note(shape: str, kind: str, runs: dict[str, list[dict]], load: float) 
     )
 
 
-def print_tables(summary: list[str], phases: list[str], notes: list[str], threads: int) -> None:
+def print_tables(tables: dict[str, list[str]], threads: int) -> None:
     print(
         "| shape, divergence | distillscope step: median (min–max of runs) | TRL "
-        "DistillationTrainer step | speed-up (target) | peak RSS above the models: ours / TRL "
-        "(target) | peak RSS: ours / TRL |\n|---|---|---|---|---|---|"
+        "DistillationTrainer step | speed-up (target) | speed-up if our loss cost nothing |"
     )
-    print("\n".join(summary))
+    print("|---|---|---|---|---|")
+    print("\n".join(tables["summary"]))
+    print(
+        "\nMemory (forward KL, one step after a warm-up step, in a process of its own whose "
+        "allocator returns every freed block of 64 kB or more):\n"
+    )
+    print(
+        "| shape | the step's peak RSS above the trained state: ours / TRL (target) | "
+        "peak RSS of the process: ours / TRL |\n|---|---|---|"
+    )
+    print("\n".join(tables["memory"]))
     print(
         f"\nPer phase, ms (median over runs of each run's median step), and completion tokens "
         f"per step; torch {torch.__version__}, {threads} threads, fp32:\n"
     )
     print("| shape, divergence | side | " + " | ".join(PHASES) + " | tokens |")
     print("|---|---|" + "---|" * (len(PHASES) + 1))
-    print("\n".join(phases))
+    print("\n".join(tables["phases"]))
     print("\nChecks:\n")
-    print("\n".join(notes))
+    print("\n".join(tables["notes"]))
     print("\nDifferences no setting removes:\n")
     print("\n".join(f"- {d}" for d in DIFFERENCES))
 
@@ -440,7 +487,7 @@ def main() -> None:
         from random_models import save_real_shape_pair  # bench/, the script's own directory
 
         save_real_shape_pair(args.pairs, args.layers)
-    summary, phases, notes = [], [], []
+    tables: dict[str, list[str]] = {"summary": [], "memory": [], "phases": [], "notes": []}
     for shape in args.shapes:
         real = shape == "real"
         steps, rounds = (args.real_steps, args.real_rounds) if real else (args.steps, args.rounds)
@@ -448,10 +495,12 @@ def main() -> None:
         for kind in args.kinds:
             load = os.getloadavg()[0]
             runs = measure(shape, kind, rounds, worker_args)
-            notes.append(check_note(shape, kind, runs, load))
-            summary.append(summary_row(shape, kind, runs))
-            phases += phase_rows(shape, kind, runs)
-    print_tables(summary, phases, notes, args.threads or torch.get_num_threads())
+            tables["notes"].append(check_note(shape, kind, runs, load))
+            tables["summary"].append(summary_row(shape, kind, runs))
+            tables["phases"] += phase_rows(shape, kind, runs)
+        mem = {s: run_worker(s, shape, "forward_kl", worker_args, memory=True) for s in SIDES}
+        tables["memory"].append(memory_row(shape, mem))
+    print_tables(tables, args.threads or torch.get_num_threads())
 
 
 if __name__ == "__main__":

@@ -182,10 +182,20 @@ def _encoder(cfg: RunConfig, task, pair) -> PromptEncoder:
 
 
 def _adamw(cfg: RunConfig, student: torch.nn.Module) -> torch.optim.AdamW:
+    """AdamW with torch's fused kernel where the student's device has one: one pass over each
+    tensor. The per-list implementation holds temporaries of about 1.4× the parameters during the
+    step (1 GB for a 196M-parameter student, BENCHMARKS "A training step against TRL") and takes
+    several times longer on CPU (196M parameters: 0.3 s instead of 4.8 s)."""
     o = cfg.optim
+    params = list(student.parameters())
+    fused = all(p.device.type in _FUSED_ADAMW_DEVICES for p in params)
     return torch.optim.AdamW(
-        student.parameters(), lr=o.lr, betas=o.betas, eps=o.eps, weight_decay=o.weight_decay
+        params, lr=o.lr, betas=o.betas, eps=o.eps, weight_decay=o.weight_decay, fused=fused
     )
+
+
+#: the devices on which torch's AdamW has a fused kernel (torch ≥ 2.4)
+_FUSED_ADAMW_DEVICES = ("cpu", "cuda")
 
 
 def _problems(cfg: RunConfig, pool: list, step: int) -> list:

@@ -55,6 +55,7 @@ from distillscope.tasks import training_problems
 from distillscope.train.checkpoint import export_student, load_checkpoint, save_checkpoint
 from distillscope.train.checks import preflight
 from distillscope.train.informativeness import informativeness_metrics
+from distillscope.train.lora import merged_student, trainable_parameters
 from distillscope.train.precision import forward_precision
 from distillscope.train.profiles import Profiler
 from distillscope.train.scoring import TeacherScores
@@ -156,6 +157,7 @@ def distill(
     save_checkpoint(run_dir, cfg.optim.steps, student, optimizer, fingerprint)
     profiler.at(cfg.optim.steps)  # after the last update
     write_status(run_dir, "trained")
+    student = merged_student(cfg.model, student)  # model.lora: adapters merged into the weights
     export_student(run_dir, student, pair.tokenizer)  # RUN/student/: from_pretrained loads it
     student.eval()
     return student
@@ -184,7 +186,11 @@ def _encoder(cfg: RunConfig, task, pair) -> PromptEncoder:
 def _adamw(cfg: RunConfig, student: torch.nn.Module) -> torch.optim.AdamW:
     o = cfg.optim
     return torch.optim.AdamW(
-        student.parameters(), lr=o.lr, betas=o.betas, eps=o.eps, weight_decay=o.weight_decay
+        trainable_parameters(student),
+        lr=o.lr,
+        betas=o.betas,
+        eps=o.eps,
+        weight_decay=o.weight_decay,
     )
 
 

@@ -251,6 +251,8 @@ def clear_run(run: Path) -> None:
         "samples.jsonl",
         PROFILES_FILE,
         "student",
+        "tensorboard",  # log.trackers (distillscope.train.trackers)
+        "wandb",
     }
     foreign = [p.name for p in run.iterdir() if p.name not in known and not p.name.startswith(".")]
     if foreign:

@@ -70,6 +70,7 @@ from distillscope.train.step import (
     objective_loss,
 )
 from distillscope.train.teacher import TeacherScorer
+from distillscope.train.trackers import Trackers
 
 
 class DivergedError(RuntimeError):
@@ -112,6 +113,7 @@ def distill(
     optimizer = _adamw(cfg, student)
     start = load_checkpoint(run_dir, student, optimizer, fingerprint)
     log = MetricsLog(run_dir, keep_steps=start)
+    trackers = Trackers(cfg, run_dir, start)  # log.trackers: TensorBoard, W&B (same rows)
     teacher = TeacherScorer(cfg, pair.teacher, objective, rollout_cache)
     learner = _Learner(cfg, objective, student, optimizer, run_dir)
     profiler = Profiler(cfg, pair, objective.path, encoder, pool, run_dir, start)
@@ -149,12 +151,14 @@ def distill(
         row |= rollout_length_metrics(rollouts) | timer.metrics(rollouts)
         row["time/teacher_saved"] = saved_s + scores_saved_s  # rollouts and scores from cache
         log.append(row)
+        trackers.log(row)
         if on_step is not None:
             on_step(step, row)
         # 9. checkpoint: a killed run resumes from the last one with the same metrics
         if cfg.checkpoint_every and ((step + 1) % cfg.checkpoint_every == 0):
             save_checkpoint(run_dir, step + 1, student, optimizer, fingerprint)
     save_checkpoint(run_dir, cfg.optim.steps, student, optimizer, fingerprint)
+    trackers.close()
     profiler.at(cfg.optim.steps)  # after the last update
     write_status(run_dir, "trained")
     student = merged_student(cfg.model, student)  # model.lora: adapters merged into the weights

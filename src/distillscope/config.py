@@ -127,7 +127,9 @@ class ModelConfig(_Section):
     allow_pickle: bool = Field(False, description="allow loading pickled .bin weights")
     trust_remote_code: bool = Field(False, description="let transformers run model code")
     lora: LoraConfig | None = Field(
-        None, description="train LoRA adapters instead of every weight; null = full fine-tuning"
+        None,
+        description="LoRA adapters {r, alpha, dropout, target_modules} train instead of every "
+        "weight (extra lora); null = full fine-tuning",
     )
 
 
@@ -670,7 +672,9 @@ class RunConfig(_Section):
     eval: EvalConfig = EvalConfig()
     checkpoint_every: Int = Field(50, ge=0, description="steps between checkpoints; 0 = none")
     log: LogConfig | None = Field(
-        None, description="TensorBoard / W&B beside metrics.jsonl; null = metrics.jsonl only"
+        None,
+        description="trackers beside metrics.jsonl {trackers: [tensorboard, wandb], "
+        "wandb_project}; null = metrics.jsonl only",
     )
     rlvr: RLVRConfig | None = Field(
         None, description="an RLVR run's training (set by a study's rlvr stage); null = distill"

@@ -15,8 +15,6 @@ Checkpoints hold the unmerged state (base + adapters), so a killed run resumes e
 
 from __future__ import annotations
 
-import copy
-
 import torch
 from torch import nn
 
@@ -80,24 +78,23 @@ def _tied_embeddings(model: nn.Module) -> set[str]:
 
 
 def merged_student(cfg: ModelConfig, student: nn.Module) -> nn.Module:
-    """``student`` itself without ``model.lora``; with it, a copy whose adapters are merged into
-    the base weights and removed: a plain Hugging Face model of the student's class (the
-    trained ``student``, adapters and all, is left as it was)."""
+    """``student`` without ``model.lora``; with it, the same module with each adapter merged into
+    its base weight and removed, in place (no second copy of a large model): a plain Hugging
+    Face model of the student's class. Call it once training and its last checkpoint are done."""
     if cfg.lora is None:
         return student
     from peft.tuners.lora import LoraLayer
 
-    merged = copy.deepcopy(student)
-    for name, module in list(merged.named_modules()):
+    for name, module in list(student.named_modules()):
         if isinstance(module, LoraLayer):
             module.merge()  # W ← W + (alpha / r)·B·A, in the base layer
             parent_name, _, child = name.rpartition(".")
-            setattr(merged.get_submodule(parent_name), child, module.get_base_layer())
+            setattr(student.get_submodule(parent_name), child, module.get_base_layer())
     for attr in ("peft_config", "_hf_peft_config_loaded"):  # set by peft's injection
-        if attr in merged.__dict__:
-            delattr(merged, attr)
-    merged.requires_grad_(True)
-    return merged
+        if attr in student.__dict__:
+            delattr(student, attr)
+    student.requires_grad_(True)
+    return student
 
 
 def trainable_parameters(model: nn.Module) -> list[torch.nn.Parameter]:

@@ -14,6 +14,8 @@ from tests.train.test_distill import tiny_cfg
 
 from distillscope.config import TRACKER_MISSING, ConfigError
 from distillscope.store import read_metrics
+from distillscope.study.run_study import run_study
+from distillscope.study.spec import StudySpec
 from distillscope.train import distill
 from distillscope.train.checks import preflight
 
@@ -108,6 +110,10 @@ def test_tensorboard_and_wandb_hold_the_rows_of_metrics_jsonl(tiny_pair, tmp_pat
     info, logged = wandb_run(run)
     assert logged == want  # JSON: the same numbers, bit for bit
     assert info["name"] == "run" and info["project"] == "lab" and info["group"] == ""
+    # --overwrite clears the trackers' folders with the rest of the run (nothing is refused)
+    distill(tiny_cfg(tiny_pair, **{**BOTH, "optim.steps": 1}), run, overwrite=True)
+    assert len(list((run / "wandb").glob("offline-run-*"))) == 1
+    assert tensorboard_rows(run / "tensorboard").keys() == {0}
 
 
 def test_a_resumed_run_logs_each_step_once(tiny_pair, tmp_path):
@@ -133,19 +139,32 @@ def test_a_resumed_run_logs_each_step_once(tiny_pair, tmp_path):
     assert a == first and sorted(b) == [2, 3] and {**a, **b} == want
 
 
-def test_a_study_run_is_grouped_under_its_study(tiny_pair, tmp_path):
+def test_a_studys_runs_are_grouped_under_it(tiny_pair, tmp_path):
+    teacher, student = tiny_pair
+    base = {
+        "model": {"teacher": str(teacher), "student": str(student)},
+        "task": {"max_new_tokens": 6},
+        "rollout": {"prompts_per_step": 4},
+        "optim": {"steps": 1, "warmup_steps": 1},
+        "eval": {"items": 2, "coverage_items": 0, "skill_items": 0, "harder_task": None},
+        "log": {"trackers": ["tensorboard", "wandb"]},
+    }
+    axes = {"seed": [42, 43]}
+    spec = StudySpec.model_validate(
+        {"name": "tiny", "base": base, "experiments": [{"name": "main", "axes": axes}]}
+    )
     study = tmp_path / "my-study"
-    (study / "runs").mkdir(parents=True)
-    (study / "study.yaml").write_text("name: my-study\n")
-    run = study / "runs" / "main_a"
-    cfg = tiny_cfg(tiny_pair, **{**BOTH, "optim.steps": 1})
-    distill(cfg, run)
-    assert not (run / "tensorboard").exists()
-    board = tensorboard_rows(study / "tensorboard" / "main_a")
-    assert board.keys() == {0} and board[0] == pytest.approx(numbers(read_metrics(run)[0]))
-    info, _ = wandb_run(run)
-    assert info["group"] == "my-study" and info["name"] == "main_a"
-    distill(cfg, run, overwrite=True)  # the trackers' folders belong to the run
+    run_study(spec, study)
+    runs = [p for p in sorted((study / "runs").iterdir()) if (p / "metrics.jsonl").is_file()]
+    assert len(runs) == 2
+    for run in runs:  # one TensorBoard directory per run, under the study's
+        assert not (run / "tensorboard").exists()
+        board = tensorboard_rows(study / "tensorboard" / run.name)
+        assert board.keys() == {0}
+        assert board[0] == pytest.approx(numbers(read_metrics(run)[0]), rel=1e-6, abs=1e-30)
+        info, logged = wandb_run(run)
+        assert info["group"] == "my-study" and info["name"] == run.name
+        assert logged == {0: numbers(read_metrics(run)[0])}
 
 
 @pytest.mark.parametrize("name", ["tensorboard", "wandb"])

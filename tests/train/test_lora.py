@@ -65,6 +65,7 @@ def test_the_export_is_the_merged_model_with_the_peft_models_logits(tiny_pair, l
     cfg, run, student = lora_run
     exported = AutoModelForCausalLM.from_pretrained(run / "student")  # no peft involved
     assert not [k for k in exported.state_dict() if "lora" in k or "base_layer" in k]
+    assert not (run / "student" / "adapter_config.json").exists()  # a full model, no adapter
     # the adapted (peft) student rebuilt from the checkpoint, adapters unmerged
     torch.manual_seed(0)
     adapted = attach_lora(load_model(tiny_pair[1])[0], cfg.model.lora)

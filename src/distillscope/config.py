@@ -73,6 +73,33 @@ class _Section(BaseModel):
                 )
 
 
+class LoraConfig(_Section):
+    """LoRA adapters on the student (peft): only the adapters train; ``RUN/student/`` holds the
+    adapters merged into the base weights (docs/scaling.md "LoRA students")."""
+
+    r: Int = Field(8, ge=1, description="rank of each adapter's update B·A")
+    alpha: Float = Field(16.0, gt=0, description="scale numerator: the update is (alpha / r)·B·A")
+    dropout: Float = Field(
+        0.0, ge=0, lt=1, description="dropout on the adapters' input (0 = resumes bit for bit)"
+    )
+    target_modules: list[str] = Field(
+        ["q_proj", "k_proj", "v_proj", "o_proj"],
+        min_length=1,
+        description="names of the student's linear layers that get an adapter",
+    )
+
+    def preflight(self) -> None:
+        """Refuse, before anything runs, a LoRA run without peft (one line naming the extra)."""
+        import importlib.util
+
+        if importlib.util.find_spec("peft") is None:
+            raise ConfigError(LORA_MISSING)
+
+
+#: The one line a run with ``model.lora`` fails with when peft is not installed.
+LORA_MISSING = "model.lora needs peft, which is not installed: pip install 'distillscope[lora]'"
+
+
 class ModelConfig(_Section):
     teacher: str = Field("testbed:teacher", description="teacher HF directory, or testbed:teacher")
     student: str = Field("testbed:student", description="student HF directory, or testbed:student")
@@ -99,6 +126,11 @@ class ModelConfig(_Section):
     )
     allow_pickle: bool = Field(False, description="allow loading pickled .bin weights")
     trust_remote_code: bool = Field(False, description="let transformers run model code")
+    lora: LoraConfig | None = Field(
+        None,
+        description="LoRA adapters {r, alpha, dropout, target_modules} train instead of every "
+        "weight (extra lora); null = full fine-tuning",
+    )
 
 
 class DatasetConfig(_Section):
@@ -602,6 +634,33 @@ class RLVRConfig(_Section):
     )
 
 
+#: Experiment trackers a run can log to beside ``metrics.jsonl``.
+TRACKERS = ("tensorboard", "wandb")
+#: The one line a run fails with when a tracker's package is not installed.
+TRACKER_MISSING = (
+    "log.trackers names {name}, which is not installed: pip install 'distillscope[{name}]'"
+)
+
+
+class LogConfig(_Section):
+    """Experiment trackers that receive each row of ``metrics.jsonl`` (same keys) as it is
+    written (docs/scaling.md "Trackers")."""
+
+    trackers: list[Literal[TRACKERS]] = Field(
+        min_length=1, description="tensorboard and/or wandb (W&B offline unless WANDB_MODE says)"
+    )
+    wandb_project: str = Field("distillscope", description="W&B project of the run")
+
+    def preflight(self) -> None:
+        """Refuse, before anything runs, a tracker whose package is not installed (one line
+        naming its extra)."""
+        import importlib.util
+
+        for name in self.trackers:
+            if importlib.util.find_spec(name) is None:
+                raise ConfigError(TRACKER_MISSING.format(name=name))
+
+
 class RunConfig(_Section):
     name: str = Field("run", description="a label for this run")
     seed: Int = Field(42, description="seeds data order, sampling and evaluation draws")
@@ -612,6 +671,11 @@ class RunConfig(_Section):
     optim: OptimConfig = OptimConfig()
     eval: EvalConfig = EvalConfig()
     checkpoint_every: Int = Field(50, ge=0, description="steps between checkpoints; 0 = none")
+    log: LogConfig | None = Field(
+        None,
+        description="trackers beside metrics.jsonl {trackers: [tensorboard, wandb], "
+        "wandb_project}; null = metrics.jsonl only",
+    )
     rlvr: RLVRConfig | None = Field(
         None, description="an RLVR run's training (set by a study's rlvr stage); null = distill"
     )

@@ -140,6 +140,8 @@ ADDED_FIELDS: dict[str, Any] = {
     "task.dataset": None,  # dataset tasks: their rows' source and column mapping
     "task.fields": None,
     "rlvr": None,  # a whole section: RLVR runs only
+    "model.lora": None,  # LoRA students (full fine-tuning before)
+    "log": None,  # a whole section: experiment trackers beside metrics.jsonl
 }
 
 
@@ -249,6 +251,8 @@ def clear_run(run: Path) -> None:
         "samples.jsonl",
         PROFILES_FILE,
         "student",
+        "tensorboard",  # log.trackers (distillscope.train.trackers)
+        "wandb",
     }
     foreign = [p.name for p in run.iterdir() if p.name not in known and not p.name.startswith(".")]
     if foreign:

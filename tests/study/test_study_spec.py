@@ -1,6 +1,13 @@
 import pytest
 
-from distillscope.config import ConfigError, DatasetConfig, ForgettingConfig, RLVRConfig
+from distillscope.config import (
+    ConfigError,
+    DatasetConfig,
+    ForgettingConfig,
+    LogConfig,
+    LoraConfig,
+    RLVRConfig,
+)
 from distillscope.study.spec import StudySpec, expand, load_spec, run_id
 
 
@@ -115,6 +122,9 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
         "task.teacher_instruction": "Reason in Spanish.",
         "eval.style_language": "es",
         "eval.forgetting": ForgettingConfig(confirm_run_unsafe_code=True),
+        "model.lora": LoraConfig(),
+        "rlvr": RLVRConfig(parent="main_x"),
+        "log": LogConfig(trackers=["tensorboard"]),
     }
 
     def other(default, dotted):  # a value other than the default, of its type
@@ -146,7 +156,7 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
     assert config_fingerprint(cfg.model_dump(mode="json")) == config_fingerprint(old_dump)
     for dotted, default in ADDED_FIELDS.items():
         if dotted in sections:  # set: the run is another kind of run
-            changed = cfg.model_copy(update={dotted: RLVRConfig(parent="main_x")})
+            changed = cfg.model_copy(update={dotted: held[dotted]})
             assert run_id("main", {}, changed) != old_id
             data = changed.model_dump(mode="json")
             assert config_fingerprint(data)[0] != config_fingerprint(old_dump)[0]

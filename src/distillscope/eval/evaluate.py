@@ -27,7 +27,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from distillscope.config import RunConfig, evaluation_key
-from distillscope.eval.forgetting import harness_forgetting
+from distillscope.eval.forgetting import STUDENT_DIR, harness_forgetting
 from distillscope.eval.generate import Samples, sample_and_score
 from distillscope.eval.measures import pass_at_k_curve, update_sparsity
 from distillscope.eval.samples_file import SampleLog
@@ -130,11 +130,14 @@ def _students(
     """The untrained student, the student to evaluate (in eval mode) and their tokenizer.
 
     The one to evaluate is ``student`` when given, else the checkpoint of ``run_dir`` (loaded
-    strictly), or the untrained student itself when ``untrained``.
+    strictly) — for a LoRA student (``model.lora``) its merged export ``RUN/student/``, as the
+    checkpoint holds the unmerged adapters — or the untrained student itself when ``untrained``.
     """
     initial, tokenizer = _load_student(cfg)
     if untrained:
         student = initial
+    elif student is None and cfg.model.lora is not None:
+        student, _ = load_model(run_dir / STUDENT_DIR, **load_options(cfg.model))
     elif student is None:
         student, _ = _load_student(cfg)
         load_weights(student, checkpoint_dir(run_dir) / "model.safetensors")  # strict

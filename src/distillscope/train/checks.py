@@ -33,7 +33,16 @@ def preflight(cfg: RunConfig) -> Task:
         require_lingua()  # the language identifier's optional extra
     if cfg.eval.forgetting is not None:
         cfg.eval.forgetting.preflight()  # the harness installed, its include_path there
+    _optional_extras(cfg)
     return task
+
+
+def _optional_extras(cfg: RunConfig) -> None:
+    """Refuse a LoRA student without peft and a tracker whose package is missing."""
+    if cfg.model.lora is not None:
+        cfg.model.lora.preflight()
+    if cfg.log is not None:
+        cfg.log.preflight()
 
 
 def preflight_all(configs: list[RunConfig]) -> None:
@@ -42,6 +51,8 @@ def preflight_all(configs: list[RunConfig]) -> None:
         require_lingua()  # whatever the runs share, the extra is checked before the first
     for forgetting in [c.eval.forgetting for c in configs if c.eval.forgetting is not None]:
         forgetting.preflight()  # the harness and its include_path, before the first run
+    for cfg in configs:
+        _optional_extras(cfg)  # peft and the trackers, before the first run
     seen = set()
     for cfg in configs:
         m, t = cfg.model, cfg.task

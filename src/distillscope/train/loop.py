@@ -55,6 +55,7 @@ from distillscope.tasks import training_problems
 from distillscope.train.checkpoint import export_student, load_checkpoint, save_checkpoint
 from distillscope.train.checks import preflight
 from distillscope.train.informativeness import informativeness_metrics
+from distillscope.train.lora import merged_student, trainable_parameters
 from distillscope.train.precision import forward_precision
 from distillscope.train.profiles import Profiler
 from distillscope.train.scoring import TeacherScores
@@ -69,6 +70,7 @@ from distillscope.train.step import (
     objective_loss,
 )
 from distillscope.train.teacher import TeacherScorer
+from distillscope.train.trackers import Trackers
 
 
 class DivergedError(RuntimeError):
@@ -111,6 +113,7 @@ def distill(
     optimizer = _adamw(cfg, student)
     start = load_checkpoint(run_dir, student, optimizer, fingerprint)
     log = MetricsLog(run_dir, keep_steps=start)
+    trackers = Trackers(cfg, run_dir, start)  # log.trackers: TensorBoard, W&B (same rows)
     teacher = TeacherScorer(cfg, pair.teacher, objective, rollout_cache)
     learner = _Learner(cfg, objective, student, optimizer, run_dir)
     profiler = Profiler(cfg, pair, objective.path, encoder, pool, run_dir, start)
@@ -148,14 +151,17 @@ def distill(
         row |= rollout_length_metrics(rollouts) | timer.metrics(rollouts)
         row["time/teacher_saved"] = saved_s + scores_saved_s  # rollouts and scores from cache
         log.append(row)
+        trackers.log(row)
         if on_step is not None:
             on_step(step, row)
         # 9. checkpoint: a killed run resumes from the last one with the same metrics
         if cfg.checkpoint_every and ((step + 1) % cfg.checkpoint_every == 0):
             save_checkpoint(run_dir, step + 1, student, optimizer, fingerprint)
     save_checkpoint(run_dir, cfg.optim.steps, student, optimizer, fingerprint)
+    trackers.close()
     profiler.at(cfg.optim.steps)  # after the last update
     write_status(run_dir, "trained")
+    student = merged_student(cfg.model, student)  # model.lora: adapters merged into the weights
     export_student(run_dir, student, pair.tokenizer)  # RUN/student/: from_pretrained loads it
     student.eval()
     return student
@@ -187,7 +193,7 @@ def _adamw(cfg: RunConfig, student: torch.nn.Module) -> torch.optim.AdamW:
     step (1 GB for a 196M-parameter student, BENCHMARKS "A training step against TRL") and takes
     several times longer on CPU (196M parameters: 0.3 s instead of 4.8 s)."""
     o = cfg.optim
-    params = list(student.parameters())
+    params = trainable_parameters(student)  # model.lora: the adapters only
     fused = all(p.device.type in _FUSED_ADAMW_DEVICES for p in params)
     return torch.optim.AdamW(
         params, lr=o.lr, betas=o.betas, eps=o.eps, weight_decay=o.weight_decay, fused=fused

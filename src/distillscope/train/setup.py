@@ -7,15 +7,19 @@ from distillscope.config import RolloutConfig, RunConfig
 from distillscope.models import ModelPair, load_pair, pair_options, resolve_model_path
 from distillscope.policy_registry import ROLLOUT_POLICIES
 from distillscope.rollout import RolloutPolicy
+from distillscope.train.lora import attach_lora
 
 
 def load_models(cfg: RunConfig) -> ModelPair:
     """Teacher and student of the run (tokenizers checked to match, teacher frozen); the
-    student recomputes its layer activations in backward with ``model.gradient_checkpointing``."""
+    student carries ``model.lora``'s adapters (:mod:`.lora`: only they train) and recomputes
+    its layer activations in backward with ``model.gradient_checkpointing``."""
     m = cfg.model
     pair = load_pair(
         resolve_model_path(m.teacher), resolve_model_path(m.student), **pair_options(m)
     )
+    if m.lora is not None:
+        pair.student = attach_lora(pair.student, m.lora)
     if m.gradient_checkpointing:
         pair.student.activation_checkpointing_enable({"use_reentrant": False})
     return pair

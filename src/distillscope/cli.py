@@ -12,6 +12,7 @@ distillscope testbed info            # sizes and build-time accuracies of the sh
 distillscope testbed eval            # measure the shipped testbed again (HF generate)
 distillscope testbed build --out DIR # train a testbed from scratch
 distillscope analyze gradients|estimators RUN_DIR  # §5 bounds, KL-estimator bias
+distillscope serve-teacher DIR --port 8000  # a teacher's top-k log-probs over HTTP
 """
 
 from __future__ import annotations
@@ -564,6 +565,26 @@ def _print_eval(run_dir: Path, metrics: dict) -> None:
     console.print(f"what the student wrote: {run_dir / 'samples.jsonl'}")
     if (run_dir / "student").is_dir():
         console.print(f"the student (from_pretrained): {run_dir / 'student'}")
+
+
+@app.command("serve-teacher")
+@friendly_errors
+def serve_teacher_cmd(
+    directory: str = typer.Argument(..., help="a local HF model directory, or testbed:teacher"),
+    port: int = typer.Option(8000, help="TCP port (0: a free one)"),
+    host: str = typer.Option("127.0.0.1", help="address to listen on (another one is exposed)"),
+    topk_max: int = typer.Option(20, "--topk-max", help="the largest prompt_logprobs answered"),
+) -> None:
+    """Serve DIRECTORY's prompt log-probs over vLLM's OpenAI API subset (docs/scaling.md)."""
+    from distillscope.models import check_model_dir, resolve_model_path
+    from distillscope.models.serve import make_server, serve
+
+    root = check_model_dir(resolve_model_path(directory))
+    if host != "127.0.0.1":
+        err_console.print(f"[yellow]warning:[/yellow] listening on {host}, beyond this machine")
+    server = make_server(root, host, port, topk_max)
+    print(f"serving {root} at http://{host}:{server.server_port}/v1 (Ctrl-C stops)", flush=True)
+    serve(server)
 
 
 app.add_typer(analyze_app(friendly_errors), name="analyze")

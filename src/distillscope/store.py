@@ -140,6 +140,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "task.dataset": None,  # dataset tasks: their rows' source and column mapping
     "task.fields": None,
     "rlvr": None,  # a whole section: RLVR runs only
+    "model.teacher_server": None,  # a served teacher's connection settings
 }
 
 

@@ -3,19 +3,23 @@ are checked first by :mod:`.checks`)."""
 
 from __future__ import annotations
 
-from distillscope.config import RolloutConfig, RunConfig
+from distillscope.config import RolloutConfig, RunConfig, served_url
 from distillscope.models import ModelPair, load_pair, pair_options, resolve_model_path
 from distillscope.policy_registry import ROLLOUT_POLICIES
 from distillscope.rollout import RolloutPolicy
+from distillscope.train.served import served_pair
 
 
 def load_models(cfg: RunConfig) -> ModelPair:
     """Teacher and student of the run (tokenizers checked to match, teacher frozen); the
     student recomputes its layer activations in backward with ``model.gradient_checkpointing``."""
     m = cfg.model
-    pair = load_pair(
-        resolve_model_path(m.teacher), resolve_model_path(m.student), **pair_options(m)
-    )
+    if served_url(m.teacher):  # a teacher behind a server: the student loads here (.served)
+        pair = served_pair(cfg)
+    else:
+        pair = load_pair(
+            resolve_model_path(m.teacher), resolve_model_path(m.student), **pair_options(m)
+        )
     if m.gradient_checkpointing:
         pair.student.activation_checkpointing_enable({"use_reentrant": False})
     return pair

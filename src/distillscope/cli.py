@@ -234,7 +234,8 @@ def _progress():
 @app.command("train")
 @friendly_errors
 def train_cmd(
-    config: Path = typer.Argument(None, help="run config YAML (default: all defaults)"),
+    # a str, not a Path: the first override may be a URL, whose "//" a Path would collapse
+    config: str = typer.Argument(None, help="run config YAML (default: all defaults)"),
     overrides: list[str] = typer.Argument(None, help="section.field=value overrides"),
     out: Path = typer.Option(Path("distillscope-runs/train"), help="run directory"),
     skip_eval: bool = typer.Option(False, help="train only; run `distillscope eval` later"),
@@ -246,8 +247,8 @@ def train_cmd(
     from distillscope.train import preflight
 
     overrides = list(overrides or [])
-    if config is not None and "=" in str(config) and not config.exists():
-        config, overrides = None, [str(config), *overrides]  # `train optim.lr=3e-4`: no file
+    if config is not None and "=" in config and not Path(config).exists():
+        config, overrides = None, [config, *overrides]  # `train optim.lr=3e-4`: no file
     cfg = load_run_config(config, overrides)
     check_machine(cfg)
     preflight(cfg)  # a missing model or a bad task file: one line, before anything is written

@@ -27,7 +27,8 @@ from distillscope.models import load_model
 from distillscope.models.paths import resolve_model_path
 from distillscope.models.serve import make_server
 from distillscope.models.served import ServerError, TeacherClient
-from distillscope.store import read_metrics
+from distillscope.store import read_metrics, read_status
+from distillscope.study.run_one import run_one
 from distillscope.train import distill
 from distillscope.train.served import ServedTeacher
 
@@ -157,6 +158,17 @@ def test_a_server_that_is_down_fails_in_one_line_before_anything_is_written(tmp_
     assert message.startswith(f"model.teacher {url}: cannot reach the server")
     assert message.endswith("(after 2 attempts)") and "\n" not in message
     assert not (tmp_path / "run").exists()
+
+
+def test_a_server_failing_mid_run_marks_the_run_failed_with_the_reason(fake_url, tmp_path):
+    _Fake.plan = ["pass"] + ["http500"] * 10  # the tokenizer probe passes, every score fails
+    cfg = _run_cfg(fake_url, "model.teacher_server={retries: 0}")
+    with pytest.raises(ServerError):
+        run_one(cfg, tmp_path / "run")
+    status = read_status(tmp_path / "run")
+    assert status["status"] == "failed"
+    assert f"model.teacher {fake_url}: /completions answered HTTP 500" in status["reason"]
+    assert read_metrics(tmp_path / "run") == []  # no step was logged
 
 
 class _Fake(BaseHTTPRequestHandler):

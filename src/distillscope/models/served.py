@@ -26,7 +26,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-#: The least tail mass a folded teacher keeps: 1 − Σ top-k of fp32 log-probs is known to ~1e-7.
+#: The least tail mass a folded teacher keeps: 1 − Σ top-k of fp32 log-probs is known only to
+#: ~1e-6 (a log-prob near 0 is x − logsumexp(x) rounded in fp32).
 TAIL_FLOOR = 1e-7
 #: Σ top-k probabilities above 1 + this is not a distribution (fp32 rounding stays far below).
 MASS_SLACK = 1e-4

@@ -12,6 +12,7 @@ distillscope testbed info            # sizes and build-time accuracies of the sh
 distillscope testbed eval            # measure the shipped testbed again (HF generate)
 distillscope testbed build --out DIR # train a testbed from scratch
 distillscope analyze gradients|estimators RUN_DIR  # §5 bounds, KL-estimator bias
+distillscope serve-teacher DIR --port 8000  # a teacher's top-k log-probs over HTTP
 """
 
 from __future__ import annotations
@@ -233,7 +234,8 @@ def _progress():
 @app.command("train")
 @friendly_errors
 def train_cmd(
-    config: Path = typer.Argument(None, help="run config YAML (default: all defaults)"),
+    # a str, not a Path: the first override may be a URL, whose "//" a Path would collapse
+    config: str = typer.Argument(None, help="run config YAML (default: all defaults)"),
     overrides: list[str] = typer.Argument(None, help="section.field=value overrides"),
     out: Path = typer.Option(Path("distillscope-runs/train"), help="run directory"),
     skip_eval: bool = typer.Option(False, help="train only; run `distillscope eval` later"),
@@ -245,8 +247,8 @@ def train_cmd(
     from distillscope.train import preflight
 
     overrides = list(overrides or [])
-    if config is not None and "=" in str(config) and not config.exists():
-        config, overrides = None, [str(config), *overrides]  # `train optim.lr=3e-4`: no file
+    if config is not None and "=" in config and not Path(config).exists():
+        config, overrides = None, [config, *overrides]  # `train optim.lr=3e-4`: no file
     cfg = load_run_config(config, overrides)
     check_machine(cfg)
     preflight(cfg)  # a missing model or a bad task file: one line, before anything is written
@@ -564,6 +566,31 @@ def _print_eval(run_dir: Path, metrics: dict) -> None:
     console.print(f"what the student wrote: {run_dir / 'samples.jsonl'}")
     if (run_dir / "student").is_dir():
         console.print(f"the student (from_pretrained): {run_dir / 'student'}")
+
+
+@app.command("serve-teacher")
+@friendly_errors
+def serve_teacher_cmd(
+    directory: str = typer.Argument(..., help="a local HF model directory, or testbed:teacher"),
+    port: int = typer.Option(8000, help="TCP port (0: a free one)"),
+    host: str = typer.Option("127.0.0.1", help="address to listen on (another one is exposed)"),
+    topk_max: int = typer.Option(20, "--topk-max", help="the largest prompt_logprobs answered"),
+    threads: int = typer.Option(0, help="CPU threads of the forward (0: torch's default)"),
+) -> None:
+    """Serve DIRECTORY's prompt log-probs over vLLM's OpenAI API subset (docs/scaling.md)."""
+    import torch
+
+    from distillscope.models import check_model_dir, resolve_model_path
+    from distillscope.models.serve import make_server, serve
+
+    root = check_model_dir(resolve_model_path(directory))
+    if threads > 0:  # 1 beside a training run on the same CPU cores (docs/scaling.md)
+        torch.set_num_threads(threads)
+    if host != "127.0.0.1":
+        err_console.print(f"[yellow]warning:[/yellow] listening on {host}, beyond this machine")
+    server = make_server(root, host, port, topk_max)
+    print(f"serving {root} at http://{host}:{server.server_port}/v1 (Ctrl-C stops)", flush=True)
+    serve(server)
 
 
 app.add_typer(analyze_app(friendly_errors), name="analyze")

@@ -100,8 +100,47 @@ class LoraConfig(_Section):
 LORA_MISSING = "model.lora needs peft, which is not installed: pip install 'distillscope[lora]'"
 
 
+class TeacherServerConfig(_Section):
+    timeout_s: Float = Field(60.0, gt=0, description="seconds one request may take")
+    retries: Int = Field(3, ge=0, description="retries of a failed request (exponential backoff)")
+    backoff_s: Float = Field(0.5, ge=0, description="first retry's wait; each later one doubles")
+    api_key_env: str | None = Field(
+        None, description="environment variable holding the server's API key; null = none"
+    )
+
+
+def served_url(spec: str) -> bool:
+    """Whether a ``model.teacher`` value names a server (``http://`` or ``https://``)."""
+    return spec.startswith(("http://", "https://"))
+
+
+def _check_server_url(url: str) -> None:
+    """ValueError unless a served teacher's URL is http(s) with a host and no credentials,
+    query or fragment."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(
+            "model.teacher: a server URL must not carry credentials; use "
+            "model.teacher_server.api_key_env"
+        )
+    try:
+        parts.port  # noqa: B018  (raises on a port that is not a number)
+    except ValueError:
+        raise ValueError(f"model.teacher: {quote(url, 60)} has a bad port") from None
+    if not parts.hostname or parts.query or parts.fragment:
+        raise ValueError(
+            f"model.teacher: {quote(url, 60)} is not a server URL (http(s)://HOST:PORT/v1)"
+        )
+
+
 class ModelConfig(_Section):
-    teacher: str = Field("testbed:teacher", description="teacher HF directory, or testbed:teacher")
+    teacher: str = Field(
+        "testbed:teacher",
+        description="teacher HF directory, testbed:teacher, or an OpenAI-compatible server's "
+        "URL (http://HOST:PORT/v1: top-k prompt log-probs; docs/scaling.md)",
+    )
     student: str = Field("testbed:student", description="student HF directory, or testbed:student")
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         "float32", description="student weights dtype (training keeps fp32 softmax either way)"
@@ -131,6 +170,24 @@ class ModelConfig(_Section):
         description="LoRA adapters {r, alpha, dropout, target_modules} train instead of every "
         "weight (extra lora); null = full fine-tuning",
     )
+    teacher_server: TeacherServerConfig | None = Field(
+        None, description="a served teacher's connection settings; null = the defaults"
+    )
+
+    @model_validator(mode="after")
+    def _served(self) -> ModelConfig:
+        # checked here, not in a field validator, so that the error never echoes the URL
+        served = served_url(self.teacher)
+        if served:
+            _check_server_url(self.teacher)
+        reads = {"teacher_dtype": not served, "teacher_device": not served}
+        setting = f"a {'served' if served else 'local'} model.teacher"
+        self._ignored("model", {**reads, "teacher_server": served}, setting)
+        return self
+
+    def server(self) -> TeacherServerConfig:
+        """The served teacher's connection settings (the defaults when unset)."""
+        return self.teacher_server or TeacherServerConfig()
 
 
 class DatasetConfig(_Section):
@@ -702,6 +759,29 @@ class RunConfig(_Section):
                 f"eval.profile_steps holds {late[0]}, past optim.steps={self.optim.steps} "
                 "(profile steps lie in 0…optim.steps)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _served_teacher(self) -> RunConfig:
+        # A served teacher answers top-k prompt log-probs at temperature 1 of given tokens:
+        # it scores student-written rollouts and nothing else (docs/scaling.md).
+        if not served_url(self.model.teacher):
+            return self
+        o, served = self.objective, "model.teacher is a server"
+        if not o.teacher_topk:
+            raise ValueError(f"{served}: set objective.teacher_topk (the top-k log-probs it sends)")
+        if o.teacher_temperature != 1.0:
+            raise ValueError(
+                f"{served}: its prompt log-probs are at temperature 1; set "
+                "objective.teacher_temperature=1.0"
+            )
+        if self.rollout.policy != "student":
+            raise ValueError(
+                f"{served}: rollout.policy={self.rollout.policy} needs the teacher to write "
+                "rollouts; use rollout.policy=student or a local teacher"
+            )
+        if self.eval.profile_steps:
+            raise ValueError(f"{served}: eval.profile_steps needs a local teacher; remove it")
         return self
 
     @model_validator(mode="after")

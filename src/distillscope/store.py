@@ -142,6 +142,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "rlvr": None,  # a whole section: RLVR runs only
     "model.lora": None,  # LoRA students (full fine-tuning before)
     "log": None,  # a whole section: experiment trackers beside metrics.jsonl
+    "model.teacher_server": None,  # a served teacher's connection settings
 }
 
 

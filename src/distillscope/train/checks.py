@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from distillscope.config import RunConfig
+from distillscope.config import RunConfig, served_url
 from distillscope.models.paths import check_model_dir, resolve_model_path
+from distillscope.models.served import TeacherClient
 from distillscope.tasks import Task, resolve_task
 from distillscope.tasks.language import require_lingua
 
@@ -15,12 +16,14 @@ def preflight(cfg: RunConfig) -> Task:
     """Check every path a run reads before any model loads; returns the resolved task.
 
     Raises a one-line ``ValueError`` naming the path: a missing or incomplete model directory
-    (``ModelLoadError``), a missing task file, the first bad row of a task file, or a dataset
-    task's dataset that cannot be read (not cached under ``HF_DATASETS_OFFLINE=1``, a field the
-    rows lack).
+    (``ModelLoadError``), a served teacher that cannot be reached (``ServerError``), a missing
+    task file, the first bad row of a task file, or a dataset task's dataset that cannot be read
+    (not cached under ``HF_DATASETS_OFFLINE=1``, a field the rows lack).
     """
     m = cfg.model
-    for spec in (m.teacher, m.student):
+    if served_url(m.teacher):  # a served teacher: reach the server (its model's name)
+        TeacherClient.from_config(m, vocab_size=0).model_name()
+    for spec in (m.student,) if served_url(m.teacher) else (m.teacher, m.student):
         check_model_dir(resolve_model_path(spec), m.allow_pickle)
     if cfg.task.file is not None and not Path(cfg.task.file).is_file():
         raise FileNotFoundError(f"task.file {cfg.task.file} does not exist")

@@ -3,11 +3,12 @@ are checked first by :mod:`.checks`)."""
 
 from __future__ import annotations
 
-from distillscope.config import RolloutConfig, RunConfig
+from distillscope.config import RolloutConfig, RunConfig, served_url
 from distillscope.models import ModelPair, load_pair, pair_options, resolve_model_path
 from distillscope.policy_registry import ROLLOUT_POLICIES
 from distillscope.rollout import RolloutPolicy
 from distillscope.train.lora import attach_lora
+from distillscope.train.served import served_pair
 
 
 def load_models(cfg: RunConfig) -> ModelPair:
@@ -15,9 +16,12 @@ def load_models(cfg: RunConfig) -> ModelPair:
     student carries ``model.lora``'s adapters (:mod:`.lora`: only they train) and recomputes
     its layer activations in backward with ``model.gradient_checkpointing``."""
     m = cfg.model
-    pair = load_pair(
-        resolve_model_path(m.teacher), resolve_model_path(m.student), **pair_options(m)
-    )
+    if served_url(m.teacher):  # a teacher behind a server: the student loads here (.served)
+        pair = served_pair(cfg)
+    else:
+        pair = load_pair(
+            resolve_model_path(m.teacher), resolve_model_path(m.student), **pair_options(m)
+        )
     if m.lora is not None:
         pair.student = attach_lora(pair.student, m.lora)
     if m.gradient_checkpointing:

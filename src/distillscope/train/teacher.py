@@ -27,6 +27,7 @@ from distillscope.rollout import (
 )
 from distillscope.train.precision import forward_precision
 from distillscope.train.scoring import HiddenScores, LogitScores, TeacherScores, TeacherTopK
+from distillscope.train.served import ServedTeacher
 from distillscope.train.step import MicroBatch, Objective
 
 
@@ -42,7 +43,7 @@ class TeacherScorer:
     def __init__(
         self,
         cfg: RunConfig,
-        teacher: torch.nn.Module,
+        teacher: torch.nn.Module | ServedTeacher,
         objective: Objective,
         cache_dir: Path | None = None,
     ) -> None:
@@ -84,6 +85,9 @@ class TeacherScorer:
     def score(self, micro: MicroBatch) -> TeacherScores:
         """The teacher's scores of one micro-batch, live, on the micro-batch's device."""
         r = micro.rollouts
+        if isinstance(self.teacher, ServedTeacher):  # the server answers the top k itself
+            tau = self.objective.options.teacher_temperature
+            return self.teacher.topk(r, self.objective.teacher_topk, tau)
         with forward_precision(self.cfg.model), torch.inference_mode():
             # the teacher may sit on its own device; its outputs come back to the student's
             device = next(self.teacher.parameters()).device

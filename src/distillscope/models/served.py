@@ -1,0 +1,266 @@
+"""A teacher served over HTTP: the client of an OpenAI-compatible server's prompt log-probs.
+
+The request is vLLM's extension of ``POST /v1/completions``: ``prompt`` a list of token-id lists
+(prompt ⧺ completion, one per row), ``max_tokens: 1`` and ``prompt_logprobs: k``. The answer's
+``choices[i].prompt_logprobs`` holds one entry per token of row i: ``null`` at position 0, then a
+dict ``"token id" → {"logprob", "rank", "decoded_token"}`` with the k most likely tokens and the
+actual token besides (vLLM's JSON; ``distillscope serve-teacher`` answers the same subset).
+Log-probs are at temperature 1 (vLLM's prompt log-probs are the raw model's).
+
+Every request is retried with exponential backoff (``model.teacher_server``: ``timeout_s``,
+``retries``, ``backoff_s``) when the server cannot be reached, times out, answers 5xx or 429, or
+answers data that does not hold together (missing positions, a wrong length, non-finite values,
+token ids outside the vocabulary); an HTTP 4xx is final. What is still wrong after the last try
+raises :class:`ServerError`, one line naming ``model.teacher`` and the URL. Torch-free, so that a
+run's preflight can reach the server before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+#: The least tail mass a folded teacher keeps: 1 − Σ top-k of fp32 log-probs is known only to
+#: ~1e-6 (a log-prob near 0 is x − logsumexp(x) rounded in fp32).
+TAIL_FLOOR = 1e-7
+#: Σ top-k probabilities above 1 + this is not a distribution (fp32 rounding stays far below).
+MASS_SLACK = 1e-4
+#: Characters of a server's error text kept in a message.
+_SHOWN = 160
+
+
+class ServerError(ValueError):
+    """A served teacher failed; the message names ``model.teacher``, the URL and the cause."""
+
+
+class _Retry(Exception):
+    """A failure worth another try: unreachable, timed out, 5xx/429, malformed data."""
+
+
+class _Final(Exception):
+    """A failure no retry mends: the server refused the request (HTTP 4xx)."""
+
+
+@dataclass(frozen=True)
+class RowTopK:
+    """One row's scores at positions 1…n−1 (position j predicts token j), n the row's length.
+
+    ``ids`` and ``logprobs``: the k most likely tokens of each position, most likely first;
+    ``token_logprobs``: the log-prob of the row's actual token there; all at temperature 1.
+    """
+
+    ids: list[list[int]]
+    logprobs: list[list[float]]
+    token_logprobs: list[float]
+
+    def tail(self, position: int) -> float:
+        """log(1 − Σ top-k) at ``position`` (index into the lists), at least log TAIL_FLOOR."""
+        mass = math.fsum(math.exp(lp) for lp in self.logprobs[position])
+        return math.log(max(1.0 - mass, TAIL_FLOOR))
+
+
+class TeacherClient:
+    """The teacher behind ``url`` (``…/v1``): its model name, tokenizer probe and top-k scores.
+
+    ``vocab_size``: the student's vocabulary; an id at or above it is malformed data.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        vocab_size: int,
+        timeout_s: float = 60.0,
+        retries: int = 3,
+        backoff_s: float = 0.5,
+        api_key: str | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.vocab_size, self.timeout_s = vocab_size, timeout_s
+        self.retries, self.backoff_s = retries, backoff_s
+        self._headers = {"Content-Type": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._model: str | None = None
+
+    @classmethod
+    def from_config(cls, model: Any, vocab_size: int) -> TeacherClient:
+        """The client of a config's ``model`` section (a :class:`~.config.ModelConfig`)."""
+        server = model.server()
+        key = None
+        if server.api_key_env is not None:
+            key = os.environ.get(server.api_key_env)
+            if not key:
+                raise ServerError(
+                    f"model.teacher_server.api_key_env: {server.api_key_env} is not set"
+                )
+        return cls(
+            model.teacher,
+            vocab_size=vocab_size,
+            timeout_s=server.timeout_s,
+            retries=server.retries,
+            backoff_s=server.backoff_s,
+            api_key=key,
+        )
+
+    def model_name(self) -> str:
+        """The served model's id (``GET /v1/models``: the first one), asked once."""
+        if self._model is None:
+            self._model = self._call(lambda: _first_model(self._json("GET", "/models")))
+        return self._model
+
+    def tokenize(self, text: str) -> list[int]:
+        """The server's token ids of ``text`` (vLLM's ``POST /tokenize``), no special tokens."""
+        body = {"model": self.model_name(), "prompt": text, "add_special_tokens": False}
+        return self._call(lambda: _tokens(self._json("POST", "/tokenize", body, root=True)))
+
+    def check_tokenizer(self, tokenizer: Any) -> None:
+        """ServerError unless the server tokenizes a probe text as ``tokenizer`` does.
+
+        The probe decodes the first and the last 512 ids of the vocabulary (specials included):
+        a different vocabulary, merge table or added tokens gives other ids.
+        """
+        v = self.vocab_size
+        ids = [*range(min(v, 512)), *range(max(512, v - 512), v)]
+        text = tokenizer.decode(ids)
+        if self.tokenize(text) != list(tokenizer(text, add_special_tokens=False)["input_ids"]):
+            raise ServerError(
+                f"model.teacher {self.url}: the server's tokenizer differs from model.student's "
+                "(its /tokenize of a probe text gives other ids); serve a teacher that shares the "
+                "student's tokenizer"
+            )
+
+    def prompt_logprobs(self, rows: list[list[int]], k: int) -> list[RowTopK]:
+        """The top-``k`` log-probs of every position of every row, one request for all rows."""
+        body = {
+            "model": self.model_name(),
+            "prompt": rows,
+            "max_tokens": 1,
+            "prompt_logprobs": k,
+            "temperature": 1.0,
+        }
+        return self._call(lambda: _parse(self._json("POST", "/completions", body), rows, k, self))
+
+    def _json(self, method: str, path: str, body: Any = None, root: bool = False) -> Any:
+        """One request's decoded JSON (``root``: a path beside ``/v1``, not under it)."""
+        base = self.url.removesuffix("/v1") if root else self.url
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(base + path, data, self._headers, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as err:
+            cause = f"{path} answered HTTP {err.code}: {_error_text(err)}"
+            raise (_Retry if err.code >= 500 or err.code == 429 else _Final)(cause) from None
+        except (urllib.error.URLError, OSError) as err:  # refused, unresolvable, timed out
+            reason = getattr(err, "reason", err)
+            raise _Retry(f"cannot reach the server ({_short(str(reason))})") from None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise _Retry(f"{path} answered malformed JSON") from None
+
+    def _call(self, attempt: Any) -> Any:
+        """``attempt()``, retried with exponential backoff; ServerError after the last try."""
+        for n in range(self.retries + 1):
+            try:
+                return attempt()
+            except _Final as err:
+                raise ServerError(f"model.teacher {self.url}: {err}") from None
+            except _Retry as err:
+                last = err
+                if n < self.retries:
+                    time.sleep(self.backoff_s * 2**n)
+        tries = f"{self.retries + 1} attempt{'s' if self.retries else ''}"
+        raise ServerError(f"model.teacher {self.url}: {last} (after {tries})")
+
+
+def _first_model(answer: Any) -> str:
+    try:
+        name = answer["data"][0]["id"]
+    except (KeyError, IndexError, TypeError):
+        raise _Retry("/models answered no model (expected data[0].id)") from None
+    if not isinstance(name, str):
+        raise _Retry("/models answered a model id that is not a string")
+    return name
+
+
+def _tokens(answer: Any) -> list[int]:
+    tokens = answer.get("tokens") if isinstance(answer, dict) else None
+    if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+        raise _Retry("/tokenize answered no token list (expected tokens)")
+    return tokens
+
+
+def _parse(answer: Any, rows: list[list[int]], k: int, client: TeacherClient) -> list[RowTopK]:
+    """Each row's :class:`RowTopK` from a completions answer, or _Retry naming what is wrong."""
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    if not isinstance(choices, list) or len(choices) != len(rows):
+        got = len(choices) if isinstance(choices, list) else "no"
+        raise _Retry(f"/completions answered {got} choices for {len(rows)} prompts")
+    out = []
+    for b, (choice, row) in enumerate(zip(choices, rows, strict=True)):
+        entries = choice.get("prompt_logprobs") if isinstance(choice, dict) else None
+        if not isinstance(entries, list) or len(entries) != len(row):
+            got = len(entries) if isinstance(entries, list) else "no"
+            raise _Retry(f"row {b}: {got} prompt_logprobs entries for {len(row)} tokens")
+        parsed = [_position(entries[j], row[j], k, client.vocab_size) for j in range(1, len(row))]
+        bad = next(((j, why) for j, (why, *_) in enumerate(parsed, 1) if why), None)
+        if bad is not None:
+            raise _Retry(f"row {b} position {bad[0]}: {bad[1]}")
+        out.append(RowTopK([p[1] for p in parsed], [p[2] for p in parsed], [p[3] for p in parsed]))
+    return out
+
+
+def _position(entry: Any, token: int, k: int, vocab_size: int) -> tuple:
+    """``(problem or "", top ids, top log-probs, token log-prob)`` of one position's entry."""
+    if not isinstance(entry, dict) or len(entry) < k:
+        return (f"expected a dict of at least {k} log-probs",)
+    scored = []
+    for key, value in entry.items():
+        lp = value.get("logprob") if isinstance(value, dict) else None
+        if not (isinstance(key, str) and key.isdigit()) or not isinstance(lp, int | float):
+            return ("an entry is not 'token id' → {logprob, rank}",)
+        tid = int(key)
+        if tid >= vocab_size:
+            return (f"token id {tid} is outside the vocabulary ({vocab_size} tokens)",)
+        if not math.isfinite(lp) or lp > MASS_SLACK:
+            return (f"log-prob {lp} of token {tid} is not a finite log-probability",)
+        rank = value.get("rank")
+        scored.append((-float(lp), rank if isinstance(rank, int) else math.inf, tid))
+    if str(token) not in entry:
+        return (f"the actual token {token} has no log-prob",)
+    top = sorted(scored)[:k]
+    if math.fsum(math.exp(-s) for s, _, _ in top) > 1.0 + MASS_SLACK:
+        return ("the top-k probabilities sum above 1",)
+    return (
+        "",
+        [t for _, _, t in top],
+        [-s for s, _, _ in top],
+        float(entry[str(token)]["logprob"]),
+    )
+
+
+def _error_text(err: urllib.error.HTTPError) -> str:
+    """The server's error message (vLLM: ``{"error": {"message"}}`` or ``{"message"}``)."""
+    try:
+        body = json.loads(err.read() or b"null")
+    except ValueError:
+        return _short(str(err.reason))
+    if isinstance(body, dict):
+        inner = body.get("error")
+        message = inner.get("message") if isinstance(inner, dict) else body.get("message")
+        if isinstance(message, str):
+            return _short(message)
+    return _short(str(err.reason))
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"

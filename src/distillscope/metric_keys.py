@@ -193,6 +193,12 @@ METRICS: tuple[MetricKey, ...] = (
         ("rollout/teacher_token_prob", "—", "mean π_T(y) of the sampled tokens (T = 1)", "none"),
         ("rollout/student_geo_prob", "—", "exp(mean log π_S(y)) of the sampled tokens", "none"),
         ("rollout/teacher_geo_prob", "—", "exp(mean log π_T(y)) of the sampled tokens", "none"),
+        (
+            "rollout/engine_logprob_gap",
+            "nats",
+            "rollout.engine=vllm: mean |log π_engine(y) − log π_train(y)| over completion tokens",
+            "lower",
+        ),
     ),
     *_keys(
         "eval",

@@ -125,10 +125,12 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
         "model.lora": LoraConfig(),
         "rlvr": RLVRConfig(parent="main_x"),
         "log": LogConfig(trackers=["tensorboard"]),
+        "rollout.engine": "vllm",
+        "rollout.engine_is_cap": 3.0,
     }
 
     def other(default, dotted):  # a value other than the default, of its type
-        if default is None:  # a field null by default: a value it can hold
+        if default is None or dotted in held:  # null by default, or given: a value it can hold
             return held[dotted]
         if isinstance(default, bool):
             return not default

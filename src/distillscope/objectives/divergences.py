@@ -116,17 +116,36 @@ def token_weights(
 
     seq_mean: w = m_bt / (n_b · S) with n_b the masked tokens of row b and S the rows with
     n_b ≥ 1 ([P] Eq. 1); token_mean: w = m_bt / Σ m; sum: w = m_bt. Empty rows and empty batches
-    get weight 0 (no division by zero).
+    get weight 0 (no division by zero). A floating-point mask carries per-token weights c_bt
+    (e.g. :func:`truncated_is_weight` times the mask): the tokens that count are its nonzero
+    entries, as above, and each one's w is multiplied by c_bt.
     """
     check_options(reduction)
     m_B_T = mask_B_T.bool().to(dtype)
+    c_B_T = mask_B_T.to(dtype) if mask_B_T.is_floating_point() else m_B_T
     if reduction == "sum":
-        return m_B_T
+        return c_B_T
     if reduction == "token_mean":
-        return m_B_T / m_B_T.sum().clamp_min(1.0)
+        return c_B_T / m_B_T.sum().clamp_min(1.0)
     n_B = m_B_T.sum(dim=-1, keepdim=True)  # (B, 1) masked tokens per sequence
     rows = (n_B > 0).sum().clamp_min(1)  # sequences that contribute
-    return m_B_T / n_B.clamp_min(1.0) / rows
+    return c_B_T / n_B.clamp_min(1.0) / rows
+
+
+def truncated_is_weight(
+    logp_trainer_B_T: torch.Tensor, logp_sampler_B_T: torch.Tensor, cap: float
+) -> torch.Tensor:
+    """Truncated importance weight min(π_train(y) / π_sampler(y), C) per token (detached fp32).
+
+    Corrects for a rollout engine whose log-probs differ from the trainer's (another kernel,
+    precision or implementation, docs/method.md §4): multiplied into the mask of the per-token
+    loss (:func:`token_weights`), it reweights the sampler's tokens towards the trainer's policy,
+    and the cap C bounds the variance.
+    """
+    if cap <= 0:
+        raise ValueError(f"the importance-weight cap must be > 0, got {cap}")
+    log_ratio_B_T = logp_trainer_B_T.detach().float() - logp_sampler_B_T.detach().float()
+    return log_ratio_B_T.exp().clamp(max=cap)
 
 
 def reduce_tokens(values_B_T: torch.Tensor, mask_B_T: torch.Tensor, reduction: str) -> torch.Tensor:
@@ -276,7 +295,7 @@ def divergence_loss(
     loss = reduce_tokens(per_token_B_T, mask_B_T, o.reduction)
 
     stats_4_B_T = token_stats(logp_student_B_T_V.detach(), logp_teacher_B_T_V)
-    weights_B_T = token_weights(mask_B_T, "token_mean")
+    weights_B_T = token_weights(mask_B_T.bool(), "token_mean")
     kept_4_B_T = torch.where(mask_B_T.bool(), stats_4_B_T, torch.zeros_like(stats_4_B_T))
     means_4 = (kept_4_B_T * weights_B_T).sum(dim=(-2, -1))
     # One device→host transfer for all metrics (each .item() would be a sync point).

@@ -88,7 +88,7 @@ def _sampled_objective(
     index_B_T_1 = tokens_B_T.unsqueeze(-1)
     logp_student_B_T = logp_student_B_T_V.gather(-1, index_B_T_1).squeeze(-1)
     logp_teacher_B_T = logp_teacher_B_T_V.gather(-1, index_B_T_1).squeeze(-1)
-    return sampled_token_loss(logp_student_B_T, logp_teacher_B_T, keep_B_T, direction, reduction)
+    return sampled_token_loss(logp_student_B_T, logp_teacher_B_T, mask_B_T, direction, reduction)
 
 
 def draw_uniforms(
@@ -122,7 +122,7 @@ def sampled_token_loss(
     else:
         per_token_B_T = log_ratio_B_T * logp_student_B_T
         estimate_key, estimate_B_T = "objective/reverse_kl_estimate", log_ratio_B_T
-    loss = reduce_tokens(per_token_B_T, keep_B_T, reduction)
+    loss = reduce_tokens(per_token_B_T, mask_B_T, reduction)  # a float mask weights tokens
 
     tokens = keep_B_T.sum().float().reshape(1)
     estimate = masked_mean(estimate_B_T, keep_B_T).reshape(1)

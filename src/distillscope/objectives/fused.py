@@ -406,7 +406,7 @@ def fused_divergence(
     )
     keep_B_T = mask_B_T.bool()
     dtype = torch.promote_types(student_hidden_B_T_H.dtype, torch.float32)  # fp32, fp64 for fp64
-    weights_N = token_weights(keep_B_T, o.reduction, dtype)[keep_B_T]  # (N,) reduction weights
+    weights_N = token_weights(mask_B_T, o.reduction, dtype)[keep_B_T]  # (N,) loss weights
     rows = (chunks or ChunkSpec()).rows(
         vocab, buffers=_buffer_count(divergence, o.beta), bytes_per_value=dtype.itemsize
     )

@@ -196,7 +196,7 @@ def opd_from_logprobs(
     surrogate_B_T, ratio_clipped_B_T = clipped_surrogate(
         ratio_B_T, advantage_B_T, eps_low, eps_high
     )
-    loss = reduce_tokens(-surrogate_B_T, keep_B_T, reduction)
+    loss = reduce_tokens(-surrogate_B_T, mask_B_T, reduction)  # a float mask weights tokens
 
     with torch.no_grad():
         ratio_now_B_T = ratio_B_T.detach()

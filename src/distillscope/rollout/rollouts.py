@@ -127,6 +127,10 @@ class Rollouts:
     """The policy that wrote the batch, e.g. ``student``, ``spectrum(lam=0.5)``, ``mix(p=0.5)``."""
     source_B: torch.Tensor
     """Per row, int8: 1 student-written, 0 teacher-written, -1 written jointly by both models."""
+    logp_engine_B_T: torch.Tensor | None = None
+    """log ρ(y_n | h_n) as an external rollout engine (vLLM) reported it while sampling; None
+    when distillscope's own sampler wrote the batch (``logp_behavior_B_T`` is then the sampler's,
+    else the trainer's recomputation of the same ρ)."""
 
     def __post_init__(self) -> None:
         b, length = self.completion_B_T.shape
@@ -134,7 +138,7 @@ class Rollouts:
             value = getattr(self, f.name)
             if isinstance(value, torch.Tensor) and value.shape[0] != b:
                 raise ValueError(f"Rollouts.{f.name} has batch {value.shape[0]}, expected {b}")
-        for name in ("completion_mask_B_T", "logp_behavior_B_T", *_OPTIONAL):
+        for name in ("completion_mask_B_T", "logp_behavior_B_T", *_OPTIONAL, "logp_engine_B_T"):
             value = getattr(self, name)
             if value is not None and value.shape != (b, length):
                 raise ValueError(

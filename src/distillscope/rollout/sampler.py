@@ -308,12 +308,17 @@ def score_rollouts(
 
 
 def completion_logprobs(
-    model: PreTrainedModel, rollouts: Rollouts, role: Role, temperature: float
+    model: PreTrainedModel,
+    rollouts: Rollouts,
+    role: Role,
+    temperature: float,
+    vocab_size: int | None = None,
 ) -> torch.Tensor:
     """log π(y_n | h_n) ``[B, L]`` at ``temperature`` from one forward of ``role``'s sequence.
 
-    fp32 log_softmax of logits / T gathered at the completion tokens, 0 where masked. Use it
-    at temperature 1.0 for the likelihood diagnostic (docs/method.md §3).
+    fp32 log_softmax of logits / T gathered at the completion tokens, 0 where masked; with
+    ``vocab_size`` V the logits are sliced to their first V columns first, as the sampler draws.
+    Use it at temperature 1.0 for the likelihood diagnostic (docs/method.md §3).
     """
     with _eval_mode([model]), torch.inference_mode():
         home = rollouts.completion_B_T.device
@@ -322,7 +327,7 @@ def completion_logprobs(
         logits_B_S_V = model(
             input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S
         ).logits
-        logits_B_L_V = logits_B_S_V[:, rollouts.completion_logits_slice(role)]
+        logits_B_L_V = logits_B_S_V[:, rollouts.completion_logits_slice(role), :vocab_size]
         logp_B_L_V = tempered_logprobs(logits_B_L_V, temperature)
         logp_B_L = logp_B_L_V.gather(-1, on_model.completion_B_T[..., None]).squeeze(-1)
         logp_B_L = logp_B_L.masked_fill(on_model.completion_mask_B_T == 0, 0.0)

@@ -50,6 +50,7 @@ from distillscope.rollout import (
     select_problems,
 )
 from distillscope.rollout.prompts import Stream
+from distillscope.rollout.vllm_engine import engine_metrics, rollout_engine
 from distillscope.store import MetricsLog, claim_run, write_config, write_status
 from distillscope.tasks import training_problems
 from distillscope.train.checkpoint import export_student, load_checkpoint, save_checkpoint
@@ -106,10 +107,12 @@ def distill(
     fingerprint = claim_run_dir(cfg, run_dir, overwrite)
     torch.manual_seed(cfg.seed)
     pair = load_models(cfg)
-    objective = Objective.from_config(cfg.objective, pair.vocab_size)  # a bad top k fails here
+    is_cap = cfg.rollout.engine_is_cap if cfg.rollout.engine_is_correction else None
+    objective = Objective.from_config(cfg.objective, pair.vocab_size, is_cap)  # bad top k fails
     pool = training_problems(task, cfg.task.eval_fraction)
     encoder = _encoder(cfg, task, pair)
     policy, student = make_policy(cfg.rollout), pair.student
+    engine = rollout_engine(cfg.rollout.engine, policy, student, pair.teacher)  # None: builtin
     optimizer = _adamw(cfg, student)
     start = load_checkpoint(run_dir, student, optimizer, fingerprint)
     log = MetricsLog(run_dir, keep_steps=start)
@@ -127,7 +130,7 @@ def distill(
         # 2. roll out: trajectories are constants (no gradient through sampling); a shared
         #    teacher-written step comes from the rollout cache when another run sampled it
         try:
-            roll = functools.partial(_roll_out, cfg, policy, pair, prompts, step)
+            roll = functools.partial(_roll_out, cfg, policy, pair, prompts, step, engine)
             rollouts, saved_s = teacher.rollouts(step, prompts, roll)
         except NonFiniteSamplingError as err:
             _diverged(run_dir, f"step {step}: {err}")
@@ -148,7 +151,7 @@ def distill(
         row |= {"step": step, "train/lr": lr, "train/grad_norm": _mean(norms)}
         row["train/grad_clipped"] = _mean([float(n > _max_norm(cfg)) for n in norms])
         row["rollout/reward"] = sum(rewards) / len(rewards)
-        row |= rollout_length_metrics(rollouts) | timer.metrics(rollouts)
+        row |= rollout_length_metrics(rollouts) | timer.metrics(rollouts) | engine_metrics(rollouts)
         row["time/teacher_saved"] = saved_s + scores_saved_s  # rollouts and scores from cache
         log.append(row)
         trackers.log(row)
@@ -239,8 +242,11 @@ def _prompts(encoder: PromptEncoder, problems: list, device: str) -> PromptBatch
     return PromptBatch(ids_B_P, mask_B_P, teacher_ids_B_Q, teacher_mask_B_Q)
 
 
-def _roll_out(cfg: RunConfig, policy, pair, prompts: PromptBatch, step: int) -> Rollouts:
-    """Sample this step's rollouts with the step's own generator."""
+def _roll_out(
+    cfg: RunConfig, policy, pair, prompts: PromptBatch, step: int, engine=None
+) -> Rollouts:
+    """Sample this step's rollouts with the step's own generator (vLLM's ``engine`` when set:
+    :mod:`distillscope.rollout.vllm_engine`, which first pushes the student's weights)."""
     spec = SamplingSpec(
         max_new_tokens=cfg.task.max_new_tokens,
         stop_ids=pair.stop_ids or pair.tokenizer.eos_token_id,
@@ -248,6 +254,8 @@ def _roll_out(cfg: RunConfig, policy, pair, prompts: PromptBatch, step: int) -> 
         vocab_size=pair.vocab_size,
     )
     generator = model_generator(pair.student, cfg.seed, step, Stream.ROLLOUT)
+    if engine is not None:
+        return engine.sample(policy, prompts, spec, generator)
     return sample_rollouts(policy, pair.student, pair.teacher, prompts, spec, generator)
 
 

@@ -17,7 +17,7 @@ import torch
 
 from distillscope.config import ObjectiveConfig
 from distillscope.objectives import OBJECTIVES, DivergenceOptions, ObjectiveKind, OPDOptions
-from distillscope.objectives.divergences import check_options
+from distillscope.objectives.divergences import check_options, truncated_is_weight
 from distillscope.objectives.registry import FUSED_MIN_VOCAB
 from distillscope.objectives.topk import check_topk
 from distillscope.rollout import Rollouts
@@ -81,10 +81,17 @@ class Objective:
     opd: OPDOptions
     path: ScorePath
     teacher_topk: int = 0
+    #: C of the truncated importance weight on engine-sampled rollouts; None = no weight
+    engine_is_cap: float | None = None
 
     @classmethod
-    def from_config(cls, cfg: ObjectiveConfig, vocab_size: int) -> Objective:
-        """The objective of ``cfg`` over ``vocab_size`` tokens; a top k ≥ V is refused."""
+    def from_config(
+        cls, cfg: ObjectiveConfig, vocab_size: int, engine_is_cap: float | None = None
+    ) -> Objective:
+        """The objective of ``cfg`` over ``vocab_size`` tokens; a top k ≥ V is refused.
+
+        ``engine_is_cap`` C weights each token's loss by min(π_train / π_engine, C) on rollouts
+        an external engine sampled (:func:`loss_mask`)."""
         if cfg.teacher_topk:
             check_topk(cfg.teacher_topk, vocab_size)
         path = ScorePath(use_fused(cfg, vocab_size), cfg.chunks(), vocab_size)
@@ -94,7 +101,18 @@ class Objective:
             cfg.opd_options(),
             path,
             cfg.teacher_topk,
+            engine_is_cap,
         )
+
+
+def loss_mask(r: Rollouts, engine_is_cap: float | None) -> torch.Tensor:
+    """The mask the loss reduces over: the completion mask, times the truncated importance
+    weight min(π_train(y) / π_engine(y), C) where an external engine sampled ``r`` and a cap C
+    is set (π_train: the trainer's ``logp_behavior_B_T``, π_engine: ``logp_engine_B_T``)."""
+    if engine_is_cap is None or r.logp_engine_B_T is None:
+        return r.completion_mask_B_T
+    weight_B_T = truncated_is_weight(r.logp_behavior_B_T, r.logp_engine_B_T, engine_is_cap)
+    return r.completion_mask_B_T * weight_B_T
 
 
 @dataclass(frozen=True)
@@ -137,8 +155,9 @@ def objective_loss(
     (``advantage`` None), else ``advantage``'s (``teacher`` is then not read).
     """
     kind, o, mask_B_T = objective.kind, objective.options, r.completion_mask_B_T
+    weight_B_T = loss_mask(r, objective.engine_is_cap)  # the mask the loss reduces over
     if kind.inputs == "logits":
-        return teacher.divergence_from(student, mask_B_T, kind, o)
+        return teacher.divergence_from(student, weight_B_T, kind, o)
     loss = kind.loss(objective.path.fused)
     tau_s, tau_t = o.student_temperature, o.teacher_temperature
     if kind.inputs == "rollout_tokens":  # OPD: advantage log π_T − log π_S of the rollout
@@ -152,7 +171,7 @@ def objective_loss(
             logp_B_T,
             logp_teacher_B_T,
             r.logp_behavior_B_T,
-            mask_B_T,
+            weight_B_T,
             options=objective.opd,
             reduction=o.reduction,
             logp_student_fixed_B_T=None if advantage is None else advantage.logp_old_B_T,
@@ -163,7 +182,7 @@ def objective_loss(
     return loss(
         student.token_logprobs(tokens_B_T, mask_B_T, tau_s),
         teacher.token_logprobs(tokens_B_T, mask_B_T, tau_t).detach(),
-        mask_B_T,
+        weight_B_T,
         reduction=o.reduction,
     )
 

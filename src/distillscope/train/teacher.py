@@ -139,11 +139,12 @@ def _score_form(objective: Objective) -> type[TeacherScores] | None:
 def _rollout_key(cfg: RunConfig, step: int, prompts: str) -> dict:
     """What determines a teacher rollout batch: teacher, task, seed, step, sampling settings,
     and the teacher's prompt (``prompts`` digests the student's; the style flag and the
-    instruction make the teacher's differ — the instruction is keyed only when set, so that
-    entries written before it existed are still found)."""
+    instruction make the teacher's differ — the instruction, and an engine other than the
+    builtin sampler, are keyed only when set, so that entries written before them are found)."""
     instruction = cfg.task.teacher_instruction
     return {
         **({"instruction": instruction} if instruction is not None else {}),
+        **({"engine": cfg.rollout.engine} if cfg.rollout.engine != "builtin" else {}),
         "teacher": str(cfg.model.teacher),
         "teacher_dtype": cfg.model.teacher_dtype,
         "task": cfg.task.name,

@@ -7,6 +7,7 @@ from distillscope.config import (
     LogConfig,
     LoraConfig,
     RLVRConfig,
+    TeacherServerConfig,
 )
 from distillscope.study.spec import StudySpec, expand, load_spec, run_id
 
@@ -123,6 +124,7 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
         "eval.style_language": "es",
         "eval.forgetting": ForgettingConfig(confirm_run_unsafe_code=True),
         "model.lora": LoraConfig(),
+        "model.teacher_server": TeacherServerConfig(timeout_s=5.0),
         "rlvr": RLVRConfig(parent="main_x"),
         "log": LogConfig(trackers=["tensorboard"]),
         "rollout.engine": "vllm",

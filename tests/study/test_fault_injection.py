@@ -108,8 +108,17 @@ def comparable(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_clean(spec_file: Path, out: Path) -> pd.DataFrame:
-    """An uninterrupted study, in this process."""
-    return pd.read_parquet(run_study(load_spec(spec_file), out))
+    """An uninterrupted study, in this process, at the torch threads of the killed study's one
+    pool worker (all cores): a GEMM's sums may be ordered by the thread count, so a table
+    equals another bit for bit only at the same count."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(os.cpu_count() or 1)
+    try:
+        return pd.read_parquet(run_study(load_spec(spec_file), out))
+    finally:
+        torch.set_num_threads(threads)
 
 
 MOMENTS = ("step", "checkpoint", "eval", "table")

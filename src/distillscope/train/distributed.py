@@ -1,15 +1,15 @@
 """One run on several processes: data parallel over the rows of each step's rollout batch.
 
-    accelerate launch --num-processes 2 -m distillscope.cli train CONFIG
+    accelerate launch --multi_gpu --num_processes 2 -m distillscope.cli train CONFIG
     distillscope train CONFIG --launcher accelerate --num-processes 2   # the same
 
 A launcher (``accelerate launch``, ``torchrun``) sets ``WORLD_SIZE``/``RANK``/``LOCAL_RANK``;
 :meth:`Ranks.current` joins the process group through accelerate (gloo on CPU, NCCL on CUDA).
-Every rank draws the step's prompts from (seed, step) and samples the step's whole rollout batch
-from the step's own generator with the same student, so all ranks hold the same batch; rank r
-takes its contiguous slice of the rows (:meth:`Ranks.micro_batches`) for the student's and the
-teacher's forwards and the backward — the union over ranks is the single-process batch. The
-teacher is replicated on every rank.
+Rank 0 samples the step's rollout batch (prompts from (seed, step), the step's own generator)
+and sends it to every rank (:meth:`Ranks.rollouts_of_rank0`); rank r takes its contiguous slice
+of the rows (:meth:`Ranks.micro_batches`) for the student's and the teacher's forwards and the
+backward — the union over ranks is the single-process batch. The teacher is replicated on every
+rank.
 
 Exactness: each micro-batch's loss is weighted by its share of the WHOLE batch's normaliser
 (every rank holds the whole batch's mask, so the share is the global one with no collective),
@@ -28,6 +28,7 @@ identity and the loop is unchanged bit for bit.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import sys
@@ -63,6 +64,7 @@ class Ranks:
         world = int(os.environ.get("WORLD_SIZE", "1"))
         if world <= 1:
             return cls()
+        _require_accelerate()
         from accelerate import PartialState
 
         state = PartialState(cpu=cfg.model.device == "cpu")
@@ -208,6 +210,7 @@ def accelerate_command(
     """
     if processes < 2:
         raise ConfigError(f"--num-processes must be at least 2 with --launcher, got {processes}")
+    _require_accelerate()
     kept, skip = [], False
     for arg in args:
         if skip:
@@ -224,6 +227,13 @@ def accelerate_command(
     launch += ["--mixed_precision", "no", "--dynamo_backend", "no"]
     launch += ["--main_process_ip", "127.0.0.1", "--main_process_port", str(port)]
     return [*launch, *program, *kept]
+
+
+def _require_accelerate() -> None:
+    if importlib.util.find_spec("accelerate") is None:
+        raise ConfigError(
+            "a run on several processes needs accelerate: pip install 'distillscope[dist]'"
+        )
 
 
 def _broadcast(payload: object, device: str | None) -> object:

@@ -188,5 +188,24 @@ def test_the_launch_command_drops_the_launcher_options():
         accelerate_command(["train"], 1)
 
 
+def test_an_unknown_launcher_is_one_line():
+    from typer.testing import CliRunner
+
+    from distillscope.cli import app
+
+    res = CliRunner().invoke(app, ["train", "--launcher", "slurm"])
+    assert res.exit_code == 2
+    assert "--launcher must be none or accelerate, got 'slurm'" in res.output
+
+
+def test_an_rlvr_run_refuses_several_processes(tmp_path, monkeypatch):
+    from distillscope.study.run_one import run_one
+
+    monkeypatch.setattr(Ranks, "current", classmethod(lambda cls, cfg: cls(0, 2)))
+    cfg = load_run_config(None, ["rlvr.parent=r0"])
+    with pytest.raises(ValueError, match="an rlvr run trains on one process"):
+        run_one(cfg, tmp_path)
+
+
 if __name__ == "__main__":  # a worker of test_two_processes_train_as_one
     _worker(Path(sys.argv[1]), Path(sys.argv[2]))

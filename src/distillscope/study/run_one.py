@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from distillscope.config import RunConfig
+from distillscope.config import ConfigError, RunConfig
 from distillscope.eval.evaluate import evaluate
 from distillscope.eval.rlvr import evaluate_rlvr
 from distillscope.store import (
@@ -43,6 +43,8 @@ def run_one(
     Under a launcher's several processes only rank 0 writes the status and evaluates.
     """
     if cfg.rlvr is not None:
+        if Ranks.current(cfg).world > 1:
+            raise ConfigError("an rlvr run trains on one process; start it without a launcher")
         return run_rlvr(
             cfg, run_dir, on_step=on_step, overwrite=overwrite, skip_eval=skip_eval, on_eval=on_eval
         )

@@ -2,9 +2,9 @@
 
 A local cluster (:class:`ray.cluster_utils.Cluster`: a head that runs nothing and a one-CPU
 worker node) runs a two-run study into one directory, the shared filesystem of a real cluster.
-While the first run trains, its node is killed and a second worker node joins: Ray retries the
-run's task on the new node, the run resumes from its last checkpoint, and the study ends with
-the table of an uninterrupted sequential one.
+Once the first run has trained past a checkpoint, its node is killed and a second worker node
+joins: Ray retries the run's task on the new node, the run resumes from its last checkpoint,
+and the study ends with the table of an uninterrupted sequential one.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_a_study_finishes_when_a_worker_node_dies(tiny_study, tmp_path):
         killed = False
         while study.is_alive() and not killed:  # the first run part-way: kill its node
             rows = [len(read_metrics(m.parent)) for m in (out / "runs").glob("*/metrics.jsonl")]
-            if any(1 <= n < STEPS - 1 for n in rows):
+            if any(3 <= n < STEPS - 1 for n in rows):  # after the step-2 checkpoint
                 _kill_node(cluster, doomed)  # first: adding a node takes seconds
                 cluster.add_node(num_cpus=1)
                 killed = True

@@ -177,6 +177,13 @@ def test_the_batch_must_cover_every_rank():
         Ranks(0, 2).check(cfg)
 
 
+def test_vllm_rollouts_refuse_several_processes():
+    cfg = load_run_config(None, ["rollout.engine=vllm"])
+    with pytest.raises(ValueError, match="rollout.engine 'vllm' runs on one process"):
+        Ranks(0, 2).check(cfg)
+    Ranks().check(cfg)  # one process: allowed
+
+
 def test_the_launch_command_drops_the_launcher_options():
     command = accelerate_command(
         ["train", "c.yaml", "--launcher", "accelerate", "--num-processes=3", "--out", "r"], 3

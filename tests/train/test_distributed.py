@@ -184,6 +184,14 @@ def test_vllm_rollouts_refuse_several_processes():
     Ranks().check(cfg)  # one process: allowed
 
 
+def test_only_rank_0_profiles_and_tracks():
+    cfg = load_run_config(None, ["eval.profile_steps=[0,2]", "log.trackers=[tensorboard]"])
+    first, second = Ranks(0, 2).local_config(cfg), Ranks(1, 2).local_config(cfg)
+    assert first.eval.profile_steps == [0, 2] and first.log.trackers == ["tensorboard"]
+    assert second.eval.profile_steps == [] and second.log is None
+    assert second.model == cfg.model and second.optim == cfg.optim  # on CPU: nothing else moves
+
+
 def test_the_launch_command_drops_the_launcher_options():
     command = accelerate_command(
         ["train", "c.yaml", "--launcher", "accelerate", "--num-processes=3", "--out", "r"], 3

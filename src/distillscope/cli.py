@@ -240,11 +240,24 @@ def train_cmd(
     out: Path = typer.Option(Path("distillscope-runs/train"), help="run directory"),
     skip_eval: bool = typer.Option(False, help="train only; run `distillscope eval` later"),
     overwrite: bool = typer.Option(False, help="clear a run directory of another config first"),
+    launcher: str = typer.Option(
+        "none", help="accelerate: re-launch through `accelerate launch` (docs/scaling.md)"
+    ),
+    num_processes: int = typer.Option(2, help="--launcher accelerate: processes of the run"),
 ) -> None:
     """Distil the student of CONFIG into a run directory, then evaluate it."""
     from distillscope.config import check_machine, load_run_config
     from distillscope.study.run_one import run_one
     from distillscope.train import preflight
+    from distillscope.train.distributed import Ranks, accelerate_command
+
+    if launcher not in ("none", "accelerate"):
+        raise ValueError(f"--launcher must be none or accelerate, got {launcher!r}")
+    if launcher == "accelerate":  # every process runs this command without --launcher
+        import subprocess
+
+        command = accelerate_command(sys.argv[1:], num_processes)
+        raise typer.Exit(subprocess.run(command, check=False).returncode)
 
     overrides = list(overrides or [])
     if config is not None and "=" in config and not Path(config).exists():
@@ -269,6 +282,8 @@ def train_cmd(
         metrics = run_one(
             cfg, out, on_step=on_step, overwrite=overwrite, skip_eval=skip_eval, on_eval=on_eval
         )
+    if not Ranks.current(cfg).writes:  # rank 0 of several processes reports
+        return
     from distillscope.store import read_status
 
     if skip_eval and read_status(out)["status"] == "trained":

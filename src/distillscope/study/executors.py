@@ -23,6 +23,9 @@ from distillscope.study.lock import watch_parent
 
 ExecutorKind = Literal["sequential", "pool", "ray"]
 EXECUTORS: tuple[str, ...] = get_args(ExecutorKind)
+#: times Ray re-runs a run whose worker process or node died; the run resumes from its last
+#: checkpoint in the shared study directory, so the study's results are unchanged
+RAY_RUN_RETRIES = 3
 
 
 def execute_run(
@@ -186,7 +189,11 @@ def run_pool(
 
 
 def run_ray(jobs: list[Job], cache_dir: str, executor: ExecutorSpec) -> Iterator[tuple[str, str]]:
-    """Run each job as a Ray task with ``executor``'s CPU/GPU request; yields (run_id, status)."""
+    """Run each job as a Ray task with ``executor``'s CPU/GPU request; yields (run_id, status).
+
+    A task whose node dies is re-run elsewhere (:data:`RAY_RUN_RETRIES`) and resumes from the
+    run's checkpoint: every node must see the study directory at the same path.
+    """
     try:
         import ray
     except ImportError:
@@ -194,7 +201,9 @@ def run_ray(jobs: list[Job], cache_dir: str, executor: ExecutorSpec) -> Iterator
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=executor.address, include_dashboard=False, log_to_driver=False)
-    remote = ray.remote(num_cpus=executor.cpus_per_run, num_gpus=executor.gpus_per_run)(execute_run)
+    remote = ray.remote(
+        num_cpus=executor.cpus_per_run, num_gpus=executor.gpus_per_run, max_retries=RAY_RUN_RETRIES
+    )(execute_run)
     threads = max(1, int(executor.cpus_per_run))
     refs = {remote.remote(cfg, d, cache_dir, threads): rid for rid, cfg, d in jobs}
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from distillscope.config import RunConfig
+from distillscope.config import ConfigError, RunConfig
 from distillscope.eval.evaluate import evaluate
 from distillscope.eval.rlvr import evaluate_rlvr
 from distillscope.store import (
@@ -20,6 +20,7 @@ from distillscope.store import (
     write_status,
 )
 from distillscope.train.checkpoint import check_checkpoint_meta
+from distillscope.train.distributed import Ranks
 from distillscope.train.grpo import grpo, load_start
 from distillscope.train.loop import DivergedError, distill
 
@@ -39,8 +40,11 @@ def run_one(
     Returns the evaluation metrics (empty when the run diverged or ``skip_eval``, which leaves
     the status ``trained``). A failure other than divergence is re-raised after the status is
     written. ``on_step`` and ``on_eval`` report progress (see ``distill`` and ``evaluate``).
+    Under a launcher's several processes only rank 0 writes the status and evaluates.
     """
     if cfg.rlvr is not None:
+        if Ranks.current(cfg).world > 1:
+            raise ConfigError("an rlvr run trains on one process; start it without a launcher")
         return run_rlvr(
             cfg, run_dir, on_step=on_step, overwrite=overwrite, skip_eval=skip_eval, on_eval=on_eval
         )
@@ -53,9 +57,12 @@ def run_one(
     except RunMismatchError:  # the directory is another run's: leave its status alone
         raise
     except Exception as err:
-        _failed(run_dir, err)
+        if Ranks.current(cfg).writes:
+            _failed(run_dir, err)
         raise
-    return {} if skip_eval else evaluate_run(cfg, run_dir, student, on_eval, rollout_cache)
+    if skip_eval or not Ranks.current(cfg).writes:
+        return {}
+    return evaluate_run(cfg, run_dir, student, on_eval, rollout_cache)
 
 
 def evaluate_run(

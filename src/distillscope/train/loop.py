@@ -55,6 +55,7 @@ from distillscope.store import MetricsLog, claim_run, write_config, write_status
 from distillscope.tasks import training_problems
 from distillscope.train.checkpoint import export_student, load_checkpoint, save_checkpoint
 from distillscope.train.checks import preflight
+from distillscope.train.distributed import ONE_PROCESS, Ranks
 from distillscope.train.informativeness import informativeness_metrics
 from distillscope.train.lora import merged_student, trainable_parameters
 from distillscope.train.precision import forward_precision
@@ -67,7 +68,6 @@ from distillscope.train.step import (
     Objective,
     diagnostic_logprobs,
     micro_batch_share,
-    micro_batches,
     objective_loss,
 )
 from distillscope.train.teacher import TeacherScorer
@@ -104,7 +104,10 @@ def distill(
     logged step (progress bars).
     """
     task = preflight(cfg)  # a bad path or task file fails before anything is written
-    fingerprint = claim_run_dir(cfg, run_dir, overwrite)
+    ranks = Ranks.current(cfg)  # one process, or one of a launcher's (train/distributed.py)
+    ranks.check(cfg)
+    fingerprint = ranks.of_rank0(lambda: claim_run_dir(cfg, run_dir, overwrite))
+    cfg = ranks.local_config(cfg)  # this rank's device; the run directory keeps the config
     torch.manual_seed(cfg.seed)
     pair = load_models(cfg)
     is_cap = cfg.rollout.engine_is_cap if cfg.rollout.engine_is_correction else None
@@ -115,10 +118,13 @@ def distill(
     engine = rollout_engine(cfg.rollout.engine, policy, student, pair.teacher)  # None: builtin
     optimizer = _adamw(cfg, student)
     start = load_checkpoint(run_dir, student, optimizer, fingerprint)
-    log = MetricsLog(run_dir, keep_steps=start)
+    log = MetricsLog(run_dir, keep_steps=start) if ranks.writes else None
     trackers = Trackers(cfg, run_dir, start)  # log.trackers: TensorBoard, W&B (same rows)
-    teacher = TeacherScorer(cfg, pair.teacher, objective, rollout_cache)
-    learner = _Learner(cfg, objective, student, optimizer, run_dir)
+    # the rollout cache keys the teacher's scores by the single-process micro-batches
+    teacher = TeacherScorer(
+        cfg, pair.teacher, objective, rollout_cache if ranks.world == 1 else None
+    )
+    learner = _Learner(cfg, objective, student, optimizer, run_dir if ranks.writes else None, ranks)
     profiler = Profiler(cfg, pair, objective.path, encoder, pool, run_dir, start)
 
     for step in range(start, cfg.optim.steps):
@@ -131,14 +137,16 @@ def distill(
         #    teacher-written step comes from the rollout cache when another run sampled it
         try:
             roll = functools.partial(_roll_out, cfg, policy, pair, prompts, step, engine)
-            rollouts, saved_s = teacher.rollouts(step, prompts, roll)
+            fetch = functools.partial(teacher.rollouts, step, prompts, roll)
+            rollouts, saved_s = ranks.rollouts_of_rank0(fetch)
         except NonFiniteSamplingError as err:
-            _diverged(run_dir, f"step {step}: {err}")
+            _diverged(learner.run_dir, f"step {step}: {err}")
         rollouts = rollouts.to(cfg.model.device)
         rewards = _rewards(task, pair.tokenizer, problems, rollouts)
         timer.lap("rollout")
-        # 3. score: the teacher's scores of each micro-batch, live or from the cache (same bits)
-        batches = micro_batches(rollouts, cfg.optim.grad_accum)
+        # 3. score: the teacher's scores of each micro-batch (of this rank's rows, with several
+        #    processes), live or from the cache (same bits)
+        batches = ranks.micro_batches(rollouts, cfg.optim.grad_accum)
         t_scores, scores_saved_s = teacher.scores(step, prompts, batches)
         timer.lap("teacher_forward")
         # 4–7. per update (objective.updates_per_batch, 1 but for OPD): student forward,
@@ -153,19 +161,22 @@ def distill(
         row["rollout/reward"] = sum(rewards) / len(rewards)
         row |= rollout_length_metrics(rollouts) | timer.metrics(rollouts) | engine_metrics(rollouts)
         row["time/teacher_saved"] = saved_s + scores_saved_s  # rollouts and scores from cache
-        log.append(row)
-        trackers.log(row)
+        if ranks.writes:  # one writer: rank 0
+            log.append(row)
+        trackers.log(row)  # none on the other ranks (Ranks.local_config)
         if on_step is not None:
             on_step(step, row)
         # 9. checkpoint: a killed run resumes from the last one with the same metrics
-        if cfg.checkpoint_every and ((step + 1) % cfg.checkpoint_every == 0):
+        if ranks.writes and cfg.checkpoint_every and ((step + 1) % cfg.checkpoint_every == 0):
             save_checkpoint(run_dir, step + 1, student, optimizer, fingerprint)
-    save_checkpoint(run_dir, cfg.optim.steps, student, optimizer, fingerprint)
     trackers.close()
     profiler.at(cfg.optim.steps)  # after the last update
-    write_status(run_dir, "trained")
+    if ranks.writes:
+        save_checkpoint(run_dir, cfg.optim.steps, student, optimizer, fingerprint)
+        write_status(run_dir, "trained")
     student = merged_student(cfg.model, student)  # model.lora: adapters merged into the weights
-    export_student(run_dir, student, pair.tokenizer)  # RUN/student/: from_pretrained loads it
+    if ranks.writes:
+        export_student(run_dir, student, pair.tokenizer)  # RUN/student/: from_pretrained loads it
     student.eval()
     return student
 
@@ -220,13 +231,15 @@ def _rewards(task, tokenizer, problems: list, rollouts: Rollouts) -> list[float]
     return [task.score(p, t) for p, t in zip(problems, texts, strict=True)]
 
 
-def _diverged(run_dir: Path, reason: str) -> NoReturn:
-    write_status(run_dir, "diverged", reason)
+def _diverged(run_dir: Path | None, reason: str) -> NoReturn:
+    if run_dir is not None:
+        write_status(run_dir, "diverged", reason)
     raise DivergedError(reason)
 
 
-def stop_if_diverged(run_dir: Path, step: int, loss: float, grad_norm: float) -> None:
-    """Mark the run diverged (and raise) when the loss or the pre-clip norm is NaN/inf."""
+def stop_if_diverged(run_dir: Path | None, step: int, loss: float, grad_norm: float) -> None:
+    """Mark the run diverged (and raise) when the loss or the pre-clip norm is NaN/inf (a rank
+    that does not write the run directory, ``run_dir`` None, only raises)."""
     if not (math.isfinite(grad_norm) and math.isfinite(loss)):
         _diverged(run_dir, f"step {step}: loss {loss}, pre-clip grad norm {grad_norm}")
 
@@ -262,13 +275,15 @@ def _roll_out(
 @dataclass(frozen=True)
 class _Learner:
     """What an update changes and reads besides the batch: the student and its optimizer, the
-    run's objective and config, and the run directory (a diverged run is marked there)."""
+    run's objective and config, the run directory (a diverged run is marked there; None on a
+    rank that does not write it) and the run's processes (their gradients are summed)."""
 
     cfg: RunConfig
     objective: Objective
     student: torch.nn.Module
     optimizer: torch.optim.Optimizer
-    run_dir: Path
+    run_dir: Path | None
+    ranks: Ranks = ONE_PROCESS
 
 
 def _max_norm(cfg: RunConfig) -> float:
@@ -303,14 +318,16 @@ def _updates(
     the informativeness I (:mod:`distillscope.train.informativeness`).
     """
     cfg, objective, student = learner.cfg, learner.objective, learner.student
+    ranks = learner.ranks
     passes: list[_Pass] = []
     norms: list[float] = []
     advantage = None
     for _ in range(objective.opd.updates_per_batch):
         scores = teacher_scores if advantage is None else [None] * len(batches)
         done = _forward_backward(
-            cfg, objective, rollouts, batches, student, scores, step, timer, advantage
+            cfg, objective, rollouts, batches, student, scores, step, timer, advantage, ranks
         )
+        ranks.sum_gradients(student)  # several processes: the whole batch's gradient
         # clip (log the pre-clip norm) and step; a NaN/inf loss or norm ends the run here
         grad_norm = float(torch.nn.utils.clip_grad_norm_(student.parameters(), _max_norm(cfg)))
         stop_if_diverged(learner.run_dir, step, done.metrics["train/loss"], grad_norm)
@@ -349,6 +366,7 @@ def _forward_backward(
     step: int,
     timer: PhaseTimer,
     advantage: FixedAdvantage | None = None,
+    ranks: Ranks = ONE_PROCESS,
 ) -> _Pass:
     """Student forward, objective and backward per micro-batch; the update's metrics.
 
@@ -359,7 +377,8 @@ def _forward_backward(
     draw from uniforms of the whole batch, and the diagnostics are computed once on the whole
     batch's token log-probs: no metric depends on ``grad_accum`` or the path. With
     ``advantage`` (OPD's later updates of a batch) the teacher is not read and no diagnostic is
-    computed.
+    computed. With several processes ``batches`` are this rank's; the totals and the diagnostic
+    log-probs are summed over the ranks (:class:`~distillscope.train.distributed.Ranks`).
     """
     student.train()
     mask_B_T = rollouts.completion_mask_B_T
@@ -393,8 +412,10 @@ def _forward_backward(
         }
         for key, value in {"train/loss": float(loss.detach()), **metrics}.items():
             totals[key] = totals.get(key, 0.0) + value * weights[accumulation(key)]
+    totals = ranks.sum_metrics(totals)
     if advantage is not None:
         return _Pass(totals, {})
+    diag_B_T = ranks.sum_rows(diag_B_T)
     return _Pass({**totals, **_diagnostics(rollouts, diag_B_T)}, diag_B_T)
 
 

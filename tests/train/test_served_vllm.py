@@ -3,8 +3,8 @@
 vLLM's ``api_server`` (fp32, eager, no log-prob limit) runs as a subprocess on a free port of
 127.0.0.1 for the module, and stops on SIGTERM at the end. References: the in-process teacher
 reduced to its top k (:meth:`LogitScores.topk`) and a 2-step run with the local teacher. The
-tests are marked ``vllm`` (``make test-vllm`` runs them in ``.venv-vllm``); without vLLM they
-are skipped with that reason.
+server's tests are marked ``vllm`` (``make test-vllm`` runs them in ``.venv-vllm``); without
+vLLM they are skipped with that reason. The last test, of the client alone, runs everywhere.
 """
 
 from __future__ import annotations

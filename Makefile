@@ -49,7 +49,7 @@ $(VLLM_VENV)/.installed: pyproject.toml
 	touch $@
 
 test-vllm: $(VLLM_VENV)/.installed
-	$(VLLM_PY) -m pytest -q -m vllm tests/rollout/test_vllm_engine.py
+	$(VLLM_PY) -m pytest -q -m vllm tests/rollout/test_vllm_engine.py tests/train/test_served_vllm.py
 
 bench: setup
 	$(PY) -m pip install -q -e ".[dev,ray,bench]"

@@ -5,7 +5,8 @@ The request is vLLM's extension of ``POST /v1/completions``: ``prompt`` a list o
 ``choices[i].prompt_logprobs`` holds one entry per token of row i: ``null`` at position 0, then a
 dict ``"token id" → {"logprob", "rank", "decoded_token"}`` with the k most likely tokens and the
 actual token besides (vLLM's JSON; ``distillscope serve-teacher`` answers the same subset).
-Log-probs are at temperature 1 (vLLM's prompt log-probs are the raw model's).
+Log-probs are at temperature 1 (vLLM's prompt log-probs are the raw model's); vLLM answers a
+−inf log-prob as −9999.0, read as it stands: a probability of 0.
 
 Every request is retried with exponential backoff (``model.teacher_server``: ``timeout_s``,
 ``retries``, ``backoff_s``) when the server cannot be reached, times out, answers 5xx or 429, or

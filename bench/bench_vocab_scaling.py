@@ -140,17 +140,17 @@ def sweep(objective: str, mode: str, args: argparse.Namespace) -> tuple[dict[int
     tokens, last = args.start_tokens, None
     while tokens <= args.max_tokens:
         if last is not None and 2 * last["time_s"] > args.time_limit_s:
-            return rows, f"N = {tokens:,} not run: projected {2 * last['time_s']:.0f} s"
+            return rows, f"N = {tokens:,} not run (projected {2 * last['time_s']:.0f} s)"
         projected_gb = None if last is None else 2 * last["extra_mb"] / 1e3
         if mode == "plain" and projected_gb is not None and projected_gb > args.plain_limit_gb:
-            return rows, f"N = {tokens:,} not run: projected {projected_gb:.1f} GB"
+            return rows, f"N = {tokens:,} not run (projected {projected_gb:.1f} GB)"
         last = _run_worker(objective, mode, tokens, args.device)
         print(f"  {objective} {mode} N={tokens}: {last}", file=sys.stderr, flush=True)
         if "skipped" in last:
             return rows, f"skipped: {last['skipped']}"
         rows[tokens] = last
         tokens *= 2
-    return rows, f"N = {tokens:,} > --max-tokens"
+    return rows, f"N = {tokens:,} not run (> --max-tokens)"
 
 
 def _table_row(objective: str, mode: str, tokens: int, result: dict, plain: dict | None) -> str:
@@ -185,7 +185,7 @@ def report(results: dict[tuple[str, str], tuple[dict[int, dict], str]]) -> tuple
             if mode == "fused" and plain is not None:
                 gap = abs(result["loss"] - plain["loss"]) / abs(plain["loss"])
                 worst = max(worst, gap)
-        stops.append(f"- {objective} {mode}: stopped at {stop}")
+        stops.append(f"- {objective} {mode}: {stop}")
     return "\n".join([*lines, "", *stops]), worst
 
 

@@ -8,7 +8,9 @@
 # 4. the gpu-marked tests (train, eval and a two-run study on CUDA).
 # Then four parts, each guarded: one that cannot run prints "-- NAME: skipped: why" (a missing
 # vLLM, no time left) or "-- NAME: failed (exit N)", and the rest goes on; each runs under
-# `timeout`, at most its cap and never past BUDGET_S (600 s) from the start. The end lists them.
+# `timeout`, at most its cap and never past BUDGET_S (600 s) from the start. The end lists the
+# parts not done. Parts 1–4 take ~5 minutes, so with the default budget the last parts can be cut
+# short (they say so): BUDGET_S=900 gives every part its full cap.
 # 5. vLLM rollouts: a vLLM venv (.venv-vllm: the system's vLLM when importable, else
 #    `make .venv-vllm/.installed`, which pip-installs `-e .[vllm]` on a GPU machine), then
 #    bench/bench_rollout_engines.py — two Markdown tables: tokens/s of generate(), the built-in
@@ -105,8 +107,8 @@ print_steps() {  # print_steps RUN_DIR: one line per logged step
 import sys
 from distillscope.store import read_metrics
 for i, r in enumerate(read_metrics(sys.argv[1])):
-    print(f"step {r.get('step', i)}: loss {r['train/loss']:.4f}, {r['perf/tokens_per_s']:.0f} tokens/s, "
-          f"time/teacher {r.get('time/teacher', float('nan')):.2f} s, "
+    print(f"step {r.get('step', i)}: loss {r['train/loss']:.4f}, "
+          f"{r['perf/tokens_per_s']:.0f} tokens/s, time/teacher {r.get('time/teacher', float('nan')):.2f} s, "
           f"time/step {r['time/step']:.2f} s")
 PYEOF
 }

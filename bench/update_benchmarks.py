@@ -39,6 +39,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "language": ["bench_language.py"],  # the language identifier of chat-format style runs
     "train": ["bench_train.py"],  # one quick-preset run
     "study": ["bench_study.py"],  # the main job: the quick study
+    "vocab_scaling": ["bench_vocab_scaling.py"],  # exact losses at V = 151,936 as N grows
 }
 
 

@@ -19,6 +19,14 @@ def test_missing_config_file_is_named(tmp_path):
     assert res.exit_code == 2 and "nope.yaml" in res.output
 
 
+def test_an_error_keeps_its_brackets(tmp_path):
+    """The message is printed as text, not rich markup: ``[lora]`` in a path (or an extra's
+    name) is not swallowed as a style tag."""
+    missing = tmp_path / "student[lora]"
+    res = runner.invoke(app, ["train", "--out", str(tmp_path / "r"), f"model.student={missing}"])
+    assert res.exit_code == 2 and "student[lora]" in res.output
+
+
 def test_eval_of_a_directory_without_checkpoint(tmp_path):
     res = runner.invoke(app, ["eval", str(tmp_path)])
     assert res.exit_code == 2 and "no trained checkpoint" in res.output

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from distillscope import __version__
@@ -70,7 +71,10 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             user = isinstance(err, (*USER_ERRORS, StudyLockedError))
             what = "error" if user else f"internal error ({type(err).__name__})"
             hint = "" if user else " — rerun with --debug for the traceback"
-            err_console.print(f"[red]{what}:[/red] {_one_line(err)}{hint}", highlight=False)
+            # escaped: a message may hold brackets (an extra's name, a path) that rich would
+            # read as markup and drop
+            message = escape(_one_line(err))
+            err_console.print(f"[red]{what}:[/red] {message}{hint}", highlight=False)
             raise typer.Exit(2 if user else 1) from None
 
     return wrapper

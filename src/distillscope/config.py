@@ -781,11 +781,6 @@ class RunConfig(_Section):
             )
         if self.objective.clip_min >= self.objective.clip_max:
             raise ValueError("objective.clip_min must be below objective.clip_max")
-        if self.rollout.engine == "vllm" and self.model.lora is not None:
-            raise ValueError(
-                "rollout.engine=vllm loads the student's own weights, and model.lora trains "
-                "adapters beside them (unmerged until export): use rollout.engine=builtin"
-            )
         late = [s for s in self.eval.profile_steps if s > self.optim.steps]
         if late:
             raise ValueError(

@@ -20,6 +20,7 @@ from distillscope.models.paths import resolve_model_path
 from distillscope.objectives import token_weights
 from distillscope.objectives.divergences import truncated_is_weight
 from distillscope.rollout import PromptBatch, Rollouts, SamplingSpec, StudentPolicy, TeacherPolicy
+from distillscope.rollout.sampler import completion_logprobs
 from distillscope.rollout.vllm_engine import MISSING_EXTRA, VLLMEngine, engine_metrics
 from distillscope.train.step import loss_mask
 
@@ -158,6 +159,46 @@ def test_a_teachers_engine_samples_the_teacher_policy():
     assert r.source == "teacher" and r.logp_student_B_T is None
     assert (r.source_B == 0).all()
     assert engine_metrics(r)["rollout/engine_logprob_gap"] < 1e-4
+
+
+@needs_vllm
+def test_a_lora_students_engine_samples_its_merged_weights():
+    pytest.importorskip("peft")
+    from distillscope.config import LoraConfig
+    from distillscope.train.lora import attach_lora, plain_weights
+
+    torch.manual_seed(0)
+    cfg = LoraConfig(r=4, alpha=8, target_modules=["q_proj", "v_proj", "down_proj"])
+    student = attach_lora(_student(), cfg)
+    base = _student()  # the same weights without adapters: what an engine of the base samples
+    adapters = [p for name, p in student.named_parameters() if ".lora_B." in name]
+    engine = VLLMEngine(student, weights=plain_weights)
+    for scale in (0.5, 1.0):  # two different adapters: sample() pushes the merged weights
+        with torch.no_grad():
+            for p in adapters:
+                p.copy_(scale * torch.randn_like(p))
+        r = _sample(engine, seed=2)
+        assert engine_metrics(r)["rollout/engine_logprob_gap"] < 1e-4  # the adapted student's
+        # and the adapters matter: the base model scores the same tokens far from the engine
+        base_logp = completion_logprobs(base, r, "student", 1.0, 54)
+        keep = r.completion_mask_B_T.bool()
+        assert (base_logp - r.logp_engine_B_T)[keep].abs().mean() > 0.1
+
+
+@needs_vllm
+def test_a_two_step_lora_run_samples_the_updated_adapters(tmp_path):
+    pytest.importorskip("peft")
+    from distillscope.store import read_metrics
+    from distillscope.train import distill
+
+    items = ["optim.steps=2", "rollout.prompts_per_step=4", "task.max_new_tokens=12"]
+    items += ["rollout.engine=vllm", "model.lora={r: 4, alpha: 8}", "optim.lr=0.05"]
+    distill(load_run_config(None, items), tmp_path / "run")
+    rows = read_metrics(tmp_path / "run")
+    assert [r["step"] for r in rows] == [0, 1]
+    for row in rows:  # step 1 samples the adapters step 0 trained (lr 0.05 moves them far)
+        assert 0 <= row["rollout/engine_logprob_gap"] < 1e-4
+    assert (tmp_path / "run" / "student" / "model.safetensors").exists()
 
 
 @needs_vllm

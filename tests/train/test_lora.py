@@ -18,7 +18,7 @@ from distillscope.store import checkpoint_dir, read_metrics
 from distillscope.study.run_one import evaluate_run
 from distillscope.train import distill
 from distillscope.train.checks import preflight
-from distillscope.train.lora import LoraSetupError, attach_lora
+from distillscope.train.lora import LoraSetupError, attach_lora, merged_student, plain_weights
 
 pytest.importorskip("peft")
 
@@ -170,9 +170,31 @@ def test_full_fine_tuning_stays_the_default():
     assert load_run_config(None).model.lora is None
 
 
-def test_vllm_rollouts_are_refused_for_a_lora_student():
-    """The engine samples from the weights it is given; a LoRA student's adapters are not in
-    them until export, so the pair is refused before anything loads."""
-    with pytest.raises(ConfigError, match="rollout.engine=vllm .* model.lora"):
-        load_run_config(None, ["rollout.engine=vllm", "model.lora={r: 4}"])
-    assert load_run_config(None, ["model.lora={r: 4}"]).rollout.engine == "builtin"
+def test_plain_weights_are_the_merged_models_and_leave_the_student_as_it_is(tiny_pair):
+    """What a vLLM engine holds for a LoRA student (``rollout.engine: vllm``): the merged
+    model's weights under its names, computed without merging the student being trained."""
+    torch.manual_seed(0)
+    cfg = lora_cfg(tiny_pair)
+    student = attach_lora(load_model(tiny_pair[1])[0], cfg.model.lora)
+    with torch.no_grad():  # B ≠ 0, so every adapted weight differs from its base
+        for name, p in student.named_parameters():
+            if ".lora_B." in name:
+                p.copy_(torch.randn_like(p))
+    before = {k: v.clone() for k, v in student.state_dict().items()}
+    weights = dict(plain_weights(student))
+    assert {k: torch.equal(v, before[k]) for k, v in student.state_dict().items()} == {
+        k: True for k in before
+    }  # nothing merged in place: training goes on
+    merged = merged_student(cfg.model, student).state_dict()  # the independent reference
+    assert list(weights) == list(merged)
+    for name, value in merged.items():
+        assert torch.allclose(weights[name], value, atol=1e-6, rtol=0), name
+    moved = [k for k in merged if not torch.equal(weights[k], before.get(k, weights[k]))]
+    assert moved == []  # every unadapted weight is the student's own tensor value
+    plain = load_model(tiny_pair[1])[0]
+    assert [n for n, _ in plain_weights(plain)] == list(plain.state_dict())
+
+
+def test_vllm_rollouts_take_a_lora_student():
+    cfg = load_run_config(None, ["rollout.engine=vllm", "model.lora={r: 4}"])
+    assert cfg.rollout.engine == "vllm" and cfg.model.lora.r == 4

@@ -23,7 +23,8 @@ global random states; :class:`VLLMEngine` restores all of them after starting it
 vLLM is imported on first use: without the ``vllm`` extra the error is one line naming it. The
 engine runs in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, so weights are pushed as tensors)
 and on CPU reserves ``VLLM_CPU_KVCACHE_SPACE`` GiB of KV cache, 1 unless set, and leaves
-OpenMP threads unpinned (``VLLM_CPU_OMP_THREADS_BIND=nobind`` unless set). vLLM's parallel
+OpenMP threads unpinned (``VLLM_CPU_OMP_THREADS_BIND=nobind`` unless set); it logs warnings
+and errors only (``VLLM_LOGGING_LEVEL=WARNING`` unless set). vLLM's parallel
 state is process-wide: a run holds one engine, and engines started one after another (runs of a
 sequential study) work, but an engine collected while another lives breaks the survivor.
 """
@@ -33,7 +34,7 @@ from __future__ import annotations
 import os
 import random
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -54,6 +55,8 @@ _MAX_MODEL_LEN = 8192  # the engine's longest prompt + completion, at most the m
 def _vllm() -> Any:
     """The ``vllm`` module, in-process; a one-line ImportError naming the extra without it."""
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    # its INFO lines (every weight reload) would bury a run's progress bars; set it to see them
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     if not torch.cuda.is_available():
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
         # vLLM's automatic OpenMP binding would pin the threads of the whole process, training
@@ -85,21 +88,52 @@ def _process_state_kept() -> Iterator[None]:
         np.random.set_state(states[2])
 
 
+#: the tensors an engine holds for a model: (name, tensor) as the plain model names them
+Weights = Callable[[torch.nn.Module], list[tuple[str, torch.Tensor]]]
+
+
+def own_weights(model: torch.nn.Module) -> list[tuple[str, torch.Tensor]]:
+    """``model``'s ``state_dict``, detached (a tied head keeps its entry)."""
+    return [(name, tensor.detach()) for name, tensor in model.state_dict().items()]
+
+
+def _save(model: PreTrainedModel, weights: list[tuple[str, torch.Tensor]], directory: str) -> None:
+    """``model``'s config and ``weights`` as one safetensors file in ``directory``; a tensor
+    shared with an earlier entry (a tied head) is left out, as ``save_pretrained`` leaves it."""
+    from safetensors.torch import save_file
+
+    seen, tensors = set(), {}
+    for name, tensor in weights:
+        if tensor.data_ptr() not in seen:
+            seen.add(tensor.data_ptr())
+            tensors[name] = tensor.detach().cpu().contiguous()
+    model.config.save_pretrained(directory)
+    save_file(tensors, os.path.join(directory, "model.safetensors"), metadata={"format": "pt"})
+
+
 class VLLMEngine:
     """A vLLM ``LLM`` over one model's weights (the student's or the teacher's), in-process.
 
     ``model`` is the policy's writer, kept by reference: a student trained in place is pushed
-    before each batch. It is written to a temporary directory (safetensors, its config) that the
-    engine loads in the model's dtype; no tokenizer is needed (prompts and completions are ids).
+    before each batch. ``weights(model)`` names the tensors the engine holds, as the plain
+    model of its class names them (:func:`own_weights`; a LoRA student's merged weights come
+    from :func:`distillscope.train.lora.plain_weights`). They are written to a temporary
+    directory (safetensors, the model's config) that the engine loads in the model's dtype; no
+    tokenizer is needed (prompts and completions are ids).
     """
 
-    def __init__(self, model: PreTrainedModel, max_model_len: int | None = None):
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        max_model_len: int | None = None,
+        weights: Weights = own_weights,
+    ):
         vllm = _vllm()
-        self.model = model
+        self.model, self.weights = model, weights
         limit = getattr(model.config, "max_position_embeddings", None) or _MAX_MODEL_LEN
         dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
         with tempfile.TemporaryDirectory() as tmp, _process_state_kept():
-            model.save_pretrained(tmp, safe_serialization=True)
+            _save(model, weights(model), tmp)
             self.llm = vllm.LLM(
                 model=tmp,
                 dtype=dtype,
@@ -115,13 +149,13 @@ class VLLMEngine:
         self.width = model.get_output_embeddings().weight.shape[0]
 
     def push(self, model: PreTrainedModel) -> None:
-        """Load ``model``'s current weights into the engine.
+        """Load ``model``'s current weights (``weights(model)``) into the engine.
 
         A tied LM head is pushed too (the embeddings' tensor under ``lm_head.weight``): without
         it vLLM reloads the embeddings but keeps its head's old copy (measured on the testbed:
         a perturbed embedding pushed alone left a 6-nat log-prob gap, with the head 4e-7).
         """
-        weights = [(name, tensor.detach()) for name, tensor in model.state_dict().items()]
+        weights = self.weights(model)
         with _process_state_kept():
             self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
 
@@ -216,9 +250,14 @@ def engine_metrics(r: Rollouts) -> dict[str, float]:
     return {"rollout/engine_logprob_gap": float(gap_N.mean()) if gap_N.numel() else 0.0}
 
 
-def rollout_engine(engine: str, policy: RolloutPolicy, student, teacher) -> VLLMEngine | None:
+def rollout_engine(
+    engine: str, policy: RolloutPolicy, student, teacher, student_weights: Weights = own_weights
+) -> VLLMEngine | None:
     """The run's ``rollout.engine``: None for the builtin sampler, else a vLLM engine over the
-    policy's writer (the student for OnPD, the teacher for OffPD)."""
+    policy's writer (the student for OnPD, its tensors named by ``student_weights``; the
+    teacher for OffPD)."""
     if engine == "builtin":
         return None
-    return VLLMEngine(student if policy.student_temperature is not None else teacher)
+    if policy.student_temperature is not None:
+        return VLLMEngine(student, weights=student_weights)
+    return VLLMEngine(teacher)

@@ -60,6 +60,7 @@ RECORDED = (
     "rollout.spectrum_temperatures",
     "objective.kind",
     "objective.regulation",
+    "objective.teacher_topk",  # a top-k teacher changes the objective: labelled in tables
     "optim.lr",
     "optim.grad_clip",
     "seed",
@@ -69,6 +70,7 @@ RECORDED = (
     "task.teacher_instruction",
     "rollout.prompts_per_step",
     "rollout.rollouts_per_prompt",
+    "rollout.engine",
 )
 
 

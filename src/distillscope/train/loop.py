@@ -57,7 +57,7 @@ from distillscope.train.checkpoint import export_student, load_checkpoint, save_
 from distillscope.train.checks import preflight
 from distillscope.train.distributed import ONE_PROCESS, Ranks
 from distillscope.train.informativeness import informativeness_metrics
-from distillscope.train.lora import merged_student, trainable_parameters
+from distillscope.train.lora import merged_student, plain_weights, trainable_parameters
 from distillscope.train.precision import forward_precision
 from distillscope.train.profiles import Profiler
 from distillscope.train.scoring import TeacherScores
@@ -115,7 +115,9 @@ def distill(
     pool = training_problems(task, cfg.task.eval_fraction)
     encoder = _encoder(cfg, task, pair)
     policy, student = make_policy(cfg.rollout), pair.student
-    engine = rollout_engine(cfg.rollout.engine, policy, student, pair.teacher)  # None: builtin
+    engine = rollout_engine(  # None: builtin; a LoRA student's engine holds its merged weights
+        cfg.rollout.engine, policy, student, pair.teacher, plain_weights
+    )
     optimizer = _adamw(cfg, student)
     start = load_checkpoint(run_dir, student, optimizer, fingerprint)
     log = MetricsLog(run_dir, keep_steps=start) if ranks.writes else None

@@ -10,7 +10,9 @@ A LoRA layer is not an ``nn.Linear``, so the lean decoder and the gathered scori
 Checkpoints hold the unmerged state (base + adapters), so a killed run resumes exactly;
 :func:`merged_student` folds each adapter into its base weight, W + (alpha / r)·B·A, for
 ``RUN/student/``, which then loads with ``AutoModelForCausalLM`` alone and is what evaluation
-(sparsity, forgetting) reads.
+(sparsity, forgetting) reads. :func:`plain_weights` gives the same merged weights without touching
+the model, under the plain model's names: what a vLLM engine samples from
+(``rollout.engine: vllm``), pushed before each on-policy batch.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 from torch import nn
 
 from distillscope.config import LORA_MISSING, LoraConfig, ModelConfig
+from distillscope.rollout.vllm_engine import own_weights
 
 
 class LoraSetupError(ValueError):
@@ -95,6 +98,36 @@ def merged_student(cfg: ModelConfig, student: nn.Module) -> nn.Module:
             delattr(student, attr)
     student.requires_grad_(True)
     return student
+
+
+@torch.no_grad()
+def plain_weights(model: nn.Module) -> list[tuple[str, torch.Tensor]]:
+    """``model``'s weights as the plain model of its class names them, adapters merged.
+
+    Without adapters: its ``state_dict``. With them: each adapted layer's base weight plus its
+    active adapters' W + (alpha / r)·B·A (peft's own delta), under the layer's name
+    (``…q_proj.weight``, not ``…q_proj.base_layer.weight``), and no ``lora_A``/``lora_B``
+    entries. The model is left as it is (training goes on), and only adapted weights are new
+    tensors. A tied head keeps its entry (the embeddings' tensor), as ``state_dict`` gives it.
+    """
+    state = model.state_dict()
+    if not any(".lora_" in name for name in state):
+        return own_weights(model)
+    from peft.tuners.lora import LoraLayer
+
+    deltas = {
+        f"{name}.base_layer.weight": sum(m.get_delta_weight(a) for a in m.active_adapters)
+        for name, m in model.named_modules()
+        if isinstance(m, LoraLayer) and not m.merged
+    }
+    weights = []
+    for name, tensor in state.items():
+        if ".lora_" in name:
+            continue
+        if name in deltas:
+            tensor = tensor + deltas[name].to(tensor.dtype)
+        weights.append((name.replace(".base_layer.", "."), tensor.detach()))
+    return weights
 
 
 def trainable_parameters(model: nn.Module) -> list[torch.nn.Parameter]:

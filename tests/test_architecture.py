@@ -62,8 +62,11 @@ ALLOWED: dict[str, set[str]] = {
     "report": {"config", "safeyaml", "store", "metric_keys", "labels"},
     # `distillscope analyze`, a sub-app cli.py registers (it passes in friendly_errors)
     "cli_analyze": {"config", "eval", "report"},
+    # `distillscope testbed`, registered the same way
+    "cli_testbed": {"models", "testbed"},
     "cli": {
         "cli_analyze",
+        "cli_testbed",
         "config",
         "store",
         "metric_keys",

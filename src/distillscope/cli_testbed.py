@@ -1,0 +1,138 @@
+"""``distillscope testbed``: the built-in testbed models (docs/testbed.md).
+
+distillscope testbed info                    # sizes, build times, accuracies at build time
+distillscope testbed eval                    # measure the shipped weights again
+distillscope testbed build --out DIR         # train them from scratch (hours on 2 cores)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+
+def testbed_app(errors: Callable[[Callable[..., Any]], Callable[..., Any]]) -> typer.Typer:
+    """The ``testbed`` sub-app, each command wrapped in ``errors`` (the CLI's
+    ``friendly_errors``, passed in as :func:`~distillscope.cli_analyze.analyze_app` takes it)."""
+    app = typer.Typer(no_args_is_help=True, help="The built-in testbed models.")
+    app.command("info")(errors(testbed_info_cmd))
+    app.command("eval")(errors(testbed_eval_cmd))
+    app.command("build")(errors(testbed_build_cmd))
+    return app
+
+
+def _accuracy_table(title: str, measured: dict) -> Table:
+    table = Table(title=title)
+    table.add_column("measure")
+    table.add_column("teacher", justify="right")
+    table.add_column("student", justify="right")
+    t, s = measured["teacher"], measured["student"]
+    table.add_row(
+        "Countdown-3 accuracy", f"{t['countdown3_accuracy']:.1%}", f"{s['countdown3_accuracy']:.1%}"
+    )
+    if "countdown3_accuracy_style_flag" in t:
+        table.add_row("  with style flag", f"{t['countdown3_accuracy_style_flag']:.1%}", "")
+        table.add_row("  answers in alt style", f"{t['alt_style_share_with_flag']:.1%}", "")
+    for key, label in (
+        ("harder_accuracy", "harder variant accuracy"),
+        ("harder_pass@10", "  pass@10"),
+    ):
+        if key in t:
+            table.add_row(label, f"{t[key]:.1%}", f"{s[key]:.1%}")
+    table.add_row("skill-suite mean", f"{t['skill_mean']:.1%}", f"{s['skill_mean']:.1%}")
+    for name in s["skills"]:
+        table.add_row(f"  {name}", f"{t['skills'][name]:.1%}", f"{s['skills'][name]:.1%}")
+    return table
+
+
+def testbed_info_cmd(
+    root: Path = typer.Option(None, help="testbed directory (default: the shipped one)"),
+) -> None:
+    """Print the testbed models' sizes and the accuracies measured when they were built."""
+    from distillscope.testbed import WEIGHTS_DIR, testbed_info
+
+    info = testbed_info(root or WEIGHTS_DIR)
+    console.print(f"testbed at {root or WEIGHTS_DIR}")
+    for role, n in info["parameters"].items():
+        spec = info["recipe"][role]
+        console.print(
+            f"  {role}: {n:,} parameters (Llama, hidden {spec['hidden_size']}, "
+            f"{spec['num_hidden_layers']} layers)"
+        )
+    rec = info["records"]
+    console.print(
+        f"  pretraining: teacher {rec['teacher']['train_seconds'] / 60:.0f} min, student "
+        f"{rec['student']['train_seconds'] / 60:.0f} min (in parallel, one thread each); "
+        f"teacher sharpening {rec['teacher'].get('sharpen_seconds', 0) / 60:.0f} min"
+    )
+    for role, extra in info.get("extra", {}).items():  # further teachers (build --only NAME)
+        spec, m = extra["recipe"]["model"], extra["measured"]
+        console.print(
+            f"  {role}: {extra['parameters']:,} parameters (Llama, hidden {spec['hidden_size']}, "
+            f"{spec['num_hidden_layers']} layers), built in "
+            f"{_extra_seconds(extra['record']) / 60:.0f} min; Countdown-3 "
+            f"{m['countdown3_accuracy']:.1%}, skill-suite mean {m['skill_mean']:.1%}"
+        )
+    ev = info["eval"]
+    console.print(
+        _accuracy_table(
+            f"measured at build time ({ev['items']} held-out {ev['task']} items, "
+            f"seed {ev['seed']}, "
+            f"T={ev['temperature']})",
+            info["measured"],
+        )
+    )
+
+
+def _extra_seconds(record: dict) -> float:
+    return record.get("train_seconds", 0.0) + record.get("sharpen_seconds", 0.0)
+
+
+def testbed_eval_cmd(
+    root: Path = typer.Option(None, help="testbed directory (default: the shipped one)"),
+) -> None:
+    """Measure the testbed again: load both directories with transformers, sample, verify."""
+    from distillscope.models import load_model
+    from distillscope.testbed import WEIGHTS_DIR
+    from distillscope.testbed.build import measure_testbed
+
+    base = root or WEIGHTS_DIR
+    teacher, tok = load_model(base / "teacher")  # local files only: nothing is downloaded
+    student, _ = load_model(base / "student")
+    with console.status("sampling and verifying (a minute on 2 CPU cores)"):
+        measured = measure_testbed(teacher, student, tok)
+    console.print(_accuracy_table("measured now (200 held-out items, 1 sample at T=0.5)", measured))
+
+
+def testbed_build_cmd(
+    out: Path = typer.Option(..., help="directory to write teacher/, student/ and testbed.json"),
+    steps_scale: float = typer.Option(1.0, help="scale every training length (0.002 = smoke)"),
+    only: str = typer.Option(None, help="build just this extra teacher (e.g. teacher-small)"),
+) -> None:
+    """Train the testbed teacher, student and extra teachers from scratch with fixed seeds."""
+    from distillscope.testbed.build import build, build_extra
+    from distillscope.testbed.recipe import EXTRA_TEACHERS
+
+    if only is not None and only not in EXTRA_TEACHERS:
+        raise ValueError(f"--only {only!r}: extra teachers are {sorted(EXTRA_TEACHERS)}")
+    out.mkdir(parents=True, exist_ok=True)
+    log = lambda m: console.print(m, highlight=False)  # noqa: E731
+    if only is None:
+        info = build(out, steps_scale=steps_scale, log=log)
+        console.print(_accuracy_table("measured after the build", info["measured"]))
+    for role in [only] if only else EXTRA_TEACHERS:
+        entry = build_extra(out, role, steps_scale=steps_scale, log=log)
+        m = entry["measured"]
+        console.print(
+            f"{role}: {entry['parameters']:,} parameters, Countdown-3 "
+            f"{m['countdown3_accuracy']:.1%}, skill-suite mean {m['skill_mean']:.1%}"
+        )
+    built = [only] if only else ["teacher", "student", *EXTRA_TEACHERS]
+    console.print(f"wrote {', '.join(f'{out}/{r}' for r in built)} and {out}/testbed.json")

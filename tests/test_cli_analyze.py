@@ -77,3 +77,23 @@ def test_bad_inputs_are_one_line_and_write_nothing(tiny_pair, tmp_path):
     res = runner.invoke(app, ["analyze", "estimators", str(run), "--samples", "0"])
     assert res.exit_code == 2 and "--samples" in res.output
     assert not (run / "analysis").exists() and list(not_a_run.iterdir()) == []
+
+
+def test_a_served_teacher_is_refused_in_one_line_naming_the_field(tmp_path):
+    from distillscope.config import dump_run_config, load_run_config
+
+    served = ["model.teacher=http://127.0.0.1:9/v1", "objective.teacher_topk=4"]
+    served += ["objective.teacher_temperature=1.0"]
+    config = tmp_path / "served.yaml"
+    config.write_text(dump_run_config(load_run_config(None, served)))
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(config, run / "config.yaml")
+    for target in (config, run):
+        res = runner.invoke(
+            app, ["analyze", "gradients", str(target), "--out", str(tmp_path / "o")]
+        )
+        assert res.exit_code == 2, res.output
+        line = res.output.replace("\n", "")
+        assert "model.teacher is served (http://127.0.0.1:9/v1)" in line, res.output
+        assert "Traceback" not in res.output and not (tmp_path / "o").exists()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from distillscope.config import RunConfig, load_run_config
+from distillscope.config import RunConfig, load_run_config, served_url
 from distillscope.models import ModelPair, load_pair, pair_options, resolve_model_path
 from distillscope.objectives.divergences import tempered_log_softmax
 from distillscope.objectives.estimator_bias import (
@@ -114,15 +114,27 @@ def resolve_target(path: Path, out: Path | None = None) -> Target:
     if path.is_dir():
         if not (path / CONFIG_FILE).is_file():
             raise FileNotFoundError(f"{path} is not a run directory (no {CONFIG_FILE})")
-        cfg = load_run_config(path / CONFIG_FILE)
+        cfg = _local_teacher(load_run_config(path / CONFIG_FILE), path / CONFIG_FILE)
         trained = path / "student"
         student = trained if trained.is_dir() else Path(resolve_model_path(cfg.model.student))
         return Target(cfg, student, out or path / ANALYSIS_DIR, str(path))
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist (give a run directory or a config YAML)")
-    cfg = load_run_config(path)
+    cfg = _local_teacher(load_run_config(path), path)
     default = Path("distillscope-runs") / ANALYSIS_DIR / path.stem
     return Target(cfg, Path(resolve_model_path(cfg.model.student)), out or default, str(path))
+
+
+def _local_teacher(cfg: RunConfig, source: Path) -> RunConfig:
+    """``cfg``, unless its teacher is served: the analyses need the teacher's whole distribution,
+    which a server's top-k log-probs are not, so they run it locally."""
+    if served_url(cfg.model.teacher):
+        raise ValueError(
+            f"{source}: model.teacher is served ({cfg.model.teacher}); the analyses need its "
+            "whole distribution, so analyze a run config whose model.teacher is the served "
+            "model's local directory"
+        )
+    return cfg
 
 
 def loss_temperatures(cfg: RunConfig, spec: AnalysisSpec) -> tuple[float, float]:

@@ -1,0 +1,201 @@
+"""From YAML and overrides to a ``RunConfig`` and back: one-line errors that name the field, the
+``distillscope config`` listing, the resolved YAML every run writes, the check of this machine's
+devices, and the key a run's evaluation is cached under."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from distillscope.config.base import ConfigError
+from distillscope.config.run import RunConfig
+from distillscope.safeyaml import YamlError, clip, load_yaml, load_yaml_file, quote
+
+
+def _format_error(err: ValidationError, source: str) -> str:
+    # Every piece that can carry user input is bounded (safeyaml.quote/clip), so the message
+    # stays one line of at most ~300 characters after the source, whatever the input held.
+    first = err.errors()[0]
+    where = clip(".".join(str(p) for p in first["loc"]), 40) or "(top level)"
+    msg = clip(first["msg"].removeprefix("Value error, "), 160)
+    if first["type"] == "extra_forbidden":
+        return f"{source}: unknown field {quote(where)}{_did_you_mean(first['loc'])}"
+    if not first["loc"] or isinstance(first.get("input"), dict):
+        return f"{source}: {msg}"  # a cross-field rule: its message already names the fields
+    return f"{source}: {where}: {msg} (got {quote(first.get('input'), 100)})"
+
+
+def _did_you_mean(loc: tuple) -> str:
+    """``; did you mean 'optim.lr'?`` for a mistyped key, from the fields of its section."""
+    model: type[BaseModel] = RunConfig
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        annotation = getattr(field, "annotation", None)
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return ""
+        model = annotation
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return f"; did you mean {quote('.'.join([*map(str, loc[:-1]), close[0]]))}?"
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """``optim.lr=5e-5`` → (["optim", "lr"], "5e-5"); the value is parsed as YAML, never evaluated.
+
+    Numeric strings such as ``5e-5`` (not a float in YAML 1.1) are converted by field validation.
+    The value is read with :func:`distillscope.safeyaml.load_yaml`'s limits; malformed YAML
+    (``optim.lr=[1,2``, ``name=*foo``) raises a one-line ``ConfigError`` naming the override.
+    """
+    if "=" not in item:
+        raise ConfigError(f"override {quote(item, 100)} must look like section.field=value")
+    key, raw = item.split("=", 1)
+    if raw.strip() in ("None", "none"):  # Python spelling of YAML's null
+        return key.strip().split("."), None
+    try:
+        value = load_yaml(raw, f"override {quote(item, 100)}")
+    except YamlError as err:
+        hint = "; quote the value if it is a string" if "not valid YAML" in str(err) else ""
+        raise ConfigError(f"{err}{hint}") from None
+    return key.strip().split("."), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Return a copy of ``data`` with ``section.field=value`` overrides applied."""
+    out = copy.deepcopy(data)
+    for item in overrides:
+        path, value = parse_override(item)
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                where = f"override {quote(item, 100)}"
+                raise ConfigError(f"{where}: {quote(part, 60)} is not a section")
+        node[path[-1]] = value
+    return out
+
+
+def run_config_from_dict(data: dict[str, Any], source: str = "config") -> RunConfig:
+    """Validate a plain dict as a RunConfig; errors become one-line ``ConfigError``s."""
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_error(err, source)) from None
+
+
+def load_run_config(path: str | Path | None, overrides: list[str] = ()) -> RunConfig:
+    """Read a YAML run config (or the defaults when ``path`` is None) and apply overrides."""
+    data: dict[str, Any] = {}
+    source = "config"
+    if path is not None:
+        p = Path(path)
+        source = str(p)
+        try:
+            data = load_yaml_file(p, "config file")
+        except YamlError as err:
+            raise ConfigError(str(err)) from None
+        if data is None or data == {}:
+            raise ConfigError(f"{p} is empty; write at least one setting, or omit the file")
+        if not isinstance(data, dict):
+            raise ConfigError(f"{p}: top level must be a mapping of sections")
+    return run_config_from_dict(apply_overrides(data, list(overrides)), source)
+
+
+def config_fields(
+    model: type[BaseModel] = RunConfig, prefix: str = ""
+) -> list[tuple[str, str, str, str]]:
+    """``(dotted name, type or allowed values, default, description)`` of every leaf field."""
+    rows = []
+    for name, info in model.model_fields.items():
+        kind = info.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            rows += config_fields(kind, f"{prefix}{name}.")
+            continue
+        if get_origin(kind) is Literal:
+            shown = " | ".join(str(a) for a in get_args(kind))
+        else:
+            shown = str(kind) if get_origin(kind) else getattr(kind, "__name__", str(kind))
+            shown = shown.replace("pathlib.", "").replace("typing.", "")
+            # a section shows by its public path (distillscope.config.LoraConfig), not its module
+            shown = re.sub(r"distillscope\.config\.\w+\.", "distillscope.config.", shown)
+        rows.append((f"{prefix}{name}", shown, _shown_default(info), info.description or ""))
+    return rows
+
+
+def _shown_default(info: Any) -> str:
+    if info.default_factory is not None:
+        return json.dumps(info.default_factory())
+    return "null" if info.default is None else json.dumps(info.default, default=str)
+
+
+def dump_run_config(cfg: RunConfig) -> str:
+    """The resolved config as YAML (what every run writes next to its results)."""
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
+
+
+def check_machine(cfg: RunConfig) -> None:
+    """Refuse, before anything runs, a device this machine lacks or a dtype its device can't use.
+
+    Kept out of validation so that configs of a GPU study still load (report, status) on a
+    laptop; ``train``, ``eval`` and ``study`` call it before the first model loads.
+    """
+    m = cfg.model
+    # "cpu" needs no torch to parse: a study's planning process never imports it
+    device = None if m.device == "cpu" else _device(m.device)
+    kind = "cpu" if device is None else device.type
+    for field, dtype in (("model.dtype", m.dtype), ("model.teacher_dtype", m.teacher_dtype)):
+        if dtype == "float16" and kind == "cpu":
+            raise ConfigError(f"{field}=float16 does not train on the CPU; use float32 or bfloat16")
+    if device is None:
+        return
+    import torch
+
+    if device.type == "cuda":
+        count = torch.cuda.device_count()
+        if count == 0:
+            raise ConfigError(
+                f"model.device={m.device} but this machine has no CUDA device; use model.device=cpu"
+            )
+        if (device.index or 0) >= count:
+            raise ConfigError(f"model.device={m.device} but this machine has {count} CUDA devices")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"model.device={m.device} but MPS is not available; use model.device=cpu")
+
+
+def _device(name: str):
+    import torch
+
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError):
+        device = None
+    if device is None or device.type not in ("cpu", "cuda", "mps"):
+        raise ConfigError(
+            f"model.device: {quote(name, 60)} is not a device (cpu, cuda, cuda:N, mps)"
+        )
+    return device
+
+
+def evaluation_key(cfg: RunConfig) -> str:
+    """What a run's evaluation depends on besides its weights: student, task, eval, seed."""
+    d = cfg.model_dump(mode="json")
+    model = {k: v for k, v in d["model"].items() if not k.startswith("teacher")}
+    teacher_only = ("teacher_style_flag", "teacher_instruction")
+    task = {k: v for k, v in d["task"].items() if k not in teacher_only}
+    for added in ("dataset", "fields"):  # added later, null by default: earlier keys stay valid
+        if task[added] is None:
+            del task[added]
+    evaluation = {k: v for k, v in d["eval"].items() if not k.startswith("profile_")}
+    if evaluation["style_language"] is None:  # added later: earlier keys stay valid
+        del evaluation["style_language"]
+    if evaluation["forgetting"] is None:  # added later: earlier keys stay valid
+        del evaluation["forgetting"]
+    key = {"model": model, "task": task, "eval": evaluation, "seed": d["seed"]}
+    return json.dumps(key, sort_keys=True)

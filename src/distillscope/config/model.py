@@ -1,0 +1,128 @@
+"""``model``: the student, the teacher (a local model or an OpenAI-compatible server,
+docs/scaling.md) and the student's optional LoRA adapters."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from distillscope.config.base import ConfigError, Float, Int, _Section
+from distillscope.safeyaml import quote
+
+
+class LoraConfig(_Section):
+    """LoRA adapters on the student (peft): only the adapters train; ``RUN/student/`` holds the
+    adapters merged into the base weights (docs/scaling.md "LoRA students")."""
+
+    r: Int = Field(8, ge=1, description="rank of each adapter's update B·A")
+    alpha: Float = Field(16.0, gt=0, description="scale numerator: the update is (alpha / r)·B·A")
+    dropout: Float = Field(
+        0.0, ge=0, lt=1, description="dropout on the adapters' input (0 = resumes bit for bit)"
+    )
+    target_modules: list[str] = Field(
+        ["q_proj", "k_proj", "v_proj", "o_proj"],
+        min_length=1,
+        description="names of the student's linear layers that get an adapter",
+    )
+
+    def preflight(self) -> None:
+        """Refuse, before anything runs, a LoRA run without peft (one line naming the extra)."""
+        import importlib.util
+
+        if importlib.util.find_spec("peft") is None:
+            raise ConfigError(LORA_MISSING)
+
+
+#: The one line a run with ``model.lora`` fails with when peft is not installed.
+LORA_MISSING = "model.lora needs peft, which is not installed: pip install 'distillscope[lora]'"
+
+
+class TeacherServerConfig(_Section):
+    timeout_s: Float = Field(60.0, gt=0, description="seconds one request may take")
+    retries: Int = Field(3, ge=0, description="retries of a failed request (exponential backoff)")
+    backoff_s: Float = Field(0.5, ge=0, description="first retry's wait; each later one doubles")
+    api_key_env: str | None = Field(
+        None, description="environment variable holding the server's API key; null = none"
+    )
+
+
+def served_url(spec: str) -> bool:
+    """Whether a ``model.teacher`` value names a server (``http://`` or ``https://``)."""
+    return spec.startswith(("http://", "https://"))
+
+
+def _check_server_url(url: str) -> None:
+    """ValueError unless a served teacher's URL is http(s) with a host and no credentials,
+    query or fragment."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(
+            "model.teacher: a server URL must not carry credentials; use "
+            "model.teacher_server.api_key_env"
+        )
+    try:
+        parts.port  # noqa: B018  (raises on a port that is not a number)
+    except ValueError:
+        raise ValueError(f"model.teacher: {quote(url, 60)} has a bad port") from None
+    if not parts.hostname or parts.query or parts.fragment:
+        raise ValueError(
+            f"model.teacher: {quote(url, 60)} is not a server URL (http(s)://HOST:PORT/v1)"
+        )
+
+
+class ModelConfig(_Section):
+    teacher: str = Field(
+        "testbed:teacher",
+        description="teacher HF directory, testbed:teacher, or an OpenAI-compatible server's "
+        "URL (http://HOST:PORT/v1: top-k prompt log-probs; docs/scaling.md)",
+    )
+    student: str = Field("testbed:student", description="student HF directory, or testbed:student")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="student weights dtype (training keeps fp32 softmax either way)"
+    )
+    teacher_dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="teacher weights dtype (inference only)"
+    )
+    device: str = Field("cpu", description="torch device of the student, e.g. cpu or cuda:0")
+    teacher_device: str | None = Field(
+        None, description="torch device of the teacher, e.g. cuda:1; null = model.device"
+    )
+    autocast: Literal["auto", "bfloat16", "off"] = Field(
+        "auto",
+        description="bf16 autocast around forwards (weights stay in model.dtype); auto = on CUDA",
+    )
+    low_precision_weights: bool = Field(
+        False,
+        description="accept training a bf16/fp16 student without fp32 master weights (labelled)",
+    )
+    gradient_checkpointing: bool = Field(
+        False, description="recompute the student's layer activations in backward (less memory)"
+    )
+    allow_pickle: bool = Field(False, description="allow loading pickled .bin weights")
+    trust_remote_code: bool = Field(False, description="let transformers run model code")
+    lora: LoraConfig | None = Field(
+        None,
+        description="LoRA adapters {r, alpha, dropout, target_modules} train instead of every "
+        "weight (extra lora); null = full fine-tuning",
+    )
+    teacher_server: TeacherServerConfig | None = Field(
+        None, description="a served teacher's connection settings; null = the defaults"
+    )
+
+    @model_validator(mode="after")
+    def _served(self) -> ModelConfig:
+        # checked here, not in a field validator, so that the error never echoes the URL
+        served = served_url(self.teacher)
+        if served:
+            _check_server_url(self.teacher)
+        reads = {"teacher_dtype": not served, "teacher_device": not served}
+        setting = f"a {'served' if served else 'local'} model.teacher"
+        self._ignored("model", {**reads, "teacher_server": served}, setting)
+        return self
+
+    def server(self) -> TeacherServerConfig:
+        """The served teacher's connection settings (the defaults when unset)."""
+        return self.teacher_server or TeacherServerConfig()

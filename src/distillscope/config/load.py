@@ -7,9 +7,9 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-import re
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -111,25 +111,56 @@ def load_run_config(path: str | Path | None, overrides: list[str] = ()) -> RunCo
 def config_fields(
     model: type[BaseModel] = RunConfig, prefix: str = ""
 ) -> list[tuple[str, str, str, str]]:
-    """``(dotted name, type or allowed values, default, description)`` of every leaf field."""
+    """``(dotted name, type or allowed values, default, description)`` of every leaf field.
+
+    A section that is null by default (``model.lora``, ``rlvr``, …) has its own row (type
+    ``section | None``) followed by its fields' rows (``model.lora.r``), each with the default it
+    takes once the section is given.
+    """
     rows = []
     for name, info in model.model_fields.items():
         kind = info.annotation
         if isinstance(kind, type) and issubclass(kind, BaseModel):
             rows += config_fields(kind, f"{prefix}{name}.")
             continue
-        if get_origin(kind) is Literal:
-            shown = " | ".join(str(a) for a in get_args(kind))
-        else:
-            shown = str(kind) if get_origin(kind) else getattr(kind, "__name__", str(kind))
-            shown = shown.replace("pathlib.", "").replace("typing.", "")
-            # a section shows by its public path (distillscope.config.LoraConfig), not its module
-            shown = re.sub(r"distillscope\.config\.\w+\.", "distillscope.config.", shown)
-        rows.append((f"{prefix}{name}", shown, _shown_default(info), info.description or ""))
-    return rows
+        rows.append((f"{prefix}{name}", type_text(kind), _shown_default(info), info.description))
+        section = _optional_section(kind)
+        if section is not None:
+            rows += config_fields(section, f"{prefix}{name}.")
+    return [(n, k, d, text or "") for n, k, d, text in rows]
+
+
+def type_text(kind: Any) -> str:
+    """A field's type as a reader writes it: ``float``, ``float | None``, ``tuple[float, float]``,
+    ``a | b`` (the values of a ``Literal``), ``section`` for a config section; constraints and
+    validators (``Annotated`` metadata) are left to the description."""
+    origin, args = get_origin(kind), get_args(kind)
+    if origin is Annotated:
+        return type_text(args[0])
+    if origin is Literal:
+        return " | ".join(str(a) for a in args)
+    if origin in (Union, UnionType):
+        return " | ".join(type_text(a) for a in args)
+    if kind is type(None):
+        return "None"
+    if isinstance(kind, type) and issubclass(kind, BaseModel):
+        return "section"
+    if origin is not None:
+        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(map(type_text, args))}]"
+    return getattr(kind, "__name__", str(kind))
+
+
+def _optional_section(kind: Any) -> type[BaseModel] | None:
+    """The section class of a ``Section | None`` field, else None."""
+    if get_origin(kind) not in (Union, UnionType):
+        return None
+    sections = [a for a in get_args(kind) if isinstance(a, type) and issubclass(a, BaseModel)]
+    return sections[0] if len(sections) == 1 else None
 
 
 def _shown_default(info: Any) -> str:
+    if info.is_required():  # a field of an optional section that must be given with it
+        return "required"
     if info.default_factory is not None:
         return json.dumps(info.default_factory())
     return "null" if info.default is None else json.dumps(info.default, default=str)

@@ -24,6 +24,7 @@ from safetensors.torch import load_file, save_file
 from distillscope.config import RunConfig, dump_run_config, load_run_config
 from distillscope.store import read_metrics
 from distillscope.train.distributed import Ranks, accelerate_command
+from distillscope.train.fsdp import whole
 from distillscope.train.loop import PhaseTimer, _forward_backward
 from distillscope.train.step import Objective
 from distillscope.train.teacher import TeacherScorer
@@ -50,9 +51,13 @@ def _case_cfg(kind: str, reduction: str, accum: int) -> RunConfig:
     return load_run_config(None, [*items, f"optim.grad_accum={accum}", "objective.path=plain"])
 
 
-def one_update(cfg: RunConfig, ranks: Ranks) -> tuple[dict[str, float], torch.Tensor]:
-    """The metrics and the summed flat gradient of one forward/backward on the fixed batch."""
-    student, teacher = tiny_llama(VOCAB, 16, seed=1), tiny_llama(VOCAB, 24, seed=2)
+def one_update(
+    cfg: RunConfig, ranks: Ranks, student: torch.nn.Module | None = None
+) -> tuple[dict[str, float], torch.Tensor]:
+    """The metrics and the summed flat gradient of one forward/backward on the fixed batch, of
+    ``student`` (default: the fixed student; test_fsdp.py passes it sharded)."""
+    student = student or tiny_llama(VOCAB, 16, seed=1)
+    teacher = tiny_llama(VOCAB, 24, seed=2)
     rollouts = random_rollouts(BATCH, VOCAB, seed=5)
     objective = Objective.from_config(cfg.objective, VOCAB)
     batches = ranks.micro_batches(rollouts, cfg.optim.grad_accum)
@@ -61,7 +66,7 @@ def one_update(cfg: RunConfig, ranks: Ranks) -> tuple[dict[str, float], torch.Te
         cfg, objective, rollouts, batches, student, scores, 0, PhaseTimer(), None, ranks
     )
     ranks.sum_gradients(student)
-    return done.metrics, torch.cat([p.grad.flatten() for p in student.parameters()])
+    return done.metrics, torch.cat([whole(p.grad).flatten() for p in student.parameters()])
 
 
 def _record_writes(root: Path) -> list[str]:

@@ -88,6 +88,13 @@ def _record_writes(root: Path) -> list[str]:
     return writes
 
 
+def killed_after_step_1(step: int, row: dict) -> None:
+    """``distill``'s ``on_step`` that kills the run after step 1 is logged: the step-1
+    checkpoint is written after this call, so step 0's is the last."""
+    if step == 1:
+        raise KeyboardInterrupt
+
+
 def _worker(cfg_file: Path, out: Path) -> None:
     """One rank: the gradient cases, then the runs (into ``out/run`` and ``out/resumed``)."""
     from distillscope.train import distill
@@ -102,11 +109,6 @@ def _worker(cfg_file: Path, out: Path) -> None:
             save_file({"grad": grad}, out / f"grad_{i}.safetensors")
             (out / f"metrics_{i}.json").write_text(json.dumps(metrics))
     distill(cfg, out / "run")
-
-    def killed_after_step_1(step: int, row: dict) -> None:
-        if step == 1:  # the step-1 checkpoint is written after this call: step 0's is the last
-            raise KeyboardInterrupt
-
     try:
         distill(cfg, out / "resumed", on_step=killed_after_step_1)
     except KeyboardInterrupt:
@@ -135,19 +137,26 @@ def _assert_rows_close(rows: list[dict], ref: list[dict]) -> None:
             assert row[key] == pytest.approx(value, rel=1e-6, abs=1e-6), (row["step"], key)
 
 
+def launch_workers(cfg: RunConfig, tmp_path: Path, script: str, fsdp: bool = False) -> Path:
+    """Two processes of ``script`` (``python script CONFIG OUT``) through ``accelerate launch``,
+    ``cfg`` written to ``tmp_path``; returns OUT (``tmp_path/two``) once both have succeeded."""
+    cfg_file = tmp_path / "run.yaml"
+    cfg_file.write_text(dump_run_config(cfg))
+    out = tmp_path / "two"
+    out.mkdir()
+    command = accelerate_command([str(cfg_file), str(out)], 2, program=[script], fsdp=fsdp)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
 @pytest.mark.slow
 def test_two_processes_train_as_one(tiny_pair, tmp_path):
     from distillscope.train import distill
 
     cfg = _tiny_cfg(tiny_pair)
-    cfg_file = tmp_path / "run.yaml"
-    cfg_file.write_text(dump_run_config(cfg))
-    out = tmp_path / "two"
-    out.mkdir()
-    command = accelerate_command([str(cfg_file), str(out)], 2, program=[__file__])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = launch_workers(cfg, tmp_path, __file__)
 
     for i, (kind, reduction, accum) in enumerate(GRAD_CASES):  # one update's gradient, metrics
         _, ref_grad = one_update(_case_cfg(kind, reduction, 1), Ranks())

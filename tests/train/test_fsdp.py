@@ -14,9 +14,7 @@ moments, ``RUN/student/``, and each rank's share of the sharded elements (1/2).
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,33 +23,19 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch.distributed.fsdp import FSDPModule
 
-from distillscope.config import ConfigError, dump_run_config, load_run_config
+from distillscope.config import ConfigError, load_run_config
 from distillscope.store import read_metrics
 from distillscope.train.distributed import Ranks, accelerate_command
 from distillscope.train.fsdp import is_sharded, shard_student, whole
 from distillscope.train.loop import _adamw
 
 try:
-    from .conftest import tiny_llama
-    from .test_distributed import (
-        GRAD_CASES,
-        VOCAB,
-        _assert_rows_close,
-        _case_cfg,
-        _tiny_cfg,
-        one_update,
-    )
+    from . import test_distributed as two
 except ImportError:  # run as the workers' script: tests/train is its sys.path[0]
-    from test_distributed import (
-        GRAD_CASES,
-        VOCAB,
-        _assert_rows_close,
-        _case_cfg,
-        _tiny_cfg,
-        one_update,
-    )
+    import test_distributed as two
 
-    from conftest import tiny_llama
+GRAD_CASES, VOCAB, one_update, case_cfg = two.GRAD_CASES, two.VOCAB, two.one_update, two._case_cfg
+
 
 #: the max norm the gradient cases are clipped to (below every case's norm)
 CLIP = 1e-3
@@ -61,8 +45,8 @@ def _sharded_update(case: tuple, ranks: Ranks) -> tuple[dict, dict[str, torch.Te
     """One update of the gradient case on the sharded student: its metrics; the summed gradient
     gathered whole, its global norm and the gradient clipped to CLIP; and the elements of the
     sharded layers this rank's gradients and AdamW moments hold, against the layers' whole."""
-    cfg = _case_cfg(*case)
-    student = tiny_llama(VOCAB, 16, seed=1)
+    cfg = case_cfg(*case)
+    student = two.tiny_llama(VOCAB, 16, seed=1)
     shard_student(student)
     metrics, grad = one_update(cfg, ranks, student)
     norm = ranks.clip_gradients(student, CLIP)
@@ -100,14 +84,10 @@ def _worker(cfg_file: Path, out: Path) -> None:
     if ranks.writes:
         (out / "held.json").write_text(json.dumps(held_by_rank))
     student = distill(cfg, out / "run")
-    assert isinstance(student.model.layers[0], FSDPModule)  # the run was sharded
-
-    def killed_after_step_1(step: int, row: dict) -> None:
-        if step == 1:  # the step-1 checkpoint is written after this call: step 0's is the last
-            raise KeyboardInterrupt
-
+    # the run was sharded; rank 0 returns a whole student for the evaluation
+    assert isinstance(student.model.layers[0], FSDPModule) == (not ranks.writes)
     try:
-        distill(cfg, out / "resumed", on_step=killed_after_step_1)
+        distill(cfg, out / "resumed", on_step=two.killed_after_step_1)
     except KeyboardInterrupt:
         if ranks.writes:  # the parent resumes this copy on one process
             shutil.copytree(out / "resumed", out / "partial")
@@ -121,19 +101,12 @@ def test_fsdp_two_processes_train_as_one(tiny_pair, tmp_path):
 
     from distillscope.train import distill
 
-    cfg = _tiny_cfg(tiny_pair)
-    cfg_file = tmp_path / "run.yaml"
-    cfg_file.write_text(dump_run_config(cfg))
-    out = tmp_path / "two"
-    out.mkdir()
-    command = accelerate_command([str(cfg_file), str(out)], 2, program=[__file__], fsdp=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    cfg = two._tiny_cfg(tiny_pair)
+    out = two.launch_workers(cfg, tmp_path, __file__, fsdp=True)
 
     held_by_rank = json.loads((out / "held.json").read_text())
     for i, (kind, reduction, accum) in enumerate(GRAD_CASES):
-        _, ref_grad = one_update(_case_cfg(kind, reduction, 1), Ranks())
+        _, ref_grad = one_update(case_cfg(kind, reduction, 1), Ranks())
         grads = load_file(out / f"grad_{i}.safetensors")
         torch.testing.assert_close(grads["grad"], ref_grad, rtol=0, atol=1e-6)
         assert grads["grad"].abs().max() > 1e-3
@@ -142,7 +115,7 @@ def test_fsdp_two_processes_train_as_one(tiny_pair, tmp_path):
         assert ref_norm > 10 * CLIP  # the clip acts
         want = ref_grad * (CLIP / (ref_norm + 1e-6))  # torch's clip_grad_norm_ coefficient
         torch.testing.assert_close(grads["clipped"], want, rtol=0, atol=1e-7)
-        ref_metrics, _ = one_update(_case_cfg(kind, reduction, 2 * accum), Ranks())
+        ref_metrics, _ = one_update(case_cfg(kind, reduction, 2 * accum), Ranks())
         metrics = json.loads((out / f"metrics_{i}.json").read_text())
         assert metrics.keys() == ref_metrics.keys()
         for key, value in ref_metrics.items():
@@ -156,7 +129,7 @@ def test_fsdp_two_processes_train_as_one(tiny_pair, tmp_path):
     assert len((out / "run" / "metrics.jsonl").read_text().splitlines()) == 3
     distill(cfg, out / "partial")  # an FSDP checkpoint resumed on one process
     for run in ("run", "resumed", "partial"):
-        _assert_rows_close(read_metrics(out / run), ref)
+        two._assert_rows_close(read_metrics(out / run), ref)
     ckpt = tmp_path / "one" / "checkpoint"
     ref_params, ref_moments = (load_file(ckpt / f"{f}.safetensors") for f in ("model", "optimizer"))
     for run in ("run", "resumed", "partial"):

@@ -144,9 +144,9 @@ def export_student(run_dir: Path, model, tokenizer, state_dict: dict | None = No
     final = run_dir / STUDENT_DIR
     tmp = run_dir / ".student.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(
-        tmp, state_dict=state_dict
-    )  # safetensors; tied embeddings are written once
+    # safetensors; tied embeddings are written once (save_pretrained drops the tied keys from
+    # the dict it is given: a copy)
+    model.save_pretrained(tmp, state_dict=None if state_dict is None else dict(state_dict))
     tokenizer.save_pretrained(tmp)
     gen = model.generation_config
     gen.eos_token_id = stop_token_ids(tokenizer, gen.eos_token_id)

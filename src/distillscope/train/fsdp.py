@@ -72,22 +72,18 @@ def full_weights(model: nn.Module) -> Iterator[None]:
     """Every rank gathers ``model``'s full parameters (one all-gather per layer, all ranks
     together) for the block — direct weight reads (the lean decoder) and the model's own
     forward on one rank alone then work — and frees them after it."""
-    keep_full_weights(model)
+    units = _units(model)
+    for unit in units:
+        unit.unshard()
+        # FSDP's hooks then find each layer gathered and leave it so: a forward on rank 0
+        # alone needs no other rank
+        unit.set_reshard_after_forward(False, recurse=False)
     try:
         yield
     finally:
-        for unit in _units(model):
+        for unit in units:
             unit.set_reshard_after_forward(True, recurse=False)
             unit.reshard()
-
-
-def keep_full_weights(model: nn.Module) -> None:
-    """Every rank gathers ``model``'s full parameters and keeps them (a collective): FSDP's
-    hooks then find each layer gathered and leave it so, and a forward on one rank alone needs
-    no other rank. The trained student a rank returns is whole this way."""
-    for unit in _units(model):
-        unit.unshard()
-        unit.set_reshard_after_forward(False, recurse=False)  # a forward keeps them gathered
 
 
 def adamw_groups(params: list[nn.Parameter]) -> list[dict]:

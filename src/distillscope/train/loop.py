@@ -34,6 +34,7 @@ import torch
 
 from distillscope.config import RunConfig, dump_run_config
 from distillscope.metric_keys import accumulation
+from distillscope.models import load_model, load_options, resolve_model_path
 from distillscope.objectives import draw_uniforms, kl_metrics_by_writer
 from distillscope.rollout import (
     SOURCE_STUDENT,
@@ -56,7 +57,7 @@ from distillscope.tasks import training_problems
 from distillscope.train.checkpoint import export_student, load_checkpoint
 from distillscope.train.checks import preflight
 from distillscope.train.distributed import ONE_PROCESS, Ranks
-from distillscope.train.fsdp import adamw_groups, is_sharded, keep_full_weights, shard_student
+from distillscope.train.fsdp import adamw_groups, is_sharded, shard_student
 from distillscope.train.informativeness import informativeness_metrics
 from distillscope.train.lora import merged_student, trainable_parameters
 from distillscope.train.precision import forward_precision
@@ -188,8 +189,9 @@ def _finish(
     """After the last step: the final checkpoint (LoRA adapters unmerged, so a resume is exact)
     and status ``trained``, then the adapters merged and ``RUN/student/`` written (a
     from_pretrained directory), by rank 0 alone; the other ranks only merge. Under FSDP every
-    rank gathers the full weights for the checkpoint and keeps them: the student returned is
-    whole on every rank. Returns the trained student, in eval mode."""
+    rank gathers the full weights for the checkpoint, and rank 0 returns a whole (unsharded)
+    student loaded with them, as the evaluation loads one; the other ranks return their shards.
+    Returns the trained student, in eval mode."""
     student, ranks = learner.student, learner.ranks
     full = ranks.save_checkpoint(run_dir, cfg.optim.steps, student, learner.optimizer, fingerprint)
     if ranks.writes:
@@ -197,8 +199,9 @@ def _finish(
     student = merged_student(cfg.model, student)  # model.lora: adapters merged into the weights
     if ranks.writes:
         export_student(run_dir, student, tokenizer, full)  # full: FSDP's gathered weights
-    if ranks.fsdp:
-        keep_full_weights(student)
+    if ranks.fsdp and ranks.writes:
+        student, _ = load_model(resolve_model_path(cfg.model.student), **load_options(cfg.model))
+        student.load_state_dict(full, strict=True)
     student.eval()
     return student
 

@@ -24,7 +24,7 @@ from safetensors.torch import load_file, save_file
 from distillscope.config import RunConfig, dump_run_config, load_run_config
 from distillscope.store import read_metrics
 from distillscope.train.distributed import Ranks, accelerate_command
-from distillscope.train.fsdp import whole
+from distillscope.train.fsdp import is_sharded
 from distillscope.train.loop import PhaseTimer, _forward_backward
 from distillscope.train.step import Objective
 from distillscope.train.teacher import TeacherScorer
@@ -49,6 +49,11 @@ STEPS = 3
 def _case_cfg(kind: str, reduction: str, accum: int) -> RunConfig:
     items = [f"objective.kind={kind}", f"objective.reduction={reduction}"]
     return load_run_config(None, [*items, f"optim.grad_accum={accum}", "objective.path=plain"])
+
+
+def whole(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor``, or the whole of an FSDP shard (a collective: every rank calls it)."""
+    return tensor.full_tensor() if is_sharded(tensor) else tensor
 
 
 def one_update(

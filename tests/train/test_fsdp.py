@@ -26,7 +26,7 @@ from torch.distributed.fsdp import FSDPModule
 from distillscope.config import ConfigError, load_run_config
 from distillscope.store import read_metrics
 from distillscope.train.distributed import Ranks, accelerate_command
-from distillscope.train.fsdp import is_sharded, shard_student, whole
+from distillscope.train.fsdp import is_sharded, shard_student
 from distillscope.train.loop import _adamw
 
 try:
@@ -50,7 +50,7 @@ def _sharded_update(case: tuple, ranks: Ranks) -> tuple[dict, dict[str, torch.Te
     shard_student(student)
     metrics, grad = one_update(cfg, ranks, student)
     norm = ranks.clip_gradients(student, CLIP)
-    clipped = torch.cat([whole(p.grad).flatten() for p in student.parameters()])
+    clipped = torch.cat([two.whole(p.grad).flatten() for p in student.parameters()])
     grads = {"grad": grad, "norm": torch.tensor(norm, dtype=torch.float64), "clipped": clipped}
     optimizer = _adamw(cfg, student)
     optimizer.step()

@@ -224,12 +224,14 @@ class Ranks:
     ) -> dict[str, torch.Tensor] | None:
         """Rank 0 writes the checkpoint (:func:`~.checkpoint.save_checkpoint`). Under FSDP every
         rank calls this: the shards are gathered into one process's state dicts first
-        (:func:`.fsdp.full_state`), and the full model state dict is returned."""
+        (:func:`.fsdp.full_state`), and rank 0 gets the full model state dict back (in CPU
+        memory; the other ranks an empty one)."""
         if not self.fsdp:
             if self.writes:
                 save_checkpoint(run_dir, step, model, optimizer, fingerprint)
             return None
-        model_sd, optimizer_sd = fsdp.full_state(model, optimizer, trainable_parameters(model))
+        params = trainable_parameters(model)
+        model_sd, optimizer_sd = fsdp.full_state(model, optimizer, params, keep=self.writes)
         if self.writes:
             write_checkpoint(run_dir, step, model_sd, optimizer_sd, fingerprint)
         return model_sd

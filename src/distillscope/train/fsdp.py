@@ -119,17 +119,22 @@ def _device(grads: list[torch.Tensor]) -> torch.device:
 
 
 def full_state(
-    model: nn.Module, optimizer: torch.optim.Optimizer, params: list[nn.Parameter]
+    model: nn.Module, optimizer: torch.optim.Optimizer, params: list[nn.Parameter], keep: bool
 ) -> tuple[dict[str, torch.Tensor], dict]:
-    """``model``'s and ``optimizer``'s state dicts with every shard gathered (a collective:
-    every rank calls it, in the same order), in one process's layout: the optimizer's state
-    keyed by the index of its parameter in ``params`` and one parameter group, as an AdamW over
-    ``params`` writes it."""
-    model_sd = {k: whole(v) for k, v in model.state_dict().items()}
+    """``model``'s and ``optimizer``'s state dicts with every shard gathered, in one process's
+    layout: the optimizer's state keyed by the index of its parameter in ``params`` and one
+    parameter group, as an AdamW over ``params`` writes it.
+
+    A collective: every rank calls it, and the shards are gathered one tensor at a time, each
+    moved to the CPU of the rank that ``keep``s them (the writer); the others drop each one and
+    get empty dicts. The device's peak is one whole tensor, not the whole state."""
+    model_sd = {k: _gathered(v, keep) for k, v in model.state_dict().items()}
     state = {}
     for i, p in enumerate(params):
         if p in optimizer.state:
-            state[i] = {k: whole(v) for k, v in optimizer.state[p].items()}
+            state[i] = {k: _gathered(v, keep) for k, v in optimizer.state[p].items()}
+    if not keep:
+        return {}, {}
     hyper = {k: v for k, v in optimizer.param_groups[0].items() if k != "params"}
     return model_sd, {
         "state": state,
@@ -137,9 +142,11 @@ def full_state(
     }
 
 
-def whole(value):
-    """``value``, or the whole tensor of a shard (a collective: every rank calls it)."""
-    return value.full_tensor() if is_sharded(value) else value
+def _gathered(value, keep: bool):
+    if not is_sharded(value):
+        return value
+    full = value.full_tensor()  # every rank takes part in the all-gather
+    return full.cpu() if keep else None
 
 
 def sharded_model_state(model: nn.Module, full: dict[str, torch.Tensor]) -> dict:

@@ -110,7 +110,8 @@ def clip_grad_norm(params: list[nn.Parameter], max_norm: float) -> float:
     norm = math.sqrt(float(shard_squares[0] + squares[1]))
     coef = min(1.0, max_norm / (norm + 1e-6))
     if coef < 1.0:
-        torch._foreach_mul_(sharded + replicated, coef)
+        for g in sharded + replicated:
+            g.mul_(coef)
     return norm
 
 

@@ -131,6 +131,9 @@ def train_cmd(
         "none", help="accelerate: re-launch through `accelerate launch` (docs/scaling.md)"
     ),
     num_processes: int = typer.Option(2, help="--launcher accelerate: processes of the run"),
+    fsdp: bool = typer.Option(
+        False, help="--launcher accelerate: shard the student's layers with FSDP (docs/scaling.md)"
+    ),
 ) -> None:
     """Distil the student of CONFIG into a run directory, then evaluate it."""
     from distillscope.config import check_machine, load_run_config
@@ -140,10 +143,15 @@ def train_cmd(
 
     if launcher not in ("none", "accelerate"):
         raise ValueError(f"--launcher must be none or accelerate, got {launcher!r}")
+    if fsdp and launcher != "accelerate":
+        raise ValueError(
+            "--fsdp shards the student over several processes: add --launcher accelerate "
+            "(under `accelerate launch`, pass its --use_fsdp instead)"
+        )
     if launcher == "accelerate":  # every process runs this command without --launcher
         import subprocess
 
-        command = accelerate_command(sys.argv[1:], num_processes)
+        command = accelerate_command(sys.argv[1:], num_processes, fsdp=fsdp)
         raise typer.Exit(subprocess.run(command, check=False).returncode)
 
     overrides = list(overrides or [])

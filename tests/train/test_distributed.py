@@ -24,6 +24,7 @@ from safetensors.torch import load_file, save_file
 from distillscope.config import RunConfig, dump_run_config, load_run_config
 from distillscope.store import read_metrics
 from distillscope.train.distributed import Ranks, accelerate_command
+from distillscope.train.fsdp import is_sharded
 from distillscope.train.loop import PhaseTimer, _forward_backward
 from distillscope.train.step import Objective
 from distillscope.train.teacher import TeacherScorer
@@ -50,9 +51,18 @@ def _case_cfg(kind: str, reduction: str, accum: int) -> RunConfig:
     return load_run_config(None, [*items, f"optim.grad_accum={accum}", "objective.path=plain"])
 
 
-def one_update(cfg: RunConfig, ranks: Ranks) -> tuple[dict[str, float], torch.Tensor]:
-    """The metrics and the summed flat gradient of one forward/backward on the fixed batch."""
-    student, teacher = tiny_llama(VOCAB, 16, seed=1), tiny_llama(VOCAB, 24, seed=2)
+def whole(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor``, or the whole of an FSDP shard (a collective: every rank calls it)."""
+    return tensor.full_tensor() if is_sharded(tensor) else tensor
+
+
+def one_update(
+    cfg: RunConfig, ranks: Ranks, student: torch.nn.Module | None = None
+) -> tuple[dict[str, float], torch.Tensor]:
+    """The metrics and the summed flat gradient of one forward/backward on the fixed batch, of
+    ``student`` (default: the fixed student; test_fsdp.py passes it sharded)."""
+    student = student or tiny_llama(VOCAB, 16, seed=1)
+    teacher = tiny_llama(VOCAB, 24, seed=2)
     rollouts = random_rollouts(BATCH, VOCAB, seed=5)
     objective = Objective.from_config(cfg.objective, VOCAB)
     batches = ranks.micro_batches(rollouts, cfg.optim.grad_accum)
@@ -61,7 +71,7 @@ def one_update(cfg: RunConfig, ranks: Ranks) -> tuple[dict[str, float], torch.Te
         cfg, objective, rollouts, batches, student, scores, 0, PhaseTimer(), None, ranks
     )
     ranks.sum_gradients(student)
-    return done.metrics, torch.cat([p.grad.flatten() for p in student.parameters()])
+    return done.metrics, torch.cat([whole(p.grad).flatten() for p in student.parameters()])
 
 
 def _record_writes(root: Path) -> list[str]:
@@ -83,6 +93,13 @@ def _record_writes(root: Path) -> list[str]:
     return writes
 
 
+def killed_after_step_1(step: int, row: dict) -> None:
+    """``distill``'s ``on_step`` that kills the run after step 1 is logged: the step-1
+    checkpoint is written after this call, so step 0's is the last."""
+    if step == 1:
+        raise KeyboardInterrupt
+
+
 def _worker(cfg_file: Path, out: Path) -> None:
     """One rank: the gradient cases, then the runs (into ``out/run`` and ``out/resumed``)."""
     from distillscope.train import distill
@@ -97,11 +114,6 @@ def _worker(cfg_file: Path, out: Path) -> None:
             save_file({"grad": grad}, out / f"grad_{i}.safetensors")
             (out / f"metrics_{i}.json").write_text(json.dumps(metrics))
     distill(cfg, out / "run")
-
-    def killed_after_step_1(step: int, row: dict) -> None:
-        if step == 1:  # the step-1 checkpoint is written after this call: step 0's is the last
-            raise KeyboardInterrupt
-
     try:
         distill(cfg, out / "resumed", on_step=killed_after_step_1)
     except KeyboardInterrupt:
@@ -130,19 +142,26 @@ def _assert_rows_close(rows: list[dict], ref: list[dict]) -> None:
             assert row[key] == pytest.approx(value, rel=1e-6, abs=1e-6), (row["step"], key)
 
 
+def launch_workers(cfg: RunConfig, tmp_path: Path, script: str, fsdp: bool = False) -> Path:
+    """Two processes of ``script`` (``python script CONFIG OUT``) through ``accelerate launch``,
+    ``cfg`` written to ``tmp_path``; returns OUT (``tmp_path/two``) once both have succeeded."""
+    cfg_file = tmp_path / "run.yaml"
+    cfg_file.write_text(dump_run_config(cfg))
+    out = tmp_path / "two"
+    out.mkdir()
+    command = accelerate_command([str(cfg_file), str(out)], 2, program=[script], fsdp=fsdp)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
 @pytest.mark.slow
 def test_two_processes_train_as_one(tiny_pair, tmp_path):
     from distillscope.train import distill
 
     cfg = _tiny_cfg(tiny_pair)
-    cfg_file = tmp_path / "run.yaml"
-    cfg_file.write_text(dump_run_config(cfg))
-    out = tmp_path / "two"
-    out.mkdir()
-    command = accelerate_command([str(cfg_file), str(out)], 2, program=[__file__])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = launch_workers(cfg, tmp_path, __file__)
 
     for i, (kind, reduction, accum) in enumerate(GRAD_CASES):  # one update's gradient, metrics
         _, ref_grad = one_update(_case_cfg(kind, reduction, 1), Ranks())

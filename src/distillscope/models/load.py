@@ -21,6 +21,7 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers imports huggingface_hub
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from collections.abc import Callable  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path
 from typing import Any
@@ -196,8 +197,13 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text.splitlines()[0] if text else ''}"
 
 
-def load_weights(model: torch.nn.Module, path: str | os.PathLike) -> None:
+def load_weights(
+    model: torch.nn.Module,
+    path: str | os.PathLike,
+    place: Callable[[dict[str, torch.Tensor]], dict] | None = None,
+) -> None:
     """Load a safetensors state dict into ``model`` strictly: every key, every shape.
+    ``place`` maps the checked state dict to what ``model`` holds (FSDP: this rank's shards).
 
     A truncated or corrupt file, a missing or unexpected tensor, or a shape that differs raises
     :class:`ModelLoadError` in one line naming the file — never a silent partial load.
@@ -219,4 +225,4 @@ def load_weights(model: torch.nn.Module, path: str | os.PathLike) -> None:
                 f"{path} {what} tensors ({keys[0]}{' …' if len(keys) > 1 else ''}); it is not "
                 "a checkpoint of this model"
             )
-    model.load_state_dict(state, strict=True)
+    model.load_state_dict(state if place is None else place(state), strict=True)

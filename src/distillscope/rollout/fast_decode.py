@@ -13,8 +13,8 @@ step's scoring forwards).
 It serves the architectures whose decoder layer is exactly that computation
 (:data:`SUPPORTED`: Llama, Qwen2, Mistral without a sliding window in reach); anything else, or
 a model whose configuration departs from it (another activation, tensor-parallel pretraining
-slices, Qwen2 sliding-window layers, quantised or wrapped linear layers, modules dispatched by
-``accelerate`` hooks), gets ``None`` from
+slices, Qwen2 sliding-window layers, quantised or wrapped linear layers, weights sharded by
+FSDP, modules dispatched by ``accelerate`` hooks), gets ``None`` from
 :func:`static_decoder` and the sampler keeps its ``transformers`` path. The tests hold both
 paths to the same logits and the same sampled tokens.
 """
@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.distributed.tensor import DTensor
 from transformers import PreTrainedModel
 
 from distillscope.rollout.rollouts import position_ids
@@ -65,7 +66,8 @@ def supports(model: PreTrainedModel, max_length: int) -> bool:
         linears += [getattr(attn, n) for n in _LINEARS] + [getattr(mlp, n, None) for n in _MLP]
     if any(hasattr(m, "_hf_hook") for m in model.modules()):  # accelerate offload/dispatch
         return False
-    return all(type(m) is nn.Linear for m in linears)
+    # FSDP shards (DTensors) are gathered by the model's own forward only
+    return all(type(m) is nn.Linear and not isinstance(m.weight, DTensor) for m in linears)
 
 
 def static_decoder(

@@ -6,6 +6,7 @@ The rest of the run directory (config, status, metrics, evaluation) is :mod:`dis
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ from safetensors.torch import load_file, save_file
 
 from distillscope.models import load_weights
 from distillscope.store import CHECKPOINT_META, StoreError, checkpoint_dir, read_json_strict
+from distillscope.train import fsdp
 
 STUDENT_DIR = "student"
 #: end-of-turn tokens that stop generation when the tokenizer knows them (ChatML, Llama 3)
@@ -34,14 +36,26 @@ def save_checkpoint(
 
     ``meta.json`` records the step and the fingerprint of the config that trained them.
     """
+    write_checkpoint(run_dir, step, model.state_dict(), optimizer.state_dict(), fingerprint)
+
+
+def write_checkpoint(
+    run_dir: Path,
+    step: int,
+    model_state: dict[str, torch.Tensor],
+    optimizer_state: dict[str, Any],
+    fingerprint: str = "",
+) -> None:
+    """:func:`save_checkpoint` of the state dicts themselves (FSDP's gathered ones,
+    :func:`.fsdp.full_state`)."""
     final = checkpoint_dir(run_dir)
     tmp = run_dir / ".checkpoint.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     # Clones give tied weights their own storage, which safetensors requires.
-    state = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
+    state = {k: v.detach().contiguous().clone() for k, v in model_state.items()}
     save_file(state, tmp / "model.safetensors")
-    opt_tensors, opt_meta = _flatten_optimizer(optimizer.state_dict())
+    opt_tensors, opt_meta = _flatten_optimizer(optimizer_state)
     save_file(opt_tensors, tmp / "optimizer.safetensors")
     meta = {"step": step, "fingerprint": fingerprint, "optimizer": opt_meta}
     (tmp / CHECKPOINT_META).write_text(json.dumps(meta))
@@ -62,7 +76,8 @@ def load_checkpoint(
     """Restore the last checkpoint; returns the number of steps already done (0 when none).
 
     Loads strictly (every tensor, every shape) and refuses a checkpoint written under another
-    config fingerprint; a corrupt file raises one line naming it.
+    config fingerprint; a corrupt file raises one line naming it. An FSDP-sharded ``model`` (and
+    its ``optimizer``) takes each rank's shards of the full tensors (:mod:`.fsdp`).
     """
     ckpt = checkpoint_dir(run_dir)
     if not (ckpt / CHECKPOINT_META).is_file():  # a crash between save_checkpoint's two renames
@@ -71,10 +86,16 @@ def load_checkpoint(
         return 0
     meta = read_json_strict(ckpt / CHECKPOINT_META)
     check_checkpoint_meta(ckpt / CHECKPOINT_META, meta, fingerprint)
-    load_weights(model, ckpt / "model.safetensors")
+    sharded = any(fsdp.is_sharded(p) for p in model.parameters())
+    place = functools.partial(fsdp.sharded_model_state, model) if sharded else None
+    load_weights(model, ckpt / "model.safetensors", place)
     path = ckpt / "optimizer.safetensors"
     try:
-        optimizer.load_state_dict(_unflatten_optimizer(load_file(path), meta["optimizer"]))
+        state = _unflatten_optimizer(load_file(path), meta["optimizer"])
+        if sharded:
+            params = [p for p in model.parameters() if p.requires_grad]
+            state = fsdp.sharded_optimizer_state(optimizer, params, state)
+        optimizer.load_state_dict(state)
     except Exception as err:  # safetensors, KeyError, shape errors: all mean a corrupt file
         raise StoreError(f"{path} is truncated or corrupt ({type(err).__name__})") from err
     return int(meta["step"])
@@ -112,17 +133,20 @@ def _unflatten_optimizer(tensors: dict[str, torch.Tensor], meta: dict[str, Any])
     return {"state": state, "param_groups": meta["param_groups"]}
 
 
-def export_student(run_dir: Path, model, tokenizer) -> Path:
+def export_student(run_dir: Path, model, tokenizer, state_dict: dict | None = None) -> Path:
     """Write ``run_dir/student/``: config, safetensors weights, tokenizer, generation config.
 
     ``AutoModelForCausalLM.from_pretrained(run_dir / "student")`` and
     ``AutoTokenizer.from_pretrained(run_dir / "student")`` load it; its generation config stops
     at every end token the tokenizer knows (:func:`stop_token_ids`). Swapped in atomically.
+    ``state_dict``: the weights to write instead of ``model``'s own (FSDP's gathered ones).
     """
     final = run_dir / STUDENT_DIR
     tmp = run_dir / ".student.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)  # safetensors; tied embeddings are written once
+    # safetensors; tied embeddings are written once (save_pretrained drops the tied keys from
+    # the dict it is given: a copy)
+    model.save_pretrained(tmp, state_dict=None if state_dict is None else dict(state_dict))
     tokenizer.save_pretrained(tmp)
     gen = model.generation_config
     gen.eos_token_id = stop_token_ids(tokenizer, gen.eos_token_id)

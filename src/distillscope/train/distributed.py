@@ -24,22 +24,31 @@ decoder body and head directly (:mod:`.scoring`), which DDP's forward would not 
 gradient hooks would never fire. One flat all-reduce per update after the micro-batches' backward
 passes is what DDP does under ``no_sync`` accumulation. With one process every method is the
 identity and the loop is unchanged bit for bit.
+
+A student too large for one process is sharded with FSDP (``--fsdp``, accelerate's
+``--use_fsdp``; :mod:`.fsdp`): its decoder layers' parameters, gradients and AdamW moments are
+split over the ranks, the rest stays replicated and all-reduced as above.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import socket
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 import torch
 
 from distillscope.config import ConfigError, RunConfig
 from distillscope.rollout import Rollouts
+from distillscope.train import fsdp
+from distillscope.train.checkpoint import save_checkpoint, write_checkpoint
+from distillscope.train.lora import trainable_parameters
 from distillscope.train.step import MicroBatch, micro_batches
 
 T = TypeVar("T")
@@ -47,29 +56,33 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Ranks:
-    """This process's place among the run's processes: ``rank`` of ``world`` (1: alone), and
-    its device (``None``: the config's ``model.device``)."""
+    """This process's place among the run's processes: ``rank`` of ``world`` (1: alone), its
+    device (``None``: the config's ``model.device``), and whether the student is sharded
+    (``fsdp``: :mod:`.fsdp`)."""
 
     rank: int = 0
     world: int = 1
     device: str | None = None
+    fsdp: bool = False
 
     @classmethod
     def current(cls, cfg: RunConfig) -> Ranks:
         """The launcher's ranks (``WORLD_SIZE`` > 1 joins the process group), else one process.
 
         On CUDA each rank takes the GPU of its ``LOCAL_RANK`` for the student and, when it sits
-        on the student's device, the teacher.
+        on the student's device, the teacher. ``accelerate launch --use_fsdp`` (which sets
+        ``ACCELERATE_USE_FSDP``) shards the student.
         """
         world = int(os.environ.get("WORLD_SIZE", "1"))
+        sharded = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
         if world <= 1:
-            return cls()
+            return cls(fsdp=sharded)  # refused by check()
         _require_accelerate()
         from accelerate import PartialState
 
         state = PartialState(cpu=cfg.model.device == "cpu")
         device = None if cfg.model.device == "cpu" else str(state.device)
-        return cls(state.process_index, state.num_processes, device)
+        return cls(state.process_index, state.num_processes, device, sharded)
 
     @property
     def writes(self) -> bool:
@@ -93,7 +106,10 @@ class Ranks:
 
     def check(self, cfg: RunConfig) -> None:
         """Refuse, on several processes, a rollout batch with fewer rows than processes (a rank
-        would hold none) and vLLM rollouts (rank 0 samples with the built-in sampler)."""
+        would hold none) and vLLM rollouts (rank 0 samples with the built-in sampler); and FSDP
+        on one process, of a LoRA student, or with ranks of unequal micro-batch counts."""
+        if self.fsdp:
+            self._check_fsdp(cfg)
         if self.world > 1 and cfg.rollout.engine != "builtin":
             raise ConfigError(
                 f"rollout.engine {cfg.rollout.engine!r} runs on one process; use builtin "
@@ -104,6 +120,24 @@ class Ranks:
             raise ConfigError(
                 f"rollout.prompts_per_step × rollouts_per_prompt = {rows} rows cannot be split "
                 f"over {self.world} processes; raise rollout.prompts_per_step"
+            )
+
+    def _check_fsdp(self, cfg: RunConfig) -> None:
+        """FSDP's collectives run per layer and micro-batch: every rank must run the same
+        micro-batches, so each needs ``optim.grad_accum`` rows at least."""
+        if self.world == 1:
+            raise ConfigError(
+                "FSDP shards the student over several processes; launch with --launcher "
+                "accelerate --num-processes 2 or more"
+            )
+        if cfg.model.lora is not None:
+            raise ConfigError("--fsdp shards a full student; a model.lora run trains without it")
+        rows = cfg.rollout.prompts_per_step * cfg.rollout.rollouts_per_prompt
+        if rows // self.world < cfg.optim.grad_accum:
+            raise ConfigError(
+                f"with --fsdp every process runs optim.grad_accum={cfg.optim.grad_accum} "
+                f"micro-batches, and {rows} rows over {self.world} processes leave one "
+                f"{rows // self.world}; lower optim.grad_accum or raise rollout.prompts_per_step"
             )
 
     def of_rank0(self, make: Callable[[], T]) -> T:
@@ -151,10 +185,11 @@ class Ranks:
 
     def sum_gradients(self, model: torch.nn.Module) -> None:
         """Sum the gradients of ``model``'s trainable parameters over the ranks (one flat
-        all-reduce; a parameter without a gradient contributes zeros)."""
+        all-reduce; a parameter without a gradient contributes zeros). FSDP's shards are
+        already summed (reduce-scattered in the backward) and left alone."""
         if self.world == 1:
             return
-        params = [p for p in model.parameters() if p.requires_grad]
+        params = [p for p in model.parameters() if p.requires_grad and not fsdp.is_sharded(p)]
         for p in params:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
@@ -164,6 +199,42 @@ class Ranks:
         for p in params:
             p.grad.copy_(flat[offset : offset + p.numel()].view_as(p.grad))
             offset += p.numel()
+
+    def clip_gradients(self, model: torch.nn.Module, max_norm: float) -> float:
+        """Clip the summed gradients to ``max_norm``; returns their pre-clip global L2 norm
+        (under FSDP over the shards of every rank, :func:`.fsdp.clip_grad_norm`)."""
+        if not self.fsdp:
+            return float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm))
+        return fsdp.clip_grad_norm(trainable_parameters(model), max_norm)
+
+    def full_weights(
+        self, model: torch.nn.Module, when: bool = True
+    ) -> contextlib.AbstractContextManager:
+        """Under FSDP (and ``when``): ``model``'s full parameters gathered on every rank for the
+        block (:func:`.fsdp.full_weights`; every rank enters it). Else nothing happens."""
+        return fsdp.full_weights(model) if self.fsdp and when else contextlib.nullcontext()
+
+    def save_checkpoint(
+        self,
+        run_dir: Path,
+        step: int,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        fingerprint: str,
+    ) -> dict[str, torch.Tensor] | None:
+        """Rank 0 writes the checkpoint (:func:`~.checkpoint.save_checkpoint`). Under FSDP every
+        rank calls this: the shards are gathered into one process's state dicts first
+        (:func:`.fsdp.full_state`), and rank 0 gets the full model state dict back (in CPU
+        memory; the other ranks an empty one)."""
+        if not self.fsdp:
+            if self.writes:
+                save_checkpoint(run_dir, step, model, optimizer, fingerprint)
+            return None
+        params = trainable_parameters(model)
+        model_sd, optimizer_sd = fsdp.full_state(model, optimizer, params, keep=self.writes)
+        if self.writes:
+            write_checkpoint(run_dir, step, model_sd, optimizer_sd, fingerprint)
+        return model_sd
 
     def sum_rows(self, values_B_T: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Whole-batch tensors each rank filled at its own rows (zeros elsewhere), summed over the
@@ -196,17 +267,23 @@ ONE_PROCESS = Ranks()
 
 #: the ``train`` options that pick the launcher; the re-launched command drops them
 LAUNCHER_OPTIONS = ("--launcher", "--num-processes")
+#: the ``train`` flags the re-launched command drops (``--fsdp`` becomes accelerate's)
+LAUNCHER_FLAGS = ("--fsdp", "--no-fsdp")
 
 
 def accelerate_command(
-    args: Sequence[str], processes: int, program: Sequence[str] = ("-m", "distillscope.cli")
+    args: Sequence[str],
+    processes: int,
+    program: Sequence[str] = ("-m", "distillscope.cli"),
+    fsdp: bool = False,
 ) -> list[str]:
     """``accelerate launch`` of ``program`` (``distillscope``) with ``args`` (a ``train`` command
     line, its launcher options dropped) on ``processes`` local processes, its rendezvous on a
     free 127.0.0.1 port.
 
     accelerate's ``--multi_gpu`` is its torchrun launcher: on a machine without CUDA the ranks
-    join over gloo on the CPU (:meth:`Ranks.current`).
+    join over gloo on the CPU (:meth:`Ranks.current`). ``fsdp`` launches with ``--use_fsdp``
+    instead (the same launcher; the ranks read it from the environment and shard the student).
     """
     if processes < 2:
         raise ConfigError(f"--num-processes must be at least 2 with --launcher, got {processes}")
@@ -217,12 +294,15 @@ def accelerate_command(
             skip = False
         elif arg in LAUNCHER_OPTIONS:
             skip = True
-        elif not arg.startswith(tuple(f"{o}=" for o in LAUNCHER_OPTIONS)):
+        elif arg not in LAUNCHER_FLAGS and not arg.startswith(
+            tuple(f"{o}=" for o in LAUNCHER_OPTIONS)
+        ):
             kept.append(arg)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu"]
+    mode = ["--use_fsdp", "--fsdp_version", "2"] if fsdp else ["--multi_gpu"]
+    launch = [sys.executable, "-m", "accelerate.commands.launch", *mode]
     launch += ["--num_processes", str(processes), "--num_machines", "1"]
     launch += ["--mixed_precision", "no", "--dynamo_backend", "no"]
     launch += ["--main_process_ip", "127.0.0.1", "--main_process_port", str(port)]

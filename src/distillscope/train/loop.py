@@ -34,6 +34,7 @@ import torch
 
 from distillscope.config import RunConfig, dump_run_config
 from distillscope.metric_keys import accumulation
+from distillscope.models import load_model, load_options, resolve_model_path
 from distillscope.objectives import draw_uniforms, kl_metrics_by_writer
 from distillscope.rollout import (
     SOURCE_STUDENT,
@@ -53,9 +54,10 @@ from distillscope.rollout.prompts import Stream
 from distillscope.rollout.vllm_engine import engine_metrics, rollout_engine
 from distillscope.store import MetricsLog, claim_run, write_config, write_status
 from distillscope.tasks import training_problems
-from distillscope.train.checkpoint import export_student, load_checkpoint, save_checkpoint
+from distillscope.train.checkpoint import export_student, load_checkpoint
 from distillscope.train.checks import preflight
 from distillscope.train.distributed import ONE_PROCESS, Ranks
+from distillscope.train.fsdp import adamw_groups, is_sharded, shard_student
 from distillscope.train.informativeness import informativeness_metrics
 from distillscope.train.lora import merged_student, plain_weights, trainable_parameters
 from distillscope.train.precision import forward_precision
@@ -107,9 +109,12 @@ def distill(
     ranks = Ranks.current(cfg)  # one process, or one of a launcher's (train/distributed.py)
     ranks.check(cfg)
     fingerprint = ranks.of_rank0(lambda: claim_run_dir(cfg, run_dir, overwrite))
+    profile_steps = set(cfg.eval.profile_steps)  # rank 0 profiles; under FSDP every rank gathers
     cfg = ranks.local_config(cfg)  # this rank's device; the run directory keeps the config
     torch.manual_seed(cfg.seed)
     pair = load_models(cfg)
+    if ranks.fsdp:  # the student's layers sharded over the ranks (train/fsdp.py)
+        shard_student(pair.student)
     is_cap = cfg.rollout.engine_is_cap if cfg.rollout.engine_is_correction else None
     objective = Objective.from_config(cfg.objective, pair.vocab_size, is_cap)  # bad top k fails
     pool = training_problems(task, cfg.task.eval_fraction)
@@ -130,17 +135,20 @@ def distill(
     profiler = Profiler(cfg, pair, objective.path, encoder, pool, run_dir, start)
 
     for step in range(start, cfg.optim.steps):
-        profiler.at(step)  # eval.profile_steps: per-position profiles before the step's update
+        with ranks.full_weights(student, step in profile_steps):
+            profiler.at(step)  # eval.profile_steps: per-position profiles before the update
         timer = PhaseTimer()
         # 1. prompts: distinct within the step, drawn from the step's own (seed, step) stream
         problems = _problems(cfg, pool, step)
         prompts = _prompts(encoder, problems, cfg.model.device)
         # 2. roll out: trajectories are constants (no gradient through sampling); a shared
-        #    teacher-written step comes from the rollout cache when another run sampled it
+        #    teacher-written step comes from the rollout cache when another run sampled it;
+        #    under FSDP every rank gathers the student's full weights while rank 0 samples
         try:
             roll = functools.partial(_roll_out, cfg, policy, pair, prompts, step, engine)
             fetch = functools.partial(teacher.rollouts, step, prompts, roll)
-            rollouts, saved_s = ranks.rollouts_of_rank0(fetch)
+            with ranks.full_weights(student):
+                rollouts, saved_s = ranks.rollouts_of_rank0(fetch)
         except NonFiniteSamplingError as err:
             _diverged(learner.run_dir, f"step {step}: {err}")
         rollouts = rollouts.to(cfg.model.device)
@@ -169,27 +177,33 @@ def distill(
         if on_step is not None:
             on_step(step, row)
         # 9. checkpoint: a killed run resumes from the last one with the same metrics
-        if ranks.writes and cfg.checkpoint_every and ((step + 1) % cfg.checkpoint_every == 0):
-            save_checkpoint(run_dir, step + 1, student, optimizer, fingerprint)
+        if cfg.checkpoint_every and ((step + 1) % cfg.checkpoint_every == 0):
+            ranks.save_checkpoint(run_dir, step + 1, student, optimizer, fingerprint)  # rank 0
     trackers.close()
-    profiler.at(cfg.optim.steps)  # after the last update
-    return _finish(cfg, run_dir if ranks.writes else None, learner, fingerprint, pair.tokenizer)
+    with ranks.full_weights(student, cfg.optim.steps in profile_steps):
+        profiler.at(cfg.optim.steps)  # after the last update
+    return _finish(cfg, run_dir, learner, fingerprint, pair.tokenizer)
 
 
 def _finish(
-    cfg: RunConfig, run_dir: Path | None, learner: _Learner, fingerprint: str, tokenizer
+    cfg: RunConfig, run_dir: Path, learner: _Learner, fingerprint: str, tokenizer
 ) -> torch.nn.Module:
     """After the last step: the final checkpoint (LoRA adapters unmerged, so a resume is exact)
     and status ``trained``, then the adapters merged and ``RUN/student/`` written (a
-    from_pretrained directory). A rank that does not write the run directory (``run_dir``
-    None) only merges. Returns the trained student, in eval mode."""
-    student = learner.student
-    if run_dir is not None:
-        save_checkpoint(run_dir, cfg.optim.steps, student, learner.optimizer, fingerprint)
+    from_pretrained directory), by rank 0 alone; the other ranks only merge. Under FSDP every
+    rank gathers the full weights for the checkpoint, and rank 0 returns a whole (unsharded)
+    student loaded with them, as the evaluation loads one; the other ranks return their shards.
+    Returns the trained student, in eval mode."""
+    student, ranks = learner.student, learner.ranks
+    full = ranks.save_checkpoint(run_dir, cfg.optim.steps, student, learner.optimizer, fingerprint)
+    if ranks.writes:
         write_status(run_dir, "trained")
     student = merged_student(cfg.model, student)  # model.lora: adapters merged into the weights
-    if run_dir is not None:
-        export_student(run_dir, student, tokenizer)
+    if ranks.writes:
+        export_student(run_dir, student, tokenizer, full)  # full: FSDP's gathered weights
+    if ranks.fsdp and ranks.writes:
+        student, _ = load_model(resolve_model_path(cfg.model.student), **load_options(cfg.model))
+        student.load_state_dict(full, strict=True)
     student.eval()
     return student
 
@@ -218,10 +232,13 @@ def _adamw(cfg: RunConfig, student: torch.nn.Module) -> torch.optim.AdamW:
     """AdamW with torch's fused kernel where the student's device has one: one pass over each
     tensor. The per-list implementation holds temporaries of about 1.4× the parameters during the
     step (1 GB for a 196M-parameter student, BENCHMARKS "A training step against TRL") and takes
-    several times longer on CPU (196M parameters: 0.3 s instead of 4.8 s)."""
+    several times longer on CPU (196M parameters: 0.3 s instead of 4.8 s). Under FSDP the
+    replicated parameters and the shards are two groups of the same settings (train/fsdp.py)."""
     o = cfg.optim
     params = trainable_parameters(student)  # model.lora: the adapters only
     fused = all(p.device.type in _FUSED_ADAMW_DEVICES for p in params)
+    if any(is_sharded(p) for p in params):  # FSDP: the fused kernel steps a group of DTensors
+        params = adamw_groups(params)
     return torch.optim.AdamW(
         params, lr=o.lr, betas=o.betas, eps=o.eps, weight_decay=o.weight_decay, fused=fused
     )
@@ -342,7 +359,7 @@ def _updates(
         )
         ranks.sum_gradients(student)  # several processes: the whole batch's gradient
         # clip (log the pre-clip norm) and step; a NaN/inf loss or norm ends the run here
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(student.parameters(), _max_norm(cfg)))
+        grad_norm = ranks.clip_gradients(student, _max_norm(cfg))  # FSDP: the global norm
         stop_if_diverged(learner.run_dir, step, done.metrics["train/loss"], grad_norm)
         learner.optimizer.step()
         learner.optimizer.zero_grad(set_to_none=True)

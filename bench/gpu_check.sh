@@ -24,7 +24,8 @@
 # 7. one run on several processes: `distillscope train --launcher accelerate --num-processes 2`
 #    on the Qwen2.5-vocabulary pair when 2 GPUs exist; on one GPU the launcher refuses fewer
 #    than 2, so it runs `accelerate launch --num_processes 1 -m distillscope.cli train` (the
-#    same launch, docs/scaling.md) and says so; prints one line per step as in 6;
+#    same launch, docs/scaling.md) and says so; prints one line per step as in 6; with 2 GPUs
+#    the same run again with --fsdp (the student's layers sharded, NCCL);
 # 8. bench/bench_vocab_scaling.py --device cuda, N = 8,192 … 65,536 tokens: the Markdown table
 #    of tokens/s and peak CUDA memory of the exact forward KL, reverse KL and JSD at
 #    V = 151,936, H = 896, fused / plain / Liger, the fused-vs-plain agreement and verl's bar.
@@ -167,6 +168,13 @@ several_processes() {  # 2 ranks when 2 GPUs exist, else 1 rank through accelera
   if [ "$gpus" -gt 1 ]; then
     echo "$gpus GPUs: 2 processes, one GPU each"
     "$VENV/bin/distillscope" "${args[@]}" --launcher accelerate --num-processes 2 || return 1
+    print_steps "$RUNS/accelerate"
+    echo "the same with the student's layers sharded (--fsdp, NCCL)"
+    rm -rf "$RUNS/fsdp"
+    "$VENV/bin/distillscope" "${args[@]}" --out "$RUNS/fsdp" --launcher accelerate \
+      --num-processes 2 --fsdp || return 1
+    print_steps "$RUNS/fsdp"
+    return 0
   else
     echo "one GPU: 1 process through accelerate launch (--launcher needs at least 2)"
     "$PY" -m accelerate.commands.launch --num_processes 1 --num_machines 1 \

@@ -146,6 +146,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "rollout.engine": "builtin",  # vLLM rollouts and their importance correction
     "rollout.engine_is_correction": False,
     "rollout.engine_is_cap": 2.0,
+    "rollout.engine_gpu_memory": 0.3,  # a colocated vLLM engine's share of a GPU
 }
 
 

@@ -21,7 +21,12 @@ from distillscope.objectives import token_weights
 from distillscope.objectives.divergences import truncated_is_weight
 from distillscope.rollout import PromptBatch, Rollouts, SamplingSpec, StudentPolicy, TeacherPolicy
 from distillscope.rollout.sampler import completion_logprobs
-from distillscope.rollout.vllm_engine import MISSING_EXTRA, VLLMEngine, engine_metrics
+from distillscope.rollout.vllm_engine import (
+    MISSING_EXTRA,
+    VLLMEngine,
+    engine_metrics,
+    engine_options,
+)
 from distillscope.train.step import loss_mask
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
@@ -230,10 +235,34 @@ def test_two_step_onpd_run_with_vllm_rollouts_logs_the_gap(tmp_path):
 # --- without vLLM: configuration, the importance weight, the missing extra ------------------
 
 
+def test_on_cuda_the_engine_takes_its_share_of_the_gpu_and_on_cpu_none(monkeypatch):
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        max_position_embeddings=96,
+    )
+    model = LlamaForCausalLM(config)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cpu = engine_options(model, None, 0.3)
+    assert "gpu_memory_utilization" not in cpu  # the CPU KV cache is VLLM_CPU_KVCACHE_SPACE's
+    assert cpu["max_model_len"] == 96 and cpu["dtype"] == "float32"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    cfg = load_run_config(None, ["rollout.engine=vllm", "rollout.engine_gpu_memory=0.4"])
+    cuda = engine_options(model, 64, cfg.rollout.engine_gpu_memory)
+    assert cuda == {**cpu, "max_model_len": 64, "gpu_memory_utilization": 0.4}
+    assert load_run_config(None, ["rollout.engine=vllm"]).rollout.engine_gpu_memory == 0.3
+
+
 @pytest.mark.parametrize(
     "items,message",
     [
         (["rollout.engine=vllm", "rollout.policy=mix"], "rollout.policy=mix needs rollout.engine"),
+        (["rollout.engine_gpu_memory=0.5"], "rollout.engine_gpu_memory=0.5 is ignored"),
+        (["rollout.engine=vllm", "rollout.engine_gpu_memory=1.0"], "engine_gpu_memory"),
         (["rollout.engine=vllm", "rollout.top_p=0.9"], "rollout.top_p < 1 needs"),
         (["rollout.engine_is_correction=true"], "rollout.engine_is_correction=True is ignored"),
         (["rollout.engine=vllm", "rollout.engine_is_cap=3.0"], "rollout.engine_is_cap=3.0 is"),

@@ -129,6 +129,7 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
         "log": LogConfig(trackers=["tensorboard"]),
         "rollout.engine": "vllm",
         "rollout.engine_is_cap": 3.0,
+        "rollout.engine_gpu_memory": 0.5,
     }
 
     def other(default, dotted):  # a value other than the default, of its type

@@ -47,6 +47,13 @@ class RolloutConfig(_Section):
     engine_is_cap: Float = Field(
         2.0, gt=0, description="vllm: cap C of the truncated importance weight"
     )
+    engine_gpu_memory: Float = Field(
+        0.3,
+        gt=0,
+        le=0.95,
+        description="vllm on CUDA: share of the GPU's memory the colocated engine takes (its "
+        "weights + KV cache); the rest is training's",
+    )
 
     @model_validator(mode="after")
     def _engine(self) -> RolloutConfig:
@@ -60,6 +67,7 @@ class RolloutConfig(_Section):
         if self.engine == "vllm" and self.top_p < 1:
             raise ValueError("rollout.top_p < 1 needs rollout.engine=builtin")
         reads = {"engine_is_correction": self.engine == "vllm"}
+        reads["engine_gpu_memory"] = self.engine == "vllm"
         reads["engine_is_cap"] = reads["engine_is_correction"] and self.engine_is_correction
         setting = f"rollout.engine={self.engine}, engine_is_correction={self.engine_is_correction}"
         self._ignored("rollout", reads, setting)

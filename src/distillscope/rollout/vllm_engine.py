@@ -88,6 +88,28 @@ def _process_state_kept() -> Iterator[None]:
         np.random.set_state(states[2])
 
 
+def engine_options(
+    model: PreTrainedModel, max_model_len: int | None, gpu_memory: float
+) -> dict[str, Any]:
+    """The ``vllm.LLM`` settings of an engine over ``model``: its dtype, ids in and out (no
+    tokenizer), the sampled token's own log-prob after the temperature, eager execution, and on
+    CUDA ``gpu_memory`` as the engine's share of the GPU (vLLM's default, 0.9, would leave
+    training, in the same process and on the same GPU, almost nothing)."""
+    limit = getattr(model.config, "max_position_embeddings", None) or _MAX_MODEL_LEN
+    options = {
+        "dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
+        "skip_tokenizer_init": True,
+        "max_model_len": max_model_len or min(limit, _MAX_MODEL_LEN),
+        "max_logprobs": 0,  # the sampled token's own log-prob only
+        "logprobs_mode": "processed_logprobs",  # after the temperature, as ρ samples
+        "enforce_eager": True,
+        "seed": 0,
+    }
+    if torch.cuda.is_available():  # on CPU the KV cache is VLLM_CPU_KVCACHE_SPACE's
+        options["gpu_memory_utilization"] = gpu_memory
+    return options
+
+
 #: the tensors an engine holds for a model: (name, tensor) as the plain model names them
 Weights = Callable[[torch.nn.Module], list[tuple[str, torch.Tensor]]]
 
@@ -127,23 +149,13 @@ class VLLMEngine:
         model: PreTrainedModel,
         max_model_len: int | None = None,
         weights: Weights = own_weights,
+        gpu_memory: float = 0.3,
     ):
         vllm = _vllm()
         self.model, self.weights = model, weights
-        limit = getattr(model.config, "max_position_embeddings", None) or _MAX_MODEL_LEN
-        dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
         with tempfile.TemporaryDirectory() as tmp, _process_state_kept():
             _save(model, weights(model), tmp)
-            self.llm = vllm.LLM(
-                model=tmp,
-                dtype=dtype,
-                skip_tokenizer_init=True,
-                max_model_len=max_model_len or min(limit, _MAX_MODEL_LEN),
-                max_logprobs=0,  # the sampled token's own log-prob only
-                logprobs_mode="processed_logprobs",  # after the temperature, as ρ samples
-                enforce_eager=True,
-                seed=0,
-            )
+            self.llm = vllm.LLM(model=tmp, **engine_options(model, max_model_len, gpu_memory))
         self._sampling_params = vllm.SamplingParams
         self._tokens_prompt = vllm.inputs.TokensPrompt
         self.width = model.get_output_embeddings().weight.shape[0]
@@ -251,13 +263,18 @@ def engine_metrics(r: Rollouts) -> dict[str, float]:
 
 
 def rollout_engine(
-    engine: str, policy: RolloutPolicy, student, teacher, student_weights: Weights = own_weights
+    engine: str,
+    policy: RolloutPolicy,
+    student,
+    teacher,
+    student_weights: Weights = own_weights,
+    gpu_memory: float = 0.3,
 ) -> VLLMEngine | None:
     """The run's ``rollout.engine``: None for the builtin sampler, else a vLLM engine over the
     policy's writer (the student for OnPD, its tensors named by ``student_weights``; the
-    teacher for OffPD)."""
+    teacher for OffPD) taking ``gpu_memory`` of a GPU (``rollout.engine_gpu_memory``)."""
     if engine == "builtin":
         return None
     if policy.student_temperature is not None:
-        return VLLMEngine(student, weights=student_weights)
-    return VLLMEngine(teacher)
+        return VLLMEngine(student, weights=student_weights, gpu_memory=gpu_memory)
+    return VLLMEngine(teacher, gpu_memory=gpu_memory)

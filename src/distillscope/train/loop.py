@@ -34,7 +34,7 @@ import torch
 
 from distillscope.config import RunConfig, dump_run_config
 from distillscope.metric_keys import accumulation
-from distillscope.models import load_model, load_options, resolve_model_path
+from distillscope.models import ModelPair, load_model, load_options, resolve_model_path
 from distillscope.objectives import draw_uniforms, kl_metrics_by_writer
 from distillscope.rollout import (
     SOURCE_STUDENT,
@@ -42,6 +42,7 @@ from distillscope.rollout import (
     NonFiniteSamplingError,
     PromptBatch,
     PromptEncoder,
+    RolloutPolicy,
     Rollouts,
     SamplingSpec,
     likelihood_metrics,
@@ -51,7 +52,7 @@ from distillscope.rollout import (
     select_problems,
 )
 from distillscope.rollout.prompts import Stream
-from distillscope.rollout.vllm_engine import engine_metrics, rollout_engine
+from distillscope.rollout.vllm_engine import VLLMEngine, engine_metrics, rollout_engine
 from distillscope.store import MetricsLog, claim_run, write_config, write_status
 from distillscope.tasks import training_problems
 from distillscope.train.checkpoint import export_student, load_checkpoint
@@ -120,9 +121,7 @@ def distill(
     pool = training_problems(task, cfg.task.eval_fraction)
     encoder = _encoder(cfg, task, pair)
     policy, student = make_policy(cfg.rollout), pair.student
-    engine = rollout_engine(  # None: builtin; a LoRA student's engine holds its merged weights
-        cfg.rollout.engine, policy, student, pair.teacher, plain_weights
-    )
+    engine = _engine(cfg, policy, pair)  # None: builtin
     optimizer = _adamw(cfg, student)
     start = load_checkpoint(run_dir, student, optimizer, fingerprint)
     log = MetricsLog(run_dir, keep_steps=start) if ranks.writes else None
@@ -226,6 +225,14 @@ def _encoder(cfg: RunConfig, task, pair) -> PromptEncoder:
         teacher_tokenizer=pair.teacher_tokenizer,
         teacher_instruction=cfg.task.teacher_instruction,
     )
+
+
+def _engine(cfg: RunConfig, policy: RolloutPolicy, pair: ModelPair) -> VLLMEngine | None:
+    """The run's vLLM engine (``rollout.engine: vllm``) over the policy's writer, a LoRA
+    student's holding its merged weights; None for the builtin sampler."""
+    r = cfg.rollout
+    writers = (pair.student, pair.teacher)
+    return rollout_engine(r.engine, policy, *writers, plain_weights, r.engine_gpu_memory)
 
 
 def _adamw(cfg: RunConfig, student: torch.nn.Module) -> torch.optim.AdamW:

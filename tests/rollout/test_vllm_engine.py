@@ -52,6 +52,21 @@ def _prompts() -> PromptBatch:
     return PromptBatch(ids_B_P, mask_B_P)
 
 
+def _llama(hidden_size: int, max_position_embeddings: int) -> LlamaForCausalLM:
+    """A random one-layer Llama with a 64-row tied head, two heads of ``hidden_size / 2``."""
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=max_position_embeddings,
+        tie_word_embeddings=True,
+    )
+    return LlamaForCausalLM(config)
+
+
 def _student():
     return AutoModelForCausalLM.from_pretrained(resolve_model_path("testbed:student"))
 
@@ -126,17 +141,7 @@ def test_padded_embedding_rows_are_never_drawn_and_scores_are_over_the_tokenizer
     # a head of 64 rows for a tokenizer of 54 (as Qwen pads 151,665 to 151,936), the padding
     # rows made dominant: drawn they would be; head_dim 32 (vLLM's CPU attention needs ≥ 32)
     torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        tie_word_embeddings=True,
-    )
-    model = LlamaForCausalLM(config)
+    model = _llama(hidden_size=64, max_position_embeddings=128)
     with torch.no_grad():
         model.lm_head.weight[54:] *= 30
     spec = SamplingSpec(max_new_tokens=MAX_NEW, stop_ids=EOS, pad_id=PAD, vocab_size=54)
@@ -237,15 +242,7 @@ def test_two_step_onpd_run_with_vllm_rollouts_logs_the_gap(tmp_path):
 
 def test_on_cuda_the_engine_takes_its_share_of_the_gpu_and_on_cpu_none(monkeypatch):
     torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        max_position_embeddings=96,
-    )
-    model = LlamaForCausalLM(config)
+    model = _llama(hidden_size=32, max_position_embeddings=96)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     cpu = engine_options(model, None, 0.3)
     assert "gpu_memory_utilization" not in cpu  # the CPU KV cache is VLLM_CPU_KVCACHE_SPACE's

@@ -16,9 +16,9 @@ before the run's final metrics row appeared: every step up to the last one's log
 sampling included, and not the final checkpoint and export, in which rank 0 gathers the whole
 state into its (CPU) memory by design. Beside it: the largest anonymous resident set read
 (RssAnon, the tensors; the file-backed rest is mapped files) and, read once late in the run,
-the resident part of the mapped student checkpoint (``/proc/PID/smaps``). The step time is
-the mean of ``time/step`` over the steps after the first (metrics.jsonl); the agreement is with
-the 1-process run's ``train/loss`` rows and final checkpointed parameters.
+the resident file-backed part of the mapped student checkpoint (``/proc/PID/smaps``). The step
+time is the mean ``time/step`` of the steps after the first (metrics.jsonl); the agreement is
+with the 1-process run's ``train/loss`` rows and final checkpointed parameters.
 
 The prediction is docs/scaling.md's memory model: per rank 4 × (E + L / N) fp32 numbers
 (parameters, gradients, two AdamW moments; E the replicated embeddings and norm, L the layer
@@ -43,10 +43,11 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 
 from distillscope.config import dump_run_config, load_run_config
 from distillscope.store import read_metrics
+from distillscope.testbed.recipe import ModelSpec
 from distillscope.testbed.tokenizer import build_tokenizer
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -63,23 +64,12 @@ FP32 = 4  # bytes
 
 
 def save_llama(path: Path, hidden: int, intermediate: int, layers: int, seed: int) -> Path:
-    """A random Llama with the testbed tokenizer (tied embeddings), saved under ``path``."""
+    """A random Llama of the testbed's shape family (tied embeddings, head dim 64 or less) with
+    the testbed tokenizer, saved under ``path``."""
     tok = build_tokenizer()
     torch.manual_seed(seed)
-    cfg = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=hidden,
-        intermediate_size=intermediate,
-        num_hidden_layers=layers,
-        num_attention_heads=max(1, hidden // 64),
-        num_key_value_heads=max(1, hidden // 64),
-        max_position_embeddings=128,
-        tie_word_embeddings=True,
-        pad_token_id=tok.pad_token_id,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-    )
-    LlamaForCausalLM(cfg).save_pretrained(path)
+    spec = ModelSpec(hidden, intermediate, layers, num_attention_heads=max(1, hidden // 64))
+    LlamaForCausalLM(spec.llama_config(len(tok), tok)).save_pretrained(path)
     tok.save_pretrained(path)
     return path
 
@@ -97,7 +87,7 @@ class Watch:
     mark (VmHWM) last read before the final metrics row appeared; ``anon``: the largest
     anonymous resident set (RssAnon) read in that time, and ``file``: the file-backed one
     (RssFile) read with it; ``end``: the high-water mark last read at all (the final
-    checkpoint and export included); ``mapped``: the resident part of the mapped student
+    checkpoint and export included); ``mapped``: the resident file-backed part of the student's
     checkpoint (``*.safetensors`` in /proc/PID/smaps) read once, when the second-to-last step's
     row appeared."""
 
@@ -152,14 +142,15 @@ def _memory_kb(pid: int) -> dict[str, int]:
 
 
 def _mapped_kb(pid: int, suffix: str = ".safetensors") -> int:
-    """The resident kB of ``pid``'s mappings of files named ``*suffix``."""
+    """The resident file-backed kB of ``pid``'s mappings of files named ``*suffix`` (a mapping's
+    Rss less its Anonymous: the pages written in place, copies of the file's)."""
     total, inside = 0, False
     for line in (_read(Path(f"/proc/{pid}/smaps")) or "").splitlines():
         head = line.split()
         if head and "-" in head[0]:  # a mapping's first line: "start-end perms … path"
             inside = head[-1].endswith(suffix)
-        elif inside and head[0] == "Rss:":
-            total += int(head[1])
+        elif inside and head[0] in ("Rss:", "Anonymous:"):
+            total += int(head[1]) * (1 if head[0] == "Rss:" else -1)
     return total
 
 
@@ -246,15 +237,16 @@ def summary(e: int, layer: int, marks: dict[str, Watch], steps: int) -> str:
         return " / ".join(f"{v:,.0f}" for v in values)
 
     saved = less(ddp.anon, sharded.anon)
+    above_one = less(ddp.anon, {r: one.anon[0] for r in ddp.anon})
     return (
         f"Student: E = {e:,} replicated and L = {layer:,} layer parameters. The model predicts "
         f"that FSDP over 2 ranks saves each rank 4 × L / 2 = {predicted:,.0f} MB against data "
         f"parallel (the same rows per rank). Measured (rank 0 / rank 1): {mb(saved)} MB of peak "
         f"anonymous RSS ({mb([100 * v / predicted for v in saved])} % of the prediction) and "
         f"{mb(less(ddp.train, sharded.train))} MB of peak RSS: under FSDP the student's "
-        f"checkpoint file stays mapped, {_per_rank(sharded.mapped)} MB of it resident after "
-        f"step {steps - 2} ({_per_rank(ddp.mapped)} MB without FSDP). Data parallel's ranks "
-        f"peak {mb(less(ddp.anon, {r: one.anon[0] for r in ddp.anon}))} MB of anonymous RSS "
+        f"checkpoint file stays mapped, {_per_rank(sharded.mapped)} MB of it resident and "
+        f"file-backed after step {steps - 2} ({_per_rank(ddp.mapped)} MB without FSDP). Data "
+        f"parallel's ranks peak {mb(above_one)} MB of anonymous RSS "
         f"above the single process's, against 4 × L = {2 * predicted:,.0f} MB of state that "
         f"both hold whole."
     )

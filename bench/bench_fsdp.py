@@ -7,7 +7,8 @@ A random-weight Llama student whose decoder layers hold nearly all of its parame
 teacher (hidden 32, 2 layers), built locally, train the same config three times through the
 CLI (``distillscope train CFG --skip-eval``): on one process; with ``--launcher accelerate
 --num-processes 2`` (every rank holds the whole student); and with ``--fsdp`` added (the layers
-sharded, train/fsdp.py). Nothing in the runs is instrumented: the bench polls the resident
+sharded, train/fsdp.py), one torch thread per process (``OMP_NUM_THREADS=1``; gloo between
+the ranks). Nothing in the runs is instrumented: the bench polls the resident
 set of every rank process of the launched tree from outside (``/proc/PID/status``; a rank is
 a ``distillscope.cli`` process whose environment holds the launcher's ``RANK``), under an
 allocator that maps every block of 64 kB or more (``MALLOC_MMAP_THRESHOLD_``), so that freed

@@ -32,6 +32,7 @@ HEADING = "## Latest `make bench`"
 BENCHMARKS: dict[str, list[str]] = {
     "objectives": ["bench_objectives.py", "--quick"],  # plain / chunked / fused / TRL / Liger
     "memory": ["bench_memory.py"],  # training-step memory
+    "fsdp": ["bench_fsdp.py"],  # per-rank memory and step time: 1 process, 2, 2 under FSDP
     "sampler": ["bench_sampler.py"],  # sampler vs transformers generate()
     "step_trl": ["bench_step_trl.py"],  # a step vs TRL DistillationTrainer, two shapes
     "teacher_cache": ["bench_teacher_cache.py"],  # shared teacher scores at V = 128,256

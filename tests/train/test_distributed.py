@@ -102,9 +102,12 @@ def killed_after_step_1(step: int, row: dict) -> None:
 
 def _worker(cfg_file: Path, out: Path) -> None:
     """One rank: the gradient cases, then the runs (into ``out/run`` and ``out/resumed``)."""
-    from distillscope.train import distill
+    from distillscope.train import distill, distributed
 
     torch.set_num_threads(1)
+    # buckets of 500 elements: the tiny student's gradients are summed in several buckets, its
+    # 640-element embedding alone and in place (a real student's buckets are 2²³ elements)
+    distributed.BUCKET_NUMEL = 500
     cfg = load_run_config(cfg_file)
     ranks = Ranks.current(cfg)
     writes = _record_writes(out) if not ranks.writes else None
@@ -243,3 +246,13 @@ def test_an_rlvr_run_refuses_several_processes(tmp_path, monkeypatch):
 
 if __name__ == "__main__":  # a worker of test_two_processes_train_as_one
     _worker(Path(sys.argv[1]), Path(sys.argv[2]))
+
+
+def test_gradients_are_summed_in_buckets_in_order_a_large_one_alone():
+    from distillscope.train.distributed import _buckets
+
+    sizes = [3, 4, 9, 2, 2, 1, 5]
+    params = [torch.nn.Parameter(torch.zeros(n)) for n in sizes]
+    buckets = [[int(p.numel()) for p in b] for b in _buckets(params, 8)]
+    assert buckets == [[3, 4], [9], [2, 2, 1], [5]]  # ≤ 8 elements each, 9 alone
+    assert [p for b in _buckets(params, 8) for p in b] == params

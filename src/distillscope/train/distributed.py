@@ -21,8 +21,8 @@ the row one process logs. Only rank 0 writes the run directory (:attr:`Ranks.wri
 
 The student is not wrapped in ``DistributedDataParallel``: the scoring paths call the model's
 decoder body and head directly (:mod:`.scoring`), which DDP's forward would not see, so its
-gradient hooks would never fire. One flat all-reduce per update after the micro-batches' backward
-passes is what DDP does under ``no_sync`` accumulation. With one process every method is the
+gradient hooks would never fire. One all-reduce per update after the micro-batches' backward
+passes (in 32 MB buckets) is what DDP does under ``no_sync`` accumulation. With one process every method is the
 identity and the loop is unchanged bit for bit.
 
 A student too large for one process is sharded with FSDP (``--fsdp``, accelerate's
@@ -37,7 +37,7 @@ import importlib.util
 import os
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -184,8 +184,10 @@ class Ranks:
         ]
 
     def sum_gradients(self, model: torch.nn.Module) -> None:
-        """Sum the gradients of ``model``'s trainable parameters over the ranks (one flat
-        all-reduce; a parameter without a gradient contributes zeros). FSDP's shards are
+        """Sum the gradients of ``model``'s trainable parameters over the ranks (a parameter
+        without a gradient contributes zeros), a bucket of at most :data:`BUCKET_NUMEL`
+        elements per all-reduce: the extra memory is one bucket, not a flat copy of every
+        gradient, and a gradient larger than a bucket is summed in place. FSDP's shards are
         already summed (reduce-scattered in the backward) and left alone."""
         if self.world == 1:
             return
@@ -193,12 +195,16 @@ class Ranks:
         for p in params:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
-        flat = torch.cat([p.grad.reshape(-1) for p in params])
-        torch.distributed.all_reduce(flat)
-        offset = 0
-        for p in params:
-            p.grad.copy_(flat[offset : offset + p.numel()].view_as(p.grad))
-            offset += p.numel()
+        for bucket in _buckets(params, BUCKET_NUMEL):
+            if len(bucket) == 1:
+                torch.distributed.all_reduce(bucket[0].grad)
+                continue
+            flat = torch.cat([p.grad.reshape(-1) for p in bucket])
+            torch.distributed.all_reduce(flat)
+            offset = 0
+            for p in bucket:
+                p.grad.copy_(flat[offset : offset + p.numel()].view_as(p.grad))
+                offset += p.numel()
 
     def clip_gradients(self, model: torch.nn.Module, max_norm: float) -> float:
         """Clip the summed gradients to ``max_norm``; returns their pre-clip global L2 norm
@@ -259,6 +265,25 @@ class Ranks:
     def _on(self) -> str:
         """Where this rank's collectives put their tensors (NCCL needs them on the GPU)."""
         return self.device or "cpu"
+
+
+#: elements of one gradient all-reduce (32 MB in fp32; DDP's buckets are 25 MB): a flat copy of
+#: every gradient cost data-parallel ranks one more fp32 copy of the student
+#: (BENCHMARKS.md "FSDP: per-rank memory and step time")
+BUCKET_NUMEL = 1 << 23
+
+
+def _buckets(params: list[torch.nn.Parameter], limit: int) -> Iterator[list[torch.nn.Parameter]]:
+    """``params`` in order, cut into runs of at most ``limit`` elements (a larger one alone)."""
+    bucket, size = [], 0
+    for p in params:
+        if bucket and size + p.numel() > limit:
+            yield bucket
+            bucket, size = [], 0
+        bucket.append(p)
+        size += p.numel()
+    if bucket:
+        yield bucket
 
 
 #: the ranks of a run in one process (every method the identity)

@@ -7,7 +7,7 @@ Under ``--fsdp`` (accelerate's ``ACCELERATE_USE_FSDP``, :meth:`.distributed.Rank
 decoder layer (``model.model.layers[i]``) is its own ``fully_shard`` unit: rank r of N holds
 1/N of every layer parameter, of its gradient and of its AdamW moments. The embeddings, the
 final norm and the LM head stay replicated — the fused loss head, the scorers and a tied head
-read ``lm_head.weight`` directly — and their gradients go through the ranks' flat all-reduce
+read ``lm_head.weight`` directly — and their gradients go through the ranks' bucketed all-reduce
 (:meth:`.distributed.Ranks.sum_gradients`) as without FSDP.
 
 Exactness: the loss is already weighted by global shares, so FSDP's reduce-scatter must SUM,

@@ -23,9 +23,11 @@ with the 1-process run's ``train/loss`` rows and final checkpointed parameters.
 
 The prediction is docs/scaling.md's memory model: per rank 4 × (E + L / N) fp32 numbers
 (parameters, gradients, two AdamW moments; E the replicated embeddings and norm, L the layer
-parameters), with N = 1 for a rank that holds the whole student. The resident sets also hold
-the interpreter, torch, the teacher and the activations, which no model predicts; the
-comparison is therefore between settings: the FSDP rank's peak below the data-parallel rank's.
+parameters), with N = 1 for a rank that holds the whole student, plus, under FSDP, the L full
+layer parameters every rank gathers while rank 0 samples (the peak of a step). The resident
+sets also hold the interpreter, torch, the teacher and the activations, which no model
+predicts; the comparison is therefore between settings: the FSDP rank's peak below the
+data-parallel rank's.
 
 Prints a Markdown table and a line on what the model predicts and what was measured.
 """
@@ -219,8 +221,9 @@ def _per_rank(kb_by_rank: dict[int, int]) -> str:
 
 HEADER = [
     "| setting | ranks | peak RSS per rank (MB) | peak anonymous RSS per rank (MB) | predicted "
-    "state per rank, 4 × (E + L/N) (MB) | step time (s) | max \\|Δ train/loss\\| | max "
-    "\\|Δ parameter\\| | peak RSS with the final checkpoint (MB) | wall (s) |",
+    "peak state per rank, 4 × (E + L/N) (+ L under FSDP) (MB) | step time (s) | "
+    "max \\|Δ train/loss\\| | max \\|Δ parameter\\| | peak RSS with the final checkpoint (MB) | "
+    "wall (s) |",
     "|---|---|---|---|---|---|---|---|---|---|",
 ]
 
@@ -229,7 +232,7 @@ def summary(e: int, layer: int, marks: dict[str, Watch], steps: int) -> str:
     """What the model predicts FSDP saves each rank against data parallel, and what it saved;
     and what data parallel's ranks hold above the single process."""
     one, ddp, sharded = (marks[name] for name, _ in SETTINGS)
-    predicted = 4 * layer / 2 * FP32 / MB
+    predicted = (4 * layer / 2 - layer) * FP32 / MB  # sharded states, less the gathered L
 
     def less(a: dict[int, int], b: dict[int, int]) -> list[float]:
         return [_mb(a[r] - b[r]) for r in sorted(b)]
@@ -241,14 +244,16 @@ def summary(e: int, layer: int, marks: dict[str, Watch], steps: int) -> str:
     above_one = less(ddp.anon, {r: one.anon[0] for r in ddp.anon})
     return (
         f"Student: E = {e:,} replicated and L = {layer:,} layer parameters. The model predicts "
-        f"that FSDP over 2 ranks saves each rank 4 × L / 2 = {predicted:,.0f} MB against data "
-        f"parallel (the same rows per rank). Measured (rank 0 / rank 1): {mb(saved)} MB of peak "
-        f"anonymous RSS ({mb([100 * v / predicted for v in saved])} % of the prediction) and "
+        f"that FSDP over 2 ranks lowers each rank's peak by 4 × L / 2 − L = {predicted:,.0f} MB "
+        f"against data parallel (the same rows per rank; the sampling peak holds the L "
+        f"gathered parameters beside the shards). Measured (rank 0 / rank 1): {mb(saved)} MB "
+        f"of peak anonymous RSS ({mb([100 * v / predicted for v in saved])} % of the "
+        f"prediction) and "
         f"{mb(less(ddp.train, sharded.train))} MB of peak RSS: under FSDP the student's "
         f"checkpoint file stays mapped, {_per_rank(sharded.mapped)} MB of it resident and "
         f"file-backed after step {steps - 2} ({_per_rank(ddp.mapped)} MB without FSDP). Data "
         f"parallel's ranks peak {mb(above_one)} MB of anonymous RSS "
-        f"above the single process's, against 4 × L = {2 * predicted:,.0f} MB of state that "
+        f"above the single process's, against 4 × L = {4 * predicted:,.0f} MB of state that "
         f"both hold whole."
     )
 
@@ -276,7 +281,8 @@ def main() -> None:
         run_dir = args.out / f"run{i}"
         marks[name], wall = train(cfg_file, run_dir, options, args.steps)
         shards = 2 if "--fsdp" in options else 1
-        predicted = 4 * (e + layer / shards) * FP32 / MB
+        gathered = layer if shards > 1 else 0  # FSDP: the full layers while rank 0 samples
+        predicted = (4 * (e + layer / shards) + gathered) * FP32 / MB
         step_s = statistics.mean(r["time/step"] for r in read_metrics(run_dir)[1:])
         loss, weights = agreement(run_dir, args.out / "run0") if i else (0.0, 0.0)
         m = marks[name]

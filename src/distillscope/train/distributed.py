@@ -22,8 +22,8 @@ the row one process logs. Only rank 0 writes the run directory (:attr:`Ranks.wri
 The student is not wrapped in ``DistributedDataParallel``: the scoring paths call the model's
 decoder body and head directly (:mod:`.scoring`), which DDP's forward would not see, so its
 gradient hooks would never fire. One all-reduce per update after the micro-batches' backward
-passes (in 32 MB buckets) is what DDP does under ``no_sync`` accumulation. With one process every method is the
-identity and the loop is unchanged bit for bit.
+passes (in 32 MB buckets) is what DDP does under ``no_sync`` accumulation. With one process
+every method is the identity and the loop is unchanged bit for bit.
 
 A student too large for one process is sharded with FSDP (``--fsdp``, accelerate's
 ``--use_fsdp``; :mod:`.fsdp`): its decoder layers' parameters, gradients and AdamW moments are

@@ -57,7 +57,10 @@ def shard_student(model: nn.Module) -> None:
     from torch.distributed.fsdp import fully_shard
 
     for layer in layers:
-        fully_shard(layer)
+        # explicit: each layer is a root of its own (the model above it is not sharded), and
+        # FSDP keeps a root's parameters gathered after forward unless told otherwise, which
+        # would hold every layer whole from the forward to its backward
+        fully_shard(layer, reshard_after_forward=True)
         layer.set_gradient_divide_factor(1.0)
         layer.set_force_sum_reduction_for_comms(True)  # gloo has no PREMUL_SUM
 

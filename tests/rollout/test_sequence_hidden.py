@@ -22,6 +22,7 @@ from transformers import (
 from distillscope.rollout import fast_decode
 from distillscope.rollout.fast_score import scores_exactly, sequence_hidden
 from distillscope.rollout.rollouts import position_ids
+from distillscope.train.setup import checkpointing_enable
 
 V, B, P, T = 61, 5, 6, 7
 
@@ -126,7 +127,7 @@ def test_it_is_refused_where_the_forward_differs():
     assert scores_exactly(dropout.eval(), P + T) and not scores_exactly(dropout.train(), P + T)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert not scores_exactly(model, P + T)  # mixed precision: the model's own forward
-    model.gradient_checkpointing_enable()
+    checkpointing_enable(model)
     assert not scores_exactly(model, P + T)
     gelu = _model(LlamaForCausalLM, LlamaConfig, 5, hidden_act="gelu")
     assert not scores_exactly(gelu, P + T)

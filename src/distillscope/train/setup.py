@@ -3,6 +3,8 @@ are checked first by :mod:`.checks`)."""
 
 from __future__ import annotations
 
+import torch
+
 from distillscope.config import RolloutConfig, RunConfig, served_url
 from distillscope.models import ModelPair, load_pair, pair_options, resolve_model_path
 from distillscope.policy_registry import ROLLOUT_POLICIES
@@ -25,8 +27,16 @@ def load_models(cfg: RunConfig) -> ModelPair:
     if m.lora is not None:
         pair.student = attach_lora(pair.student, m.lora)
     if m.gradient_checkpointing:
-        pair.student.activation_checkpointing_enable({"use_reentrant": False})
+        checkpointing_enable(pair.student)
     return pair
+
+
+def checkpointing_enable(model: torch.nn.Module) -> None:
+    """Recompute ``model``'s layer activations in its backward (non-reentrant checkpoints):
+    transformers' ``activation_checkpointing_enable``, named ``gradient_checkpointing_enable``
+    before 5.x (deprecated since)."""
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    (enable or model.gradient_checkpointing_enable)({"use_reentrant": False})
 
 
 def make_policy(cfg: RolloutConfig) -> RolloutPolicy:

@@ -58,7 +58,7 @@ from distillscope.tasks import training_problems
 from distillscope.train.checkpoint import export_student, load_checkpoint
 from distillscope.train.checks import preflight
 from distillscope.train.distributed import ONE_PROCESS, Ranks
-from distillscope.train.fsdp import adamw_groups, is_sharded, shard_student
+from distillscope.train.fsdp import adamw_groups, is_sharded
 from distillscope.train.informativeness import informativeness_metrics
 from distillscope.train.lora import merged_student, plain_weights, trainable_parameters
 from distillscope.train.precision import forward_precision
@@ -113,9 +113,7 @@ def distill(
     profile_steps = set(cfg.eval.profile_steps)  # rank 0 profiles; under FSDP every rank gathers
     cfg = ranks.local_config(cfg)  # this rank's device; the run directory keeps the config
     torch.manual_seed(cfg.seed)
-    pair = load_models(cfg)
-    if ranks.fsdp:  # the student's layers sharded over the ranks (train/fsdp.py)
-        shard_student(pair.student)
+    pair = load_models(cfg, shard=ranks.fsdp)  # --fsdp: the student's layers sharded
     is_cap = cfg.rollout.engine_is_cap if cfg.rollout.engine_is_correction else None
     objective = Objective.from_config(cfg.objective, pair.vocab_size, is_cap)  # bad top k fails
     pool = training_problems(task, cfg.task.eval_fraction)
@@ -134,8 +132,7 @@ def distill(
     profiler = Profiler(cfg, pair, objective.path, encoder, pool, run_dir, start)
 
     for step in range(start, cfg.optim.steps):
-        with ranks.full_weights(student, step in profile_steps):
-            profiler.at(step)  # eval.profile_steps: per-position profiles before the update
+        _profile(profiler, ranks, student, step, profile_steps)  # before the step's update
         timer = PhaseTimer()
         # 1. prompts: distinct within the step, drawn from the step's own (seed, step) stream
         problems = _problems(cfg, pool, step)
@@ -165,10 +162,7 @@ def distill(
             group["lr"] = lr
         row, norms = _updates(learner, rollouts, batches, t_scores, step, timer, rewards)
         # 8. log: the loss metrics and the pre-clip norms as the mean over the updates
-        row |= {"step": step, "train/lr": lr, "train/grad_norm": _mean(norms)}
-        row["train/grad_clipped"] = _mean([float(n > _max_norm(cfg)) for n in norms])
-        row["rollout/reward"] = sum(rewards) / len(rewards)
-        row |= rollout_length_metrics(rollouts) | timer.metrics(rollouts) | engine_metrics(rollouts)
+        row |= _step_metrics(cfg, step, lr, norms, rewards, rollouts, timer)
         row["time/teacher_saved"] = saved_s + scores_saved_s  # rollouts and scores from cache
         if ranks.writes:  # one writer: rank 0
             log.append(row)
@@ -179,9 +173,34 @@ def distill(
         if cfg.checkpoint_every and ((step + 1) % cfg.checkpoint_every == 0):
             ranks.save_checkpoint(run_dir, step + 1, student, optimizer, fingerprint)  # rank 0
     trackers.close()
-    with ranks.full_weights(student, cfg.optim.steps in profile_steps):
-        profiler.at(cfg.optim.steps)  # after the last update
+    _profile(profiler, ranks, student, cfg.optim.steps, profile_steps)  # after the last update
     return _finish(cfg, run_dir, learner, fingerprint, pair.tokenizer)
+
+
+def _profile(profiler: Profiler, ranks: Ranks, student, step: int, steps: set[int]) -> None:
+    """``eval.profile_steps``' per-position profiles at ``step`` (rank 0 takes them; under FSDP
+    every rank gathers the student's full weights for them, so ``steps`` is the config's)."""
+    with ranks.full_weights(student, step in steps):
+        profiler.at(step)
+
+
+def _step_metrics(
+    cfg: RunConfig,
+    step: int,
+    lr: float,
+    norms: list[float],
+    rewards: list[float],
+    rollouts: Rollouts,
+    timer: PhaseTimer,
+) -> dict[str, float]:
+    """The step's row beyond the loss metrics: step, learning rate, the pre-clip norms' mean and
+    clipped share over the updates, the mean reward, rollout lengths, phase times and the
+    engine's log-prob gap."""
+    row = {"step": step, "train/lr": lr, "train/grad_norm": _mean(norms)}
+    row["train/grad_clipped"] = _mean([float(n > _max_norm(cfg)) for n in norms])
+    row["rollout/reward"] = sum(rewards) / len(rewards)
+    row |= rollout_length_metrics(rollouts) | timer.metrics(rollouts)
+    return row | engine_metrics(rollouts)
 
 
 def _finish(

@@ -9,14 +9,16 @@ from distillscope.config import RolloutConfig, RunConfig, served_url
 from distillscope.models import ModelPair, load_pair, pair_options, resolve_model_path
 from distillscope.policy_registry import ROLLOUT_POLICIES
 from distillscope.rollout import RolloutPolicy
+from distillscope.train.fsdp import shard_student
 from distillscope.train.lora import attach_lora
 from distillscope.train.served import served_pair
 
 
-def load_models(cfg: RunConfig) -> ModelPair:
+def load_models(cfg: RunConfig, shard: bool = False) -> ModelPair:
     """Teacher and student of the run (tokenizers checked to match, teacher frozen); the
-    student carries ``model.lora``'s adapters (:mod:`.lora`: only they train) and recomputes
-    its layer activations in backward with ``model.gradient_checkpointing``."""
+    student carries ``model.lora``'s adapters (:mod:`.lora`: only they train), recomputes
+    its layer activations in backward with ``model.gradient_checkpointing``, and with
+    ``shard`` (``--fsdp``) has its layers sharded over the ranks (:mod:`.fsdp`)."""
     m = cfg.model
     if served_url(m.teacher):  # a teacher behind a server: the student loads here (.served)
         pair = served_pair(cfg)
@@ -28,6 +30,8 @@ def load_models(cfg: RunConfig) -> ModelPair:
         pair.student = attach_lora(pair.student, m.lora)
     if m.gradient_checkpointing:
         checkpointing_enable(pair.student)
+    if shard:
+        shard_student(pair.student)
     return pair
 
 

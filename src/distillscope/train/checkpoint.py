@@ -19,6 +19,7 @@ from safetensors.torch import load_file, save_file
 from distillscope.models import load_weights
 from distillscope.store import CHECKPOINT_META, StoreError, checkpoint_dir, read_json_strict
 from distillscope.train import fsdp
+from distillscope.train.lora import trainable_parameters
 
 STUDENT_DIR = "student"
 #: end-of-turn tokens that stop generation when the tokenizer knows them (ChatML, Llama 3)
@@ -93,8 +94,7 @@ def load_checkpoint(
     try:
         state = _unflatten_optimizer(load_file(path), meta["optimizer"])
         if sharded:
-            params = [p for p in model.parameters() if p.requires_grad]
-            state = fsdp.sharded_optimizer_state(optimizer, params, state)
+            state = fsdp.sharded_optimizer_state(optimizer, trainable_parameters(model), state)
         optimizer.load_state_dict(state)
     except Exception as err:  # safetensors, KeyError, shape errors: all mean a corrupt file
         raise StoreError(f"{path} is truncated or corrupt ({type(err).__name__})") from err

@@ -33,16 +33,14 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
 from collections.abc import Iterator
 
 import torch
 from torch import nn
+from torch.distributed.fsdp import FSDPModule, fully_shard
+from torch.distributed.tensor import DTensor, distribute_tensor
 
 from distillscope.config import ConfigError
-
-# torch.distributed.fsdp is imported where a run shards: a torch built without distributed
-# support lacks it, and a run without --fsdp needs none of it
 
 
 def shard_student(model: nn.Module) -> None:
@@ -54,8 +52,6 @@ def shard_student(model: nn.Module) -> None:
             f"--fsdp shards the decoder layers (model.model.layers) and {type(model).__name__} "
             "has none; train it without --fsdp"
         )
-    from torch.distributed.fsdp import fully_shard
-
     for layer in layers:
         # explicit: each layer is a root of its own (the model above it is not sharded), and
         # FSDP keeps a root's parameters gathered after forward unless told otherwise, which
@@ -65,16 +61,13 @@ def shard_student(model: nn.Module) -> None:
         layer.set_force_sum_reduction_for_comms(True)  # gloo has no PREMUL_SUM
 
 
-def _units(model: nn.Module) -> list:
-    from torch.distributed.fsdp import FSDPModule
-
+def _units(model: nn.Module) -> list[FSDPModule]:
     return [m for m in model.modules() if isinstance(m, FSDPModule)]
 
 
 def is_sharded(tensor: torch.Tensor | None) -> bool:
     """Whether ``tensor`` (a parameter, a gradient, an optimizer moment) is an FSDP shard."""
-    dtensor = sys.modules.get("torch.distributed.tensor")  # not loaded: nothing is a shard
-    return dtensor is not None and isinstance(tensor, dtensor.DTensor)
+    return isinstance(tensor, DTensor)
 
 
 @contextlib.contextmanager
@@ -192,6 +185,4 @@ def _like(value, reference):
     ``value`` is as large as the whole (a moment; AdamW's scalar step stays whole)."""
     if not is_sharded(reference) or not torch.is_tensor(value) or value.shape != reference.shape:
         return value
-    from torch.distributed.tensor import distribute_tensor
-
     return distribute_tensor(value, reference.device_mesh, reference.placements, src_data_rank=None)

@@ -19,6 +19,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 from tests.rollout.test_vllm_engine import needs_vllm
+from tests.train.conftest import tensorboard_rows
 
 from distillscope.models.paths import resolve_model_path
 from distillscope.models.serve import make_server
@@ -29,15 +30,6 @@ from distillscope.study.spec import load_spec
 
 SPEC = Path(__file__).resolve().parents[2] / "configs" / "studies" / "testbed-engines.yaml"
 STEPS = 3
-
-
-def tensorboard_losses(log_dir: Path) -> dict[int, float]:
-    """step → ``train/loss`` as TensorBoard's event files under ``log_dir`` hold it."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    return {e.step: e.value for e in acc.Scalars("train/loss")}
 
 
 @pytest.fixture()
@@ -76,5 +68,6 @@ def test_vllm_lora_a_served_teacher_and_tensorboard_run_one_study(teacher_url, t
         moved = {k for k, v in exported.items() if not torch.equal(v, shipped[k])}
         assert moved and all(k.endswith(("q_proj.weight", "v_proj.weight")) for k in moved)
         # TensorBoard: one log directory per run, the rows metrics.jsonl holds
-        logged = tensorboard_losses(out / "tensorboard" / run_id)
+        board = tensorboard_rows(out / "tensorboard" / run_id)
+        logged = {step: row["train/loss"] for step, row in board.items()}
         assert logged == pytest.approx({r["step"]: r["train/loss"] for r in rows}, rel=1e-6)

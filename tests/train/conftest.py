@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
@@ -82,3 +84,18 @@ def train_step(cfg, rollouts: Rollouts, student, teacher, vocab: int, step: int 
     return _forward_backward(
         cfg, objective, rollouts, batches, student, t_scores, step, PhaseTimer()
     ).metrics
+
+
+def tensorboard_rows(log_dir: Path) -> dict[int, dict[str, float]]:
+    """step → {tag: value} of every scalar in ``log_dir``'s event files (older sessions' steps
+    purged as TensorBoard purges them)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    rows: dict[int, dict[str, float]] = {}
+    for tag in acc.Tags()["scalars"]:
+        for event in acc.Scalars(tag):
+            assert tag not in rows.get(event.step, {}), f"step {event.step} of {tag} twice"
+            rows.setdefault(event.step, {})[tag] = event.value
+    return rows

@@ -10,6 +10,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from tests.train.conftest import tensorboard_rows
 from tests.train.test_distill import tiny_cfg
 
 from distillscope.config import TRACKER_MISSING, ConfigError
@@ -22,7 +23,6 @@ from distillscope.train.checks import preflight
 pytest.importorskip("tensorboard")
 pytest.importorskip("wandb")
 
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
 from wandb.proto import wandb_internal_pb2  # noqa: E402
 
 BOTH = {"log": "{trackers: [tensorboard, wandb], wandb_project: lab}", "optim.steps": 3}
@@ -38,19 +38,6 @@ def _wandb_offline(tmp_path, monkeypatch):
 
 def numbers(row: dict) -> dict[str, float]:
     return {k: v for k, v in row.items() if k != "step" and isinstance(v, (int, float))}
-
-
-def tensorboard_rows(log_dir: Path) -> dict[int, dict[str, float]]:
-    """step → {tag: value} of every scalar in ``log_dir``'s event files (older sessions' steps
-    purged as TensorBoard purges them)."""
-    acc = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    rows: dict[int, dict[str, float]] = {}
-    for tag in acc.Tags()["scalars"]:
-        for event in acc.Scalars(tag):
-            assert tag not in rows.get(event.step, {}), f"step {event.step} of {tag} twice"
-            rows.setdefault(event.step, {})[tag] = event.value
-    return rows
 
 
 def wandb_records(path: Path) -> list:

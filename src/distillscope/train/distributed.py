@@ -6,7 +6,7 @@
 A launcher (``accelerate launch``, ``torchrun``) sets ``WORLD_SIZE``/``RANK``/``LOCAL_RANK``;
 :meth:`Ranks.current` joins the process group through accelerate (gloo on CPU, NCCL on CUDA).
 Rank 0 samples the step's rollout batch (prompts from (seed, step), the step's own generator)
-and sends it to every rank (:meth:`Ranks.rollouts_from_main`); rank r takes its contiguous slice
+and sends it to every rank (:meth:`Ranks.rollouts_of_rank0`); rank r takes its contiguous slice
 of the rows (:meth:`Ranks.micro_batches`) for the student's and the teacher's forwards and the
 backward — the union over ranks is the single-process batch. The teacher is replicated on every
 rank.
@@ -43,7 +43,6 @@ import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
 import torch
@@ -51,7 +50,6 @@ import torch
 from distillscope.config import ConfigError, RunConfig
 from distillscope.rollout import Rollouts
 from distillscope.train import fsdp
-from distillscope.train.checkpoint import save_checkpoint, write_checkpoint
 from distillscope.train.lora import trainable_parameters
 from distillscope.train.step import MicroBatch, micro_batches
 
@@ -107,7 +105,7 @@ class Ranks:
                 payload = err
         return _raised(_broadcast(payload, self.device))
 
-    def rollouts_from_main(
+    def rollouts_of_rank0(
         self, fetch: Callable[..., tuple[Rollouts, float]], *args: object
     ) -> tuple[Rollouts, float]:
         """``fetch(*args)``: the step's rollouts and the seconds a cache saved, made on rank 0
@@ -172,28 +170,6 @@ class Ranks:
         """Under FSDP (and ``when``): ``model``'s full parameters gathered on every rank for the
         block (:func:`.fsdp.full_weights`; every rank enters it). Else nothing happens."""
         return fsdp.full_weights(model) if self.fsdp and when else contextlib.nullcontext()
-
-    def save_checkpoint(
-        self,
-        run_dir: Path,
-        step: int,
-        model: torch.nn.Module,
-        optimizer: torch.optim.Optimizer,
-        fingerprint: str,
-    ) -> dict[str, torch.Tensor] | None:
-        """Rank 0 writes the checkpoint (:func:`~.checkpoint.save_checkpoint`). Under FSDP every
-        rank calls this: the shards are gathered into one process's state dicts first
-        (:func:`.fsdp.full_state`), and rank 0 gets the full model state dict back (in CPU
-        memory; the other ranks an empty one)."""
-        if not self.fsdp:
-            if self.writes:
-                save_checkpoint(run_dir, step, model, optimizer, fingerprint)
-            return None
-        params = trainable_parameters(model)
-        model_sd, optimizer_sd = fsdp.full_state(model, optimizer, params, keep=self.writes)
-        if self.writes:
-            write_checkpoint(run_dir, step, model_sd, optimizer_sd, fingerprint)
-        return model_sd
 
     def sum_rows(self, values_B_T: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Whole-batch tensors each rank filled at its own rows (zeros elsewhere), summed over the

@@ -133,9 +133,7 @@ def distill(
         sample = functools.partial(sampler.sample, prompts, step)
         try:
             with ranks.full_weights(student):
-                rollouts, saved_s = ranks.rollouts_from_main(
-                    teacher.rollouts, step, prompts, sample
-                )
+                rollouts, saved_s = ranks.rollouts_of_rank0(teacher.rollouts, step, prompts, sample)
         except NonFiniteSamplingError as err:
             run.diverged(f"step {step}: {err}")
         rollouts = rollouts.to(cfg.model.device)

@@ -33,7 +33,7 @@ import torch
 from distillscope.config import ConfigError, RunConfig, dump_run_config
 from distillscope.rollout import Rollouts
 from distillscope.store import MetricsLog, claim_run, write_config, write_status
-from distillscope.train.checkpoint import export_student, load_checkpoint
+from distillscope.train.checkpoint import export_student, load_checkpoint, save_checkpoint
 from distillscope.train.distributed import Ranks
 from distillscope.train.trackers import Trackers
 
@@ -135,7 +135,7 @@ class Run:
         checkpoint with the metrics of an uninterrupted one (every rank calls it)."""
         every = self.cfg.checkpoint_every
         if every and done % every == 0:
-            self.ranks.save_checkpoint(self.run_dir, done, model, optimizer, self.fingerprint)
+            self._save(done, model, optimizer)
 
     def finish(
         self, steps: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer
@@ -144,10 +144,17 @@ class Run:
         ``trained``. Under FSDP every rank calls it and rank 0 gets the gathered full model
         state dict back (the weights :meth:`export` writes); else None."""
         self.trackers.close()
-        full = self.ranks.save_checkpoint(self.run_dir, steps, model, optimizer, self.fingerprint)
+        full = self._save(steps, model, optimizer)
         if self.ranks.writes:
             write_status(self.run_dir, "trained")
         return full
+
+    def _save(
+        self, done: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer
+    ) -> dict[str, torch.Tensor] | None:
+        """The checkpoint after ``done`` steps, written by rank 0 (under FSDP a collective)."""
+        writes = self.ranks.writes
+        return save_checkpoint(self.run_dir, done, model, optimizer, self.fingerprint, writes)
 
     def export(self, model: torch.nn.Module, tokenizer, full: dict | None = None) -> None:
         """``RUN/student/``, a from_pretrained directory (rank 0 writes it); ``full``: FSDP's

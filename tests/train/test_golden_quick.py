@@ -1,5 +1,5 @@
 """Both training loops pinned end to end: short runs on the shipped testbed pair against numbers
-written at the commit before the loops were reorganised (``fixtures/golden_quick.json``).
+written at ee21ac4, the commit before the loops were reorganised (``fixtures/golden_quick.json``).
 
 Three runs, each exercising a different part of the loop machinery: a mixed-policy distillation
 with the sampled forward estimator (the step's uniforms), two micro-batches and two rollouts per

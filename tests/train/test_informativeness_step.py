@@ -10,12 +10,11 @@ import pytest
 import torch
 
 from distillscope.objectives.informativeness import informativeness, mean_advantage
-from distillscope.rollout import SOURCE_STUDENT, SOURCE_TEACHER
+from distillscope.rollout.policies import SOURCE_STUDENT, SOURCE_TEACHER
 from distillscope.store import read_metrics
-from distillscope.train import distill
 from distillscope.train import loop as loop_mod
 from distillscope.train.informativeness import GROUPS_KEY, INFO_KEY, informativeness_metrics
-from distillscope.train.loop import PhaseTimer, _Learner, _updates
+from distillscope.train.loop import PhaseTimer, _Learner, _updates, distill
 from distillscope.train.scoring import completion_logits
 from distillscope.train.step import Objective, micro_batches
 from distillscope.train.teacher import TeacherScorer

@@ -11,8 +11,7 @@ import pytest
 import torch
 
 from distillscope.store import read_metrics
-from distillscope.train import distill
-from distillscope.train.loop import PhaseTimer, _Learner, _updates
+from distillscope.train.loop import PhaseTimer, _Learner, _updates, distill
 from distillscope.train.scoring import completion_logits
 from distillscope.train.step import Objective, micro_batches
 from distillscope.train.teacher import TeacherScorer

@@ -45,7 +45,7 @@ from typing import TypeVar
 import torch
 
 from distillscope.config import ConfigError, RunConfig
-from distillscope.rollout import Rollouts
+from distillscope.rollout.rollouts import Rollouts
 from distillscope.train import fsdp
 from distillscope.train.checkpoint import save_checkpoint, write_checkpoint
 from distillscope.train.lora import trainable_parameters

@@ -34,24 +34,19 @@ import torch
 
 from distillscope.config import RunConfig, dump_run_config
 from distillscope.metric_keys import accumulation
-from distillscope.models import ModelPair, load_model, load_options, resolve_model_path
-from distillscope.objectives import draw_uniforms, kl_metrics_by_writer
-from distillscope.rollout import (
+from distillscope.models import resolve_model_path
+from distillscope.models.load import ModelPair, load_model, load_options
+from distillscope.objectives.estimators import draw_uniforms, kl_metrics_by_writer
+from distillscope.rollout.diagnostics import likelihood_metrics, rollout_length_metrics
+from distillscope.rollout.policies import (
     SOURCE_STUDENT,
     SOURCE_TEACHER,
     NonFiniteSamplingError,
-    PromptBatch,
-    PromptEncoder,
     RolloutPolicy,
-    Rollouts,
-    SamplingSpec,
-    likelihood_metrics,
-    model_generator,
-    rollout_length_metrics,
-    sample_rollouts,
-    select_problems,
 )
-from distillscope.rollout.prompts import Stream
+from distillscope.rollout.prompts import PromptEncoder, Stream, model_generator, select_problems
+from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 from distillscope.rollout.vllm_engine import VLLMEngine, engine_metrics, rollout_engine
 from distillscope.store import MetricsLog, claim_run, write_config, write_status
 from distillscope.tasks import training_problems
@@ -117,7 +112,7 @@ def distill(
     is_cap = cfg.rollout.engine_is_cap if cfg.rollout.engine_is_correction else None
     objective = Objective.from_config(cfg.objective, pair.vocab_size, is_cap)  # bad top k fails
     pool = training_problems(task, cfg.task.eval_fraction)
-    encoder = _encoder(cfg, task, pair)
+    encoder = PromptEncoder.of_run(task, cfg.task, pair)
     policy, student = make_policy(cfg.rollout), pair.student
     engine = _engine(cfg, policy, pair)  # None: builtin
     optimizer = _adamw(cfg, student)
@@ -233,17 +228,6 @@ def claim_run_dir(cfg: RunConfig, run_dir: Path, overwrite: bool) -> str:
     write_config(run_dir, dump_run_config(cfg))
     write_status(run_dir, "running", phase="train")
     return fingerprint
-
-
-def _encoder(cfg: RunConfig, task, pair) -> PromptEncoder:
-    return PromptEncoder(
-        task,
-        pair.tokenizer,
-        cfg.task.prompt_format,
-        cfg.task.teacher_style_flag,
-        teacher_tokenizer=pair.teacher_tokenizer,
-        teacher_instruction=cfg.task.teacher_instruction,
-    )
 
 
 def _engine(cfg: RunConfig, policy: RolloutPolicy, pair: ModelPair) -> VLLMEngine | None:

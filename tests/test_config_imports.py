@@ -87,7 +87,12 @@ def test_the_cli_refuses_a_bad_config_before_importing_torch(tmp_path: Path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("optim:\n  lrr: 0.1\n")
     out = str(tmp_path / "out")
+    run = tmp_path / "run"  # a trained run whose config.yaml was edited by hand
+    (run / "checkpoint").mkdir(parents=True)
+    (run / "checkpoint" / "model.safetensors").write_bytes(b"")
+    (run / "config.yaml").write_text(bad.read_text())
     for argv in (
+        ["eval", str(run)],
         ["train", str(bad), "--out", out],
         ["train", "optim.lr=fast", "--out", out],
         ["study", "--preset", "smoke", "--out", out, "optim.lrr=3"],

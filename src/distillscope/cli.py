@@ -196,12 +196,13 @@ def eval_cmd(run_dir: Path = typer.Argument(..., help="a run directory written b
     """Evaluate the trained student of RUN_DIR (docs/method.md §8) and write RUN_DIR/eval.json."""
     from distillscope.config import check_machine, load_run_config
     from distillscope.store import CONFIG_FILE, checkpoint_dir
-    from distillscope.study.run_one import evaluate_run
 
     if not (checkpoint_dir(run_dir) / "model.safetensors").is_file():
         raise FileNotFoundError(f"{run_dir} has no trained checkpoint; run `distillscope train`")
     cfg = load_run_config(run_dir / CONFIG_FILE)
     check_machine(cfg)
+    from distillscope.study.run_one import evaluate_run  # torch: only once the config is valid
+
     with console.status("evaluating") as status:
         metrics = evaluate_run(
             cfg, run_dir, on_eval=lambda message: status.update(f"evaluating: {message}")

@@ -34,7 +34,7 @@ def one_step(kind: str, path: str, vocab: int, hidden: int) -> dict:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from distillscope.config import load_run_config
-    from distillscope.rollout import Rollouts
+    from distillscope.rollout.rollouts import Rollouts
     from distillscope.train.loop import Learner, StepBatch, forward_backward
     from distillscope.train.run import PhaseTimer
     from distillscope.train.step import Objective, micro_batches

@@ -137,9 +137,7 @@ def train_cmd(
 ) -> None:
     """Distil the student of CONFIG into a run directory, then evaluate it."""
     from distillscope.config import check_machine, load_run_config
-    from distillscope.study.run_one import run_one
     from distillscope.train import preflight
-    from distillscope.train.distributed import Ranks, accelerate_command
 
     if launcher not in ("none", "accelerate"):
         raise ValueError(f"--launcher must be none or accelerate, got {launcher!r}")
@@ -151,6 +149,8 @@ def train_cmd(
     if launcher == "accelerate":  # every process runs this command without --launcher
         import subprocess
 
+        from distillscope.train.distributed import accelerate_command
+
         command = accelerate_command(sys.argv[1:], num_processes, fsdp=fsdp)
         raise typer.Exit(subprocess.run(command, check=False).returncode)
 
@@ -160,6 +160,9 @@ def train_cmd(
     cfg = load_run_config(config, overrides)
     check_machine(cfg)
     preflight(cfg)  # a missing model or a bad task file: one line, before anything is written
+    from distillscope.study.run_one import run_one  # torch: only once the config is valid
+    from distillscope.train.distributed import Ranks
+
     with _progress() as bar:
         steps = cfg.rlvr.steps if cfg.rlvr is not None else cfg.optim.steps  # RLVR: GRPO steps
         task = bar.add_task(f"train {cfg.name}: loading the models", total=steps)
@@ -193,12 +196,13 @@ def eval_cmd(run_dir: Path = typer.Argument(..., help="a run directory written b
     """Evaluate the trained student of RUN_DIR (docs/method.md §8) and write RUN_DIR/eval.json."""
     from distillscope.config import check_machine, load_run_config
     from distillscope.store import CONFIG_FILE, checkpoint_dir
-    from distillscope.study.run_one import evaluate_run
 
     if not (checkpoint_dir(run_dir) / "model.safetensors").is_file():
         raise FileNotFoundError(f"{run_dir} has no trained checkpoint; run `distillscope train`")
     cfg = load_run_config(run_dir / CONFIG_FILE)
     check_machine(cfg)
+    from distillscope.study.run_one import evaluate_run  # torch: only once the config is valid
+
     with console.status("evaluating") as status:
         metrics = evaluate_run(
             cfg, run_dir, on_eval=lambda message: status.update(f"evaluating: {message}")
@@ -235,6 +239,7 @@ def study_cmd(
     distillscope study plan --preset paper-qwen model.teacher=…    # what it would run; no output
     """
     from distillscope.study.executors import ExecutorSpec
+    from distillscope.study.spec import expand, load_spec
 
     args = list(args or [])
     if args[:1] == ["status"]:
@@ -253,6 +258,9 @@ def study_cmd(
     if files and preset:
         raise ValueError("give a study file or --preset, not both")
     execution = ExecutorSpec(executor, workers, address, cpus_per_run, gpus_per_run)  # checked
+    # A bad study file or override: one line in a fraction of a second, before any worker
+    # starts importing torch (a pool's shutdown would wait for those imports).
+    expand(load_spec(files[0] if files else preset or "quick", overrides))
     if plan:
         execution = ExecutorSpec("sequential")  # nothing runs: start no workers
     # Started first: a pool's workers import torch and transformers while this process plans.

@@ -9,7 +9,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from distillscope.config import load_run_config
-from distillscope.rollout import Rollouts
+from distillscope.rollout.rollouts import Rollouts
 from distillscope.train.loop import Learner, StepBatch, forward_backward
 from distillscope.train.run import PhaseTimer
 from distillscope.train.step import Objective, micro_batches

@@ -102,7 +102,8 @@ def killed_after_step_1(step: int, row: dict) -> None:
 
 def _worker(cfg_file: Path, out: Path) -> None:
     """One rank: the gradient cases, then the runs (into ``out/run`` and ``out/resumed``)."""
-    from distillscope.train import distill, distributed
+    from distillscope.train import distributed
+    from distillscope.train.loop import distill
 
     torch.set_num_threads(1)
     # buckets of 500 elements: the tiny student's gradients are summed in several buckets, its
@@ -161,7 +162,7 @@ def launch_workers(cfg: RunConfig, tmp_path: Path, script: str, fsdp: bool = Fal
 
 @pytest.mark.slow
 def test_two_processes_train_as_one(tiny_pair, tmp_path):
-    from distillscope.train import distill
+    from distillscope.train.loop import distill
 
     cfg = _tiny_cfg(tiny_pair)
     out = launch_workers(cfg, tmp_path, __file__)

@@ -67,7 +67,7 @@ def _sharded_update(case: tuple, ranks: Ranks) -> tuple[dict, dict[str, torch.Te
 def _worker(cfg_file: Path, out: Path) -> None:
     """One rank: the gradient cases, then the runs (``out/run``, ``out/resumed``, and the
     killed run's copy ``out/partial``)."""
-    from distillscope.train import distill
+    from distillscope.train.loop import distill
 
     torch.set_num_threads(1)
     cfg = load_run_config(cfg_file)
@@ -100,7 +100,7 @@ def _worker(cfg_file: Path, out: Path) -> None:
 def test_fsdp_two_processes_train_as_one(tiny_pair, tmp_path):
     from transformers import AutoModelForCausalLM
 
-    from distillscope.train import distill
+    from distillscope.train.loop import distill
 
     cfg = two._tiny_cfg(tiny_pair)
     out = two.launch_workers(cfg, tmp_path, __file__, fsdp=True)

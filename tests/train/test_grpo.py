@@ -122,7 +122,7 @@ def test_the_config_records_the_parent_and_rlvr_settings(runs):
 def test_before_repeats_the_parents_own_harder_variant_number(runs):
     """On the testbed the RLVR task is the harder variant: "before" is the parent's number."""
     from distillscope.eval.evaluate import evaluate
-    from distillscope.models import load_model
+    from distillscope.models.load import load_model
 
     # skill-sub stands for the harder variant: the testbed student scores ~78% on it
     cfg = rlvr_cfg(**{"eval.harder_task": "skill-sub", "rlvr.steps": 1, "eval.items": 16})

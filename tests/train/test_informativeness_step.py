@@ -9,12 +9,17 @@ import pytest
 import torch
 
 from distillscope.objectives.informativeness import informativeness, mean_advantage
-from distillscope.rollout import SOURCE_STUDENT, SOURCE_TEACHER
+from distillscope.rollout.policies import SOURCE_STUDENT, SOURCE_TEACHER
 from distillscope.store import read_metrics
-from distillscope.train import distill
 from distillscope.train import loop as loop_mod
 from distillscope.train.informativeness import GROUPS_KEY, INFO_KEY, informativeness_metrics
-from distillscope.train.loop import Learner, StepBatch, forward_backward, update_metrics
+from distillscope.train.loop import (
+    Learner,
+    StepBatch,
+    distill,
+    forward_backward,
+    update_metrics,
+)
 from distillscope.train.run import PhaseTimer
 from distillscope.train.scoring import completion_logits
 from distillscope.train.step import Objective, micro_batches

@@ -10,8 +10,7 @@ import pytest
 import torch
 
 from distillscope.store import read_metrics
-from distillscope.train import distill
-from distillscope.train.loop import Learner, StepBatch, forward_backward, update_metrics
+from distillscope.train.loop import Learner, StepBatch, distill, forward_backward, update_metrics
 from distillscope.train.run import PhaseTimer, max_norm
 from distillscope.train.scoring import completion_logits
 from distillscope.train.step import FixedAdvantage, Objective, micro_batches

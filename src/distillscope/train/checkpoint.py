@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from distillscope.models import load_weights
+from distillscope.models.load import load_weights
 from distillscope.store import CHECKPOINT_META, StoreError, checkpoint_dir, read_json_strict
 from distillscope.train import fsdp
 from distillscope.train.lora import trainable_parameters

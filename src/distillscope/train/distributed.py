@@ -48,7 +48,7 @@ from typing import TypeVar
 import torch
 
 from distillscope.config import ConfigError, RunConfig
-from distillscope.rollout import Rollouts
+from distillscope.rollout.rollouts import Rollouts
 from distillscope.train import fsdp
 from distillscope.train.lora import trainable_parameters
 from distillscope.train.step import MicroBatch, micro_batches

@@ -25,21 +25,15 @@ from pathlib import Path
 import torch
 
 from distillscope.config import RLVRConfig, RunConfig
-from distillscope.models import load_model, load_options, stop_token_ids
+from distillscope.models.load import load_model, load_options
 from distillscope.models.paths import check_model_dir
+from distillscope.models.vocab import stop_token_ids
 from distillscope.objectives.rlvr import dapo_loss, group_advantages
-from distillscope.rollout import (
-    PromptBatch,
-    PromptEncoder,
-    Rollouts,
-    SamplingSpec,
-    StudentPolicy,
-    model_generator,
-    rollout_length_metrics,
-    sample_rollouts,
-    step_rng,
-)
-from distillscope.rollout.prompts import Stream
+from distillscope.rollout.diagnostics import rollout_length_metrics
+from distillscope.rollout.policies import StudentPolicy
+from distillscope.rollout.prompts import PromptEncoder, Stream, model_generator, step_rng
+from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 from distillscope.tasks import Task, resolve_task, training_problems
 from distillscope.train.checkpoint import STUDENT_DIR
 from distillscope.train.distributed import ONE_PROCESS

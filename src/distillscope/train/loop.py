@@ -32,24 +32,19 @@ import torch
 
 from distillscope.config import RunConfig
 from distillscope.metric_keys import accumulation
-from distillscope.models import ModelPair, load_model, load_options, resolve_model_path
-from distillscope.objectives import draw_uniforms, kl_metrics_by_writer
-from distillscope.rollout import (
+from distillscope.models import resolve_model_path
+from distillscope.models.load import ModelPair, load_model, load_options
+from distillscope.objectives.estimators import draw_uniforms, kl_metrics_by_writer
+from distillscope.rollout.diagnostics import likelihood_metrics, rollout_length_metrics
+from distillscope.rollout.policies import (
     SOURCE_STUDENT,
     SOURCE_TEACHER,
     NonFiniteSamplingError,
-    PromptBatch,
-    PromptEncoder,
     RolloutPolicy,
-    Rollouts,
-    SamplingSpec,
-    likelihood_metrics,
-    model_generator,
-    rollout_length_metrics,
-    sample_rollouts,
-    select_problems,
 )
-from distillscope.rollout.prompts import Stream
+from distillscope.rollout.prompts import PromptEncoder, Stream, model_generator, select_problems
+from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 from distillscope.rollout.vllm_engine import VLLMEngine, engine_metrics, rollout_engine
 from distillscope.tasks import training_problems
 from distillscope.train.checks import preflight
@@ -109,7 +104,7 @@ def distill(
     is_cap = cfg.rollout.engine_is_cap if cfg.rollout.engine_is_correction else None
     objective = Objective.from_config(cfg.objective, pair.vocab_size, is_cap)  # bad top k fails
     pool = training_problems(task, cfg.task.eval_fraction)
-    encoder = _encoder(cfg, task, pair)
+    encoder = PromptEncoder.of_run(task, cfg.task, pair)
     sampler, student = Sampler.of(cfg, pair), pair.student
     optimizer = _adamw(cfg, student)
     start = run.resume(student, optimizer)  # metrics.jsonl, trackers: from the checkpoint on
@@ -210,17 +205,6 @@ def _finish(
         student.load_state_dict(full, strict=True)
     student.eval()
     return student
-
-
-def _encoder(cfg: RunConfig, task, pair) -> PromptEncoder:
-    return PromptEncoder(
-        task,
-        pair.tokenizer,
-        cfg.task.prompt_format,
-        cfg.task.teacher_style_flag,
-        teacher_tokenizer=pair.teacher_tokenizer,
-        teacher_instruction=cfg.task.teacher_instruction,
-    )
 
 
 def _adamw(cfg: RunConfig, student: torch.nn.Module) -> torch.optim.AdamW:

@@ -31,7 +31,7 @@ from typing import NoReturn
 import torch
 
 from distillscope.config import ConfigError, RunConfig, dump_run_config
-from distillscope.rollout import Rollouts
+from distillscope.rollout.rollouts import Rollouts
 from distillscope.store import MetricsLog, claim_run, write_config, write_status
 from distillscope.train.checkpoint import export_student, load_checkpoint, save_checkpoint
 from distillscope.train.distributed import Ranks

@@ -4,10 +4,11 @@ Every public objective maps tensors and options to ``(loss, metrics)``: a scalar
 dict of plain floats with namespaced keys (documented in each module's docstring). None of them
 sees a model, a config or a file.
 
-- :mod:`.divergences` — full-vocabulary forward/reverse KL, generalised JSD, KL mixture on
-  logits, and the one tempered log-softmax (:func:`tempered_log_softmax`);
-- :mod:`.fused` — the same from hidden states + LM-head weights: closed-form gradients, chunks
-  sized by a memory budget;
+- :mod:`.divergences` — full-vocabulary forward/reverse KL, generalised JSD, KL mixture, each
+  one declaration of its value and closed-form gradient; their loss on logits; the one tempered
+  log-softmax (:func:`tempered_log_softmax`);
+- :mod:`.fused` — the same declarations from hidden states + LM-head weights: closed-form
+  gradients, chunks sized by a memory budget;
 - :mod:`.fused_tokens` — per-token log-probs and draws from hidden states, chunk by chunk;
 - :mod:`.topk` — a teacher reduced to its top k tokens and a tail bin;
 - :mod:`.estimators` — sampled and rollout-token KL estimators, Schulman's k1/k2/k3 metrics;
@@ -27,16 +28,15 @@ if TYPE_CHECKING:
     # The public names, one list: editors read these imports, lazy_exports parses them.
     from distillscope.objectives.divergences import (  # noqa: F401
         DIVERGENCES,
+        FORWARD_KL,
+        JSD,
+        MIXTURE,
+        REVERSE_KL,
         Divergence,
         divergence_loss,
-        forward_kl,
-        generalized_jsd,
-        kl_mixture,
         reduce_tokens,
-        reverse_kl,
         shared_vocab,
         tempered_log_softmax,
-        token_divergence,
         token_weights,
     )
     from distillscope.objectives.estimators import (  # noqa: F401

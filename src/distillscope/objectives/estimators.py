@@ -30,7 +30,6 @@ from typing import Literal
 import torch
 
 from distillscope.objectives.divergences import (
-    Reduction,
     align_vocab,
     check_options,
     check_shape,
@@ -39,6 +38,7 @@ from distillscope.objectives.divergences import (
     tempered_log_softmax,
 )
 from distillscope.objectives.fused_tokens import inverse_cdf_draw
+from distillscope.objectives.options import Reduction
 
 Direction = Literal["forward", "reverse"]
 

@@ -37,10 +37,9 @@ from distillscope.rollout.prompts import (
 )
 from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec, position_ids
 from distillscope.rollout.sampler import (
-    completion_logprobs,
+    forward_completion_logprobs,
     sample_rollouts,
     score_rollouts,
-    tempered_logprobs,
 )
 from distillscope.rollout.spectrum import spectrum_logprobs, spectrum_scores
 
@@ -63,7 +62,7 @@ __all__ = [
     "TeacherPolicy",
     "behavior_logprobs",
     "canonical_json",
-    "completion_logprobs",
+    "forward_completion_logprobs",
     "key_digest",
     "likelihood_metrics",
     "position_ids",
@@ -77,5 +76,4 @@ __all__ = [
     "step_generator",
     "model_generator",
     "step_rng",
-    "tempered_logprobs",
 ]

@@ -78,18 +78,19 @@ class _ChunkedDivergence(torch.autograd.Function):
         need_hidden_grad, need_head_grad = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         need_grad = need_hidden_grad or need_head_grad
         device = student_hidden_N_H.device
-        loss = torch.zeros((), dtype=torch.float32, device=device)
-        stat_sums_4 = torch.zeros(4, dtype=torch.float32, device=device)
+        dtype = torch.promote_types(student_hidden_N_H.dtype, torch.float32)  # fp64 stays fp64
+        loss = torch.zeros((), dtype=dtype, device=device)
+        stat_sums_4 = torch.zeros(4, dtype=dtype, device=device)
         grad_hidden_N_H = torch.zeros_like(student_hidden_N_H) if need_hidden_grad else None
-        grad_head_V_H = (  # accumulated over chunks in fp32, cast back at the end
-            torch.zeros(student_head_V_H.shape, dtype=torch.float32, device=device)
+        grad_head_V_H = (  # accumulated over chunks in fp32 (fp64), cast back at the end
+            torch.zeros(student_head_V_H.shape, dtype=dtype, device=device)
             if need_head_grad
             else None
         )
         chunk_size = options["chunk_size"]
         for start in range(0, student_hidden_N_H.shape[0], chunk_size):
             hidden_C_H = student_hidden_N_H[start : start + chunk_size]
-            logits_C_V = (hidden_C_H @ student_head_V_H.T).float()
+            logits_C_V = (hidden_C_H @ student_head_V_H.T).to(dtype)
             teacher_logits_C_V = teacher_hidden_N_H[start : start + chunk_size] @ teacher_head_V_H.T
             tau_t = options["teacher_temperature"]
             logp_teacher_C_V = tempered_log_softmax(teacher_logits_C_V, tau_t)
@@ -106,7 +107,7 @@ class _ChunkedDivergence(torch.autograd.Function):
                 if need_hidden_grad:
                     grad_hidden_N_H[start : start + chunk_size] = grad_logits_C_V @ student_head_V_H
                 if need_head_grad:
-                    grad_head_V_H += (grad_logits_C_V.T @ hidden_C_H).float()  # (V, H)
+                    grad_head_V_H += (grad_logits_C_V.T @ hidden_C_H).to(dtype)  # (V, H)
             loss += chunk_loss.detach()
             stat_sums_4 += token_stats(logp_student_C_V.detach(), logp_teacher_C_V).sum(dim=-1)
         if grad_head_V_H is not None:

@@ -32,34 +32,12 @@ from distillscope.objectives.divergences import (
     REVERSE_KL,
     Divergence,
     check_options,
-    divergence_loss,
     tempered_log_softmax,
     token_stats,
     token_weights,
 )
 from distillscope.objectives.fused import apply_over_rows, check_hidden_inputs
 from distillscope.objectives.options import DivergenceOptions, Reduction
-
-
-def plain_loss(
-    divergence: Divergence,
-    student_logits_B_T_V: torch.Tensor,
-    teacher_logits_B_T_V: torch.Tensor,
-    mask_B_T: torch.Tensor,
-    *,
-    vocab_size: int | None = None,
-    **options,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """The tests' shorthand for the plain path: :func:`divergence_loss` with the
-    :class:`DivergenceOptions` fields as keywords."""
-    return divergence_loss(
-        student_logits_B_T_V,
-        teacher_logits_B_T_V,
-        mask_B_T,
-        divergence=divergence,
-        options=DivergenceOptions(**options),
-        vocab_size=vocab_size,
-    )
 
 
 class _ChunkedDivergence(torch.autograd.Function):

@@ -11,12 +11,8 @@ import torch
 
 from distillscope.objectives import DIVERGENCES, FORWARD_KL, REVERSE_KL
 
-from .chunked_reference import (
-    chunked_divergence,
-    chunked_forward_kl,
-    chunked_reverse_kl,
-    plain_loss,
-)
+from .chunked_reference import chunked_divergence, chunked_forward_kl, chunked_reverse_kl
+from .shorthand import plain_loss
 
 B, T, H, H_TEACHER, V = 3, 7, 8, 12, 29
 PLAIN = {name: partial(plain_loss, divergence) for name, divergence in DIVERGENCES.items()}

@@ -12,7 +12,7 @@ from torch.distributions import Categorical, kl_divergence
 
 from distillscope.objectives import FORWARD_KL, JSD, MIXTURE, REVERSE_KL, shared_vocab
 
-from .chunked_reference import plain_loss
+from .shorthand import plain_loss
 
 B, T, V = 3, 5, 11
 TEMPERATURES = (0.5, 1.0, 2.0)

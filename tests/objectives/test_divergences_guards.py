@@ -22,7 +22,7 @@ from distillscope.objectives.divergences import (
 )
 from distillscope.objectives.options import DivergenceOptions
 
-from .chunked_reference import plain_loss
+from .shorthand import plain_loss
 
 forward_kl, reverse_kl, generalized_jsd, kl_mixture = (
     partial(plain_loss, divergence) for divergence in (FORWARD_KL, REVERSE_KL, JSD, MIXTURE)

@@ -26,7 +26,8 @@ from distillscope.objectives import (
     fused_divergence,
 )
 
-from .chunked_reference import chunked_divergence, plain_loss
+from .chunked_reference import chunked_divergence
+from .shorthand import plain_loss
 
 B, T, H, H_TEACHER = 3, 7, 8, 12
 V_STUDENT, V_TEACHER, VOCAB = 33, 37, 29  # padded head widths, both wider than the tokenizer

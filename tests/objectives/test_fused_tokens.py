@@ -6,10 +6,11 @@ import pytest
 import torch
 
 from distillscope.objectives import (
+    REVERSE_SAMPLED,
     ChunkSpec,
     draw_from_hidden,
     inverse_cdf_draw,
-    sampled_reverse_kl,
+    sampled_kl,
     token_logprobs_at_temperatures,
     token_logprobs_from_hidden,
 )
@@ -90,15 +91,16 @@ def test_sampled_estimator_draws_from_the_given_uniforms():
     hidden, head, mask, _, v = _inputs(seed=4)
     logits = (hidden @ head[:v].T).detach()
     u = torch.rand(mask.shape, dtype=torch.float64)
-    a = sampled_reverse_kl(logits, logits.flip(-1), mask, uniforms_B_T=u)
-    b = sampled_reverse_kl(logits, logits.flip(-1), mask, uniforms_B_T=u)
+    a = sampled_kl(logits, logits.flip(-1), mask, REVERSE_SAMPLED, uniforms_B_T=u)
+    b = sampled_kl(logits, logits.flip(-1), mask, REVERSE_SAMPLED, uniforms_B_T=u)
     assert a[1] == b[1]
     gen = torch.Generator().manual_seed(9)
-    c = sampled_reverse_kl(logits, logits.flip(-1), mask, generator=gen)
-    d = sampled_reverse_kl(
+    c = sampled_kl(logits, logits.flip(-1), mask, REVERSE_SAMPLED, generator=gen)
+    d = sampled_kl(
         logits,
         logits.flip(-1),
         mask,
+        REVERSE_SAMPLED,
         uniforms_B_T=torch.rand(mask.shape, generator=gen.manual_seed(9)),
     )
     assert c[1] == d[1]

@@ -27,7 +27,7 @@ import torch
 
 from distillscope.objectives import FORWARD_KL, JSD, REVERSE_KL
 
-from .chunked_reference import plain_loss
+from .shorthand import plain_loss
 
 forward_kl, reverse_kl, generalized_jsd = (
     partial(plain_loss, divergence) for divergence in (FORWARD_KL, REVERSE_KL, JSD)

@@ -11,6 +11,7 @@ from distillscope.labels import OBJECTIVE_NAMES
 from distillscope.objectives import (
     DEFAULT_MEMORY_BUDGET_MB,
     DIVERGENCES,
+    ESTIMATORS,
     OBJECTIVES,
     OPDOptions,
 )
@@ -36,14 +37,19 @@ def test_each_kind_loads_what_its_inputs_need(name):
     else:
         params = inspect.signature(kind.load()).parameters
         assert KEYWORDS[kind.inputs] <= set(params), name
+    if kind.inputs == "drawn_tokens":  # the estimator of the same name, drawing where it says
+        assert kind.load().keywords["estimator"] is ESTIMATORS[name]
+        assert kind.draws_from == ESTIMATORS[name].draws_from
     for option in kind.options:
         assert option in ObjectiveConfig.model_fields, (name, option)
     assert kind.needs_generator == (kind.inputs == "drawn_tokens")
 
 
-def test_every_declared_divergence_is_a_full_vocabulary_kind():
+def test_every_declaration_is_a_kind():
     full = [name for name, kind in OBJECTIVES.items() if kind.full_vocabulary]
     assert full == list(DIVERGENCES)
+    drawn = [name for name, kind in OBJECTIVES.items() if kind.inputs == "drawn_tokens"]
+    assert drawn == list(ESTIMATORS)
 
 
 def test_what_each_kind_reads_is_what_the_config_refuses_under_the_others():

@@ -14,15 +14,19 @@ from distillscope.objectives import (
     FORWARD_KL,
     REVERSE_KL,
     kl_sample_metrics,
+)
+
+from .shorthand import (
+    plain_loss,
     rollout_token_forward_kl,
     rollout_token_reverse_kl,
     sampled_forward_kl,
     sampled_reverse_kl,
 )
 
-from .chunked_reference import plain_loss
-
 V = 5
+
+
 N_SAMPLES = 100_000  # positions sharing one distribution: the mean of N i.i.d. draws
 STUDENT = torch.tensor([0.3, -1.0, 1.2, 0.0, -0.4])
 TEACHER = torch.tensor([1.0, 0.2, -0.5, 0.7, -1.5])

@@ -11,7 +11,8 @@ sees a model, a config or a file.
   gradients, chunks sized by a memory budget;
 - :mod:`.fused_tokens` — per-token log-probs and draws from hidden states, chunk by chunk;
 - :mod:`.topk` — a teacher reduced to its top k tokens and a tail bin;
-- :mod:`.estimators` — sampled and rollout-token KL estimators, Schulman's k1/k2/k3 metrics;
+- :mod:`.estimators` — sampled and rollout-token KL estimators, one declaration each, and
+  Schulman's k1/k2/k3 metrics;
 - :mod:`.opd` — on-policy distillation as a PPO-clipped policy gradient with regulations;
 - :mod:`.options` — the typed options and chunk settings (torch-free);
 - :mod:`.registry` — the objective kinds a config can name, with what each needs (torch-free).
@@ -40,13 +41,14 @@ if TYPE_CHECKING:
         token_weights,
     )
     from distillscope.objectives.estimators import (  # noqa: F401
+        ESTIMATORS,
+        FORWARD_SAMPLED,
+        REVERSE_SAMPLED,
+        TokenEstimator,
         draw_uniforms,
         kl_metrics_by_writer,
         kl_sample_metrics,
-        rollout_token_forward_kl,
-        rollout_token_reverse_kl,
-        sampled_forward_kl,
-        sampled_reverse_kl,
+        sampled_kl,
         sampled_token_loss,
     )
     from distillscope.objectives.fused import fused_divergence  # noqa: F401

@@ -82,10 +82,10 @@ def _opd() -> Loss:
     return opd_from_logprobs
 
 
-def _sampled(direction: str) -> Loss:
-    from distillscope.objectives.estimators import sampled_token_loss
+def _sampled(name: str) -> Loss:
+    from distillscope.objectives.estimators import ESTIMATORS, sampled_token_loss
 
-    return functools.partial(sampled_token_loss, direction=direction)
+    return functools.partial(sampled_token_loss, estimator=ESTIMATORS[name])
 
 
 def _full_vocabulary(name: str, label: str, summary: str, options: tuple[str, ...] = ()):
@@ -97,8 +97,9 @@ def _full_vocabulary(name: str, label: str, summary: str, options: tuple[str, ..
 
 
 def _estimator(name: str, label: str, summary: str, draws_from: Literal["teacher", "student"]):
-    """A sampled estimator of :mod:`.estimators`: forward KL draws from π_T, reverse from π_S."""
-    loss = functools.partial(_sampled, "forward" if draws_from == "teacher" else "reverse")
+    """A :class:`~.estimators.TokenEstimator` of :data:`~.estimators.ESTIMATORS`: forward KL
+    draws from π_T, reverse from π_S (its ``draws_from``)."""
+    loss = functools.partial(_sampled, name)
     return ObjectiveKind(name, label, summary, loss, inputs="drawn_tokens", draws_from=draws_from)
 
 

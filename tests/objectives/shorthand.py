@@ -36,21 +36,30 @@ def plain_loss(
     )
 
 
+def _sampled(estimator, s, t, mask, *, tokens_B_T=None, uniforms_B_T=None, generator=None,
+             vocab_size=None, **options):  # fmt: skip
+    """:func:`sampled_kl` with the :class:`DivergenceOptions` fields as keywords."""
+    return sampled_kl(
+        s, t, mask, estimator, tokens_B_T=tokens_B_T, uniforms_B_T=uniforms_B_T,
+        generator=generator, options=DivergenceOptions(**options), vocab_size=vocab_size,
+    )  # fmt: skip
+
+
 def sampled_forward_kl(s, t, mask, **kw):
-    """:func:`sampled_kl` of the forward estimator (draws from the teacher)."""
-    return sampled_kl(s, t, mask, FORWARD_SAMPLED, **kw)
+    """The forward estimator (draws from the teacher)."""
+    return _sampled(FORWARD_SAMPLED, s, t, mask, **kw)
 
 
 def sampled_reverse_kl(s, t, mask, **kw):
-    """:func:`sampled_kl` of the reverse estimator (draws from the student)."""
-    return sampled_kl(s, t, mask, REVERSE_SAMPLED, **kw)
+    """The reverse estimator (draws from the student)."""
+    return _sampled(REVERSE_SAMPLED, s, t, mask, **kw)
 
 
 def rollout_token_forward_kl(s, t, tokens, mask, **kw):
-    """:func:`sampled_kl` of the forward estimator on the rollout's own tokens."""
-    return sampled_kl(s, t, mask, FORWARD_SAMPLED, tokens_B_T=tokens, **kw)
+    """The forward estimator on the rollout's own tokens."""
+    return _sampled(FORWARD_SAMPLED, s, t, mask, tokens_B_T=tokens, **kw)
 
 
 def rollout_token_reverse_kl(s, t, tokens, mask, **kw):
-    """:func:`sampled_kl` of the reverse estimator on the rollout's own tokens."""
-    return sampled_kl(s, t, mask, REVERSE_SAMPLED, tokens_B_T=tokens, **kw)
+    """The reverse estimator on the rollout's own tokens."""
+    return _sampled(REVERSE_SAMPLED, s, t, mask, tokens_B_T=tokens, **kw)

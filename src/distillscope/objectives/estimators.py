@@ -44,7 +44,7 @@ from distillscope.objectives.divergences import (
     tempered_log_softmax,
 )
 from distillscope.objectives.fused_tokens import inverse_cdf_draw
-from distillscope.objectives.options import Reduction
+from distillscope.objectives.options import DivergenceOptions
 
 
 @dataclass(frozen=True)
@@ -96,9 +96,7 @@ def sampled_kl(
     tokens_B_T: torch.Tensor | None = None,
     uniforms_B_T: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
-    student_temperature: float = 1.0,
-    teacher_temperature: float = 1.0,
-    reduction: Reduction = "seq_mean",
+    options: DivergenceOptions | None = None,
     vocab_size: int | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """``estimator`` on logits ([P] App. A.2, docs/method.md §2): one token y per position —
@@ -106,10 +104,12 @@ def sampled_kl(
     ``estimator.draws_from`` model with ``uniforms_B_T`` (one U[0, 1) per position: the same
     uniforms give the same tokens on every path, :mod:`.fused_tokens`), else with uniforms from
     ``generator`` (on the logits' device; None: the global RNG) — then
-    :func:`sampled_token_loss`. Reductions, temperatures, ``vocab_size`` and the mask follow
-    :mod:`.divergences`; padding positions of ``tokens_B_T`` may hold any id.
+    :func:`sampled_token_loss`. ``options`` gives the temperatures and the reduction (β and α
+    are not read); they, ``vocab_size`` and the mask follow :mod:`.divergences`. Padding
+    positions of ``tokens_B_T`` may hold any id.
     """
-    check_options(reduction, student_temperature, teacher_temperature)
+    o = options or DivergenceOptions()
+    check_options(o.reduction, o.student_temperature, o.teacher_temperature)
     student_logits_B_T_V, teacher_logits_B_T_V = align_vocab(
         student_logits_B_T_V, teacher_logits_B_T_V, vocab_size
     )
@@ -120,8 +120,8 @@ def sampled_kl(
         )
     check_shape("mask_B_T", mask_B_T, student_logits_B_T_V.shape[:-1])
     keep_B_T = mask_B_T.bool()
-    logp_student_B_T_V = tempered_log_softmax(student_logits_B_T_V, student_temperature)
-    logp_teacher_B_T_V = tempered_log_softmax(teacher_logits_B_T_V.detach(), teacher_temperature)
+    logp_student_B_T_V = tempered_log_softmax(student_logits_B_T_V, o.student_temperature)
+    logp_teacher_B_T_V = tempered_log_softmax(teacher_logits_B_T_V.detach(), o.teacher_temperature)
 
     if tokens_B_T is None:  # draw y' from the sampling model; every position draws once
         if uniforms_B_T is None:
@@ -142,7 +142,7 @@ def sampled_kl(
     index_B_T_1 = tokens_B_T.unsqueeze(-1)
     logp_student_B_T = logp_student_B_T_V.gather(-1, index_B_T_1).squeeze(-1)
     logp_teacher_B_T = logp_teacher_B_T_V.gather(-1, index_B_T_1).squeeze(-1)
-    return sampled_token_loss(logp_student_B_T, logp_teacher_B_T, mask_B_T, estimator, reduction)
+    return sampled_token_loss(logp_student_B_T, logp_teacher_B_T, mask_B_T, estimator, o.reduction)
 
 
 def draw_uniforms(

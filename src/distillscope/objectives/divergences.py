@@ -168,8 +168,8 @@ class FusedChunk:
 
     ℓ = log_softmax(a) and p = exp(ℓ) of both models, ``[C, V]`` each (fp32, fp64 for fp64
     inputs), with a = z_S / τ_S and b = z_T / τ_T; F and R per row (already computed for the
-    metrics); Σ_v p ℓ of each model (minus its entropy); and a spare ``[C, V]`` buffer when the
-    divergence asks for one (``needs_spare``). A closed form may overwrite every buffer.
+    metrics); and a spare ``[C, V]`` buffer when the divergence asks for one (``needs_spare``).
+    A closed form may overwrite every buffer.
     """
 
     logp_student_C_V: torch.Tensor
@@ -197,8 +197,9 @@ class Divergence:
     depends on the student through p_S, the softmax Jacobian gives ∂D/∂a = p_S ⊙ (u − Σ_v p_S u)
     with u = ∂D/∂p_S. ``weights`` names the :class:`~.options.DivergenceOptions` fields D reads
     (each a weight in [0, 1]); ``needs_spare(**weights)`` says whether ``gradient`` writes
-    ``chunk.spare_C_V``. Adding a divergence is one declaration (and its entry in
-    :data:`DIVERGENCES`); the plain, chunked and fused paths follow.
+    ``chunk.spare_C_V``. Adding a divergence is one declaration: the plain, chunked and fused
+    paths follow (tests/objectives/test_declared_divergence.py); a config names it once it is in
+    :data:`DIVERGENCES` and has its entry in :mod:`.registry`.
     """
 
     name: str

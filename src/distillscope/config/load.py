@@ -228,5 +228,8 @@ def evaluation_key(cfg: RunConfig) -> str:
         del evaluation["style_language"]
     if evaluation["forgetting"] is None:  # added later: earlier keys stay valid
         del evaluation["forgetting"]
+    for added in ("samples_per_item", "harder_samples_per_item", "skill_samples_per_item"):
+        if evaluation[added] == 1:  # added later, 1 by default: earlier keys stay valid
+            del evaluation[added]
     key = {"model": model, "task": task, "eval": evaluation, "seed": d["seed"]}
     return json.dumps(key, sort_keys=True)

@@ -1,15 +1,19 @@
 """Several samples per item, their per-item outcomes (``eval_items.parquet``) and the protocol
 label in ``eval.json``."""
 
+import json
+
 import pandas as pd
 import pytest
 
-from distillscope.config import load_run_config
+from distillscope.config import ConfigError, evaluation_key, load_run_config
 from distillscope.eval.evaluate import evaluate
 from distillscope.models import load_model, resolve_model_path
 from distillscope.store import (
+    ADDED_FIELDS,
     EVAL_ITEM_COLUMNS,
     StoreError,
+    config_fingerprint,
     read_eval_items,
     write_eval_items,
 )
@@ -91,3 +95,24 @@ def test_eval_json_says_which_protocol_the_run_used(evaluated):
     assert out["eval/accuracy_samples"] == 3
     assert out["eval/harder_samples"] == 2
     assert out["eval/skill_samples"] == 2
+
+
+SAMPLE_FIELDS = ("samples_per_item", "harder_samples_per_item", "skill_samples_per_item")
+
+
+def test_the_sample_counts_at_one_leave_fingerprints_and_keys_as_they_were():
+    one = load_run_config(None)
+    _, fields = config_fingerprint(one.model_dump(mode="json"))
+    key = json.loads(evaluation_key(one))
+    for name in SAMPLE_FIELDS:
+        assert ADDED_FIELDS[f"eval.{name}"] == 1 and getattr(one.eval, name) == 1
+        assert f"eval.{name}" not in fields and name not in key["eval"]
+        more = load_run_config(None, [f"eval.{name}=4"])
+        assert json.loads(evaluation_key(more))["eval"][name] == 4  # skills before: own key
+        assert config_fingerprint(more.model_dump(mode="json"))[1][f"eval.{name}"] == 4
+
+
+@pytest.mark.parametrize("name", SAMPLE_FIELDS)
+def test_zero_samples_per_item_is_refused_naming_the_field(name):
+    with pytest.raises(ConfigError, match=rf"^config: eval\.{name}: "):
+        load_run_config(None, [f"eval.{name}=0"])

@@ -17,19 +17,25 @@ MAX_NEW = 24  # the testbed's answer length in the quick preset
 SAMPLE_ROLLOUTS = generate.sample_rollouts
 
 
-def test_a_batch_that_runs_to_the_limit_is_left_where_the_skip_leaves_it(tiny_pair):
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, CUDA])])
+def test_a_batch_that_runs_to_the_limit_is_left_where_the_skip_leaves_it(tiny_pair, device):
     """The sampler draws one float64 uniform per row per step and nothing else: the assumption
-    behind :func:`skip_unused_draws` (a sampler that draws otherwise fails here)."""
+    behind :func:`skip_unused_draws` (a sampler that draws otherwise fails here). On CUDA the
+    sampler checks for the end every 8 steps; Philox advances by call, so the replay must
+    repeat the sampler's calls shape for shape."""
     _, student_dir = tiny_pair
     model, _ = load_model(student_dir)
-    ids = torch.randint(3, 20, (5, 4))
+    model = model.to(device)
+    ids = torch.randint(3, 20, (5, 4), device=device)
     spec = SamplingSpec(max_new_tokens=7, stop_ids=10_000, pad_id=0)  # no row ever stops
-    ran = torch.Generator().manual_seed(3)
+    prompts = PromptBatch(ids, torch.ones_like(ids))
+    ran = torch.Generator(device).manual_seed(3)
     start = ran.get_state()
-    sample_rollouts(
-        StudentPolicy(1.0), model, None, PromptBatch(ids, torch.ones_like(ids)), spec, ran
-    )
-    skipped = torch.Generator().manual_seed(3)
+    sample_rollouts(StudentPolicy(1.0), model, None, prompts, spec, ran)
+    skipped = torch.Generator(device).manual_seed(3)
     skip_unused_draws(skipped, start, rows=5, max_new_tokens=7)
     assert torch.equal(ran.get_state(), skipped.get_state())
     assert not torch.equal(start, skipped.get_state())

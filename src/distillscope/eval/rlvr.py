@@ -62,6 +62,7 @@ def evaluate_rlvr(
     out: dict[str, float] = {}
     after = EvalBlocks(cfg, student.eval(), tokenizer, say)
     before = EvalBlocks(cfg, start.eval(), tokenizer, say)
+    before.outcomes = after.outcomes  # one eval_items.parquet: both students' blocks
     for name, task_name, temperature, n, stream in measures:
         task = resolve_task(task_name)
         # the items and streams of the distillation run's evaluation of the same task

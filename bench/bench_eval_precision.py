@@ -40,11 +40,12 @@ import pandas as pd
 import torch
 
 from distillscope.eval.evaluate import SKILL_SEED, EvalBlocks, evaluate
-from distillscope.models import load_model, resolve_model_path
+from distillscope.models import resolve_model_path
+from distillscope.models.load import load_model
 from distillscope.rollout.prompts import Stream
 from distillscope.study.spec import expand, load_spec
 from distillscope.tasks import evaluation_problems, make_split, resolve_task, skill_suite
-from distillscope.train import distill
+from distillscope.train.loop import distill
 
 RECORD = Path(__file__).resolve().parent / "records" / "paper-2026-12-02" / "results.parquet"
 #: Block → (its eval.json column in the record, the config field of its samples per item).

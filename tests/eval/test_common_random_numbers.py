@@ -10,8 +10,11 @@ import distillscope.eval.generate as generate
 from distillscope.config import load_run_config
 from distillscope.eval.evaluate import evaluate
 from distillscope.eval.generate import skip_unused_draws
-from distillscope.models import load_model, resolve_model_path
-from distillscope.rollout import PromptBatch, SamplingSpec, StudentPolicy, sample_rollouts
+from distillscope.models import resolve_model_path
+from distillscope.models.load import load_model
+from distillscope.rollout.policies import StudentPolicy
+from distillscope.rollout.rollouts import PromptBatch, SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 
 MAX_NEW = 24  # the testbed's answer length in the quick preset
 SAMPLE_ROLLOUTS = generate.sample_rollouts

@@ -8,15 +8,16 @@ import pytest
 
 from distillscope.config import ConfigError, evaluation_key, load_run_config
 from distillscope.eval.evaluate import evaluate
-from distillscope.models import load_model, resolve_model_path
+from distillscope.models import resolve_model_path
+from distillscope.models.load import load_model
 from distillscope.store import (
-    ADDED_FIELDS,
     EVAL_ITEM_COLUMNS,
     StoreError,
     config_fingerprint,
     read_eval_items,
     write_eval_items,
 )
+from distillscope.store_versions import ADDED_FIELDS
 
 
 def test_eval_items_round_trip(tmp_path):
@@ -102,10 +103,10 @@ SAMPLE_FIELDS = ("samples_per_item", "harder_samples_per_item", "skill_samples_p
 
 def test_the_sample_counts_at_one_leave_fingerprints_and_keys_as_they_were():
     one = load_run_config(None)
-    _, fields = config_fingerprint(one.model_dump(mode="json"))
+    _, fields = config_fingerprint(one.model_dump(mode="json"), version=1)  # a directory of v1
     key = json.loads(evaluation_key(one))
     for name in SAMPLE_FIELDS:
-        assert ADDED_FIELDS[f"eval.{name}"] == 1 and getattr(one.eval, name) == 1
+        assert ADDED_FIELDS[f"eval.{name}"].default == 1 and getattr(one.eval, name) == 1
         assert f"eval.{name}" not in fields and name not in key["eval"]
         more = load_run_config(None, [f"eval.{name}=4"])
         assert json.loads(evaluation_key(more))["eval"][name] == 4  # skills before: own key

@@ -13,6 +13,7 @@ distillscope testbed eval            # measure the shipped testbed again (HF gen
 distillscope testbed build --out DIR # train a testbed from scratch
 distillscope analyze gradients|estimators RUN_DIR  # §5 bounds, KL-estimator bias
 distillscope serve-teacher DIR --port 8000  # a teacher's top-k log-probs over HTTP
+distillscope teacher-cache build CONFIG --out DIR  # teacher outputs once, for many runs
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from rich.table import Table
 
 from distillscope import __version__
 from distillscope.cli_analyze import analyze_app
+from distillscope.cli_teacher_cache import teacher_cache_app
 from distillscope.cli_testbed import testbed_app
 
 if TYPE_CHECKING:
@@ -512,6 +514,7 @@ def serve_teacher_cmd(
 
 app.add_typer(testbed_app(friendly_errors), name="testbed")
 app.add_typer(analyze_app(friendly_errors), name="analyze")
+app.add_typer(teacher_cache_app(friendly_errors), name="teacher-cache")
 
 
 def main() -> None:

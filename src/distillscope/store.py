@@ -143,6 +143,7 @@ ADDED_FIELDS: dict[str, Any] = {
     "model.lora": None,  # LoRA students (full fine-tuning before)
     "log": None,  # a whole section: experiment trackers beside metrics.jsonl
     "model.teacher_server": None,  # a served teacher's connection settings
+    "model.teacher_cache": None,  # a teacher cache built once (teacher-cache build)
     "rollout.engine": "builtin",  # vLLM rollouts and their importance correction
     "rollout.engine_is_correction": False,
     "rollout.engine_is_cap": 2.0,

@@ -11,7 +11,8 @@ directory is built under a temporary name and renamed when complete, manifest la
 interrupted build leaves nothing a run could read.
 
 Cost: one teacher generation and one teacher forward per step and seed, as one live run pays;
-each later run pays a read of ``B·T·(2k+3)·4`` bytes of scores per step instead.
+each later run reads ``B·T·(12k + 12)`` bytes of scores a step instead (int64 ids, k + 1 folded
+fp32 log-probs, two fp32 token log-probs per position) and the step's rollouts.
 """
 
 from __future__ import annotations

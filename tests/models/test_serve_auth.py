@@ -155,3 +155,13 @@ def test_listening_beyond_loopback_without_a_key_is_refused_in_one_line(host, mo
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.8.0.1", "::1", "localhost"])
 def test_loopback_addresses_are_loopback(host):
     assert is_loopback(host)
+
+
+def test_the_command_reads_its_key_from_the_environment(monkeypatch):
+    # 192.0.2.1 (TEST-NET-1) is no address of this machine: with the key read, the refusal is
+    # the bind's, not the missing key's, and nothing listens
+    monkeypatch.setenv(API_KEY_ENV, KEY)
+    host = "192.0.2.1"
+    result = CliRunner().invoke(app, ["serve-teacher", "testbed:teacher", "--host", host])
+    assert result.exit_code == 2
+    assert f"cannot listen on {host}:8000" in result.output and KEY not in result.output

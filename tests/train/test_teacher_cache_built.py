@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 from distillscope.cli import app
 from distillscope.config import load_run_config
 from distillscope.rollout.cache import CacheMissError, RolloutCache
-from distillscope.store import read_metrics
+from distillscope.store import read_metrics, read_status
+from distillscope.study.run_one import run_one
 from distillscope.train import distill
 from distillscope.train.cache_build import build_teacher_cache
 from distillscope.train.cache_manifest import MANIFEST, TeacherCacheError, check_teacher_cache
@@ -146,6 +147,28 @@ def test_a_missing_shard_is_one_line(built, tmp_path):
 )
 def test_a_missing_or_corrupt_manifest_is_one_line(built, tmp_path, damage, message):
     assert message in _damaged(built, tmp_path, damage)
+
+
+def test_an_entry_the_cache_lacks_fails_the_run_in_one_line(built, tmp_path):
+    # a cache whose manifest holds only step 0 (as if built for other prompts at step 1): the
+    # preflight passes, the run stops at step 1 with one line and writes nothing to the cache
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    manifest = json.loads((copy / MANIFEST).read_text())
+    for key in copy.glob("*.key.json"):
+        if json.loads(key.read_text())["step"] == 1:
+            for path in copy.glob(key.name.removesuffix(".key.json") + ".*"):
+                del manifest["shards"][path.name]
+                path.unlink()
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+    files = sorted(p.name for p in copy.iterdir())
+    with pytest.raises(CacheMissError):
+        run_one(_cfg(f"model.teacher_cache={copy}"), tmp_path / "run")
+    reason = read_status(tmp_path / "run")["reason"]
+    assert f"{copy} holds no entry for seed 42, step 1 of this run" in reason
+    assert "\n" not in reason
+    assert len(read_metrics(tmp_path / "run")) == 1  # step 0 was trained
+    assert sorted(p.name for p in copy.iterdir()) == files
 
 
 def test_a_frozen_cache_never_writes_a_missing_entry(tmp_path):

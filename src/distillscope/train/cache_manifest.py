@@ -36,8 +36,16 @@ def teacher_fingerprint(spec: str) -> str:
     """sha256 over a teacher directory's file names and sizes, the bytes of every file up to
     16 MiB and the first and last 4 MiB of larger ones (weights): another checkpoint differs
     there, and a 15 GB teacher is fingerprinted in milliseconds."""
+    files = sorted(p for p in resolve_model_path(spec).iterdir() if p.is_file())
+    return _fingerprint(tuple(files), tuple(_stat(p) for p in files))
+
+
+@cache
+def _fingerprint(files: tuple[Path, ...], stats: tuple) -> str:
+    """:func:`teacher_fingerprint` of ``files``, once per process while their ``stats`` (sizes,
+    times) hold: a study checks every run against one teacher."""
     h = hashlib.sha256()
-    for path in sorted(p for p in resolve_model_path(spec).iterdir() if p.is_file()):
+    for path in files:
         size = path.stat().st_size
         h.update(f"{path.name}\0{size}\0".encode())
         with path.open("rb") as fh:

@@ -182,7 +182,8 @@ def _handler(served: LogprobModel, api_key: str | None) -> type[BaseHTTPRequestH
         def _admitted(self) -> bool:
             """Whether the request carries the key; if not, 401 and the connection closed
             (its body unread: nothing of it reaches the model)."""
-            given = (self.headers.get("Authorization") or "").encode("utf-8", "replace")
+            # http.server decodes header bytes as latin-1: encoding back gives the raw bytes
+            given = (self.headers.get("Authorization") or "").encode("latin-1", "replace")
             if expected is None or hmac.compare_digest(given, expected):
                 return True
             self.close_connection = True

@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "sampler": ["bench_sampler.py"],  # sampler vs transformers generate()
     "step_trl": ["bench_step_trl.py"],  # a step vs TRL DistillationTrainer, two shapes
     "teacher_cache": ["bench_teacher_cache.py"],  # shared teacher scores at V = 128,256
+    "teacher_cache_built": ["bench_teacher_cache_built.py"],  # teacher-cache build vs live
     "served_teacher": ["bench_served_teacher.py"],  # top-k + tail error, request latency
     "language": ["bench_language.py"],  # the language identifier of chat-format style runs
     "train": ["bench_train.py"],  # one quick-preset run

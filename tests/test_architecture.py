@@ -72,8 +72,11 @@ ALLOWED: dict[str, set[str]] = {
     "cli_analyze": {"config", "eval", "report"},
     # `distillscope testbed`, registered the same way
     "cli_testbed": {"models", "testbed"},
+    # `distillscope teacher-cache`, registered the same way
+    "cli_teacher_cache": {"config", "safeyaml", "study", "train"},
     "cli": {
         "cli_analyze",
+        "cli_teacher_cache",
         "cli_testbed",
         "config",
         "store",

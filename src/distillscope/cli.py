@@ -13,6 +13,7 @@ distillscope testbed eval            # measure the shipped testbed again (HF gen
 distillscope testbed build --out DIR # train a testbed from scratch
 distillscope analyze gradients|estimators RUN_DIR  # §5 bounds, KL-estimator bias
 distillscope serve-teacher DIR --port 8000  # a teacher's top-k log-probs over HTTP
+distillscope teacher-cache build CONFIG --out DIR  # teacher outputs once, for many runs
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from rich.table import Table
 
 from distillscope import __version__
 from distillscope.cli_analyze import analyze_app
+from distillscope.cli_teacher_cache import teacher_cache_app
 from distillscope.cli_testbed import testbed_app
 
 if TYPE_CHECKING:
@@ -494,25 +496,33 @@ def serve_teacher_cmd(
     host: str = typer.Option("127.0.0.1", help="address to listen on (another one is exposed)"),
     topk_max: int = typer.Option(20, "--topk-max", help="the largest prompt_logprobs answered"),
     threads: int = typer.Option(0, help="CPU threads of the forward (0: torch's default)"),
+    api_key: str = typer.Option(
+        "",
+        "--api-key",
+        envvar="DISTILLSCOPE_TEACHER_API_KEY",
+        show_default=False,
+        help="admit only requests with Authorization: Bearer KEY (prefer the env var)",
+    ),
 ) -> None:
     """Serve DIRECTORY's prompt log-probs over vLLM's OpenAI API subset (docs/scaling.md)."""
     import torch
 
     from distillscope.models import check_model_dir, resolve_model_path
-    from distillscope.models.serve import make_server, serve
+    from distillscope.models.serve import is_loopback, make_server, serve
 
     root = check_model_dir(resolve_model_path(directory))
     if threads > 0:  # 1 beside a training run on the same CPU cores (docs/scaling.md)
         torch.set_num_threads(threads)
-    if host != "127.0.0.1":
+    if not is_loopback(host) and api_key:
         err_console.print(f"[yellow]warning:[/yellow] listening on {host}, beyond this machine")
-    server = make_server(root, host, port, topk_max)
+    server = make_server(root, host, port, topk_max, api_key or None)
     print(f"serving {root} at http://{host}:{server.server_port}/v1 (Ctrl-C stops)", flush=True)
     serve(server)
 
 
 app.add_typer(testbed_app(friendly_errors), name="testbed")
 app.add_typer(analyze_app(friendly_errors), name="analyze")
+app.add_typer(teacher_cache_app(friendly_errors), name="teacher-cache")
 
 
 def main() -> None:

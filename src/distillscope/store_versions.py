@@ -68,6 +68,7 @@ ADDED_FIELDS: dict[str, Added] = {
     "eval.samples_per_item": Added(1, 2),
     "eval.harder_samples_per_item": Added(1, 2),
     "eval.skill_samples_per_item": Added(1, 2),
+    "model.teacher_cache": Added(None, 2),  # a teacher cache built once, read as the teacher
 }
 
 #: Entries of a teacher-rollout cache key added after caches existed (train/teacher.py).

@@ -126,6 +126,7 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
         "eval.forgetting": ForgettingConfig(confirm_run_unsafe_code=True),
         "model.lora": LoraConfig(),
         "model.teacher_server": TeacherServerConfig(timeout_s=5.0),
+        "model.teacher_cache": "/caches/teacher",
         "rlvr": RLVRConfig(parent="main_x"),
         "log": LogConfig(trackers=["tensorboard"]),
         "rollout.engine": "vllm",

@@ -111,6 +111,12 @@ class ModelConfig(_Section):
     teacher_server: TeacherServerConfig | None = Field(
         None, description="a served teacher's connection settings; null = the defaults"
     )
+    teacher_cache: str | None = Field(
+        None,
+        description="directory of a teacher cache (distillscope teacher-cache build) whose "
+        "rollouts and top-k scores an off-policy run reads instead of model.teacher's; null = "
+        "none (docs/scaling.md)",
+    )
 
     @model_validator(mode="after")
     def _served(self) -> ModelConfig:
@@ -118,6 +124,8 @@ class ModelConfig(_Section):
         served = served_url(self.teacher)
         if served:
             _check_server_url(self.teacher)
+            if self.teacher_cache is not None:
+                raise ValueError("model.teacher_cache is built from a local model.teacher")
         reads = {"teacher_dtype": not served, "teacher_device": not served}
         setting = f"a {'served' if served else 'local'} model.teacher"
         self._ignored("model", {**reads, "teacher_server": served}, setting)

@@ -5,10 +5,18 @@ JSON: ``POST /v1/completions`` with token-id prompts and ``prompt_logprobs`` (fp
 log-softmax of the model's logits over the tokenizer's vocabulary; ``max_tokens`` 1, the one
 generated token the argmax), ``GET /v1/models``, ``POST /tokenize`` and ``GET /health``. It
 listens on 127.0.0.1 unless told otherwise and stops cleanly on SIGTERM or Ctrl-C.
+
+With an API key (``--api-key`` or :data:`API_KEY_ENV`, as vLLM's server takes ``--api-key`` or
+``VLLM_API_KEY``) every route but ``/health`` answers only a request carrying
+``Authorization: Bearer KEY``, compared in constant time (:func:`hmac.compare_digest`); any
+other request is answered 401 before its body is read, and the connection closed. Listening
+beyond loopback without a key is refused.
 """
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import json
 import signal
 import sys
@@ -22,9 +30,13 @@ from typing import Any
 import torch
 
 from distillscope.models.load import load_model
+from distillscope.models.served import DEFAULT_KEY_ENV
 
 #: The largest request body read (bytes): 64 MiB of JSON token ids.
 MAX_BODY = 64 << 20
+#: The environment variable ``serve-teacher`` reads its API key from, and a served teacher's
+#: client sends when ``model.teacher_server.api_key_env`` names no other.
+API_KEY_ENV = DEFAULT_KEY_ENV
 
 
 class _BadRequest(Exception):
@@ -138,8 +150,9 @@ class LogprobModel:
         }
 
 
-def _handler(served: LogprobModel) -> type[BaseHTTPRequestHandler]:
-    """The request handler class answering for ``served``."""
+def _handler(served: LogprobModel, api_key: str | None) -> type[BaseHTTPRequestHandler]:
+    """The request handler class answering for ``served`` (``api_key``: the one it admits)."""
+    expected = None if api_key is None else f"Bearer {api_key}".encode()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -147,12 +160,16 @@ def _handler(served: LogprobModel) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             if self.path == "/health":
                 self._send(200, None)
+            elif not self._admitted():
+                return
             elif self.path == "/v1/models":
                 self._send(200, served.models())
             else:
                 self._send(404, _error(f"no route {self.path}", 404))
 
         def do_POST(self) -> None:  # noqa: N802
+            if not self._admitted():
+                return
             routes = {"/v1/completions": served.completions, "/tokenize": served.tokenize}
             if self.path not in routes:
                 self._send(404, _error(f"no route {self.path}", 404))
@@ -161,6 +178,17 @@ def _handler(served: LogprobModel) -> type[BaseHTTPRequestHandler]:
                 self._send(200, routes[self.path](self._body()))
             except _BadRequest as err:
                 self._send(400, _error(str(err), 400))
+
+        def _admitted(self) -> bool:
+            """Whether the request carries the key; if not, 401 and the connection closed
+            (its body unread: nothing of it reaches the model)."""
+            # http.server decodes header bytes as latin-1: encoding back gives the raw bytes
+            given = (self.headers.get("Authorization") or "").encode("latin-1", "replace")
+            if expected is None or hmac.compare_digest(given, expected):
+                return True
+            self.close_connection = True
+            self._send(401, _error("a valid API key is required (Authorization: Bearer)", 401))
+            return False
 
         def _body(self) -> dict:
             length = int(self.headers.get("Content-Length") or 0)
@@ -179,6 +207,8 @@ def _handler(served: LogprobModel) -> type[BaseHTTPRequestHandler]:
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            if self.close_connection:
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(data)
 
@@ -190,22 +220,47 @@ def _handler(served: LogprobModel) -> type[BaseHTTPRequestHandler]:
 
 def _error(message: str, code: int) -> dict:
     """vLLM's error body."""
-    kind = "BadRequestError" if code == 400 else "NotFoundError"
+    kind = {400: "BadRequestError", 401: "AuthenticationError"}.get(code, "NotFoundError")
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
 def make_server(
-    directory: Path, host: str = "127.0.0.1", port: int = 8000, topk_max: int = 20
+    directory: Path,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    topk_max: int = 20,
+    api_key: str | None = None,
 ) -> ThreadingHTTPServer:
-    """A server of the model in ``directory`` bound to ``host:port`` (port 0: a free one);
-    call ``serve_forever()`` and, from another thread, ``shutdown()``."""
+    """A server of the model in ``directory`` bound to ``host:port`` (port 0: a free one),
+    admitting only requests that carry ``api_key`` when one is given (an empty key is none);
+    call ``serve_forever()`` and, from another thread, ``shutdown()``.
+
+    ValueError, before the model loads: ``topk_max`` below 1, or a ``host`` beyond loopback
+    without a key (anyone who reaches it could read the teacher)."""
     if topk_max < 1:
         raise ValueError(f"--topk-max must be at least 1, got {topk_max}")
+    api_key = api_key or None
+    if api_key is None and not is_loopback(host):
+        raise ValueError(
+            f"serve-teacher: listening on {host}, beyond this machine, needs an API key "
+            f"(--api-key or {API_KEY_ENV})"
+        )
     served = LogprobModel(directory, directory.name or str(directory), topk_max)
     try:
-        return ThreadingHTTPServer((host, port), _handler(served))
+        return ThreadingHTTPServer((host, port), _handler(served, api_key))
     except OSError as err:
         raise ValueError(f"cannot listen on {host}:{port} ({err.strerror or err})") from None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (127.0.0.0/8, ::1) or ``localhost``; a name or
+    an unspecified address (0.0.0.0, ::) reaches beyond this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def serve(server: ThreadingHTTPServer) -> None:

@@ -94,20 +94,13 @@ class TeacherClient:
     def from_config(cls, model: Any, vocab_size: int) -> TeacherClient:
         """The client of a config's ``model`` section (a :class:`~.config.ModelConfig`)."""
         server = model.server()
-        key = None
-        if server.api_key_env is not None:
-            key = os.environ.get(server.api_key_env)
-            if not key:
-                raise ServerError(
-                    f"model.teacher_server.api_key_env: {server.api_key_env} is not set"
-                )
         return cls(
             model.teacher,
             vocab_size=vocab_size,
             timeout_s=server.timeout_s,
             retries=server.retries,
             backoff_s=server.backoff_s,
-            api_key=key,
+            api_key=api_key(server.api_key_env),
         )
 
     def model_name(self) -> str:
@@ -158,6 +151,8 @@ class TeacherClient:
                 raw = response.read()
         except urllib.error.HTTPError as err:
             cause = f"{path} answered HTTP {err.code}: {_error_text(err)}"
+            if err.code == 401:  # the key's variable, never the key
+                cause += f" (set {DEFAULT_KEY_ENV} or model.teacher_server.api_key_env)"
             raise (_Retry if err.code >= 500 or err.code == 429 else _Final)(cause) from None
         except (urllib.error.URLError, OSError) as err:  # refused, unresolvable, timed out
             reason = getattr(err, "reason", err)
@@ -180,6 +175,23 @@ class TeacherClient:
                     time.sleep(self.backoff_s * 2**n)
         tries = f"{self.retries + 1} attempt{'s' if self.retries else ''}"
         raise ServerError(f"model.teacher {self.url}: {last} (after {tries})")
+
+
+#: The variable a served teacher's key is read from when ``api_key_env`` names none: the one
+#: ``serve-teacher`` reads (:data:`distillscope.models.serve.API_KEY_ENV`).
+DEFAULT_KEY_ENV = "DISTILLSCOPE_TEACHER_API_KEY"
+
+
+def api_key(env: str | None) -> str | None:
+    """The key a client sends (``Authorization: Bearer``): the variable ``env`` names (which
+    must be set), else :data:`DEFAULT_KEY_ENV` when set, else None. Only the variable's name is
+    ever in a config; the key itself stays in the environment, out of every dump."""
+    if env is None:
+        return os.environ.get(DEFAULT_KEY_ENV) or None
+    key = os.environ.get(env)
+    if not key:
+        raise ServerError(f"model.teacher_server.api_key_env: {env} is not set")
+    return key
 
 
 def _first_model(answer: Any) -> str:

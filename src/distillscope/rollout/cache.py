@@ -49,10 +49,13 @@ class RolloutCache:
     that race on one key each leave a complete file and a crash never leaves a partial one.
     Next to each entry, ``<hash>.key.json`` holds the key in readable form and
     ``<hash>.meta.json`` the seconds ``make`` took (``{"make_s": …}``).
+
+    ``frozen``: a cache built once and only read (``distillscope teacher-cache build``): a key
+    it does not hold is a :class:`CacheMissError`, never made and written.
     """
 
-    def __init__(self, root: Path | str):
-        self.root = Path(root)
+    def __init__(self, root: Path | str, frozen: bool = False):
+        self.root, self.frozen = Path(root), frozen
 
     def path_for(self, key: dict[str, Any]) -> Path:
         """Where the rollouts of ``key`` are (or would be) stored."""
@@ -83,6 +86,12 @@ class RolloutCache:
             meta = path.with_suffix(".meta.json")
             saved = json.loads(meta.read_text())["make_s"] if meta.exists() else 0.0
             return load(path), saved
+        if self.frozen:
+            where = ", ".join(f"{k} {key[k]}" for k in ("seed", "step") if k in key)
+            raise CacheMissError(
+                f"{self.root} holds no entry for {where or 'this key'} of this run (built for "
+                "other prompts: another task file, prompt format or tokenizer?)"
+            )
         t0 = time.perf_counter()
         value = make()
         make_s = time.perf_counter() - t0
@@ -97,6 +106,10 @@ class RolloutCache:
                 lambda tmp, text=text: Path(tmp).write_text(text + "\n", encoding="utf-8"),
             )
         return value, 0.0
+
+
+class CacheMissError(ValueError):
+    """A frozen cache lacks a key the run asks for (one line naming the seed and step)."""
 
 
 def canonical_json(key: dict[str, Any]) -> str:

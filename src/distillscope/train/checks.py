@@ -10,6 +10,7 @@ from distillscope.models.paths import check_model_dir, resolve_model_path
 from distillscope.models.served import TeacherClient
 from distillscope.tasks import Task, resolve_task
 from distillscope.tasks.language import require_lingua
+from distillscope.train.cache_manifest import check_teacher_cache
 
 
 def preflight(cfg: RunConfig) -> Task:
@@ -41,7 +42,10 @@ def preflight(cfg: RunConfig) -> Task:
 
 
 def _optional_extras(cfg: RunConfig) -> None:
-    """Refuse a LoRA student without peft and a tracker whose package is missing."""
+    """Refuse a LoRA student without peft, a tracker whose package is missing and a teacher
+    cache that does not fit the run (.cache_manifest)."""
+    if cfg.model.teacher_cache is not None:
+        check_teacher_cache(cfg)
     if cfg.model.lora is not None:
         cfg.model.lora.preflight()
     if cfg.log is not None:

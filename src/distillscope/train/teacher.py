@@ -44,8 +44,7 @@ class TeacherScorer:
         cache_dir: Path | None = None,
     ) -> None:
         self.cfg, self.teacher, self.objective = cfg, teacher, objective
-        shared = cfg.rollout.cache_teacher_rollouts and cfg.rollout.policy == "teacher"
-        self.cache = RolloutCache(cache_dir) if cache_dir and shared else None
+        self.cache = built_cache(cfg) or _shared_cache(cfg, cache_dir)
 
     def rollouts(
         self, step: int, prompts: PromptBatch, roll: Callable[[], Rollouts]
@@ -101,6 +100,24 @@ class TeacherScorer:
             for k, micro in enumerate(batches)
             for name, tensor in self.score(micro).cache_tensors().items()
         }
+
+
+def _shared_cache(cfg: RunConfig, cache_dir: Path | None) -> RolloutCache | None:
+    """The rollout cache shared by a study's teacher-written runs, when it is on."""
+    shared = cfg.rollout.cache_teacher_rollouts and cfg.rollout.policy == "teacher"
+    return RolloutCache(cache_dir) if cache_dir and shared else None
+
+
+def built_cache(cfg: RunConfig) -> RolloutCache | None:
+    """``model.teacher_cache``, read only: the teacher cache built once (:mod:`.cache_build`),
+    checked against ``cfg`` by the preflight (:mod:`.cache_manifest`). Its entries are keyed by
+    one process's micro-batches, so a run of several processes is refused."""
+    if cfg.model.teacher_cache is None:
+        return None
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        if torch.distributed.get_world_size() > 1:
+            raise ValueError("model.teacher_cache is read by a run of one process only")
+    return RolloutCache(cfg.model.teacher_cache, frozen=True)
 
 
 def _micro(entry: dict[str, torch.Tensor], k: int) -> dict[str, torch.Tensor]:

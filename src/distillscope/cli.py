@@ -67,7 +67,9 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 raise
             from distillscope.study.lock import StudyLockedError
 
-            user = isinstance(err, (*USER_ERRORS, StudyLockedError))
+            # a missing optional extra names its install command: the user's to act on
+            extra = isinstance(err, ImportError) and "pip install" in str(err)
+            user = extra or isinstance(err, (*USER_ERRORS, StudyLockedError))
             what = "error" if user else f"internal error ({type(err).__name__})"
             hint = "" if user else " — rerun with --debug for the traceback"
             # escaped: a message may hold brackets (an extra's name, a path) that rich would
@@ -137,8 +139,8 @@ def train_cmd(
 ) -> None:
     """Distil the student of CONFIG into a run directory, then evaluate it."""
     from distillscope.config import check_machine, load_run_config
+    from distillscope.study.preflight import preflight_runs
     from distillscope.study.run_one import run_one
-    from distillscope.train import preflight
     from distillscope.train.distributed import Ranks, accelerate_command
 
     if launcher not in ("none", "accelerate"):
@@ -159,7 +161,7 @@ def train_cmd(
         config, overrides = None, [config, *overrides]  # `train optim.lr=3e-4`: no file
     cfg = load_run_config(config, overrides)
     check_machine(cfg)
-    preflight(cfg)  # a missing model or a bad task file: one line, before anything is written
+    preflight_runs([cfg])  # a missing model, a bad task file, …: one line, nothing written
     with _progress() as bar:
         steps = cfg.rlvr.steps if cfg.rlvr is not None else cfg.optim.steps  # RLVR: GRPO steps
         task = bar.add_task(f"train {cfg.name}: loading the models", total=steps)
@@ -270,15 +272,15 @@ def _plan(files: list[str], overrides: list[str], preset: str | None, only: list
     from collections import Counter
 
     from distillscope.config import check_machine
+    from distillscope.study.preflight import preflight_runs
     from distillscope.study.run_study import select
     from distillscope.study.spec import expand, load_spec
-    from distillscope.train import preflight_all
 
     study = load_spec(files[0] if files else preset or "quick", overrides)
     runs = select(study, expand(study), only)
     for r in runs:
         check_machine(r.config)
-    preflight_all([r.config for r in runs])
+    preflight_runs([r.config for r in runs])
     table = Table(title=f"study {study.name}: {len(runs)} runs")
     for column in ("experiment", "runs", "tasks", "steps", "teachers"):
         table.add_column(column)
@@ -309,16 +311,16 @@ def _study(
     from datetime import datetime
 
     from distillscope.config import check_machine
+    from distillscope.study.preflight import preflight_runs
     from distillscope.study.run_study import run_study, select, study_status
     from distillscope.study.spec import expand, load_spec
-    from distillscope.train import preflight_all
 
     study = load_spec(files[0] if files else preset or "quick", overrides)
     out = out or Path("distillscope-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     runs = select(study, expand(study), only)
     for r in runs:  # devices and dtypes this machine has, before any run starts
         check_machine(r.config)
-    preflight_all([r.config for r in runs])  # one line naming a bad path, before any output
+    preflight_runs([r.config for r in runs])  # one line naming a bad input, before any output
     console.print(f"study [bold]{study.name}[/bold]: {len(runs)} runs into {out} ({executor.kind})")
     with _progress() as bar:
         runs_bar = bar.add_task("runs", total=len(runs))

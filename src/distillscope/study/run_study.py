@@ -32,9 +32,9 @@ from distillscope.store import atomic_write_text, read_status
 from distillscope.study.baseline import plan_baselines, run_baseline
 from distillscope.study.executors import ExecutorSpec, Job, WorkerPool, run_jobs
 from distillscope.study.lock import StudyLock
+from distillscope.study.preflight import preflight_runs
 from distillscope.study.spec import PlannedRun, StudySpec, expand, load_spec
 from distillscope.study.table import write_table
-from distillscope.train import preflight_all
 
 FINISHED = ("done", "diverged")
 #: study_status key listing runs whose status.json is corrupt (they also count as pending).
@@ -97,7 +97,7 @@ def run_study(
         raise TypeError("run_study: give workers inside the ExecutorSpec, not beside it")
     # A missing model or a bad task file stops the study before it writes anything.
     chosen = select(spec, expand(spec), only)
-    preflight_all([r.config for r in _unfinished(chosen, out)])
+    preflight_runs([r.config for r in _unfinished(chosen, out)])
     out.mkdir(parents=True, exist_ok=True)
     with StudyLock(out):
         return _run_locked(spec, out, executor, on_run_done, on_step, only)

@@ -50,6 +50,20 @@ def _one_line(err: BaseException) -> str:
     return text if len(text) <= 500 else text[:499] + "…"
 
 
+def is_user_error(err: BaseException) -> bool:
+    """An error the user can act on: a bad input, a locked directory, or a missing optional
+    extra whose message names its install command."""
+    from distillscope.study.lock import StudyLockedError
+
+    extra = isinstance(err, ImportError) and "pip install" in str(err)
+    return extra or isinstance(err, (*USER_ERRORS, StudyLockedError))
+
+
+def describe_error(err: BaseException) -> str:
+    """An error's one line: a user error's own message, an internal one prefixed by its type."""
+    return _one_line(err) if is_user_error(err) else f"{type(err).__name__}: {_one_line(err)}"
+
+
 def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Every error becomes one red line: exit 2 for user errors, 1 for internal ones.
 
@@ -65,11 +79,7 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as err:
             if _debug:
                 raise
-            from distillscope.study.lock import StudyLockedError
-
-            # a missing optional extra names its install command: the user's to act on
-            extra = isinstance(err, ImportError) and "pip install" in str(err)
-            user = extra or isinstance(err, (*USER_ERRORS, StudyLockedError))
+            user = is_user_error(err)
             what = "error" if user else f"internal error ({type(err).__name__})"
             hint = "" if user else " — rerun with --debug for the traceback"
             # escaped: a message may hold brackets (an extra's name, a path) that rich would
@@ -136,8 +146,12 @@ def train_cmd(
     fsdp: bool = typer.Option(
         False, help="--launcher accelerate: shard the student's layers with FSDP (docs/scaling.md)"
     ),
+    rehearse: bool = typer.Option(
+        False, help="instead: 2 steps and a 2-item evaluation on tiny copies of the models"
+    ),
 ) -> None:
     """Distil the student of CONFIG into a run directory, then evaluate it."""
+    from distillscope.cli_rehearse import train_plan
     from distillscope.config import check_machine, load_run_config
     from distillscope.study.preflight import preflight_runs
     from distillscope.study.run_one import run_one
@@ -161,6 +175,9 @@ def train_cmd(
         config, overrides = None, [config, *overrides]  # `train optim.lr=3e-4`: no file
     cfg = load_run_config(config, overrides)
     check_machine(cfg)
+    if rehearse:
+        _rehearse_or_exit(train_plan(cfg))
+        return
     preflight_runs([cfg])  # a missing model, a bad task file, …: one line, nothing written
     with _progress() as bar:
         steps = cfg.rlvr.steps if cfg.rlvr is not None else cfg.optim.steps  # RLVR: GRPO steps
@@ -208,13 +225,14 @@ def eval_cmd(run_dir: Path = typer.Argument(..., help="a run directory written b
     _print_eval(run_dir, metrics)
 
 
-@app.command("study")
+@app.command("study", context_settings={"ignore_unknown_options": True})
 @friendly_errors
 def study_cmd(
     args: list[str] = typer.Argument(
         None,
         help="[STUDY.yaml] [section.field=value …] — overrides apply to every run; "
-        "`status DIR` shows a study's progress; `plan …` checks a study and prints its runs",
+        "`status DIR` shows a study's progress; `plan …` checks a study and prints its runs; "
+        "`plan --rehearse …` runs each distinct configuration 2 steps on tiny model copies",
     ),
     preset: str = typer.Option(None, help="smoke | quick | paper | paper-llama | paper-qwen"),
     out: Path = typer.Option(None, help="study directory (default distillscope-runs/<time>)"),
@@ -248,6 +266,13 @@ def study_cmd(
         return
     plan = args[:1] == ["plan"]
     args = args[1:] if plan else args
+    rehearse = "--rehearse" in args  # read from the arguments: study takes 10 options already
+    args = [a for a in args if a != "--rehearse"]
+    if rehearse and not plan:
+        raise ValueError("--rehearse goes with plan: distillscope study plan --rehearse …")
+    unknown = [a for a in args if a.startswith("-") and "=" not in a]
+    if unknown:
+        raise ValueError(f"no such option: {unknown[0]} (see distillscope study --help)")
     files = [a for a in args if "=" not in a]
     overrides = [a for a in args if "=" in a]
     if len(files) > 1:
@@ -261,14 +286,21 @@ def study_cmd(
     with execution.started() as running:
         chosen = None if only is None else [n.strip() for n in only.split(",") if n.strip()]
         if plan:
-            _plan(files, overrides, preset, chosen)
+            _plan(files, overrides, preset, chosen, rehearse)
             return
         _study(files, overrides, preset, out, running, report, chosen)
 
 
-def _plan(files: list[str], overrides: list[str], preset: str | None, only: list[str] | None):
+def _plan(
+    files: list[str],
+    overrides: list[str],
+    preset: str | None,
+    only: list[str] | None,
+    rehearse: bool = False,
+):
     """``study plan``: the runs each experiment would execute, after the same checks as a
-    study (models, tasks, devices); nothing is written."""
+    study (models, tasks, devices); nothing is written. ``rehearse``: each distinct
+    configuration trained and evaluated on tiny model copies instead (cli_rehearse)."""
     from collections import Counter
 
     from distillscope.config import check_machine
@@ -280,6 +312,9 @@ def _plan(files: list[str], overrides: list[str], preset: str | None, only: list
     runs = select(study, expand(study), only)
     for r in runs:
         check_machine(r.config)
+    if rehearse:
+        _rehearse_or_exit(runs)
+        return
     preflight_runs([r.config for r in runs])
     table = Table(title=f"study {study.name}: {len(runs)} runs")
     for column in ("experiment", "runs", "tasks", "steps", "teachers"):
@@ -297,6 +332,14 @@ def _plan(files: list[str], overrides: list[str], preset: str | None, only: list
             ", ".join(sorted(teachers)),
         )
     console.print(table)
+
+
+def _rehearse_or_exit(runs: list) -> None:
+    """Rehearse ``runs`` (cli_rehearse) and exit 2 when a configuration failed."""
+    from distillscope.cli_rehearse import rehearse_plan
+
+    if rehearse_plan(runs, describe_error):
+        raise typer.Exit(2)
 
 
 def _study(

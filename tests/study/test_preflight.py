@@ -7,28 +7,17 @@ task whose dataset is a hub id that is not cached, with the hub offline.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import yaml
 from tests.conftest import served_teacher
+from tests.study.conftest import OFFLINE_DATASET, write_mcq
 from typer.testing import CliRunner
 
 from distillscope.cli import app
 
 runner = CliRunner()
-OFFLINE_DATASET = "nobody-cached/this-suite"
-
-
-def write_mcq(path: Path, n: int) -> Path:
-    """``n`` four-option questions (answer A) as an mcq task file."""
-    rows = [
-        {"id": f"q{i}", "question": f"Which is {i}?", "options": [str(i), "x", "y", "z"]}
-        for i in range(n)
-    ]
-    path.write_text("".join(json.dumps({**r, "answer": "A"}) + "\n" for r in rows))
-    return path
 
 
 def pair_args(teacher: Path, student: Path) -> list[str]:
@@ -90,21 +79,6 @@ def test_too_few_held_out_rows_are_refused(tmp_path, tiny_pair):
     task = write_mcq(tmp_path / "med.jsonl", 30)  # ~6 held out at eval_fraction 0.2
     args = [*pair_args(*tiny_pair), "task.name=mcq", f"task.file={task}", *small_eval()]
     refused_everywhere(tmp_path, [*args, "eval.items=50"], "held-out rows", "needs 50")
-
-
-@pytest.fixture
-def offline_suite(tmp_path, monkeypatch) -> Path:
-    """A local lm-eval task reading an uncached hub dataset; the hub offline, caches empty."""
-    pytest.importorskip("lm_eval")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    tasks = tmp_path / "lm-tasks"
-    tasks.mkdir()
-    (tasks / "remote_mc.yaml").write_text(
-        f"task: remote_mc\ndataset_path: {OFFLINE_DATASET}\ntest_split: test\n"
-        "output_type: multiple_choice\ndoc_to_text: q\ndoc_to_choice: c\ndoc_to_target: 0\n"
-    )
-    return tasks
 
 
 def test_an_unreachable_forgetting_dataset_is_refused(tmp_path, tiny_pair, offline_suite):

@@ -70,7 +70,6 @@ def _quiet_hub() -> Iterator[None]:
         disable_progress_bars,
         enable_progress_bars,
     )
-
     from transformers.utils import logging
 
     hub_off, transformers_on = are_progress_bars_disabled(), logging.is_progress_bar_enabled()

@@ -64,11 +64,11 @@ ALLOWED: dict[str, set[str]] = {
     "cli_analyze": {"config", "eval", "report"},
     # `distillscope testbed`, registered the same way
     "cli_testbed": {"models", "testbed"},
-    # `--rehearse` of study plan and train: the study's rehearsal on the testbed's tiny copies
-    "cli_rehearse": {"config", "study", "testbed"},
+    # study plan (and --rehearse on the testbed's tiny copies), study --overwrite's changes
+    "cli_study": {"config", "study", "testbed"},
     "cli": {
         "cli_analyze",
-        "cli_rehearse",
+        "cli_study",
         "cli_testbed",
         "config",
         "store",

@@ -151,7 +151,7 @@ def train_cmd(
     ),
 ) -> None:
     """Distil the student of CONFIG into a run directory, then evaluate it."""
-    from distillscope.cli_rehearse import train_plan
+    from distillscope.cli_study import train_plan
     from distillscope.config import check_machine, load_run_config
     from distillscope.study.preflight import preflight_runs
     from distillscope.study.run_one import run_one
@@ -208,19 +208,27 @@ def train_cmd(
 
 @app.command("eval")
 @friendly_errors
-def eval_cmd(run_dir: Path = typer.Argument(..., help="a run directory written by train")) -> None:
-    """Evaluate the trained student of RUN_DIR (docs/method.md §8) and write RUN_DIR/eval.json."""
-    from distillscope.config import check_machine, load_run_config
-    from distillscope.store import CONFIG_FILE, checkpoint_dir
-    from distillscope.study.run_one import evaluate_run
+def eval_cmd(
+    run_dir: Path = typer.Argument(..., help="a run directory written by train"),
+    overrides: list[str] = typer.Argument(None, help="eval.field=value overrides"),
+) -> None:
+    """Evaluate the trained student of RUN_DIR (docs/method.md §8) and write RUN_DIR/eval.json.
+
+    distillscope eval runs/a eval.items=50 eval.forgetting.limit=20   # weights untouched; the
+    previous eval.json is kept as eval-<n>.json, the overrides in evals.jsonl
+    """
+    from distillscope.config import check_machine
+    from distillscope.store import checkpoint_dir
+    from distillscope.study.reevaluate import evaluation_config, reevaluate
 
     if not (checkpoint_dir(run_dir) / "model.safetensors").is_file():
         raise FileNotFoundError(f"{run_dir} has no trained checkpoint; run `distillscope train`")
-    cfg = load_run_config(run_dir / CONFIG_FILE)
-    check_machine(cfg)
+    check_machine(evaluation_config(run_dir, list(overrides or []))[1])
     with console.status("evaluating") as status:
-        metrics = evaluate_run(
-            cfg, run_dir, on_eval=lambda message: status.update(f"evaluating: {message}")
+        metrics = reevaluate(
+            run_dir,
+            list(overrides or []),
+            on_eval=lambda message: status.update(f"evaluating: {message}"),
         )
     _print_eval(run_dir, metrics)
 
@@ -232,7 +240,8 @@ def study_cmd(
         None,
         help="[STUDY.yaml] [section.field=value …] — overrides apply to every run; "
         "`status DIR` shows a study's progress; `plan …` checks a study and prints its runs; "
-        "`plan --rehearse …` runs each distinct configuration 2 steps on tiny model copies",
+        "`plan --rehearse …` runs each distinct configuration 2 steps on tiny model copies; "
+        "--overwrite replaces another study's spec in --out (its unchanged runs resume)",
     ),
     preset: str = typer.Option(None, help="smoke | quick | paper | paper-llama | paper-qwen"),
     out: Path = typer.Option(None, help="study directory (default distillscope-runs/<time>)"),
@@ -266,8 +275,9 @@ def study_cmd(
         return
     plan = args[:1] == ["plan"]
     args = args[1:] if plan else args
-    rehearse = "--rehearse" in args  # read from the arguments: study takes 10 options already
-    args = [a for a in args if a != "--rehearse"]
+    # flags read from the arguments: study takes 10 options already
+    rehearse, overwrite = "--rehearse" in args, "--overwrite" in args
+    args = [a for a in args if a not in ("--rehearse", "--overwrite")]
     if rehearse and not plan:
         raise ValueError("--rehearse goes with plan: distillscope study plan --rehearse …")
     unknown = [a for a in args if a.startswith("-") and "=" not in a]
@@ -288,7 +298,7 @@ def study_cmd(
         if plan:
             _plan(files, overrides, preset, chosen, rehearse)
             return
-        _study(files, overrides, preset, out, running, report, chosen)
+        _study(files, overrides, preset, out, running, report, chosen, overwrite)
 
 
 def _plan(
@@ -300,7 +310,7 @@ def _plan(
 ):
     """``study plan``: the runs each experiment would execute, after the same checks as a
     study (models, tasks, devices); nothing is written. ``rehearse``: each distinct
-    configuration trained and evaluated on tiny model copies instead (cli_rehearse)."""
+    configuration trained and evaluated on tiny model copies instead (cli_study)."""
     from collections import Counter
 
     from distillscope.config import check_machine
@@ -335,8 +345,8 @@ def _plan(
 
 
 def _rehearse_or_exit(runs: list) -> None:
-    """Rehearse ``runs`` (cli_rehearse) and exit 2 when a configuration failed."""
-    from distillscope.cli_rehearse import rehearse_plan
+    """Rehearse ``runs`` (cli_study) and exit 2 when a configuration failed."""
+    from distillscope.cli_study import rehearse_plan
 
     if rehearse_plan(runs, describe_error):
         raise typer.Exit(2)
@@ -350,6 +360,7 @@ def _study(
     executor: ExecutorSpec,
     report: bool,
     only: list[str] | None,
+    overwrite: bool = False,
 ) -> None:
     from datetime import datetime
 
@@ -364,6 +375,10 @@ def _study(
     for r in runs:  # devices and dtypes this machine has, before any run starts
         check_machine(r.config)
     preflight_runs([r.config for r in runs])  # one line naming a bad input, before any output
+    if overwrite:
+        from distillscope.cli_study import print_change
+
+        print_change(out, study)
     console.print(f"study [bold]{study.name}[/bold]: {len(runs)} runs into {out} ({executor.kind})")
     with _progress() as bar:
         runs_bar = bar.add_task("runs", total=len(runs))
@@ -384,7 +399,15 @@ def _study(
         ids = {r.run_id for r in runs}
         done = [i for s in ("done", "diverged") for i in finished.get(s, []) if i in ids]
         bar.update(runs_bar, completed=len(done))
-        run_study(study, out, executor, on_run_done=on_run_done, on_step=on_step, only=only)
+        run_study(
+            study,
+            out,
+            executor,
+            on_run_done=on_run_done,
+            on_step=on_step,
+            only=only,
+            overwrite=overwrite,
+        )
     console.print(f"results table: {out / 'results.parquet'}")
     from distillscope.study.baseline import BASELINE
 

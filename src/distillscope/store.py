@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -201,12 +202,18 @@ def read_fingerprint(run: Path) -> dict[str, Any]:
 def claim_run(run: Path, config: dict[str, Any], overwrite: bool = False) -> str:
     """Make ``run`` the directory of ``config``; returns its fingerprint.
 
-    A run directory holding another config (or results without a fingerprint) is refused with
-    one line naming the differing fields, unless ``overwrite`` — which first deletes the run's
-    files (only a directory that looks like a run: anything else is refused, never deleted).
+    A run directory holding another config's results (metrics or a checkpoint; or results
+    without a fingerprint) is refused with one line naming the differing fields, unless
+    ``overwrite`` — which first deletes the run's files (only a directory that looks like a run:
+    anything else is refused, never deleted). Another config's run that wrote no results (it
+    failed before its first step) is deleted the same way and the directory taken over.
     """
     fingerprint, fields = config_fingerprint(config)
-    if overwrite and run.is_dir():
+    recorded = read_fingerprint(run)
+    # a run of another config that failed before its first step holds nothing worth keeping:
+    # a corrected config takes the directory over
+    stale = recorded.get("fingerprint") not in (None, fingerprint) and not _has_steps(run)
+    if (overwrite or stale) and run.is_dir():
         clear_run(run)
     recorded = read_fingerprint(run)
     if recorded and recorded.get("fingerprint") != fingerprint:
@@ -246,6 +253,12 @@ def _has_results(run: Path) -> bool:
     return (run / METRICS_FILE).is_file() or checkpoint_dir(run).exists()
 
 
+def _has_steps(run: Path) -> bool:
+    """Whether ``run`` trained a step (a metrics row or a checkpoint), unlike a run that failed
+    while loading (its ``metrics.jsonl`` is created empty when training starts)."""
+    return checkpoint_dir(run).exists() or bool(read_metrics(run))
+
+
 def clear_run(run: Path) -> None:
     """Delete a run's files (``--overwrite``); refuses a directory holding anything else."""
     known = {
@@ -259,7 +272,12 @@ def clear_run(run: Path) -> None:
         "tensorboard",  # log.trackers (distillscope.train.trackers)
         "wandb",
     }
-    foreign = [p.name for p in run.iterdir() if p.name not in known and not p.name.startswith(".")]
+    kept = re.compile(r"(eval-\d+\.json|samples-\d+\.jsonl|evals\.jsonl)")  # re-evaluations
+    foreign = [
+        p.name
+        for p in run.iterdir()
+        if p.name not in known and not p.name.startswith(".") and not kept.fullmatch(p.name)
+    ]
     if foreign:
         raise StoreError(
             f"--overwrite refused: {run} holds files that are not a run's ({foreign[0]!r}…)"

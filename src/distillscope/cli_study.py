@@ -1,4 +1,6 @@
-"""``--rehearse``: every distinct configuration of a plan, end to end on tiny model copies.
+"""``study plan --rehearse`` / ``train --rehearse`` and ``study --overwrite``'s list of changes.
+
+``--rehearse``: every distinct configuration of a plan, end to end on tiny model copies.
 
     distillscope study plan --rehearse --preset paper-qwen model.teacher=… model.student=…
     distillscope train my-run.yaml --rehearse
@@ -23,7 +25,8 @@ from rich.table import Table
 
 from distillscope.config import RunConfig
 from distillscope.study.rehearse import Rehearsal, distinct, rehearse
-from distillscope.study.spec import PlannedRun
+from distillscope.study.spec import PlannedRun, StudySpec
+from distillscope.study.spec_diff import stored_change
 from distillscope.testbed.like import tiny_copies
 
 console = Console()
@@ -63,3 +66,19 @@ def rehearse_plan(runs: list[PlannedRun], describe: Callable[[BaseException], st
     if failed:
         console.print(f"[red]{failed} of {total} configurations failed[/red]; fix them first")
     return failed
+
+
+def print_change(out: Path, study: StudySpec) -> None:
+    """``study --overwrite`` on another study's directory: every changed field and run."""
+    change = stored_change(out, study)
+    if change is None:
+        return
+    console.print(
+        f"replacing the study in {out}: {len(change.fields)} fields changed", highlight=False
+    )
+    for line in change.fields:
+        console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
+    for what, ids in (("unchanged (resume)", change.unchanged), ("new", change.new)):
+        console.print(f"  runs {what}: {len(ids)}", highlight=False)
+    for run_id in change.dropped:
+        console.print(f"  no longer planned (kept on disk): {run_id}", highlight=False)

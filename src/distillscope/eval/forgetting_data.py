@@ -25,9 +25,24 @@ LOCAL_BUILDERS = {"json", "csv", "parquet", "text", "arrow", "imagefolder", "aud
 _TRUE = {"1", "true", "yes", "on"}
 
 
+#: Suites (with the environment that located their data) this process found readable: a
+#: rehearsal's configurations share a suite, and reading lm-eval's index takes seconds.
+_READABLE: set[str] = set()
+_ENV = ("HF_HOME", "HF_HUB_CACHE", "HF_DATASETS_CACHE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+
+
 def check_harness_data(f: ForgettingConfig) -> None:
     """ConfigError naming the first hub dataset of ``f.tasks`` that is neither in the local
-    cache nor reachable (module doc); a task name the index lacks is refused too."""
+    cache nor reachable (module doc); a task name the index lacks is refused too. A suite found
+    readable is not asked again in this process (under the same environment)."""
+    key = f.model_dump_json() + repr([os.environ.get(v) for v in _ENV])
+    if key in _READABLE:
+        return
+    _check(f)
+    _READABLE.add(key)
+
+
+def _check(f: ForgettingConfig) -> None:
     try:
         from lm_eval.tasks import TaskManager
     except ImportError as err:

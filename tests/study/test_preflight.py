@@ -7,6 +7,9 @@ task whose dataset is a hub id that is not cached, with the hub offline.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -131,3 +134,21 @@ def test_an_import_error_naming_its_install_is_a_user_error(tmp_path, monkeypatc
 
     monkeypatch.setattr(preflight, "preflight_runs", missing)
     refused(["train", "--out", str(tmp_path / "r")], tmp_path / "r", "distillscope[y]")
+
+
+PLAN_SCRIPT = """
+import json, sys
+from distillscope.study.preflight import preflight_runs
+from distillscope.study.spec import expand, load_spec
+preflight_runs([r.config for r in expand(load_spec("paper"))])
+print(json.dumps(sorted(m for m in sys.modules if m in ("torch", "transformers"))))
+"""
+
+
+def test_the_preflight_of_a_whole_study_imports_no_torch():
+    """Tokenizers are compared from their files, the held-out rows counted from the task files:
+    the planning process stays light while a pool's workers import torch."""
+    out = subprocess.run(
+        [sys.executable, "-c", PLAN_SCRIPT], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

@@ -14,11 +14,12 @@ import importlib.util
 
 import pytest
 from tests.conftest import served_teacher
+from tests.eval.test_forgetting import local_tasks  # noqa: F401 (a fixture)
 from tests.study.conftest import OFFLINE_DATASET, write_mcq
 from typer.testing import CliRunner
 
 from distillscope.cli import app
-from distillscope.store import read_status
+from distillscope.store import read_eval, read_status
 from distillscope.study.rehearse import distinct, rehearse, shrink
 from distillscope.study.spec import StudySpec, expand
 from distillscope.testbed.like import tiny_copies
@@ -118,3 +119,32 @@ def test_plan_rehearse_exits_2_with_a_line_per_configuration(study, tmp_path, mo
     assert "1 of 2 configurations failed" in res.output
     res = runner.invoke(app, ["study", str(spec), "--rehearse"])
     assert res.exit_code == 2 and "--rehearse goes with plan" in res.output
+
+
+def test_the_rehearsal_runs_the_forgetting_harness_once_per_suite(
+    tmp_path,
+    tiny_pair,
+    local_tasks,  # noqa: F811
+):
+    """Two configurations share a local lm-eval suite: the first scores 1 item per task
+    before and after its 2 steps, the second leaves the harness out."""
+    pytest.importorskip("lm_eval")
+    suite = {"tasks": ["tiny_sum"], "include_path": str(local_tasks), "batch_size": 1}
+    base = {
+        "model": {"teacher": str(tiny_pair[0]), "student": str(tiny_pair[1])},
+        "eval": {"items": 4, "coverage_items": 0, "harder_task": None, "forgetting": suite},
+    }
+    spec = StudySpec.model_validate(
+        {
+            "name": "rh",
+            "base": base,
+            "experiments": [
+                {"name": "m", "axes": {"objective.kind": ["forward_kl", "reverse_kl"]}}
+            ],
+        }
+    )
+    results = rehearse(expand(spec), tiny_copies(tmp_path / "models"), tmp_path / "r")
+    assert [r.error for r in results] == [None, None]
+    evals = [read_eval(tmp_path / "r" / "runs" / r.run.run_id) for r in results]
+    assert "eval/forgetting_pp" in evals[0] and "eval/forgetting_pp" not in evals[1]
+    assert evals[0]["eval/lmeval/tiny_sum"] in (0.0, 1.0)  # one item

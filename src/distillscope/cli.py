@@ -1,16 +1,18 @@
 """The ``distillscope`` command line.
 
 distillscope train configs/testbed-onpd-forward.yaml optim.lr=3e-4 --out runs/a
-distillscope eval runs/a              # evaluate (again) a trained run
+distillscope eval runs/a [eval.items=50]  # evaluate (again) a trained run
 distillscope study                    # the quick preset on the shipped testbed, then report
 distillscope study --preset paper-qwen model.teacher=DIR model.student=DIR
 distillscope study status DIR         # progress of a study
+distillscope study plan --rehearse …  # each distinct run 2 steps on tiny copies of the models
 distillscope presets [show NAME]      # the shipped study presets, or one's YAML to copy
 distillscope config                   # every run-config field: type, default, description
 distillscope report DIR               # (re)write DIR/report/ from the results store
 distillscope testbed info            # sizes and build-time accuracies of the shipped testbed
 distillscope testbed eval            # measure the shipped testbed again (HF generate)
 distillscope testbed build --out DIR # train a testbed from scratch
+distillscope testbed build --like DIR --out OUT  # a tiny random copy of your checkpoint
 distillscope analyze gradients|estimators RUN_DIR  # §5 bounds, KL-estimator bias
 distillscope serve-teacher DIR --port 8000  # a teacher's top-k log-probs over HTTP
 """

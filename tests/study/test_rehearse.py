@@ -148,3 +148,14 @@ def test_the_rehearsal_runs_the_forgetting_harness_once_per_suite(
     evals = [read_eval(tmp_path / "r" / "runs" / r.run.run_id) for r in results]
     assert "eval/forgetting_pp" in evals[0] and "eval/forgetting_pp" not in evals[1]
     assert evals[0]["eval/lmeval/tiny_sum"] in (0.0, 1.0)  # one item
+
+
+def test_train_rehearse_prints_the_configuration_and_its_error(
+    tmp_path, padded_qwen_pair, tiny_pair
+):
+    out = tmp_path / "run"
+    pair = [f"model.teacher={padded_qwen_pair[0]}", f"model.student={tiny_pair[1]}"]
+    res = runner.invoke(app, ["train", "--rehearse", "--out", str(out), *pair])
+    assert res.exit_code == 2, res.output
+    assert "run: failed" in res.output and "1 of 1 configurations failed" in res.output
+    assert not out.exists()  # a rehearsal writes nothing of the run

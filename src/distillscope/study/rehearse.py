@@ -9,7 +9,7 @@ chat templates, stop ids and vocabularies; :func:`~distillscope.testbed.like.shr
 by the caller) with every size cut (:data:`SHRUNK`): 2 steps of 2 prompts, completions of at most
 8 tokens, 2 evaluation items, 1 item per forgetting task. An error that a real run would meet
 after hours — a missing dataset, a chat template that fails, an extra not installed, a server's
-limit — is met here, one line per configuration.
+limit — is met here, one line per configuration. A W&B tracker logs offline (``WANDB_MODE``).
 
 Configurations are distinct when they differ in anything but the seed, the name and the
 learning rates (numbers that change no code path); an RLVR configuration rehearses from the
@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,30 @@ def rehearse(
     ``tiny(path)``: the directory of the tiny copy of model directory ``path`` (built on first
     request). Returns one :class:`Rehearsal` per configuration, in order.
     """
+    with _wandb_offline():
+        return _rehearse(runs, tiny, root, on_result)
+
+
+@contextmanager
+def _wandb_offline() -> Iterator[None]:
+    """A rehearsal checks a W&B tracker without creating runs in the user's project."""
+    previous = os.environ.get("WANDB_MODE")
+    os.environ["WANDB_MODE"] = "offline"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("WANDB_MODE", None)
+        else:
+            os.environ["WANDB_MODE"] = previous
+
+
+def _rehearse(
+    runs: list[PlannedRun],
+    tiny: Callable[[str], str],
+    root: Path,
+    on_result: Callable[[Rehearsal], None] | None,
+) -> list[Rehearsal]:
     identity = {r.run_id: _identity(r.config) for r in runs}
     rehearsed: dict[str, Path] = {}  # identity → the directory of its rehearsal
     suites: set[str] = set()  # forgetting suites rehearsed already

@@ -26,10 +26,11 @@ def mismatch_message(name_a: str, name_b: str, reason: str) -> str:
     )
 
 
-def tokenizer_vocab(directory: Path) -> dict[str, int]:
-    """The token→id map of ``directory``'s tokenizer, added tokens included."""
+def tokenizer_vocab(directory: Path, loaded: bool = False) -> dict[str, int]:
+    """The token→id map of ``directory``'s tokenizer, added tokens included: from
+    ``tokenizer.json`` alone, or (``loaded``, or without that file) as transformers loads it."""
     path = Path(directory) / "tokenizer.json"
-    if path.is_file():
+    if path.is_file() and not loaded:
         from tokenizers import Tokenizer
 
         return Tokenizer.from_file(str(path)).get_vocab(with_added_tokens=True)
@@ -39,16 +40,21 @@ def tokenizer_vocab(directory: Path) -> dict[str, int]:
 
 
 def check_tokenizer_files(teacher: Path, student: Path) -> None:
-    """:class:`TokenizerMismatchError` unless the two directories' tokenizers share a vocabulary
-    (identical ``tokenizer.json`` files are not parsed)."""
+    """:class:`TokenizerMismatchError` unless the two directories' tokenizers share a vocabulary.
+
+    Identical ``tokenizer.json`` files are not parsed; files that differ are confirmed with the
+    tokenizers as transformers loads them (``tokenizer_config.json`` may add tokens) before the
+    pair is refused, so the preflight never refuses a pair that loading accepts.
+    """
     a, b = Path(teacher) / "tokenizer.json", Path(student) / "tokenizer.json"
     if a.is_file() and b.is_file() and filecmp.cmp(a, b, shallow=False):
         return
-    reason = first_vocab_difference(
-        tokenizer_vocab(teacher), tokenizer_vocab(student), str(teacher), str(student)
-    )
-    if reason is not None:
-        raise TokenizerMismatchError(mismatch_message(str(teacher), str(student), reason))
+    for loaded in (False, True):
+        vocab_t, vocab_s = tokenizer_vocab(teacher, loaded), tokenizer_vocab(student, loaded)
+        reason = first_vocab_difference(vocab_t, vocab_s, str(teacher), str(student))
+        if reason is None:
+            return
+    raise TokenizerMismatchError(mismatch_message(str(teacher), str(student), reason))
 
 
 def first_vocab_difference(

@@ -4,7 +4,7 @@
 
 A random two-layer Qwen2-shaped student and teacher (V = 151,936 as Qwen2.5-1.5B, hidden 128),
 a batch of 8 rollouts × (32 prompt + 128 completion) tokens, one forward/backward of the
-training loop (``_forward_backward``: teacher forward, student forward, objective, backward,
+training loop (``forward_backward``: teacher forward, student forward, objective, backward,
 diagnostics). Each (kind, path) runs in its own subprocess; the extra peak RSS is the process's
 high-water mark during the step (VmHWM, reset just before it) minus its RSS just before it.
 Prints a Markdown table; the target is fused / plain ≤ 0.25.
@@ -34,8 +34,9 @@ def one_step(kind: str, path: str, vocab: int, hidden: int) -> dict:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from distillscope.config import load_run_config
-    from distillscope.rollout import Rollouts
-    from distillscope.train.loop import PhaseTimer, _forward_backward
+    from distillscope.rollout.rollouts import Rollouts
+    from distillscope.train.loop import Learner, StepBatch, forward_backward
+    from distillscope.train.run import PhaseTimer
     from distillscope.train.step import Objective, micro_batches
     from distillscope.train.teacher import TeacherScorer
 
@@ -80,7 +81,8 @@ def one_step(kind: str, path: str, vocab: int, hidden: int) -> dict:
     objective = Objective.from_config(run_cfg.objective, vocab)
     batches = micro_batches(rollouts, run_cfg.optim.grad_accum)
     t_scores, _ = TeacherScorer(run_cfg, models[1], objective).scores(0, None, batches)
-    _forward_backward(run_cfg, objective, rollouts, batches, models[0], t_scores, 0, PhaseTimer())
+    learner = Learner(run_cfg, objective, models[0])
+    forward_backward(learner, StepBatch(0, rollouts, batches), t_scores, PhaseTimer())
     seconds = time.perf_counter() - t0
     return {"extra_mb": (_status_kb("VmHWM") - before) / 1024, "seconds": seconds}
 

@@ -80,7 +80,7 @@ def _objective(mode: str):
     import torch
 
     if mode == "plain":
-        from distillscope.objectives import forward_kl
+        from distillscope.objectives.divergences import forward_kl
 
         def plain(h, w, h_t, w_t):
             mask = torch.ones(h.shape[:2], dtype=torch.bool)
@@ -96,12 +96,8 @@ def _objective(mode: str):
 
         return chunked
     if mode in ("fused", "fused_1gb"):
-        from distillscope.objectives import (
-            DEFAULT_MEMORY_BUDGET_MB,
-            ChunkSpec,
-            DivergenceOptions,
-            fused_divergence,
-        )
+        from distillscope.objectives import DEFAULT_MEMORY_BUDGET_MB, ChunkSpec, DivergenceOptions
+        from distillscope.objectives.fused import fused_divergence
 
         chunks = ChunkSpec(1024 if mode == "fused_1gb" else DEFAULT_MEMORY_BUDGET_MB)
         options = DivergenceOptions(reduction="token_mean")

@@ -28,10 +28,12 @@ from transformers import AutoModelForCausalLM
 
 from distillscope.config import load_run_config
 from distillscope.models import resolve_model_path
-from distillscope.rollout import PromptBatch, SamplingSpec, StudentPolicy, sample_rollouts
+from distillscope.rollout.policies import StudentPolicy
+from distillscope.rollout.rollouts import PromptBatch, SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 from distillscope.rollout.vllm_engine import VLLMEngine
 from distillscope.store import read_metrics
-from distillscope.train import distill
+from distillscope.train.loop import distill
 
 
 @torch.inference_mode()

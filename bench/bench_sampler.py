@@ -21,14 +21,9 @@ import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
 from distillscope.models import resolve_model_path
-from distillscope.rollout import (
-    PromptBatch,
-    SamplingSpec,
-    SpectrumPolicy,
-    StudentPolicy,
-    TeacherPolicy,
-    sample_rollouts,
-)
+from distillscope.rollout.policies import SpectrumPolicy, StudentPolicy, TeacherPolicy
+from distillscope.rollout.rollouts import PromptBatch, SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 
 
 def random_llama(vocab: int, hidden: int = 64, layers: int = 2) -> LlamaForCausalLM:

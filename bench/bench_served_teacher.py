@@ -24,13 +24,9 @@ from distillscope.config import load_run_config
 from distillscope.models.paths import resolve_model_path
 from distillscope.models.serve import make_server
 from distillscope.models.served import TeacherClient
-from distillscope.rollout import (
-    PromptBatch,
-    PromptEncoder,
-    SamplingSpec,
-    sample_rollouts,
-    select_problems,
-)
+from distillscope.rollout.prompts import PromptEncoder, select_problems
+from distillscope.rollout.rollouts import PromptBatch, SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 from distillscope.tasks import resolve_task, training_problems
 from distillscope.train.served import ServedTeacher
 from distillscope.train.setup import load_models, make_policy

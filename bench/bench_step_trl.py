@@ -51,11 +51,12 @@ from typing import NamedTuple
 import torch
 
 from distillscope.config import load_run_config
-from distillscope.rollout import PromptEncoder, SamplingSpec, sample_rollouts, select_problems
-from distillscope.rollout.prompts import Stream, model_generator
+from distillscope.rollout.prompts import PromptEncoder, Stream, model_generator, select_problems
+from distillscope.rollout.rollouts import SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 from distillscope.store import read_metrics
 from distillscope.tasks import resolve_task, training_problems
-from distillscope.train import distill
+from distillscope.train.loop import distill
 from distillscope.train.setup import load_models, make_policy
 from distillscope.train.step import Objective, objective_loss
 
@@ -285,7 +286,7 @@ def losses(run: TrlRun) -> dict[str, float]:
     """Our loss and TRL's ``_chunked_divergence_loss`` on one batch and its hidden states."""
     from trl.trainer.distillation_trainer import _chunked_divergence_loss
 
-    from distillscope.rollout import PromptBatch
+    from distillscope.rollout.rollouts import PromptBatch
     from distillscope.train.scoring import completion_hidden
 
     pair, cfg = run.pair, run.cfg

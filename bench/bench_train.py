@@ -20,7 +20,7 @@ import torch
 from distillscope.eval.evaluate import evaluate
 from distillscope.store import read_metrics
 from distillscope.study.spec import expand, load_spec
-from distillscope.train import distill
+from distillscope.train.loop import distill
 
 
 def main() -> None:

@@ -57,7 +57,8 @@ def _loss_function(objective: str, mode: str):
     import torch
 
     if mode in ("fused", "plain"):
-        from distillscope.objectives import divergence_loss, fused_divergence
+        from distillscope.objectives.divergences import divergence_loss
+        from distillscope.objectives.fused import fused_divergence
         from distillscope.objectives.options import ChunkSpec, DivergenceOptions
 
         options = DivergenceOptions(reduction="token_mean", beta=0.5)

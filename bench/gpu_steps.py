@@ -22,7 +22,7 @@ import torch
 
 from distillscope.config import load_run_config
 from distillscope.store import read_metrics
-from distillscope.train import distill
+from distillscope.train.loop import distill
 
 
 def run(pair: Path, policy: str, args: argparse.Namespace) -> dict:

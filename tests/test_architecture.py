@@ -11,6 +11,7 @@ the CLI sits on top.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import distillscope
@@ -21,31 +22,30 @@ SRC = Path(distillscope.__file__).parent
 ALLOWED: dict[str, set[str]] = {
     "metric_keys": set(),
     # reader-facing names: the rollout policies' and objective kinds' labels come from their
-    # registries (both torch-free)
-    "labels": {"policy_registry", "objectives"},
-    # torch-free, so that config validation and the report can read it; each constructor
-    # imports its policy class from rollout when a run calls it
-    "policy_registry": {"rollout"},
-    "store": set(),
+    # registries (rollout.policy_registry, objectives.registry: both torch-free)
+    "labels": {"rollout", "objectives"},
+    # how older run directories are read: imports nothing, read by the store, the config's
+    # evaluation key, the teacher's cache key and the study's run ids
+    "store_versions": set(),
+    "store": {"store_versions"},
     "safeyaml": set(),
-    "lazy": set(),  # package exports loaded on first use
     "tasks": {"safeyaml"},  # task files quote row values through safeyaml.quote
-    "objectives": {"lazy"},
+    "objectives": set(),
     # objective kinds are validated against the objectives registry; YAML is read by safeyaml
     # (and task.file is checked against the file-task kinds of tasks)
-    "config": {"objectives", "policy_registry", "safeyaml", "tasks"},
+    # (and rollout.policy against the rollout policy registry)
+    "config": {"objectives", "rollout", "safeyaml", "store_versions", "tasks"},
     "testbed": {"tasks", "models"},  # the builder saves model directories where models finds them
-    "models": {"lazy"},  # testbed:teacher / testbed:student are found by path, not by import
+    "models": set(),  # testbed:teacher / testbed:student are found by path, not by import
     "rollout": {"tasks", "objectives"},  # the sampler's tempered log-softmax is the objectives' one
     "train": {
         "config",
-        "lazy",
         "store",
+        "store_versions",
         "metric_keys",
         "tasks",
         "models",
         "objectives",
-        "policy_registry",
         "rollout",
     },
     "eval": {
@@ -55,10 +55,18 @@ ALLOWED: dict[str, set[str]] = {
         "tasks",
         "models",
         "objectives",  # the gradient and estimator analyses (eval/analysis.py)
-        "policy_registry",  # their λ-spectrum rollouts
         "rollout",
     },
-    "study": {"config", "safeyaml", "store", "metric_keys", "labels", "train", "eval"},
+    "study": {
+        "config",
+        "safeyaml",
+        "store",
+        "store_versions",
+        "metric_keys",
+        "labels",
+        "train",
+        "eval",
+    },
     "report": {"config", "safeyaml", "store", "metric_keys", "labels"},
     # `distillscope analyze`, a sub-app cli.py registers (it passes in friendly_errors)
     "cli_analyze": {"config", "eval", "report"},
@@ -179,3 +187,26 @@ def test_no_import_cycles_between_modules():
     graph = {m: {t for t in _imports(p) if t in modules and t != m} for m, p in modules.items()}
     assert graph["distillscope.testbed.sharpen"]  # the graph is not vacuous
     _assert_acyclic(graph)
+
+
+def _documented_modules() -> set[str]:
+    """``pkg/module.py`` for every module the file list of docs/architecture.md names: a
+    ``**pkg/**`` line opens a package, ``**The top level**`` the package root."""
+    doc = (SRC.parent.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = doc.split("## The files", 1)[1].split("\n## ", 1)[0]
+    listed, package = set(), None
+    for line in section.splitlines():
+        heading = re.match(r"\*\*(?:([a-z_]+)/|(The top level))\*\*", line)
+        if heading:
+            package = f"{heading.group(1)}/" if heading.group(1) else ""
+        if package is not None:
+            listed |= {package + name for name in re.findall(r"`([a-z_0-9]+\.py)`", line)}
+    return listed
+
+
+def test_the_architecture_doc_lists_every_module_and_no_other():
+    modules = {p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if p.name != "__init__.py"}
+    listed = _documented_modules()
+    assert "rollout/policy_registry.py" in listed and "store.py" in listed
+    assert sorted(modules - listed) == [], "modules docs/architecture.md does not list"
+    assert sorted(listed - modules) == [], "docs/architecture.md lists modules that do not exist"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from distillscope.models import load_pair
+from distillscope.models.load import load_pair
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 

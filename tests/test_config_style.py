@@ -13,7 +13,8 @@ import json
 import pytest
 
 from distillscope.config import ConfigError, evaluation_key, load_run_config
-from distillscope.store import ADDED_FIELDS, config_fingerprint
+from distillscope.store import config_fingerprint
+from distillscope.store_versions import ADDED_FIELDS
 
 CHAT = ["task.name=countdown3", "task.prompt_format=chat"]
 SPANISH = ["task.teacher_instruction=Razona en español.", "eval.style=true"]
@@ -72,9 +73,10 @@ def test_the_testbed_style_runs_are_unchanged():
 
 
 def test_the_new_fields_at_their_default_leave_fingerprints_and_keys_as_they_were():
-    assert ADDED_FIELDS["task.teacher_instruction"] is None
-    assert ADDED_FIELDS["eval.style_language"] is None
-    _, fields = config_fingerprint(load_run_config(None).model_dump(mode="json"))
+    assert ADDED_FIELDS["task.teacher_instruction"].default is None
+    assert ADDED_FIELDS["eval.style_language"].default is None
+    # as a directory of schema version 1, written before them, fingerprints its config
+    _, fields = config_fingerprint(load_run_config(None).model_dump(mode="json"), version=1)
     assert "task.teacher_instruction" not in fields and "eval.style_language" not in fields
     key = json.loads(evaluation_key(load_run_config(None)))
     assert "style_language" not in key["eval"] and "teacher_instruction" not in key["task"]

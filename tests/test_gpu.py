@@ -11,7 +11,7 @@ from distillscope.eval.evaluate import evaluate
 from distillscope.store import read_metrics, read_status
 from distillscope.study.run_study import run_study
 from distillscope.study.spec import StudySpec
-from distillscope.train import distill
+from distillscope.train.loop import distill
 
 pytestmark = [
     pytest.mark.gpu,
@@ -65,7 +65,7 @@ def test_two_run_study_on_cuda(tiny_pair, tmp_path):
             "experiments": [{"name": "main", "axes": {"rollout.policy": ["student", "teacher"]}}],
         }
     )
-    run_study(spec, tmp_path, executor="sequential")
+    run_study(spec, tmp_path)
     statuses = [read_status(p)["status"] for p in (tmp_path / "runs").iterdir()]
     assert statuses == ["done", "done"]
 

@@ -9,14 +9,14 @@ import pytest
 
 from distillscope.config import ConfigError, RolloutConfig, load_run_config
 from distillscope.labels import ROLLOUT_NAMES
-from distillscope.policy_registry import POLICY_NAMES, ROLLOUT_POLICIES
-from distillscope.rollout import (
+from distillscope.rollout.policies import (
     InterleavePolicy,
     MixturePolicy,
     SpectrumPolicy,
     StudentPolicy,
     TeacherPolicy,
 )
+from distillscope.rollout.policy_registry import POLICY_NAMES, ROLLOUT_POLICIES
 from distillscope.train.setup import make_policy
 
 CLASSES = {
@@ -102,11 +102,12 @@ def test_an_option_of_another_policy_is_refused(name):
 
 
 def test_paper_temperatures_leave_run_ids_unchanged():
-    # The field added at its default (today's behaviour) stays out of fingerprints and run ids.
+    # The field added at its default (today's behaviour) stays out of run ids and of the
+    # fingerprints of directories written before it (schema version 1).
     from distillscope.store import config_fingerprint
 
     default = load_run_config(None, []).model_dump(mode="json")
-    _, fields = config_fingerprint(default)
+    _, fields = config_fingerprint(default, version=1)
     assert "rollout.spectrum_temperatures" not in fields
     policies = load_run_config(
         None, ["rollout.policy=spectrum", "rollout.spectrum_temperatures=policies"]
@@ -124,8 +125,54 @@ def test_an_unknown_policy_names_the_allowed_values():
 
 def test_the_registry_and_the_labels_import_no_torch():
     script = (
-        "import sys; import distillscope.labels, distillscope.policy_registry; "
+        "import sys; import distillscope.labels, distillscope.rollout.policy_registry; "
+        "light = {'distillscope.rollout', 'distillscope.rollout.policy_registry'}; "
         "assert not [m for m in sys.modules if m in ('torch', 'transformers') "
-        "or m.startswith('distillscope.rollout')], sorted(sys.modules)"
+        "or (m.startswith('distillscope.rollout') and m not in light)], sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=300)
+
+
+#: A policy added as one entry of the registry, and nothing else: config validation, the
+#: ``distillscope config`` listing, the loop's constructor and the report's label all read it.
+NEW_POLICY = """
+import sys
+from pathlib import Path
+import distillscope.rollout
+source = Path(distillscope.rollout.__file__).with_name("policy_registry.py").read_text()
+entry = '        PolicyKind("greedy", "greedy OnPD", "greedy student", (), _greedy),\\n'
+anchor = "    )\\n}\\n"
+assert source.count(anchor) == 1
+source = source.replace(anchor, entry + anchor).replace(
+    "ROLLOUT_POLICIES: dict",
+    "def _greedy(cfg):\\n"
+    "    from distillscope.rollout.policies import StudentPolicy\\n"
+    "    return StudentPolicy(temperature=1e-3)\\n\\n\\nROLLOUT_POLICIES: dict",
+)
+module = type(sys)("distillscope.rollout.policy_registry")
+module.__file__ = "policy_registry.py"
+sys.modules[module.__name__] = module
+exec(compile(source, module.__file__, "exec"), module.__dict__)
+from distillscope.config import ConfigError, config_fields, load_run_config
+from distillscope.labels import ROLLOUT_NAMES
+from distillscope.rollout.policies import StudentPolicy
+from distillscope.train.setup import make_policy
+cfg = load_run_config(None, ["rollout.policy=greedy"])
+assert make_policy(cfg.rollout) == StudentPolicy(temperature=1e-3)
+assert ROLLOUT_NAMES["greedy"] == "greedy OnPD"
+assert any("greedy (greedy student)" in str(f) for f in config_fields())
+try:
+    load_run_config(None, ["rollout.policy=greedy", "rollout.lam=0.5"])
+except ConfigError as err:
+    assert "rollout.lam=" in str(err) and "is ignored under" in str(err), err
+else:
+    raise AssertionError("a spectrum option under the new policy was accepted")
+print("ok")
+"""
+
+
+def test_a_new_policy_is_one_registry_entry():
+    out = subprocess.run(
+        [sys.executable, "-c", NEW_POLICY], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

@@ -17,8 +17,7 @@ from typer.testing import CliRunner
 from distillscope import __version__
 from distillscope.cli import app
 from distillscope.config import ConfigError, load_run_config
-from distillscope.rollout import NonFiniteSamplingError
-from distillscope.rollout.policies import sample_token
+from distillscope.rollout.policies import NonFiniteSamplingError, sample_token
 from distillscope.store import config_fingerprint, read_status, write_status
 from distillscope.study.lock import StudyLock
 

@@ -153,11 +153,8 @@ def train_cmd(
     ),
 ) -> None:
     """Distil the student of CONFIG into a run directory, then evaluate it."""
-    from distillscope.cli_study import train_plan
     from distillscope.config import check_machine, load_run_config
-    from distillscope.study.preflight import preflight_runs
-    from distillscope.study.run_one import run_one
-    from distillscope.train.distributed import Ranks, accelerate_command
+    from distillscope.study.preflight import preflight_runs  # torch-free
 
     if launcher not in ("none", "accelerate"):
         raise ValueError(f"--launcher must be none or accelerate, got {launcher!r}")
@@ -169,6 +166,8 @@ def train_cmd(
     if launcher == "accelerate":  # every process runs this command without --launcher
         import subprocess
 
+        from distillscope.train.distributed import accelerate_command
+
         command = accelerate_command(sys.argv[1:], num_processes, fsdp=fsdp)
         raise typer.Exit(subprocess.run(command, check=False).returncode)
 
@@ -178,9 +177,14 @@ def train_cmd(
     cfg = load_run_config(config, overrides)
     check_machine(cfg)
     if rehearse:
+        from distillscope.cli_study import train_plan
+
         _rehearse_or_exit(train_plan(cfg))
         return
     preflight_runs([cfg])  # a missing model, a bad task file, …: one line, nothing written
+    from distillscope.study.run_one import run_one  # torch: only once the config is valid
+    from distillscope.train.distributed import Ranks
+
     with _progress() as bar:
         steps = cfg.rlvr.steps if cfg.rlvr is not None else cfg.optim.steps  # RLVR: GRPO steps
         task = bar.add_task(f"train {cfg.name}: loading the models", total=steps)
@@ -221,7 +225,7 @@ def eval_cmd(
     """
     from distillscope.config import check_machine
     from distillscope.store import checkpoint_dir
-    from distillscope.study.reevaluate import evaluation_config, reevaluate
+    from distillscope.study.reevaluate import evaluation_config, reevaluate  # torch-free
 
     if not (checkpoint_dir(run_dir) / "model.safetensors").is_file():
         raise FileNotFoundError(f"{run_dir} has no trained checkpoint; run `distillscope train`")
@@ -266,6 +270,7 @@ def study_cmd(
     distillscope study plan --preset paper-qwen model.teacher=…    # what it would run; no output
     """
     from distillscope.study.executors import ExecutorSpec
+    from distillscope.study.spec import expand, load_spec
 
     args = list(args or [])
     if args[:1] == ["status"]:
@@ -292,6 +297,9 @@ def study_cmd(
     if files and preset:
         raise ValueError("give a study file or --preset, not both")
     execution = ExecutorSpec(executor, workers, address, cpus_per_run, gpus_per_run)  # checked
+    # A bad study file or override: one line in a fraction of a second, before any worker
+    # starts importing torch (a pool's shutdown would wait for those imports).
+    expand(load_spec(files[0] if files else preset or "quick", overrides))
     if plan:
         execution = ExecutorSpec("sequential")  # nothing runs: start no workers
     # Started first: a pool's workers import torch and transformers while this process plans.

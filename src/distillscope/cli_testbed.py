@@ -100,7 +100,7 @@ def testbed_eval_cmd(
     root: Path = typer.Option(None, help="testbed directory (default: the shipped one)"),
 ) -> None:
     """Measure the testbed again: load both directories with transformers, sample, verify."""
-    from distillscope.models import load_model
+    from distillscope.models.load import load_model
     from distillscope.testbed import WEIGHTS_DIR
     from distillscope.testbed.build import measure_testbed
 

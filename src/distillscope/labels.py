@@ -3,7 +3,7 @@ study records the name it gave an axis value.
 
 - :data:`ROLLOUT_NAMES`, :data:`OBJECTIVE_NAMES`, :data:`REGULATION_NAMES` name the values of
   ``rollout.policy``, ``objective.kind`` and ``objective.regulation``. ``ROLLOUT_NAMES`` is read
-  from the policy registry (:mod:`distillscope.policy_registry`, each entry's ``label``),
+  from the policy registry (:mod:`distillscope.rollout.policy_registry`, each entry's ``label``),
   ``OBJECTIVE_NAMES`` from the objective registry (:mod:`distillscope.objectives.registry`,
   likewise).
 - **Labelled axes.** A study axis given as a mapping (``optim.lr: {low: 1e-4, high: 1e-3}``)
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from distillscope.objectives.registry import OBJECTIVES
-from distillscope.policy_registry import ROLLOUT_POLICIES, SPECTRUM_TEMPERATURES
+from distillscope.rollout.policy_registry import ROLLOUT_POLICIES, SPECTRUM_TEMPERATURES
 
 ROLLOUT_NAMES = {name: kind.label for name, kind in ROLLOUT_POLICIES.items()}
 OBJECTIVE_NAMES = {name: kind.label for name, kind in OBJECTIVES.items()}

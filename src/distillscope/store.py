@@ -7,15 +7,18 @@ into :func:`checkpoint_dir`)::
     STUDY_DIR/study.yaml, results.parquet, provenance.json, rollout-cache/
     STUDY_DIR/.lock                          held by the study process (PID, host, start)
     STUDY_DIR/runs/<run_id>/config.yaml      resolved RunConfig
-                            fingerprint.json the config's fingerprint: a run belongs to one config
+                            fingerprint.json the config's fingerprint (a run belongs to one
+                                             config) and the schema version it was written with
                             metrics.jsonl    one JSON object per optimizer step
                             profiles.jsonl   per-position profiles at eval.profile_steps
                             eval.json        evaluation metrics
                             status.json      pending | running | trained | done | failed | diverged
                             checkpoint/      student weights + optimizer state
 
-Every write is atomic (temp file + ``os.replace``), and every reader tolerates what a killed or
-still-running process leaves behind: missing files, a torn last line of ``metrics.jsonl``.
+How this version reads the directories of older ones is :mod:`distillscope.store_versions`'s
+business only. Every write is atomic (temp file + ``os.replace``), and every reader tolerates
+what a killed or still-running process leaves behind: missing files, a torn last line of
+``metrics.jsonl``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,14 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from distillscope.store_versions import (
+    SCHEMA_VERSION,
+    SchemaVersionError,
+    flatten,
+    schema_version,
+    skipped_fields,
+)
 
 STATUSES = ("pending", "running", "trained", "done", "failed", "diverged")
 
@@ -124,57 +135,18 @@ def read_json(path: Path) -> dict[str, Any]:
 #: directory accepts a config that differs from its own only in these.
 UNFINGERPRINTED = ("name", "checkpoint_every")
 
-#: Fields added after run directories existed, each with the default that reproduces how runs
-#: behaved before it. At that default a field is left out of fingerprints and run ids, so a
-#: study written by an earlier version still resumes and reports under this one.
-ADDED_FIELDS: dict[str, Any] = {
-    "objective.teacher_topk": 0,
-    "objective.updates_per_batch": 1,
-    "objective.tempered_teacher": False,
-    "task.teacher_instruction": None,  # chat-format style runs: what only the teacher reads
-    "eval.style_language": None,  # and the language their style share counts
-    "rollout.spectrum_temperatures": "paper",
-    "eval.profile_steps": [],
-    "eval.forgetting": None,  # a whole section: lm-eval forgetting runs only
-    "eval.profile_prompts": 16,
-    "eval.profile_bins": 8,
-    "task.dataset": None,  # dataset tasks: their rows' source and column mapping
-    "task.fields": None,
-    "rlvr": None,  # a whole section: RLVR runs only
-    "model.lora": None,  # LoRA students (full fine-tuning before)
-    "log": None,  # a whole section: experiment trackers beside metrics.jsonl
-    "model.teacher_server": None,  # a served teacher's connection settings
-    "rollout.engine": "builtin",  # vLLM rollouts and their importance correction
-    "rollout.engine_is_correction": False,
-    "rollout.engine_is_cap": 2.0,
-    "rollout.engine_gpu_memory": 0.3,  # a colocated vLLM engine's share of a GPU
-}
 
+def config_fingerprint(
+    config: dict[str, Any], version: int = SCHEMA_VERSION
+) -> tuple[str, dict[str, Any]]:
+    """``(sha256 hex, fingerprinted fields)`` of a resolved config (``model_dump(mode="json")``)
+    as a run directory of schema ``version`` records it.
 
-def added_at_default(config: dict[str, Any]) -> set[str]:
-    """The :data:`ADDED_FIELDS` that ``config`` (flattened) holds at their default."""
-    flat = flatten(config)
-    return {k for k, default in ADDED_FIELDS.items() if k in flat and flat[k] == default}
-
-
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"optim": {"lr": 1e-4}}`` → ``{"optim.lr": 1e-4}``."""
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out.update(flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def config_fingerprint(config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """``(sha256 hex, fingerprinted fields)`` of a resolved config (``model_dump(mode="json")``).
-
-    The hash covers every field except :data:`UNFINGERPRINTED` and the :data:`ADDED_FIELDS` at
-    their default, in canonical JSON.
+    The hash covers every field except :data:`UNFINGERPRINTED` and, for a directory of an older
+    version, the fields it may lack at their default (:func:`~.store_versions.skipped_fields`),
+    in canonical JSON.
     """
-    skip = {*UNFINGERPRINTED, *added_at_default(config)}
+    skip = {*UNFINGERPRINTED, *skipped_fields(config, version)}
     fields = {k: v for k, v in flatten(config).items() if k not in skip}
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest(), fields
@@ -199,6 +171,18 @@ def read_fingerprint(run: Path) -> dict[str, Any]:
     return read_json_strict(path) if path.is_file() else {}
 
 
+def _recorded(run: Path) -> tuple[dict[str, Any], int]:
+    """A run's ``fingerprint.json`` and the schema version it was written with (this one's when
+    there is none yet); StoreError when it is corrupt or of a newer version."""
+    recorded = read_fingerprint(run)
+    if not recorded:
+        return recorded, SCHEMA_VERSION
+    try:
+        return recorded, schema_version(recorded, run / FINGERPRINT_FILE)
+    except SchemaVersionError as err:
+        raise StoreError(str(err)) from None
+
+
 def claim_run(run: Path, config: dict[str, Any], overwrite: bool = False) -> str:
     """Make ``run`` the directory of ``config``; returns its fingerprint.
 
@@ -208,14 +192,12 @@ def claim_run(run: Path, config: dict[str, Any], overwrite: bool = False) -> str
     anything else is refused, never deleted). Another config's run that wrote no results (it
     failed before its first step) is deleted the same way and the directory taken over.
     """
-    fingerprint, fields = config_fingerprint(config)
-    recorded = read_fingerprint(run)
-    # a run of another config that failed before its first step holds nothing worth keeping:
-    # a corrected config takes the directory over
-    stale = recorded.get("fingerprint") not in (None, fingerprint) and not _has_steps(run)
-    if (overwrite or stale) and run.is_dir():
+    if overwrite and run.is_dir():
         clear_run(run)
-    recorded = read_fingerprint(run)
+    elif _stale(run, config):
+        clear_run(run)
+    recorded, version = _recorded(run)
+    fingerprint, fields = config_fingerprint(config, version)
     if recorded and recorded.get("fingerprint") != fingerprint:
         diff = _differences(recorded.get("fields", {}), fields)
         raise RunMismatchError(
@@ -228,15 +210,15 @@ def claim_run(run: Path, config: dict[str, Any], overwrite: bool = False) -> str
             "--overwrite to replace it or choose another directory"
         )
     if not recorded:
-        payload = {"fingerprint": fingerprint, "fields": fields}
+        payload = {"schema_version": version, "fingerprint": fingerprint, "fields": fields}
         atomic_write_text(run / FINGERPRINT_FILE, json.dumps(payload, indent=1) + "\n")
     return fingerprint
 
 
 def check_run_config(run: Path, config: dict[str, Any]) -> str:
     """The fingerprint of ``config`` after checking that ``run`` was trained with it."""
-    fingerprint, fields = config_fingerprint(config)
-    recorded = read_fingerprint(run)
+    recorded, version = _recorded(run)
+    fingerprint, fields = config_fingerprint(config, version)
     if recorded.get("fingerprint") != fingerprint:
         what = _differences(recorded.get("fields", {}), fields) if recorded else "no fingerprint"
         raise StoreError(
@@ -251,6 +233,19 @@ RUN_FILES = (CONFIG_FILE, METRICS_FILE, EVAL_FILE, STATUS_FILE, FINGERPRINT_FILE
 
 def _has_results(run: Path) -> bool:
     return (run / METRICS_FILE).is_file() or checkpoint_dir(run).exists()
+
+
+def holds_other_config(run: Path, config: dict[str, Any]) -> bool:
+    """Whether ``run``'s ``fingerprint.json`` records a config other than ``config`` (compared
+    under the schema version it was written with)."""
+    recorded, version = _recorded(run)
+    return recorded.get("fingerprint") not in (None, config_fingerprint(config, version)[0])
+
+
+def _stale(run: Path, config: dict[str, Any]) -> bool:
+    """Whether ``run`` holds another config's run that failed before its first step: nothing
+    worth keeping, so a corrected config takes the directory over."""
+    return holds_other_config(run, config) and not _has_steps(run)
 
 
 def _has_steps(run: Path) -> bool:

@@ -128,7 +128,7 @@ def test_config_rules():
     with pytest.raises(ConfigError, match="not a device"):
         run_config_from_dict({"eval": {"forgetting": {**ALLOW_CODE, "device": "cuda1"}}})
     # off by default, and then absent from fingerprints: earlier run directories still resume
-    _, fields = config_fingerprint(RunConfig().model_dump(mode="json"))
+    _, fields = config_fingerprint(RunConfig().model_dump(mode="json"), version=1)
     assert RunConfig().eval.forgetting is None and "eval.forgetting" not in fields
     assert "forgetting" not in evaluation_key(RunConfig())  # nor from the shared cache's keys
     assert '"forgetting": {' in evaluation_key(chosen)
@@ -205,7 +205,7 @@ def test_forgetting_metrics_are_unweighted_means_in_pp():
 def _reference_accuracy(model_dir: Path, items: int) -> float:
     """tiny_sum's accuracy computed without the harness: the gold choice (0) has the highest
     summed log-probability of ``" " + choice`` after ``<bos> q=``."""
-    from distillscope.models import load_model
+    from distillscope.models.load import load_model
 
     model, tok = load_model(model_dir)
     correct = 0
@@ -235,7 +235,7 @@ def test_harness_scores_and_keeps_its_answers(
     # a student handed over in memory, never exported: the block exports it for the harness
     from types import SimpleNamespace
 
-    from distillscope.models import load_model
+    from distillscope.models.load import load_model
 
     model, tok = load_model(student)
     blocks = SimpleNamespace(cfg=cfg, student=model, tokenizer=tok, say=lambda message: None)

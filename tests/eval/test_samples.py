@@ -62,7 +62,7 @@ def test_run_writes_samples_and_a_loadable_student(tiny_pair, tmp_path):
 
 def test_samples_per_block_zero_writes_an_empty_file(tiny_pair, tmp_path):
     from distillscope.eval.evaluate import evaluate
-    from distillscope.train import distill
+    from distillscope.train.loop import distill
 
     cfg = tiny_cfg(
         tiny_pair,

@@ -13,7 +13,7 @@ from distillscope.store import read_eval, read_status
 from distillscope.study.run_one import run_one
 from distillscope.tasks import evaluation_problems, resolve_task
 from distillscope.tasks.split import is_held_out, problem_identity
-from distillscope.train import distill
+from distillscope.train.loop import distill
 
 
 def tiny_cfg(tiny_pair, *over):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-from distillscope.models import load_model, resolve_model_path
+from distillscope.models import resolve_model_path
+from distillscope.models.load import load_model
 from distillscope.train.checkpoint import export_student, stop_token_ids
 
 from .conftest import qwen2_model

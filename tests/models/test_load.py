@@ -8,13 +8,9 @@ import pytest
 import torch
 from transformers import LlamaForCausalLM, Qwen2ForCausalLM
 
-from distillscope.models import (
-    ModelLoadError,
-    TokenizerMismatchError,
-    load_model,
-    load_pair,
-    slice_logits,
-)
+from distillscope.models import ModelLoadError
+from distillscope.models.load import load_model, load_pair
+from distillscope.models.vocab import TokenizerMismatchError, slice_logits
 
 
 def _ids(tokenizer, text: str = "the teacher writes the answer") -> torch.Tensor:

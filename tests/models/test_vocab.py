@@ -9,11 +9,11 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
-from distillscope.models import (
+from distillscope.models.load import load_pair
+from distillscope.models.vocab import (
     SpecialTokensWarning,
     TokenizerMismatchError,
     check_tokenizers_match,
-    load_pair,
     slice_logits,
     stop_token_ids,
 )

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from distillscope.objectives import forward_kl, generalized_jsd, kl_mixture, reverse_kl
+from distillscope.objectives.divergences import forward_kl, generalized_jsd, kl_mixture, reverse_kl
 
 from .chunked_reference import chunked_divergence, chunked_forward_kl, chunked_reverse_kl
 

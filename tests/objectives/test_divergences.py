@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.distributions import Categorical, kl_divergence
 
-from distillscope.objectives import (
+from distillscope.objectives.divergences import (
     forward_kl,
     generalized_jsd,
     kl_mixture,

@@ -11,20 +11,18 @@ import math
 import pytest
 import torch
 
-from distillscope.objectives import (
-    forward_kl,
-    generalized_jsd,
-    kl_mixture,
-    reverse_kl,
-    shared_vocab,
-    token_divergence,
-)
 from distillscope.objectives.divergences import (
     align_vocab,
     check_divergence,
     divergence_loss,
+    forward_kl,
+    generalized_jsd,
+    kl_mixture,
     masked_mean,
     reduce_tokens,
+    reverse_kl,
+    shared_vocab,
+    token_divergence,
     token_weights,
 )
 from distillscope.objectives.options import DivergenceOptions

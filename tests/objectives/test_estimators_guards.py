@@ -11,16 +11,14 @@ import math
 import pytest
 import torch
 
-from distillscope.objectives import (
+from distillscope.objectives.estimators import (
+    draw_uniforms,
+    kl_metrics_by_writer,
     kl_sample_metrics,
     rollout_token_forward_kl,
     rollout_token_reverse_kl,
     sampled_forward_kl,
     sampled_reverse_kl,
-)
-from distillscope.objectives.estimators import (
-    draw_uniforms,
-    kl_metrics_by_writer,
     sampled_token_loss,
 )
 

@@ -18,12 +18,9 @@ from distillscope.objectives import (
     ChunkSpec,
     DivergenceOptions,
     chunk_rows,
-    forward_kl,
-    fused_divergence,
-    generalized_jsd,
-    kl_mixture,
-    reverse_kl,
 )
+from distillscope.objectives.divergences import forward_kl, generalized_jsd, kl_mixture, reverse_kl
+from distillscope.objectives.fused import fused_divergence
 
 from .chunked_reference import chunked_divergence
 

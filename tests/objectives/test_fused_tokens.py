@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from distillscope.objectives import (
-    ChunkSpec,
+from distillscope.objectives import ChunkSpec
+from distillscope.objectives.estimators import sampled_reverse_kl
+from distillscope.objectives.fused_tokens import (
     draw_from_hidden,
     inverse_cdf_draw,
-    sampled_reverse_kl,
     token_logprobs_at_temperatures,
     token_logprobs_from_hidden,
 )

@@ -23,7 +23,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from distillscope.objectives import forward_kl, generalized_jsd, reverse_kl
+from distillscope.objectives.divergences import forward_kl, generalized_jsd, reverse_kl
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from distillscope.objectives import OPDOptions, opd_policy_gradient, regulate_advantage
+from distillscope.objectives import OPDOptions
+from distillscope.objectives.opd import opd_policy_gradient, regulate_advantage
 
 B, T, V = 2, 6, 9
 

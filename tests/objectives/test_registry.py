@@ -8,12 +8,8 @@ import pytest
 
 from distillscope.config import ConfigError, ObjectiveConfig, run_config_from_dict
 from distillscope.labels import OBJECTIVE_NAMES
-from distillscope.objectives import (
-    DEFAULT_MEMORY_BUDGET_MB,
-    DIVERGENCES,
-    OBJECTIVES,
-    OPDOptions,
-)
+from distillscope.objectives import DEFAULT_MEMORY_BUDGET_MB, OBJECTIVES, OPDOptions
+from distillscope.objectives.divergences import DIVERGENCES
 
 #: the keywords each kind's loss takes, by what the step passes it (registry docstring)
 KEYWORDS = {

@@ -10,10 +10,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distillscope.objectives import (
-    forward_kl,
+from distillscope.objectives.divergences import forward_kl, reverse_kl
+from distillscope.objectives.estimators import (
     kl_sample_metrics,
-    reverse_kl,
     rollout_token_forward_kl,
     rollout_token_reverse_kl,
     sampled_forward_kl,

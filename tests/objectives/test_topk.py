@@ -146,7 +146,7 @@ def test_every_full_vocabulary_kind_takes_folded_inputs():
 
 
 def test_teacher_topk_from_hidden_also_gives_the_completion_log_probs():
-    from distillscope.objectives import token_logprobs_at_temperatures
+    from distillscope.objectives.fused_tokens import token_logprobs_at_temperatures
 
     hidden, head = _logits((2, 5, 6), 14, scale=1.0), _logits((15, 6), 15, scale=1.0)
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])

@@ -15,11 +15,14 @@ FORBIDDEN = (
     "distillscope.objectives",
     "distillscope.models",
 )
-#: the torch-free registry modules the reader-facing labels come from (labels.OBJECTIVE_NAMES)
+#: the torch-free registry modules the reader-facing labels come from (labels.OBJECTIVE_NAMES,
+#: labels.ROLLOUT_NAMES)
 TORCH_FREE = (
     "distillscope.objectives",
     "distillscope.objectives.registry",
     "distillscope.objectives.options",
+    "distillscope.rollout",
+    "distillscope.rollout.policy_registry",
 )
 
 SCRIPT = """

@@ -20,17 +20,11 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
-from distillscope.rollout import (
-    PromptBatch,
-    SamplingSpec,
-    SpectrumPolicy,
-    StudentPolicy,
-    TeacherPolicy,
-    fast_decode,
-    sample_rollouts,
-)
+from distillscope.rollout import fast_decode
 from distillscope.rollout.fast_decode import StaticDecoder, static_decoder, supports
-from distillscope.rollout.sampler import _Decoder
+from distillscope.rollout.policies import SpectrumPolicy, StudentPolicy, TeacherPolicy
+from distillscope.rollout.rollouts import PromptBatch, SamplingSpec
+from distillscope.rollout.sampler import _Decoder, sample_rollouts
 
 V = 97
 B, P, L = 5, 7, 9

@@ -4,9 +4,14 @@ import random
 
 import torch
 
-from distillscope.rollout import model_generator, step_generator, step_rng
 from distillscope.rollout import prompts as prompts_module
-from distillscope.rollout.prompts import PROMPT_STREAM, Stream
+from distillscope.rollout.prompts import (
+    PROMPT_STREAM,
+    Stream,
+    model_generator,
+    step_generator,
+    step_rng,
+)
 
 
 def test_same_seed_same_draws_and_streams_differ():

@@ -7,15 +7,15 @@ import math
 import pytest
 import torch
 
-from distillscope.rollout import (
+from distillscope.rollout.policies import (
     InterleavePolicy,
     MixturePolicy,
     SpectrumPolicy,
     StudentPolicy,
     TeacherPolicy,
     behavior_logprobs,
+    sample_token,
 )
-from distillscope.rollout.policies import sample_token
 
 P = torch.tensor([0.5, 0.3, 0.15, 0.05])
 

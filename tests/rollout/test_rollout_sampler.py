@@ -12,20 +12,17 @@ import torch
 import torch.nn.functional as F
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from distillscope.rollout import (
+from distillscope.rollout.policies import (
     SOURCE_STUDENT,
     SOURCE_TEACHER,
     InterleavePolicy,
     MixturePolicy,
-    PromptBatch,
-    Rollouts,
-    SamplingSpec,
     SpectrumPolicy,
     StudentPolicy,
     TeacherPolicy,
-    sample_rollouts,
-    score_rollouts,
 )
+from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts, score_rollouts
 from distillscope.tasks.base import styled
 from distillscope.testbed.tokenizer import build_tokenizer
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from distillscope.rollout import spectrum_logprobs, spectrum_scores
+from distillscope.rollout.spectrum import spectrum_logprobs, spectrum_scores
 
 C = 2 * math.log(3)
 

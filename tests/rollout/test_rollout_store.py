@@ -8,14 +8,9 @@ from dataclasses import fields
 import pytest
 import torch
 
-from distillscope.rollout import (
-    RolloutCache,
-    Rollouts,
-    canonical_json,
-    likelihood_metrics,
-    prompt_digest,
-    rollout_length_metrics,
-)
+from distillscope.rollout.cache import RolloutCache, canonical_json, prompt_digest
+from distillscope.rollout.diagnostics import likelihood_metrics, rollout_length_metrics
+from distillscope.rollout.rollouts import Rollouts
 
 
 def _rollouts(shared_teacher_prompt: bool = False, with_student_logp: bool = True) -> Rollouts:

@@ -13,18 +13,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from distillscope.models import load_pair
-from distillscope.rollout import (
+from distillscope.models.load import load_pair
+from distillscope.rollout.policies import (
     InterleavePolicy,
     MixturePolicy,
-    PromptBatch,
-    PromptEncoder,
-    SamplingSpec,
     SpectrumPolicy,
     StudentPolicy,
     TeacherPolicy,
-    sample_rollouts,
 )
+from distillscope.rollout.prompts import PromptEncoder
+from distillscope.rollout.rollouts import PromptBatch, SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 from distillscope.tasks import resolve_task
 
 V = 3000

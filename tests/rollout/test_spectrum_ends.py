@@ -16,19 +16,14 @@ import torch
 
 from distillscope import testbed
 from distillscope.config import RolloutConfig, load_run_config
-from distillscope.models import load_pair
-from distillscope.rollout import (
-    SOURCE_STUDENT,
-    SOURCE_TEACHER,
-    PromptBatch,
-    SamplingSpec,
-    SpectrumPolicy,
-    sample_rollouts,
-)
+from distillscope.models.load import load_pair
+from distillscope.rollout.policies import SOURCE_STUDENT, SOURCE_TEACHER, SpectrumPolicy
+from distillscope.rollout.rollouts import PromptBatch, SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 from distillscope.store import read_metrics
 from distillscope.tasks.base import styled
 from distillscope.testbed.tokenizer import build_tokenizer
-from distillscope.train import distill
+from distillscope.train.loop import distill
 from distillscope.train.setup import make_policy
 
 PROMPTS = ["cd 3,5,7 to 56:", "sort 3 1 2:", "rev abc:", "cd 1,2,3 to 6:", "cp 4,4:"]

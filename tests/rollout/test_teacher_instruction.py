@@ -8,8 +8,7 @@ from types import SimpleNamespace
 import pytest
 from tests.conftest import train_chat_tokenizer
 
-from distillscope.rollout import PromptEncoder
-from distillscope.rollout.prompts import instructed
+from distillscope.rollout.prompts import PromptEncoder, instructed
 from distillscope.tasks import Problem, resolve_task
 
 SPANISH = "Reason in Spanish."

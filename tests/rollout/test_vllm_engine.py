@@ -17,9 +17,9 @@ from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
 from distillscope.config import ConfigError, load_run_config
 from distillscope.models.paths import resolve_model_path
-from distillscope.objectives import token_weights
-from distillscope.objectives.divergences import truncated_is_weight
-from distillscope.rollout import PromptBatch, Rollouts, SamplingSpec, StudentPolicy, TeacherPolicy
+from distillscope.objectives.divergences import token_weights, truncated_is_weight
+from distillscope.rollout.policies import StudentPolicy, TeacherPolicy
+from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec
 from distillscope.rollout.sampler import completion_logprobs
 from distillscope.rollout.vllm_engine import (
     MISSING_EXTRA,
@@ -199,7 +199,7 @@ def test_a_lora_students_engine_samples_its_merged_weights():
 def test_a_two_step_lora_run_samples_the_updated_adapters(tmp_path):
     pytest.importorskip("peft")
     from distillscope.store import read_metrics
-    from distillscope.train import distill
+    from distillscope.train.loop import distill
 
     items = ["optim.steps=2", "rollout.prompts_per_step=4", "task.max_new_tokens=12"]
     items += ["rollout.engine=vllm", "model.lora={r: 4, alpha: 8}", "optim.lr=0.05"]
@@ -214,7 +214,7 @@ def test_a_two_step_lora_run_samples_the_updated_adapters(tmp_path):
 @needs_vllm
 def test_two_step_onpd_run_with_vllm_rollouts_logs_the_gap(tmp_path):
     from distillscope.store import read_metrics
-    from distillscope.train import distill
+    from distillscope.train.loop import distill
 
     items = [
         "optim.steps=2",
@@ -289,7 +289,8 @@ def test_float_mask_weights_each_tokens_share():
 
 def test_weighted_forward_kl_and_its_gradient_on_both_paths():
     """The loss of a weighted mask is Σ c_bt w_bt KL_bt (seq_mean), plain and fused alike."""
-    from distillscope.objectives import divergence_loss, fused_divergence
+    from distillscope.objectives.divergences import divergence_loss
+    from distillscope.objectives.fused import fused_divergence
 
     g = torch.Generator().manual_seed(0)
     h_s = torch.randn(2, 3, 8, generator=g, dtype=torch.float64, requires_grad=True)

@@ -44,7 +44,7 @@ def test_vllm_lora_a_served_teacher_and_tensorboard_run_one_study(teacher_url, t
     pytest.importorskip("tensorboard")
     spec = load_spec(SPEC, [f"model.teacher={teacher_url}", f"optim.steps={STEPS}"])
     out = tmp_path / "study"
-    table = pd.read_parquet(run_study(spec, out, "sequential"))
+    table = pd.read_parquet(run_study(spec, out))
     assert list(table.status) == ["done"] * 3  # two runs and the baseline
     runs = with_labels(table[table.experiment == "main"])
     assert sorted(runs["_kl"]) == ["forward KL (top-16 teacher)", "reverse KL (top-16 teacher)"]

@@ -33,11 +33,11 @@ def test_started_returns_a_spec_without_a_pool_unchanged():
             assert running is spec
 
 
-def test_run_study_takes_the_kind_alone_or_a_spec_but_not_workers_beside_a_spec(tmp_path):
-    with pytest.raises(TypeError, match="inside the ExecutorSpec"):
-        run_study(load_spec("smoke"), tmp_path / "s", ExecutorSpec("pool"), workers=3)
+def test_run_study_takes_one_executor_spec(tmp_path):
+    with pytest.raises(TypeError, match=r"executor must be an ExecutorSpec .* got 'pool'"):
+        run_study(load_spec("smoke"), tmp_path / "s", "pool")
     with pytest.raises(ConfigError, match="--workers must be at least 1"):
-        run_study(load_spec("smoke"), tmp_path / "s", "pool", workers=0)
+        run_study(load_spec("smoke"), tmp_path / "s", ExecutorSpec("pool", workers=0))
     assert not (tmp_path / "s").exists()  # checked before anything is written
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from distillscope.eval import evaluate as evaluate_mod
 from distillscope.eval.evaluate import evaluate
-from distillscope.models import load_model
+from distillscope.models.load import load_model
 from distillscope.study import baseline as baseline_mod
 from distillscope.study.run_study import run_study, study_status
 from distillscope.study.spec import expand

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from distillscope.store import read_status
-from distillscope.study.executors import WorkerPool
+from distillscope.study.executors import ExecutorSpec, WorkerPool
 from distillscope.study.run_study import run_study, study_status
 from distillscope.study.spec import load_spec
 
@@ -33,7 +33,7 @@ def comparable(df: pd.DataFrame) -> pd.DataFrame:
 def test_smoke_preset_sequential_and_pool_give_identical_tables(tmp_path):
     spec = load_spec("smoke")  # the shipped testbed, end to end
     seq = pd.read_parquet(run_study(spec, tmp_path / "seq"))
-    pool = pd.read_parquet(run_study(spec, tmp_path / "pool", executor="pool", workers=2))
+    pool = pd.read_parquet(run_study(spec, tmp_path / "pool", ExecutorSpec("pool", workers=2)))
     assert len(seq) == 5 and set(seq["status"]) == {"done"}  # 4 runs and the baseline
     assert list(seq["experiment"]).count("baseline") == 1
     pd.testing.assert_frame_equal(comparable(seq), comparable(pool))
@@ -47,7 +47,7 @@ def test_a_pool_started_before_planning_gives_the_same_table(tiny_study, tmp_pat
     seq = pd.read_parquet(run_study(spec, tmp_path / "seq"))
     with WorkerPool(2) as pool:
         assert len(pool.executor._processes) == 2  # spawned now, not at the first run
-        table = run_study(spec, tmp_path / "pool", executor="pool", workers=pool)
+        table = run_study(spec, tmp_path / "pool", ExecutorSpec("pool", workers=pool))
     pd.testing.assert_frame_equal(comparable(seq), comparable(pd.read_parquet(table)))
     assert (tmp_path / "pool" / "runs" / "baseline" / "eval.json").is_file()
 
@@ -61,7 +61,7 @@ def test_ray_executor_matches_sequential(tiny_study, tmp_path):
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        via_ray = pd.read_parquet(run_study(spec, tmp_path / "ray", executor="ray"))
+        via_ray = pd.read_parquet(run_study(spec, tmp_path / "ray", ExecutorSpec("ray")))
     finally:
         ray.shutdown()
     pd.testing.assert_frame_equal(comparable(seq), comparable(via_ray))

@@ -115,7 +115,8 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
     """A field added with a behaviour-preserving default does not rename or refuse old runs."""
     import hashlib
 
-    from distillscope.store import ADDED_FIELDS, config_fingerprint
+    from distillscope.store import config_fingerprint
+    from distillscope.store_versions import ADDED_FIELDS
 
     held = {
         "task.dataset": DatasetConfig(path="org/name"),
@@ -158,29 +159,33 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
     prefix = run_id("main", {}, cfg).rsplit("_", 1)[0]
     old_id = f"{prefix}_{hashlib.sha256(old_json.encode()).hexdigest()[:8]}"
     assert run_id("main", {}, cfg) == old_id
-    assert config_fingerprint(cfg.model_dump(mode="json")) == config_fingerprint(old_dump)
-    for dotted, default in ADDED_FIELDS.items():
+
+    def v1(data):  # the fingerprint a directory of schema version 1 records
+        return config_fingerprint(data, version=1)[0]
+
+    assert v1(cfg.model_dump(mode="json")) == v1(old_dump)
+    for dotted, added in ADDED_FIELDS.items():
         if dotted in sections:  # set: the run is another kind of run
             changed = cfg.model_copy(update={dotted: held[dotted]})
             assert run_id("main", {}, changed) != old_id
             data = changed.model_dump(mode="json")
-            assert config_fingerprint(data)[0] != config_fingerprint(old_dump)[0]
+            assert v1(data) != v1(old_dump)
             continue
         section, name = dotted.split(".")
         data = cfg.model_dump(mode="json")
-        value = other(default, dotted)
+        value = other(added.default, dotted)
         data[section][name] = value.model_dump() if hasattr(value, "model_dump") else value
         # set: it changes the run, so it counts (unvalidated: some are read only with other
         # settings, e.g. OPD's under kind=opd)
         part = getattr(cfg, section).model_copy(update={name: value})
         changed = cfg.model_copy(update={section: part})
         assert run_id("main", {}, changed) != old_id
-        assert config_fingerprint(data)[0] != config_fingerprint(old_dump)[0]
+        assert v1(data) != v1(old_dump)
 
 
 def test_run_ids_are_pinned_so_a_new_field_cannot_rename_earlier_runs():
     """Ids written by earlier versions (these two by 0.x of 2026-12-01): a field added without
-    its entry in store.ADDED_FIELDS changes every id, and a study on disk would re-run."""
+    its entry in store_versions.ADDED_FIELDS changes every id, and a study on disk would re-run."""
     s = StudySpec.model_validate(
         {
             "name": "golden",

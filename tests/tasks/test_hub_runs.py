@@ -14,7 +14,7 @@ from distillscope.store import read_metrics, read_status
 from distillscope.study.run_one import run_one
 from distillscope.tasks import resolve_task
 from distillscope.tasks.pools import file_split
-from distillscope.train import distill
+from distillscope.train.loop import distill
 
 datasets = pytest.importorskip("datasets")
 pytestmark = pytest.mark.slow  # two tiny runs and an evaluation: ~1 min on 2 shared cores

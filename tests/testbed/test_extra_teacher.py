@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from distillscope import testbed
 from distillscope.cli import app
-from distillscope.models import load_pair, resolve_model_path
+from distillscope.models import resolve_model_path
+from distillscope.models.load import load_pair
 from distillscope.models.size import parameter_count
 from distillscope.testbed.build import build, build_extra
 from distillscope.testbed.recipe import DEFAULT_RECIPE, EXTRA_TEACHERS

@@ -5,7 +5,8 @@ import json
 import torch
 
 from distillscope import testbed
-from distillscope.models import load_pair, resolve_model_path
+from distillscope.models import resolve_model_path
+from distillscope.models.load import load_pair
 from distillscope.safeyaml import load_yaml
 from distillscope.study.spec import PRESETS_DIR
 from distillscope.testbed.tokenizer import ALPHABET, SPECIAL_TOKENS

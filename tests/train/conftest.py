@@ -9,8 +9,9 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from distillscope.config import load_run_config
-from distillscope.rollout import Rollouts
-from distillscope.train.loop import PhaseTimer, _forward_backward
+from distillscope.rollout.rollouts import Rollouts
+from distillscope.train.loop import Learner, StepBatch, forward_backward
+from distillscope.train.run import PhaseTimer
 from distillscope.train.step import Objective, micro_batches
 from distillscope.train.teacher import TeacherScorer
 
@@ -81,8 +82,9 @@ def train_step(cfg, rollouts: Rollouts, student, teacher, vocab: int, step: int 
     objective = Objective.from_config(cfg.objective, vocab)
     batches = micro_batches(rollouts, cfg.optim.grad_accum)
     t_scores, _ = TeacherScorer(cfg, teacher, objective).scores(step, None, batches)
-    return _forward_backward(
-        cfg, objective, rollouts, batches, student, t_scores, step, PhaseTimer()
+    learner = Learner(cfg, objective, student)
+    return forward_backward(
+        learner, StepBatch(step, rollouts, batches), t_scores, PhaseTimer()
     ).metrics
 
 

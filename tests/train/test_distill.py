@@ -6,7 +6,7 @@ from distillscope.config import load_run_config
 from distillscope.metric_keys import metric_info
 from distillscope.store import read_metrics, read_status
 from distillscope.study.run_one import run_one
-from distillscope.train import distill
+from distillscope.train.loop import distill
 
 
 def tiny_cfg(tiny_pair, **over):

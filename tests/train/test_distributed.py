@@ -25,7 +25,8 @@ from distillscope.config import RunConfig, dump_run_config, load_run_config
 from distillscope.store import read_metrics
 from distillscope.train.distributed import Ranks, accelerate_command
 from distillscope.train.fsdp import is_sharded
-from distillscope.train.loop import PhaseTimer, _forward_backward
+from distillscope.train.loop import Learner, StepBatch, forward_backward
+from distillscope.train.run import PhaseTimer, check_ranks, rank_config
 from distillscope.train.step import Objective
 from distillscope.train.teacher import TeacherScorer
 
@@ -67,9 +68,8 @@ def one_update(
     objective = Objective.from_config(cfg.objective, VOCAB)
     batches = ranks.micro_batches(rollouts, cfg.optim.grad_accum)
     scores, _ = TeacherScorer(cfg, teacher, objective).scores(0, None, batches)
-    done = _forward_backward(
-        cfg, objective, rollouts, batches, student, scores, 0, PhaseTimer(), None, ranks
-    )
+    learner = Learner(cfg, objective, student, ranks)
+    done = forward_backward(learner, StepBatch(0, rollouts, batches), scores, PhaseTimer())
     ranks.sum_gradients(student)
     return done.metrics, torch.cat([whole(p.grad).flatten() for p in student.parameters()])
 
@@ -102,7 +102,8 @@ def killed_after_step_1(step: int, row: dict) -> None:
 
 def _worker(cfg_file: Path, out: Path) -> None:
     """One rank: the gradient cases, then the runs (into ``out/run`` and ``out/resumed``)."""
-    from distillscope.train import distill, distributed
+    from distillscope.train import distributed
+    from distillscope.train.loop import distill
 
     torch.set_num_threads(1)
     # buckets of 500 elements: the tiny student's gradients are summed in several buckets, its
@@ -161,7 +162,7 @@ def launch_workers(cfg: RunConfig, tmp_path: Path, script: str, fsdp: bool = Fal
 
 @pytest.mark.slow
 def test_two_processes_train_as_one(tiny_pair, tmp_path):
-    from distillscope.train import distill
+    from distillscope.train.loop import distill
 
     cfg = _tiny_cfg(tiny_pair)
     out = launch_workers(cfg, tmp_path, __file__)
@@ -196,19 +197,19 @@ def test_two_processes_train_as_one(tiny_pair, tmp_path):
 def test_the_batch_must_cover_every_rank():
     cfg = load_run_config(None, ["rollout.prompts_per_step=1"])
     with pytest.raises(ValueError, match=r"1 rows cannot be split over 2 processes"):
-        Ranks(0, 2).check(cfg)
+        check_ranks(cfg, Ranks(0, 2))
 
 
 def test_vllm_rollouts_refuse_several_processes():
     cfg = load_run_config(None, ["rollout.engine=vllm"])
     with pytest.raises(ValueError, match="rollout.engine 'vllm' runs on one process"):
-        Ranks(0, 2).check(cfg)
-    Ranks().check(cfg)  # one process: allowed
+        check_ranks(cfg, Ranks(0, 2))
+    check_ranks(cfg, Ranks())  # one process: allowed
 
 
 def test_only_rank_0_profiles_and_tracks():
     cfg = load_run_config(None, ["eval.profile_steps=[0,2]", "log.trackers=[tensorboard]"])
-    first, second = Ranks(0, 2).local_config(cfg), Ranks(1, 2).local_config(cfg)
+    first, second = rank_config(cfg, Ranks(0, 2)), rank_config(cfg, Ranks(1, 2))
     assert first.eval.profile_steps == [0, 2] and first.log.trackers == ["tensorboard"]
     assert second.eval.profile_steps == [] and second.log is None
     assert second.model == cfg.model and second.optim == cfg.optim  # on CPU: nothing else moves

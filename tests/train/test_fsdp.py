@@ -28,6 +28,7 @@ from distillscope.store import read_metrics
 from distillscope.train.distributed import Ranks, accelerate_command
 from distillscope.train.fsdp import is_sharded, shard_student
 from distillscope.train.loop import _adamw
+from distillscope.train.run import check_ranks
 
 try:
     from . import test_distributed as two
@@ -66,7 +67,7 @@ def _sharded_update(case: tuple, ranks: Ranks) -> tuple[dict, dict[str, torch.Te
 def _worker(cfg_file: Path, out: Path) -> None:
     """One rank: the gradient cases, then the runs (``out/run``, ``out/resumed``, and the
     killed run's copy ``out/partial``)."""
-    from distillscope.train import distill
+    from distillscope.train.loop import distill
 
     torch.set_num_threads(1)
     cfg = load_run_config(cfg_file)
@@ -99,7 +100,7 @@ def _worker(cfg_file: Path, out: Path) -> None:
 def test_fsdp_two_processes_train_as_one(tiny_pair, tmp_path):
     from transformers import AutoModelForCausalLM
 
-    from distillscope.train import distill
+    from distillscope.train.loop import distill
 
     cfg = two._tiny_cfg(tiny_pair)
     out = two.launch_workers(cfg, tmp_path, __file__, fsdp=True)
@@ -150,23 +151,23 @@ def test_fsdp_refuses_one_process(monkeypatch):
     ranks = Ranks.current(cfg)
     assert ranks.fsdp and ranks.world == 1
     with pytest.raises(ConfigError, match="FSDP shards the student over several processes"):
-        ranks.check(cfg)
+        check_ranks(cfg, ranks)
 
 
 def test_fsdp_refuses_a_lora_student():
     cfg = load_run_config(None, ["model.lora={r: 4}"])
     with pytest.raises(ConfigError, match="--fsdp shards a full student"):
-        Ranks(0, 2, fsdp=True).check(cfg)
-    Ranks(0, 2).check(cfg)  # without FSDP: allowed
+        check_ranks(cfg, Ranks(0, 2, fsdp=True))
+    check_ranks(cfg, Ranks(0, 2))  # without FSDP: allowed
 
 
 def test_fsdp_needs_every_rank_to_run_every_micro_batch():
     items = ["rollout.prompts_per_step=3", "rollout.rollouts_per_prompt=1", "optim.grad_accum=2"]
     cfg = load_run_config(None, items)
     with pytest.raises(ConfigError, match=r"grad_accum=2 micro-batches, and 3 rows over 2 proc"):
-        Ranks(0, 2, fsdp=True).check(cfg)
-    Ranks(0, 2).check(cfg)  # without FSDP a rank may run fewer micro-batches
-    Ranks(0, 2, fsdp=True).check(load_run_config(None, [*items[:2], "optim.grad_accum=1"]))
+        check_ranks(cfg, Ranks(0, 2, fsdp=True))
+    check_ranks(cfg, Ranks(0, 2))  # without FSDP a rank may run fewer micro-batches
+    check_ranks(load_run_config(None, [*items[:2], "optim.grad_accum=1"]), Ranks(0, 2, fsdp=True))
 
 
 def test_fsdp_needs_the_launcher():

@@ -13,6 +13,8 @@ from distillscope.store import read_eval, read_metrics, read_status
 from distillscope.study.run_one import run_one
 from distillscope.train.grpo import cosine_lr, grpo
 
+from .conftest import tensorboard_rows
+
 PARENT = "main_parent"
 
 
@@ -120,7 +122,7 @@ def test_the_config_records_the_parent_and_rlvr_settings(runs):
 def test_before_repeats_the_parents_own_harder_variant_number(runs):
     """On the testbed the RLVR task is the harder variant: "before" is the parent's number."""
     from distillscope.eval.evaluate import evaluate
-    from distillscope.models import load_model
+    from distillscope.models.load import load_model
 
     # skill-sub stands for the harder variant: the testbed student scores ~78% on it
     cfg = rlvr_cfg(**{"eval.harder_task": "skill-sub", "rlvr.steps": 1, "eval.items": 16})
@@ -130,3 +132,14 @@ def test_before_repeats_the_parents_own_harder_variant_number(runs):
     run_one(cfg, runs / "child")
     before = read_eval(runs / "child")["rlvr/eval_accuracy_before"]
     assert 0.0 < before < 1.0 and before == parent["eval/harder_accuracy"]
+
+
+def test_rlvr_logs_its_rows_to_the_trackers(runs):
+    """The run machinery is distill's (train/run.py): TensorBoard gets every metrics row."""
+    cfg = rlvr_cfg(**{"rlvr.steps": 2, "log.trackers": "[tensorboard]"})
+    grpo(cfg, runs / "a")
+    rows = read_metrics(runs / "a")
+    logged = tensorboard_rows(runs / "a" / "tensorboard")
+    assert sorted(logged) == [0, 1]
+    for row in rows:  # TensorBoard keeps fp32 scalars
+        assert logged[row["step"]]["train/loss"] == pytest.approx(row["train/loss"], rel=1e-6)

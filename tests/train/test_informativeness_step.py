@@ -4,18 +4,23 @@ temperature 1 (whatever the loss temperatures), logged with ≥ 2 rollouts per p
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import torch
 
 from distillscope.objectives.informativeness import informativeness, mean_advantage
-from distillscope.rollout import SOURCE_STUDENT, SOURCE_TEACHER
+from distillscope.rollout.policies import SOURCE_STUDENT, SOURCE_TEACHER
 from distillscope.store import read_metrics
-from distillscope.train import distill
 from distillscope.train import loop as loop_mod
 from distillscope.train.informativeness import GROUPS_KEY, INFO_KEY, informativeness_metrics
-from distillscope.train.loop import PhaseTimer, _Learner, _updates
+from distillscope.train.loop import (
+    Learner,
+    StepBatch,
+    distill,
+    forward_backward,
+    update_metrics,
+)
+from distillscope.train.run import PhaseTimer
 from distillscope.train.scoring import completion_logits
 from distillscope.train.step import Objective, micro_batches
 from distillscope.train.teacher import TeacherScorer
@@ -62,8 +67,8 @@ def test_a_step_with_no_informative_group_logs_zero_groups_and_no_i():
 
 
 def test_the_step_logs_i_from_temperature_one_log_probs(models_f64):
-    """Through the loop's ``_updates`` of an OnPD forward-KL step with loss temperatures 0.5:
-    I is the direct formula on temperature-1 log-probs of both models."""
+    """Through the loop's forward–backward and step row of an OnPD forward-KL step with loss
+    temperatures 0.5: I is the direct formula on temperature-1 log-probs of both models."""
     student, teacher = models_f64
     cfg = step_cfg(
         **{
@@ -88,9 +93,10 @@ def test_the_step_logs_i_from_temperature_one_log_probs(models_f64):
     objective = Objective.from_config(cfg.objective, VOCAB)
     batches = micro_batches(r, cfg.optim.grad_accum)
     scores, _ = TeacherScorer(cfg, teacher, objective).scores(0, None, batches)
-    opt = torch.optim.AdamW(student.parameters(), lr=0.0)
-    learner = _Learner(cfg, objective, student, opt, Path("unused"))
-    row, _ = _updates(learner, r, batches, scores, 0, PhaseTimer(), rewards)
+    done = forward_backward(
+        Learner(cfg, objective, student), StepBatch(0, r, batches), scores, PhaseTimer()
+    )
+    row = update_metrics(cfg, [done], r, rewards)
     assert row[GROUPS_KEY] == direct[1] == 3
     assert row[INFO_KEY] == pytest.approx(direct[0], abs=1e-5)
 

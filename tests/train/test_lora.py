@@ -13,11 +13,11 @@ from tests.train.test_distill import strip_timings, tiny_cfg
 from transformers import AutoModelForCausalLM
 
 from distillscope.config import LORA_MISSING, ConfigError, load_run_config
-from distillscope.models import load_model
+from distillscope.models.load import load_model
 from distillscope.store import checkpoint_dir, read_metrics
 from distillscope.study.run_one import evaluate_run
-from distillscope.train import distill
 from distillscope.train.checks import preflight
+from distillscope.train.loop import distill
 from distillscope.train.lora import LoraSetupError, attach_lora, merged_student, plain_weights
 
 pytest.importorskip("peft")

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from pathlib import Path
 
 import pytest
 import torch
 
 from distillscope.store import read_metrics
-from distillscope.train import distill
-from distillscope.train.loop import PhaseTimer, _Learner, _updates
+from distillscope.train.loop import Learner, StepBatch, distill, forward_backward, update_metrics
+from distillscope.train.run import PhaseTimer, max_norm
 from distillscope.train.scoring import completion_logits
-from distillscope.train.step import Objective, micro_batches
+from distillscope.train.step import FixedAdvantage, Objective, micro_batches
 from distillscope.train.teacher import TeacherScorer
 
 from .conftest import random_rollouts, step_cfg, train_step
@@ -42,13 +41,23 @@ def _own_rollouts(student, batch: int = 6, seed: int = 5):
 
 
 def _run_updates(cfg, rollouts, student, teacher):
-    """One loop step's updates on ``rollouts`` with a fresh AdamW; its row and norms."""
+    """One step's updates on ``rollouts`` with a fresh AdamW, as ``distill``'s steps 4–7 take
+    them on one process (its own loop is pinned end to end by test_golden_quick.py and the
+    resume test below): the step's row and each update's pre-clip norm."""
     objective = Objective.from_config(cfg.objective, VOCAB)
     optimizer = torch.optim.AdamW(student.parameters(), lr=cfg.optim.lr)
-    batches = micro_batches(rollouts, cfg.optim.grad_accum)
-    t_scores, _ = TeacherScorer(cfg, teacher, objective).scores(0, None, batches)
-    learner = _Learner(cfg, objective, student, optimizer, Path("unused"))
-    return _updates(learner, rollouts, batches, t_scores, 0, PhaseTimer())
+    batch = StepBatch(0, rollouts, micro_batches(rollouts, cfg.optim.grad_accum))
+    t_scores, _ = TeacherScorer(cfg, teacher, objective).scores(0, None, batch.micro)
+    learner = Learner(cfg, objective, student)
+    passes, norms = [], []
+    for update in range(objective.opd.updates_per_batch):
+        advantage = FixedAdvantage.from_diagnostics(passes[0].logprobs_B_T) if update else None
+        passes.append(forward_backward(learner, batch, t_scores, PhaseTimer(), advantage))
+        clip = max_norm(cfg.optim.grad_clip)
+        norms.append(float(torch.nn.utils.clip_grad_norm_(student.parameters(), clip)))
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return update_metrics(cfg, passes, rollouts), norms
 
 
 def _opd(**over):

@@ -16,7 +16,7 @@ import pytest
 from distillscope.config import load_run_config
 from distillscope.objectives import OBJECTIVES
 from distillscope.store import read_metrics
-from distillscope.train import distill
+from distillscope.train.loop import distill
 
 pytestmark = pytest.mark.slow  # 74 two-step runs: ~25 s of CPU on one thread
 

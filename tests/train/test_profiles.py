@@ -13,7 +13,7 @@ from distillscope.config import ConfigError, load_run_config
 from distillscope.objectives import ChunkSpec
 from distillscope.objectives.positions import bin_edges, binned_means
 from distillscope.store import PROFILES_FILE, read_metrics, read_profiles
-from distillscope.train import distill
+from distillscope.train.loop import distill
 from distillscope.train.profiles import profile_tokens
 from distillscope.train.scoring import HiddenScores, LogitScores
 

@@ -23,13 +23,13 @@ from tests.train.conftest import random_rollouts, step_cfg, train_step
 from tests.train.test_distill import strip_timings
 
 from distillscope.config import ConfigError, load_run_config
-from distillscope.models import load_model
+from distillscope.models.load import load_model
 from distillscope.models.paths import resolve_model_path
 from distillscope.models.serve import make_server
 from distillscope.models.served import ServerError, TeacherClient
 from distillscope.store import read_metrics, read_status
 from distillscope.study.run_one import run_one
-from distillscope.train import distill
+from distillscope.train.loop import distill
 from distillscope.train.served import ServedTeacher
 
 V = 54  # the testbed vocabulary

@@ -24,7 +24,7 @@ from tests.rollout.test_vllm_engine import needs_vllm
 from tests.train.conftest import random_rollouts
 from tests.train.test_served_teacher import V, _free_port, assert_two_step_runs_match
 
-from distillscope.models import load_model
+from distillscope.models.load import load_model
 from distillscope.models.paths import resolve_model_path
 from distillscope.models.served import TeacherClient, _parse
 from distillscope.train.scoring import LogitScores, completion_logits

@@ -3,9 +3,9 @@
 import pytest
 from tests.train.test_distill import strip_timings, tiny_cfg
 
-from distillscope.rollout import TEACHER_LOGITS_MAX_VOCAB, key_digest
+from distillscope.rollout.cache import TEACHER_LOGITS_MAX_VOCAB, key_digest
 from distillscope.store import read_metrics
-from distillscope.train import distill
+from distillscope.train.loop import distill
 from distillscope.train.step import Objective
 from distillscope.train.teacher import _rollout_key, _score_form, _score_key
 

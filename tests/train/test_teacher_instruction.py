@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from tests.train.test_distill import tiny_cfg
 
-from distillscope.rollout import key_digest
-from distillscope.train import distill
+from distillscope.rollout.cache import key_digest
+from distillscope.train.loop import distill
 from distillscope.train.teacher import TeacherScorer, _rollout_key
 
 SPANISH = "Reason in Spanish."

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from distillscope.config.base import ConfigError
 from distillscope.config.run import RunConfig
 from distillscope.safeyaml import YamlError, clip, load_yaml, load_yaml_file, quote
+from distillscope.store_versions import EVALUATION_KEY_ADDED, without_added
 
 
 def _format_error(err: ValidationError, source: str) -> str:
@@ -220,13 +221,7 @@ def evaluation_key(cfg: RunConfig) -> str:
     model = {k: v for k, v in d["model"].items() if not k.startswith("teacher")}
     teacher_only = ("teacher_style_flag", "teacher_instruction")
     task = {k: v for k, v in d["task"].items() if k not in teacher_only}
-    for added in ("dataset", "fields"):  # added later, null by default: earlier keys stay valid
-        if task[added] is None:
-            del task[added]
     evaluation = {k: v for k, v in d["eval"].items() if not k.startswith("profile_")}
-    if evaluation["style_language"] is None:  # added later: earlier keys stay valid
-        del evaluation["style_language"]
-    if evaluation["forgetting"] is None:  # added later: earlier keys stay valid
-        del evaluation["forgetting"]
     key = {"model": model, "task": task, "eval": evaluation, "seed": d["seed"]}
-    return json.dumps(key, sort_keys=True)
+    # entries added later are left out at their default: earlier keys stay valid
+    return json.dumps(without_added(key, EVALUATION_KEY_ADDED), sort_keys=True)

@@ -1,5 +1,6 @@
-"""``rollout``: who writes the trajectories (the policies of :mod:`distillscope.policy_registry`),
-at which temperatures, and which engine decodes them."""
+"""``rollout``: who writes the trajectories (the policies of
+:mod:`distillscope.rollout.policy_registry`), at which temperatures, and which engine decodes
+them."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from distillscope.config.base import Float, Int, _Section
-from distillscope.policy_registry import POLICY_NAMES, ROLLOUT_POLICIES, SPECTRUM_TEMPERATURES
+from distillscope.rollout.policy_registry import (
+    POLICY_NAMES,
+    ROLLOUT_POLICIES,
+    SPECTRUM_TEMPERATURES,
+)
 
 
 class RolloutConfig(_Section):
-    # The registry's names (distillscope.policy_registry): a Literal built from them keeps
+    # The registry's names (distillscope.rollout.policy_registry): a Literal built from them keeps
     # pydantic's one-line error and the `distillscope config` listing of the allowed values.
     policy: Literal[POLICY_NAMES] = Field(
         "student",

@@ -24,7 +24,8 @@ from pathlib import Path
 import torch
 
 from distillscope.config import RunConfig, load_run_config, served_url
-from distillscope.models import ModelPair, load_pair, pair_options, resolve_model_path
+from distillscope.models import resolve_model_path
+from distillscope.models.load import ModelPair, load_pair, pair_options
 from distillscope.objectives.divergences import tempered_log_softmax
 from distillscope.objectives.estimator_bias import (
     TARGETS,
@@ -36,18 +37,11 @@ from distillscope.objectives.estimator_bias import (
     overall_summary,
 )
 from distillscope.objectives.positions import bin_edges
-from distillscope.policy_registry import ROLLOUT_POLICIES
-from distillscope.rollout import (
-    PromptBatch,
-    PromptEncoder,
-    Rollouts,
-    SamplingSpec,
-    SpectrumPolicy,
-    model_generator,
-    sample_rollouts,
-    select_problems,
-)
-from distillscope.rollout.prompts import Stream
+from distillscope.rollout.policies import SpectrumPolicy
+from distillscope.rollout.policy_registry import ROLLOUT_POLICIES
+from distillscope.rollout.prompts import PromptEncoder, Stream, model_generator, select_problems
+from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 from distillscope.store import CONFIG_FILE, atomic_write_text
 from distillscope.tasks import resolve_task, training_problems
 
@@ -163,14 +157,7 @@ def draw_rollouts(
     task = resolve_task(cfg.task)
     pool = training_problems(task, cfg.task.eval_fraction)
     problems = select_problems(pool, min(spec.prompts, len(pool)), cfg.seed, 0)
-    encoder = PromptEncoder(
-        task,
-        pair.tokenizer,
-        cfg.task.prompt_format,
-        cfg.task.teacher_style_flag,
-        teacher_tokenizer=pair.teacher_tokenizer,
-        teacher_instruction=cfg.task.teacher_instruction,
-    )
+    encoder = PromptEncoder.of_run(task, cfg.task, pair)
     device = cfg.model.device
     ids, mask = (t.to(device) for t in encoder.encode(problems, "student"))
     prompts = PromptBatch(ids, mask)

@@ -31,10 +31,11 @@ from distillscope.eval.forgetting import STUDENT_DIR, harness_forgetting
 from distillscope.eval.generate import Samples, sample_and_score
 from distillscope.eval.measures import pass_at_k_curve, update_sparsity
 from distillscope.eval.samples_file import SampleLog
-from distillscope.models import load_model, load_options, load_weights, resolve_model_path
+from distillscope.models import resolve_model_path
+from distillscope.models.load import load_model, load_options, load_weights
 from distillscope.models.size import parameter_count
-from distillscope.rollout import RolloutCache, model_generator
-from distillscope.rollout.prompts import Stream
+from distillscope.rollout.cache import RolloutCache
+from distillscope.rollout.prompts import Stream, model_generator
 from distillscope.store import checkpoint_dir, write_eval
 from distillscope.tasks import (
     Task,

@@ -46,7 +46,7 @@ import torch
 from distillscope.config import HARNESS_MISSING, ForgettingConfig, RunConfig, evaluation_key
 from distillscope.eval import forgetting_data
 from distillscope.models import resolve_model_path
-from distillscope.rollout import RolloutCache
+from distillscope.rollout.cache import RolloutCache
 
 #: Metrics lm-eval reports in percent, and what divides them into [0, 1] scores.
 PERCENT_METRICS = {"eqbench": 100.0}

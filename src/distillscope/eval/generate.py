@@ -7,14 +7,11 @@ from dataclasses import dataclass
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from distillscope.models import stop_token_ids
-from distillscope.rollout import (
-    PromptBatch,
-    PromptEncoder,
-    SamplingSpec,
-    StudentPolicy,
-    sample_rollouts,
-)
+from distillscope.models.vocab import stop_token_ids
+from distillscope.rollout.policies import StudentPolicy
+from distillscope.rollout.prompts import PromptEncoder
+from distillscope.rollout.rollouts import PromptBatch, SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 from distillscope.tasks import Problem, Task
 
 

@@ -34,7 +34,7 @@ from distillscope.eval.analysis import (
     load_models,
     loss_temperatures,
 )
-from distillscope.models import ModelPair
+from distillscope.models.load import ModelPair
 from distillscope.objectives.divergences import (
     forward_kl_tokens,
     reverse_kl_tokens,
@@ -54,7 +54,9 @@ from distillscope.objectives.gradient_bounds import (
     total_variation,
 )
 from distillscope.objectives.positions import bin_edges, binned_means
-from distillscope.rollout import Rollouts, behavior_logprobs, spectrum_scores
+from distillscope.rollout.policies import behavior_logprobs
+from distillscope.rollout.rollouts import Rollouts
+from distillscope.rollout.spectrum import spectrum_scores
 
 #: the per-position quantities, named as the fields of PositionGradients
 _QUANTITIES = ("forward_norm", "reverse_norm", "spread", "forward_kl", "reverse_kl")

@@ -13,7 +13,7 @@ from pathlib import Path
 from transformers import PreTrainedTokenizerBase
 
 from distillscope.eval.generate import Samples
-from distillscope.rollout import PromptEncoder
+from distillscope.rollout.prompts import PromptEncoder
 from distillscope.store import atomic_write_text
 from distillscope.tasks import Problem, Task
 

@@ -9,7 +9,8 @@ Hugging Face call passes ``local_files_only=True`` and importing this module set
 ``HF_HUB_OFFLINE=1`` (unless the environment already says otherwise), so a missing local path is
 an error naming it, never a request to a model hub.
 
-    from distillscope.models import load_pair, slice_logits
+    from distillscope.models.load import load_pair
+    from distillscope.models.vocab import slice_logits
     pair = load_pair("ckpt/Qwen2.5-7B-Instruct", "ckpt/Qwen2.5-1.5B-Instruct", dtype="bfloat16")
     logits_B_T_V = slice_logits(pair.student(tokens_B_T).logits, pair.vocab_size)
 """

@@ -1,10 +1,17 @@
 """Where a config's model name points (the shipped testbed or a local directory), and whether
-that directory holds what loading needs — checked without torch, before any model loads."""
+that directory holds what loading needs — checked without torch, before any model loads.
+
+Importing it (as importing :mod:`distillscope.models` does) sets ``HF_HUB_OFFLINE`` and
+``TRANSFORMERS_OFFLINE`` unless the environment says otherwise: nothing is ever downloaded."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers imports huggingface_hub
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 #: The shipped testbed's model directories (``testbed/weights/<role>``: package data, found by
 #: path so that loading a model never imports the testbed builder).
@@ -18,6 +25,16 @@ def testbed_path(role: str) -> Path:
         shipped = ", ".join(f"testbed:{r}" for r in TESTBED_ROLES)
         raise ValueError(f"testbed:{role} is not a shipped testbed model; shipped: {shipped}")
     return TESTBED_WEIGHTS_DIR / role
+
+
+def testbed_info(root: Path = TESTBED_WEIGHTS_DIR) -> dict:
+    """The build record (sizes, recipe, build time, measured accuracies) of a testbed directory."""
+    path = root / "testbed.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} is missing: build the testbed with `distillscope testbed build`"
+        )
+    return json.loads(path.read_text())
 
 
 def resolve_model_path(spec: str) -> Path:

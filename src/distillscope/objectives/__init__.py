@@ -5,7 +5,7 @@ dict of plain floats with namespaced keys (documented in each module's docstring
 sees a model, a config or a file.
 
 - :mod:`.divergences` — full-vocabulary forward/reverse KL, generalised JSD, KL mixture on
-  logits, and the one tempered log-softmax (:func:`tempered_log_softmax`);
+  logits, and the one tempered log-softmax (:func:`~.divergences.tempered_log_softmax`);
 - :mod:`.fused` — the same from hidden states + LM-head weights: closed-form gradients, chunks
   sized by a memory budget;
 - :mod:`.fused_tokens` — per-token log-probs and draws from hidden states, chunk by chunk;
@@ -15,67 +15,35 @@ sees a model, a config or a file.
 - :mod:`.options` — the typed options and chunk settings (torch-free);
 - :mod:`.registry` — the objective kinds a config can name, with what each needs (torch-free).
 
-The names below load from their modules on first use (:mod:`distillscope.lazy`), so that
-reading the registry, as every config validation does, does not import torch.
+Like every package of distillscope, this one re-exports only its torch-free names (the registry
+and the options, which every config validation reads); a loss is imported from its module,
+``from distillscope.objectives.divergences import reverse_kl``.
 """
 
-from typing import TYPE_CHECKING
+from distillscope.objectives.options import (
+    DEFAULT_MEMORY_BUDGET_MB,
+    REDUCTIONS,
+    REGULATIONS,
+    ChunkSpec,
+    DivergenceOptions,
+    OPDOptions,
+    Reduction,
+    Regulation,
+    chunk_rows,
+)
+from distillscope.objectives.registry import FUSED_MIN_VOCAB, OBJECTIVES, ObjectiveKind
 
-from distillscope.lazy import lazy_exports
-
-if TYPE_CHECKING:
-    # The public names, one list: editors read these imports, lazy_exports parses them.
-    from distillscope.objectives.divergences import (  # noqa: F401
-        DIVERGENCES,
-        Divergence,
-        divergence_loss,
-        forward_kl,
-        generalized_jsd,
-        kl_mixture,
-        reduce_tokens,
-        reverse_kl,
-        shared_vocab,
-        tempered_log_softmax,
-        token_divergence,
-        token_weights,
-    )
-    from distillscope.objectives.estimators import (  # noqa: F401
-        draw_uniforms,
-        kl_metrics_by_writer,
-        kl_sample_metrics,
-        rollout_token_forward_kl,
-        rollout_token_reverse_kl,
-        sampled_forward_kl,
-        sampled_reverse_kl,
-        sampled_token_loss,
-    )
-    from distillscope.objectives.fused import fused_divergence  # noqa: F401
-    from distillscope.objectives.fused_tokens import (  # noqa: F401
-        draw_from_hidden,
-        inverse_cdf_draw,
-        token_logprobs_at_temperatures,
-        token_logprobs_from_hidden,
-    )
-    from distillscope.objectives.opd import (  # noqa: F401
-        opd_from_logprobs,
-        opd_policy_gradient,
-        regulate_advantage,
-    )
-    from distillscope.objectives.options import (  # noqa: F401
-        DEFAULT_MEMORY_BUDGET_MB,
-        REDUCTIONS,
-        REGULATIONS,
-        ChunkSpec,
-        DivergenceOptions,
-        OPDOptions,
-        Reduction,
-        Regulation,
-        chunk_rows,
-    )
-    from distillscope.objectives.registry import (  # noqa: F401
-        FUSED_MIN_VOCAB,
-        OBJECTIVES,
-        ObjectiveKind,
-    )
-
-__getattr__, __dir__, __all__ = lazy_exports(__name__, __file__)
+__all__ = [
+    "DEFAULT_MEMORY_BUDGET_MB",
+    "FUSED_MIN_VOCAB",
+    "OBJECTIVES",
+    "REDUCTIONS",
+    "REGULATIONS",
+    "ChunkSpec",
+    "DivergenceOptions",
+    "OPDOptions",
+    "ObjectiveKind",
+    "Reduction",
+    "Regulation",
+    "chunk_rows",
+]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 import torch
 from transformers import PreTrainedTokenizerBase
@@ -99,6 +100,19 @@ class PromptEncoder:
     teacher_style_flag: bool = False
     teacher_tokenizer: PreTrainedTokenizerBase | None = None
     teacher_instruction: str | None = None
+
+    @classmethod
+    def of_run(cls, task: Task, task_config: Any, pair: Any) -> PromptEncoder:
+        """The encoder a run's ``task`` section (a ``TaskConfig``: prompt format, style flag,
+        teacher instruction) asks for, over the tokenizers of its model pair (a ``ModelPair``)."""
+        return cls(
+            task,
+            pair.tokenizer,
+            task_config.prompt_format,
+            task_config.teacher_style_flag,
+            teacher_tokenizer=pair.teacher_tokenizer,
+            teacher_instruction=task_config.teacher_instruction,
+        )
 
     def __post_init__(self) -> None:
         if self.teacher_instruction and self.prompt_format != "chat":

@@ -28,7 +28,6 @@ from distillscope.config import ConfigError, load_run_config
 from distillscope.eval.preflight import preflight_evaluation
 from distillscope.eval.samples_file import SAMPLES_FILE
 from distillscope.store import CONFIG_FILE, EVAL_FILE, read_status, write_status
-from distillscope.study.run_one import evaluate_run
 
 HISTORY_FILE = "evals.jsonl"
 _KEPT = re.compile(r"eval-(\d+)\.json")
@@ -53,6 +52,8 @@ def reevaluate(
     """Evaluate ``run_dir``'s checkpoint under ``overrides`` (module doc); returns the metrics."""
     trained, cfg = evaluation_config(run_dir, overrides)
     preflight_evaluation(cfg)  # held-out rows, harness data: before the model loads
+    from distillscope.study.run_one import evaluate_run  # torch: once the inputs are checked
+
     was = read_status(run_dir)["status"]
     replaced = keep_previous(run_dir)
     try:

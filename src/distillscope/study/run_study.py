@@ -30,12 +30,12 @@ from distillscope.safeyaml import quote
 from distillscope.store import (
     atomic_write_text,
     clear_run,
-    config_fingerprint,
-    read_fingerprint,
+    holds_other_config,
     read_status,
+    run_dir,
 )
 from distillscope.study.baseline import plan_baselines, run_baseline
-from distillscope.study.executors import ExecutorSpec, Job, WorkerPool, run_jobs
+from distillscope.study.executors import ExecutorSpec, Job, run_jobs
 from distillscope.study.lock import StudyLock
 from distillscope.study.preflight import preflight_runs
 from distillscope.study.spec import PlannedRun, StudySpec, expand, load_spec
@@ -73,17 +73,15 @@ def prepare(spec: StudySpec, out: Path, overwrite: bool = False) -> list[Planned
 def _clear_changed_baselines(out: Path, runs: list[PlannedRun]) -> None:
     """Delete each planned baseline's directory that holds another config's evaluation."""
     for b in plan_baselines(runs):
-        recorded = read_fingerprint(out / "runs" / b.run_id).get("fingerprint")
-        if recorded not in (None, config_fingerprint(b.config.model_dump(mode="json"))[0]):
-            clear_run(out / "runs" / b.run_id)
+        if holds_other_config(run_dir(out, b.run_id), b.config.model_dump(mode="json")):
+            clear_run(run_dir(out, b.run_id))
 
 
 def run_study(
     spec: StudySpec,
     out: Path,
-    executor: ExecutorSpec | str = "sequential",
+    executor: ExecutorSpec | None = None,
     *,
-    workers: int | WorkerPool | None = None,
     on_run_done: Callable[[str, str], None] | None = None,
     on_step: Callable[[str, int, dict], None] | None = None,
     only: Sequence[str] | None = None,
@@ -97,20 +95,22 @@ def run_study(
     as they are (pending, or finished by an earlier call), and the study directory holds the
     whole study, so later calls with other names, or none, complete it (:func:`select`).
 
-    ``executor``: what executes the runs (:class:`~distillscope.study.executors.ExecutorSpec`:
-    kind, workers or a started pool, Ray address, resources per run), or only its kind, with
-    ``workers`` for a pool's size or started
-    :class:`~distillscope.study.executors.WorkerPool` (the ``study`` command starts one before
-    it plans, so worker start-up overlaps planning). ``on_run_done(run_id, status)`` is called
+    ``executor``: what executes the runs, one :class:`~distillscope.study.executors.ExecutorSpec`
+    (kind, a pool's size or its started :class:`~distillscope.study.executors.WorkerPool` — the
+    ``study`` command starts one before it plans, so worker start-up overlaps planning — Ray
+    address, resources per run); None runs them one after another in this process.
+    ``on_run_done(run_id, status)`` is called
     as each run finishes, ``on_step(run_id, step, row)`` after each step of the sequential
     executor. The study directory is locked for the duration
     (:class:`~distillscope.study.lock.StudyLock`): a second study on it fails at once naming
     the holder.
     """
-    if isinstance(executor, str):  # the kind alone: a convenience for scripts and tests
-        executor = ExecutorSpec(executor) if workers is None else ExecutorSpec(executor, workers)
-    elif workers is not None:
-        raise TypeError("run_study: give workers inside the ExecutorSpec, not beside it")
+    executor = ExecutorSpec() if executor is None else executor
+    if not isinstance(executor, ExecutorSpec):
+        raise TypeError(
+            f"run_study: executor must be an ExecutorSpec (e.g. ExecutorSpec('pool', workers=2)), "
+            f"got {executor!r}"
+        )
     # A missing model or a bad task file stops the study before it writes anything.
     chosen = select(spec, expand(spec), only)
     preflight_runs([r.config for r in _unfinished(chosen, out)])
@@ -140,7 +140,7 @@ def select(spec: StudySpec, runs: list[PlannedRun], only: Sequence[str] | None) 
 
 def _job(out: Path, run_id: str, config: RunConfig) -> Job:
     """What an executor needs of one run or baseline: plain data that pickles cheaply."""
-    return run_id, config.model_dump(mode="json"), str(out / "runs" / run_id)
+    return run_id, config.model_dump(mode="json"), str(run_dir(out, run_id))
 
 
 def _run_locked(
@@ -163,8 +163,8 @@ def _run_locked(
         if evaluation_key(b.config) not in needed:
             continue
         if executor.kind != "pool":
-            run_baseline(b, out / "runs" / b.run_id, Path(cache))
-        elif read_status(out / "runs" / b.run_id)["status"] != "done":
+            run_baseline(b, run_dir(out, b.run_id), Path(cache))
+        elif read_status(run_dir(out, b.run_id))["status"] != "done":
             baseline_jobs.append(_job(out, b.run_id, b.config))
     write_table(out, runs, baselines)
     baseline_ids = {b.run_id for b in baselines}
@@ -203,11 +203,11 @@ def _stage(run: PlannedRun) -> str:
 
 def _ready(run: PlannedRun, out: Path) -> bool:
     """A distillation run is always ready; an RLVR run once its parent is ``done``."""
-    return run.parent is None or read_status(out / "runs" / run.parent)["status"] == "done"
+    return run.parent is None or read_status(run_dir(out, run.parent))["status"] == "done"
 
 
 def _unfinished(runs: list[PlannedRun], out: Path) -> list[PlannedRun]:
-    return [r for r in runs if read_status(out / "runs" / r.run_id)["status"] not in FINISHED]
+    return [r for r in runs if read_status(run_dir(out, r.run_id))["status"] not in FINISHED]
 
 
 def study_status(out: Path) -> dict[str, list[str]]:
@@ -219,7 +219,7 @@ def study_status(out: Path) -> dict[str, list[str]]:
     by: dict[str, list[str]] = {}
     runs = expand(spec)
     for rid in [r.run_id for r in runs] + [b.run_id for b in plan_baselines(runs)]:
-        status = read_status(out / "runs" / rid)
+        status = read_status(run_dir(out, rid))
         by.setdefault(status["status"], []).append(rid)
         if status.get("corrupt"):  # counted as pending too; listed so that the user sees it
             by.setdefault(UNREADABLE, []).append(rid)

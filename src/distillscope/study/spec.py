@@ -49,7 +49,7 @@ from distillscope.config import (
 )
 from distillscope.labels import label_column
 from distillscope.safeyaml import YamlError, clip, load_yaml_file, quote
-from distillscope.store import added_at_default
+from distillscope.store_versions import added_at_default
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
 
@@ -340,7 +340,7 @@ def run_id(experiment: str, axes: dict[str, Any], cfg: RunConfig) -> str:
     text = "_".join(parts)
     text = re.sub(r"[^A-Za-z0-9_.+-]", "-", text)[:120]
     exclude: dict[str, Any] = {}
-    for dotted in added_at_default(cfg.model_dump(mode="json")):  # earlier ids stay valid
+    for dotted in added_at_default(cfg.model_dump(mode="json")):  # an id never changes
         if "." not in dotted:  # a whole section added later, absent (null) by default
             exclude[dotted] = True
             continue

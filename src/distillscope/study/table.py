@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from distillscope.store import read_eval, read_metrics, read_status
+from distillscope.store import read_eval, read_metrics, read_status, run_dir
 from distillscope.study.baseline import PlannedBaseline, baseline_row
 from distillscope.study.spec import RECORDED, PlannedRun
 
@@ -144,8 +144,8 @@ def write_table(
     study_dir: Path, runs: list[PlannedRun], baselines: list[PlannedBaseline] = ()
 ) -> pd.DataFrame:
     """Rebuild ``results.parquet`` from the run directories, atomically: runs, then baselines."""
-    rows = [run_row(r, study_dir / "runs" / r.run_id) for r in runs]
-    rows += [baseline_row(b, study_dir / "runs" / b.run_id) for b in baselines]
+    rows = [run_row(r, run_dir(study_dir, r.run_id)) for r in runs]
+    rows += [baseline_row(b, run_dir(study_dir, b.run_id)) for b in baselines]
     df = pd.DataFrame(rows)
     fd, tmp = tempfile.mkstemp(dir=study_dir, prefix=".results.", suffix=".parquet")
     os.close(fd)

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from distillscope.models import load_weights
+from distillscope.models.load import load_weights
 from distillscope.store import CHECKPOINT_META, StoreError, checkpoint_dir, read_json_strict
 from distillscope.train import fsdp
 from distillscope.train.lora import trainable_parameters
@@ -32,12 +32,25 @@ def save_checkpoint(
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
     fingerprint: str = "",
-) -> None:
-    """Student weights (safetensors) and optimizer state, swapped in atomically as one directory.
+    write: bool = True,
+) -> dict[str, torch.Tensor] | None:
+    """Student weights (safetensors) and optimizer state, swapped in atomically as one directory,
+    written where ``write`` (rank 0 of several processes).
 
-    ``meta.json`` records the step and the fingerprint of the config that trained them.
+    ``meta.json`` records the step and the fingerprint of the config that trained them. An
+    FSDP-sharded ``model`` is a collective: every rank calls this, the shards are gathered into
+    one process's state dicts (:func:`.fsdp.full_state`) and the writer gets the full model
+    state dict back (in CPU memory; the other ranks an empty one). Unsharded: None.
     """
-    write_checkpoint(run_dir, step, model.state_dict(), optimizer.state_dict(), fingerprint)
+    if not any(fsdp.is_sharded(p) for p in model.parameters()):
+        if write:
+            write_checkpoint(run_dir, step, model.state_dict(), optimizer.state_dict(), fingerprint)
+        return None
+    params = trainable_parameters(model)
+    model_sd, optimizer_sd = fsdp.full_state(model, optimizer, params, keep=write)
+    if write:
+        write_checkpoint(run_dir, step, model_sd, optimizer_sd, fingerprint)
+    return model_sd
 
 
 def write_checkpoint(

@@ -28,6 +28,10 @@ every method is the identity and the loop is unchanged bit for bit.
 A student too large for one process is sharded with FSDP (``--fsdp``, accelerate's
 ``--use_fsdp``; :mod:`.fsdp`): its decoder layers' parameters, gradients and AdamW moments are
 split over the ranks, the rest stays replicated and all-reduced as above.
+
+What a run on several processes needs once — the configs its ranks refuse, each rank's own
+config, rank 0's claim of the run directory — is :class:`.run.Run`'s; a loop's step sees only
+the collectives below.
 """
 
 from __future__ import annotations
@@ -39,15 +43,13 @@ import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeVar
 
 import torch
 
 from distillscope.config import ConfigError, RunConfig
-from distillscope.rollout import Rollouts
+from distillscope.rollout.rollouts import Rollouts
 from distillscope.train import fsdp
-from distillscope.train.checkpoint import save_checkpoint, write_checkpoint
 from distillscope.train.lora import trainable_parameters
 from distillscope.train.step import MicroBatch, micro_batches
 
@@ -76,7 +78,7 @@ class Ranks:
         world = int(os.environ.get("WORLD_SIZE", "1"))
         sharded = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
         if world <= 1:
-            return cls(fsdp=sharded)  # refused by check()
+            return cls(fsdp=sharded)  # refused by run.check_ranks
         _require_accelerate()
         from accelerate import PartialState
 
@@ -88,57 +90,6 @@ class Ranks:
     def writes(self) -> bool:
         """Whether this process writes the run directory (rank 0 only)."""
         return self.rank == 0
-
-    def local_config(self, cfg: RunConfig) -> RunConfig:
-        """``cfg`` as this rank runs it: on its own device, and profiling and trackers only on
-        rank 0 (both write, nothing is reduced). The run directory keeps ``cfg`` itself."""
-        if self.world == 1:
-            return cfg
-        model = cfg.model
-        if self.device is not None:
-            same = model.teacher_device in (None, model.device)
-            teacher = self.device if same else model.teacher_device
-            model = model.model_copy(update={"device": self.device, "teacher_device": teacher})
-        steps = cfg.eval.profile_steps if self.writes else []
-        evals = cfg.eval.model_copy(update={"profile_steps": steps})
-        trackers = cfg.log if self.writes else None  # TensorBoard/W&B write into the run
-        return cfg.model_copy(update={"model": model, "eval": evals, "log": trackers})
-
-    def check(self, cfg: RunConfig) -> None:
-        """Refuse, on several processes, a rollout batch with fewer rows than processes (a rank
-        would hold none) and vLLM rollouts (rank 0 samples with the built-in sampler); and FSDP
-        on one process, of a LoRA student, or with ranks of unequal micro-batch counts."""
-        if self.fsdp:
-            self._check_fsdp(cfg)
-        if self.world > 1 and cfg.rollout.engine != "builtin":
-            raise ConfigError(
-                f"rollout.engine {cfg.rollout.engine!r} runs on one process; use builtin "
-                "with a launcher"
-            )
-        rows = cfg.rollout.prompts_per_step * cfg.rollout.rollouts_per_prompt
-        if rows < self.world:
-            raise ConfigError(
-                f"rollout.prompts_per_step × rollouts_per_prompt = {rows} rows cannot be split "
-                f"over {self.world} processes; raise rollout.prompts_per_step"
-            )
-
-    def _check_fsdp(self, cfg: RunConfig) -> None:
-        """FSDP's collectives run per layer and micro-batch: every rank must run the same
-        micro-batches, so each needs ``optim.grad_accum`` rows at least."""
-        if self.world == 1:
-            raise ConfigError(
-                "FSDP shards the student over several processes; launch with --launcher "
-                "accelerate --num-processes 2 or more"
-            )
-        if cfg.model.lora is not None:
-            raise ConfigError("--fsdp shards a full student; a model.lora run trains without it")
-        rows = cfg.rollout.prompts_per_step * cfg.rollout.rollouts_per_prompt
-        if rows // self.world < cfg.optim.grad_accum:
-            raise ConfigError(
-                f"with --fsdp every process runs optim.grad_accum={cfg.optim.grad_accum} "
-                f"micro-batches, and {rows} rows over {self.world} processes leave one "
-                f"{rows // self.world}; lower optim.grad_accum or raise rollout.prompts_per_step"
-            )
 
     def of_rank0(self, make: Callable[[], T]) -> T:
         """``make()`` run on rank 0 only and its (small, tensor-free) value sent to every rank;
@@ -155,16 +106,16 @@ class Ranks:
         return _raised(_broadcast(payload, self.device))
 
     def rollouts_of_rank0(
-        self, make: Callable[[], tuple[Rollouts, float]]
+        self, fetch: Callable[..., tuple[Rollouts, float]], *args: object
     ) -> tuple[Rollouts, float]:
-        """The step's rollouts (and the seconds a cache saved), sampled on rank 0 only and sent
-        to every rank through the CPU (so every rank holds the same bits whatever its device);
-        a sampling error is raised on every rank. One process: ``make()``."""
+        """``fetch(*args)``: the step's rollouts and the seconds a cache saved, made on rank 0
+        only and sent to every rank through the CPU (so every rank holds the same bits whatever
+        its device); an error it raises is raised on every rank. One process: ``fetch(*args)``."""
         if self.world == 1:
-            return make()
+            return fetch(*args)
 
         def on_cpu() -> tuple[Rollouts, float]:
-            rollouts, saved_s = make()
+            rollouts, saved_s = fetch(*args)
             return rollouts.to("cpu"), saved_s
 
         return self.of_rank0(on_cpu)
@@ -219,28 +170,6 @@ class Ranks:
         """Under FSDP (and ``when``): ``model``'s full parameters gathered on every rank for the
         block (:func:`.fsdp.full_weights`; every rank enters it). Else nothing happens."""
         return fsdp.full_weights(model) if self.fsdp and when else contextlib.nullcontext()
-
-    def save_checkpoint(
-        self,
-        run_dir: Path,
-        step: int,
-        model: torch.nn.Module,
-        optimizer: torch.optim.Optimizer,
-        fingerprint: str,
-    ) -> dict[str, torch.Tensor] | None:
-        """Rank 0 writes the checkpoint (:func:`~.checkpoint.save_checkpoint`). Under FSDP every
-        rank calls this: the shards are gathered into one process's state dicts first
-        (:func:`.fsdp.full_state`), and rank 0 gets the full model state dict back (in CPU
-        memory; the other ranks an empty one)."""
-        if not self.fsdp:
-            if self.writes:
-                save_checkpoint(run_dir, step, model, optimizer, fingerprint)
-            return None
-        params = trainable_parameters(model)
-        model_sd, optimizer_sd = fsdp.full_state(model, optimizer, params, keep=self.writes)
-        if self.writes:
-            write_checkpoint(run_dir, step, model_sd, optimizer_sd, fingerprint)
-        return model_sd
 
     def sum_rows(self, values_B_T: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Whole-batch tensors each rank filled at its own rows (zeros elsewhere), summed over the

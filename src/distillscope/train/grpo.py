@@ -9,10 +9,11 @@ student the parent exported, ``runs/<rlvr.parent>/student/``, a sibling of its o
 Every step, in the order it happens: pick prompts → G completions each from the current student
 → the verifier's rewards → group-normalised advantages → per micro-batch: student forward →
 DAPO loss → backward → clip → step → log → (checkpoint). There is no teacher and no reference
-model. The run directory is the distillation loop's (``config.yaml``, ``metrics.jsonl``,
-``status.json``, ``checkpoint/``, ``student/``) and resumes the same way: the draws of step k
-come from ``(seed, k)`` on the RLVR streams, so a killed run ends with the metrics of an
-uninterrupted one.
+model. The run directory is kept by the machinery the distillation loop uses (:mod:`.run`:
+``config.yaml``, ``metrics.jsonl``, the trackers, ``status.json``, ``checkpoint/``,
+``student/``) and resumes the same way: the draws of step k come from ``(seed, k)`` on the RLVR
+streams, so a killed run ends with the metrics of an uninterrupted one. It trains on one
+process.
 """
 
 from __future__ import annotations
@@ -24,31 +25,20 @@ from pathlib import Path
 import torch
 
 from distillscope.config import RLVRConfig, RunConfig
-from distillscope.models import load_model, load_options, stop_token_ids
+from distillscope.models.load import load_model, load_options
 from distillscope.models.paths import check_model_dir
+from distillscope.models.vocab import stop_token_ids
 from distillscope.objectives.rlvr import dapo_loss, group_advantages
-from distillscope.rollout import (
-    PromptBatch,
-    PromptEncoder,
-    Rollouts,
-    SamplingSpec,
-    StudentPolicy,
-    model_generator,
-    rollout_length_metrics,
-    sample_rollouts,
-    step_rng,
-)
-from distillscope.rollout.prompts import Stream
-from distillscope.store import MetricsLog, write_status
+from distillscope.rollout.diagnostics import rollout_length_metrics
+from distillscope.rollout.policies import StudentPolicy
+from distillscope.rollout.prompts import PromptEncoder, Stream, model_generator, step_rng
+from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 from distillscope.tasks import Task, resolve_task, training_problems
-from distillscope.train.checkpoint import (
-    STUDENT_DIR,
-    export_student,
-    load_checkpoint,
-    save_checkpoint,
-)
-from distillscope.train.loop import PhaseTimer, claim_run_dir, stop_if_diverged
+from distillscope.train.checkpoint import STUDENT_DIR
+from distillscope.train.distributed import ONE_PROCESS
 from distillscope.train.precision import forward_precision
+from distillscope.train.run import PhaseTimer, Run, max_norm, set_lr
 from distillscope.train.scoring import ScorePath
 from distillscope.train.step import micro_batch_share, micro_batches, use_fused
 
@@ -99,7 +89,7 @@ def grpo(
     r = _rlvr(cfg)
     task = resolve_task(r.task)
     check_parent(run_dir, cfg)  # before anything is written
-    fingerprint = claim_run_dir(cfg, run_dir, overwrite)
+    run = Run.claim(cfg, run_dir, overwrite, on_step, ranks=ONE_PROCESS)
     torch.manual_seed(cfg.seed)
     student, tokenizer = load_start(cfg, run_dir)
     vocab = len(tokenizer)
@@ -109,6 +99,7 @@ def grpo(
         pad_id=tokenizer.pad_token_id,
         vocab_size=vocab,
     )
+    policy = StudentPolicy(r.temperature, r.top_p)
     pool = training_problems(task, cfg.task.eval_fraction)
     encoder = PromptEncoder(task, tokenizer, cfg.task.prompt_format)
     path = ScorePath(use_fused(cfg.objective, vocab), cfg.objective.chunks(), vocab)
@@ -116,8 +107,7 @@ def grpo(
     optimizer = torch.optim.AdamW(
         student.parameters(), lr=r.lr, betas=o.betas, eps=o.eps, weight_decay=o.weight_decay
     )
-    start = load_checkpoint(run_dir, student, optimizer, fingerprint)
-    log = MetricsLog(run_dir, keep_steps=start)
+    start, clip = run.resume(student, optimizer), max_norm(r.grad_clip)
     for step in range(start, r.steps):
         timer = PhaseTimer()
         # 1. prompts: distinct within the step, each repeated G times (rows k·G … (k+1)·G − 1)
@@ -125,39 +115,53 @@ def grpo(
         ids_B_P, mask_B_P = (t.to(cfg.model.device) for t in encoder.encode(problems, "student"))
         # 2. roll out from the current student (constants: no gradient through sampling)
         generator = model_generator(student, cfg.seed, step, Stream.RLVR_ROLLOUT)
-        policy = StudentPolicy(r.temperature, r.top_p)
-        rollouts = sample_rollouts(
-            policy, student, None, PromptBatch(ids_B_P, mask_B_P), spec, generator
-        )
+        prompts = PromptBatch(ids_B_P, mask_B_P)
+        rollouts = sample_rollouts(policy, student, None, prompts, spec, generator)
         # 3. rewards from the verifier, advantages normalised within each prompt's group
         correct_B = _correct(task, tokenizer, problems, rollouts)
         rewards_B = correct_B * r.reward_correct
         advantages_B = group_advantages(rewards_B, r.group_size).to(cfg.model.device)
         timer.lap("rollout")
-        # 4–6. student forward, DAPO loss, backward per micro-batch; clip; step
-        lr = cosine_lr(r, step)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        row = _update(cfg, path, student, rollouts, advantages_B, timer)
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(student.parameters(), _max_norm(r)))
-        stop_if_diverged(run_dir, step, row["train/loss"], grad_norm)
+        # 4–6. per micro-batch: student forward, DAPO loss, backward — each loss weighted by
+        #      its share of the batch's tokens (exact accumulation); then clip and step
+        lr = set_lr(optimizer, cosine_lr(r, step))
+        student.train()
+        row: dict[str, float] = {}
+        for micro in micro_batches(rollouts, cfg.optim.grad_accum):
+            share = micro_batch_share(rollouts.completion_mask_B_T, micro.index_b, "token_mean")
+            m, adv_B = micro.rollouts, advantages_B[micro.index_b.to(advantages_B.device)]
+            with forward_precision(cfg.model):
+                scores = path.scores(student, m, "student")
+            logp_B_T = scores.token_logprobs(m.completion_B_T, m.completion_mask_B_T, r.temperature)
+            # one update per batch: π_old is the current student, so its log-probs, detached,
+            # make the ratio 1 (the clip acts only across updates: rlvr/ratio_clip_frac)
+            loss, metrics = dapo_loss(
+                logp_B_T,
+                logp_B_T.detach(),
+                adv_B,
+                m.completion_mask_B_T,
+                eps_low=r.eps_low,
+                eps_high=r.eps_high,
+            )
+            (loss * share).backward()
+            for key, value in {"train/loss": float(loss.detach()), **metrics}.items():
+                row[key] = row.get(key, 0.0) + value * share
+        timer.lap("student_forward_backward")
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(student.parameters(), clip))
+        run.stop_if_diverged(step, row["train/loss"], grad_norm)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         timer.lap("optimizer")
         # 7. log
         row |= {"step": step, "train/lr": lr, "train/grad_norm": grad_norm}
-        row["train/grad_clipped"] = float(grad_norm > _max_norm(r))
+        row["train/grad_clipped"] = float(grad_norm > clip)
         row |= _reward_metrics(correct_B, rewards_B, r.group_size)
         row |= rollout_length_metrics(rollouts) | timer.metrics(rollouts)
-        log.append(row)
-        if on_step is not None:
-            on_step(step, row)
+        run.log(row)
         # 8. checkpoint
-        if cfg.checkpoint_every and ((step + 1) % cfg.checkpoint_every == 0):
-            save_checkpoint(run_dir, step + 1, student, optimizer, fingerprint)
-    save_checkpoint(run_dir, r.steps, student, optimizer, fingerprint)
-    write_status(run_dir, "trained")
-    export_student(run_dir, student, tokenizer)
+        run.checkpoint(step + 1, student, optimizer)
+    run.finish(r.steps, student, optimizer)
+    run.export(student, tokenizer)
     student.eval()
     return student, tokenizer
 
@@ -166,10 +170,6 @@ def _rlvr(cfg: RunConfig) -> RLVRConfig:
     if cfg.rlvr is None:
         raise ValueError(f"run {cfg.name} has no rlvr section: it is not an RLVR run")
     return cfg.rlvr
-
-
-def _max_norm(r: RLVRConfig) -> float:
-    return r.grad_clip if r.grad_clip is not None else math.inf
 
 
 def _problems(r: RLVRConfig, pool: list, seed: int, step: int) -> list:
@@ -188,45 +188,6 @@ def _correct(task: Task, tokenizer, problems: list, rollouts: Rollouts) -> torch
     texts = tokenizer.batch_decode(rollouts.completion_B_T, skip_special_tokens=True)
     scores = [task.score(p, t) for p, t in zip(problems, texts, strict=True)]
     return torch.tensor([float(s >= 1.0) for s in scores])
-
-
-def _update(
-    cfg: RunConfig,
-    path: ScorePath,
-    student: torch.nn.Module,
-    rollouts: Rollouts,
-    advantages_B: torch.Tensor,
-    timer: PhaseTimer,
-) -> dict[str, float]:
-    """Forward and backward of the DAPO loss per micro-batch, exactly accumulated: micro-batch
-    k's loss is weighted by its share of the batch's tokens (token-level normalisation).
-
-    One update per rollout batch, so π_old is the current student: its log-probs, detached,
-    make the ratio 1 (the clip acts only across updates; logged as ``rlvr/ratio_clip_frac``).
-    """
-    r = _rlvr(cfg)
-    student.train()
-    mask_B_T = rollouts.completion_mask_B_T
-    totals: dict[str, float] = {}
-    for micro in micro_batches(rollouts, cfg.optim.grad_accum):
-        share = micro_batch_share(mask_B_T, micro.index_b, "token_mean")
-        m = micro.rollouts
-        with forward_precision(cfg.model):
-            scores = path.scores(student, m, "student")
-        logp_B_T = scores.token_logprobs(m.completion_B_T, m.completion_mask_B_T, r.temperature)
-        loss, metrics = dapo_loss(
-            logp_B_T,
-            logp_B_T.detach(),
-            advantages_B[micro.index_b.to(advantages_B.device)],
-            m.completion_mask_B_T,
-            eps_low=r.eps_low,
-            eps_high=r.eps_high,
-        )
-        (loss * share).backward()
-        for key, value in {"train/loss": float(loss.detach()), **metrics}.items():
-            totals[key] = totals.get(key, 0.0) + value * share
-    timer.lap("student_forward_backward")
-    return totals
 
 
 def _reward_metrics(

@@ -19,7 +19,8 @@ import math
 import torch
 
 from distillscope.objectives.informativeness import informativeness, mean_advantage
-from distillscope.rollout import SOURCE_STUDENT, Rollouts
+from distillscope.rollout.policies import SOURCE_STUDENT
+from distillscope.rollout.rollouts import Rollouts
 
 INFO_KEY = "opd/informativeness"
 GROUPS_KEY = "opd/informativeness_groups"

@@ -35,20 +35,13 @@ from pathlib import Path
 import torch
 
 from distillscope.config import RunConfig
-from distillscope.models import ModelPair
+from distillscope.models.load import ModelPair
 from distillscope.objectives.divergences import forward_kl_tokens, tempered_log_softmax
 from distillscope.objectives.positions import bin_edges, binned_means
-from distillscope.rollout import (
-    PromptBatch,
-    PromptEncoder,
-    Rollouts,
-    SamplingSpec,
-    StudentPolicy,
-    model_generator,
-    sample_rollouts,
-    step_rng,
-)
-from distillscope.rollout.prompts import Stream
+from distillscope.rollout.policies import StudentPolicy
+from distillscope.rollout.prompts import PromptEncoder, Stream, model_generator, step_rng
+from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 from distillscope.store import PROFILE_QUANTITIES, ProfileLog
 from distillscope.tasks.base import Problem
 from distillscope.train.precision import forward_precision

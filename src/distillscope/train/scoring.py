@@ -19,13 +19,11 @@ from dataclasses import dataclass, field, replace
 import torch
 import torch.nn.functional as F
 
-from distillscope.objectives import (
-    ChunkSpec,
-    DivergenceOptions,
-    ObjectiveKind,
+from distillscope.objectives import ChunkSpec, DivergenceOptions, ObjectiveKind
+from distillscope.objectives.divergences import tempered_log_softmax
+from distillscope.objectives.fused_tokens import (
     draw_from_hidden,
     inverse_cdf_draw,
-    tempered_log_softmax,
     token_logprobs_at_temperatures,
     token_logprobs_from_hidden,
 )
@@ -35,8 +33,8 @@ from distillscope.objectives.topk import (
     teacher_topk_from_hidden,
     teacher_topk_from_logits,
 )
-from distillscope.rollout import Rollouts
 from distillscope.rollout.fast_score import scores_exactly, sequence_hidden
+from distillscope.rollout.rollouts import Rollouts
 
 
 def completion_logits(model: torch.nn.Module, r: Rollouts, role: str) -> torch.Tensor:

@@ -15,10 +15,11 @@ import math
 import torch
 
 from distillscope.config import RunConfig
-from distillscope.models import ModelPair, load_model, load_options, resolve_model_path
+from distillscope.models import resolve_model_path
+from distillscope.models.load import ModelPair, load_model, load_options
 from distillscope.models.served import TeacherClient
 from distillscope.models.vocab import stop_token_ids
-from distillscope.rollout import Rollouts
+from distillscope.rollout.rollouts import Rollouts
 from distillscope.train.scoring import TeacherTopK
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import torch
 
 from distillscope.config import RolloutConfig, RunConfig, served_url
-from distillscope.models import ModelPair, load_pair, pair_options, resolve_model_path
-from distillscope.policy_registry import ROLLOUT_POLICIES
-from distillscope.rollout import RolloutPolicy
+from distillscope.models import resolve_model_path
+from distillscope.models.load import ModelPair, load_pair, pair_options
+from distillscope.rollout.policies import RolloutPolicy
+from distillscope.rollout.policy_registry import ROLLOUT_POLICIES
 from distillscope.train.fsdp import shard_student
 from distillscope.train.lora import attach_lora
 from distillscope.train.served import served_pair
@@ -45,5 +46,5 @@ def checkpointing_enable(model: torch.nn.Module) -> None:
 
 def make_policy(cfg: RolloutConfig) -> RolloutPolicy:
     """The rollout policy a config names, with its temperatures (docs/method.md §3): the
-    registry entry's constructor (:data:`distillscope.policy_registry.ROLLOUT_POLICIES`)."""
+    registry entry's constructor (:data:`distillscope.rollout.policy_registry.ROLLOUT_POLICIES`)."""
     return ROLLOUT_POLICIES[cfg.policy].make(cfg)

@@ -20,7 +20,7 @@ from distillscope.objectives import OBJECTIVES, DivergenceOptions, ObjectiveKind
 from distillscope.objectives.divergences import check_options, truncated_is_weight
 from distillscope.objectives.registry import FUSED_MIN_VOCAB
 from distillscope.objectives.topk import check_topk
-from distillscope.rollout import Rollouts
+from distillscope.rollout.rollouts import Rollouts
 from distillscope.train.scoring import ScorePath, Scores, TeacherScores
 
 

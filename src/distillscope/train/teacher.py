@@ -18,13 +18,9 @@ from pathlib import Path
 import torch
 
 from distillscope.config import RunConfig
-from distillscope.rollout import (
-    TEACHER_LOGITS_MAX_VOCAB,
-    PromptBatch,
-    RolloutCache,
-    Rollouts,
-    prompt_digest,
-)
+from distillscope.rollout.cache import TEACHER_LOGITS_MAX_VOCAB, RolloutCache, prompt_digest
+from distillscope.rollout.rollouts import PromptBatch, Rollouts
+from distillscope.store_versions import TEACHER_KEY_ADDED, without_added
 from distillscope.train.precision import forward_precision
 from distillscope.train.scoring import HiddenScores, LogitScores, TeacherScores, TeacherTopK
 from distillscope.train.served import ServedTeacher
@@ -138,13 +134,12 @@ def _score_form(objective: Objective) -> type[TeacherScores] | None:
 
 def _rollout_key(cfg: RunConfig, step: int, prompts: str) -> dict:
     """What determines a teacher rollout batch: teacher, task, seed, step, sampling settings,
-    and the teacher's prompt (``prompts`` digests the student's; the style flag and the
-    instruction make the teacher's differ — the instruction, and an engine other than the
-    builtin sampler, are keyed only when set, so that entries written before them are found)."""
-    instruction = cfg.task.teacher_instruction
-    return {
-        **({"instruction": instruction} if instruction is not None else {}),
-        **({"engine": cfg.rollout.engine} if cfg.rollout.engine != "builtin" else {}),
+    the engine, and the teacher's prompt (``prompts`` digests the student's; the style flag and
+    the instruction make the teacher's differ). Entries added after caches existed are left out
+    at their default (:data:`~distillscope.store_versions.TEACHER_KEY_ADDED`)."""
+    key = {
+        "instruction": cfg.task.teacher_instruction,
+        "engine": cfg.rollout.engine,
         "teacher": str(cfg.model.teacher),
         "teacher_dtype": cfg.model.teacher_dtype,
         "task": cfg.task.name,
@@ -157,6 +152,7 @@ def _rollout_key(cfg: RunConfig, step: int, prompts: str) -> dict:
         "max_new_tokens": cfg.task.max_new_tokens,
         "prompts": prompts,
     }
+    return without_added(key, TEACHER_KEY_ADDED)
 
 
 def _score_key(cfg: RunConfig, form: type[TeacherScores], vocab_size: int) -> dict:

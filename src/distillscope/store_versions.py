@@ -1,0 +1,143 @@
+"""Every older layout of a run directory, and how this version reads it: the one home of history.
+
+A run directory records the schema version it was written with (``schema_version`` in its
+``fingerprint.json``); one written before the version was recorded reads as version 1.
+
+- **1** — distillscope 0.1.0 up to commit ee21ac4 (2026-12-02): no recorded version. While it
+  was current, the config gained the fields of :data:`ADDED_FIELDS`, each at a default that
+  reproduces how runs behaved before it; a directory of version 1 may have been written with or
+  without any of them.
+- **2** — ``fingerprint.json`` records ``schema_version``; every config field is fingerprinted.
+
+The rules, each entry annotated with the schema version from which directories always hold it
+(``Added.version``; an older directory needs the entry):
+
+- a run's fingerprint (:func:`skipped_fields`): a field a directory's version may lack is left out
+  at its default, so the directory still matches the config that wrote it;
+- run ids (:func:`added_at_default`, read by ``study.spec.run_id``): a name never changes, so an id
+  leaves out every added field at its default, whatever the version;
+- keys of the shared rollout cache and of a run's evaluation (:func:`without_added`): an entry
+  added later is left out at its default, so the entries an older study wrote are still found.
+
+Adding a config field: give it a default that reproduces earlier runs, raise
+:data:`SCHEMA_VERSION` by one with a line above, and add its entry here with the new version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: the version this code writes
+SCHEMA_VERSION = 2
+
+
+@dataclass(frozen=True)
+class Added:
+    """A field added after directories existed: its default (how runs behaved before it) and the
+    first schema version whose directories always hold it (older ones need this entry)."""
+
+    default: Any
+    version: int
+
+
+#: Config fields (dotted; a bare name is a whole section, null by default) added after run
+#: directories existed, with the commit that added each.
+ADDED_FIELDS: dict[str, Added] = {
+    "objective.teacher_topk": Added(0, 2),  # f91e290, top-k teachers
+    "objective.updates_per_batch": Added(1, 2),  # d893da7, OPD's updates per rollout batch
+    "objective.tempered_teacher": Added(False, 2),  # d893da7
+    "rollout.spectrum_temperatures": Added("paper", 2),  # 011f766
+    "eval.profile_steps": Added([], 2),  # df91cdf, per-position profiles
+    "eval.profile_prompts": Added(16, 2),  # df91cdf
+    "eval.profile_bins": Added(8, 2),  # df91cdf
+    "rlvr": Added(None, 2),  # 5671838, RLVR runs only
+    "task.teacher_instruction": Added(None, 2),  # d63e44a, chat-format style runs
+    "eval.style_language": Added(None, 2),  # d63e44a, the language their style share counts
+    "eval.forgetting": Added(None, 2),  # 28d287c, lm-eval forgetting runs only
+    "task.dataset": Added(None, 2),  # 07eda58, dataset tasks: their rows' source
+    "task.fields": Added(None, 2),  # 07eda58, and column mapping
+    "model.lora": Added(None, 2),  # 3ec8bda, LoRA students (full fine-tuning before)
+    "log": Added(None, 2),  # 3ec8bda, experiment trackers beside metrics.jsonl
+    "model.teacher_server": Added(None, 2),  # e837c32, a served teacher's connection
+    "rollout.engine": Added("builtin", 2),  # 1a07c4e, vLLM rollouts
+    "rollout.engine_is_correction": Added(False, 2),  # 1a07c4e, their importance correction
+    "rollout.engine_is_cap": Added(2.0, 2),  # 1a07c4e
+    "rollout.engine_gpu_memory": Added(0.3, 2),  # 28f7a9a, a colocated engine's GPU share
+}
+
+#: Entries of a teacher-rollout cache key added after caches existed (train/teacher.py).
+TEACHER_KEY_ADDED: dict[str, Added] = {
+    "instruction": Added(None, 2),  # 8232175, the teacher-only instruction
+    "engine": Added("builtin", 2),  # 593dbfb, an engine other than the builtin sampler
+}
+
+#: Entries of a run's evaluation key added after keys existed (config.load.evaluation_key).
+EVALUATION_KEY_ADDED: dict[str, Added] = {
+    "task.dataset": ADDED_FIELDS["task.dataset"],
+    "task.fields": ADDED_FIELDS["task.fields"],
+    "eval.style_language": ADDED_FIELDS["eval.style_language"],
+    "eval.forgetting": ADDED_FIELDS["eval.forgetting"],
+}
+
+
+class SchemaVersionError(ValueError):
+    """A run directory written by a newer distillscope than this one."""
+
+
+def schema_version(recorded: dict[str, Any], where: object) -> int:
+    """The schema version of a ``fingerprint.json`` (``recorded``; 1 when it names none);
+    :class:`SchemaVersionError` naming ``where`` when this version cannot read it."""
+    version = recorded.get("schema_version", 1)
+    if type(version) is not int or not 1 <= version <= SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{where} was written with schema version {version!r}; this distillscope reads "
+            f"versions 1 to {SCHEMA_VERSION}: upgrade it, or choose another directory"
+        )
+    return version
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"optim": {"lr": 1e-4}}`` → ``{"optim.lr": 1e-4}``."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _at_default(flat: dict[str, Any], added: dict[str, Added], before: int | None) -> set[str]:
+    """The keys of ``added`` that ``flat`` holds at their default, of those a directory of
+    version ``before`` may lack (all of them when ``before`` is None)."""
+    return {
+        k
+        for k, a in added.items()
+        if (before is None or before < a.version) and k in flat and flat[k] == a.default
+    }
+
+
+def skipped_fields(config: dict[str, Any], version: int) -> set[str]:
+    """The fields of ``config`` (a resolved config, nested) a fingerprint of a directory of
+    ``version`` leaves out: those :data:`ADDED_FIELDS` it may lack, at their default."""
+    return _at_default(flatten(config), ADDED_FIELDS, version)
+
+
+def added_at_default(config: dict[str, Any]) -> set[str]:
+    """Every :data:`ADDED_FIELDS` entry ``config`` holds at its default (run ids leave them out,
+    so an id never changes)."""
+    return _at_default(flatten(config), ADDED_FIELDS, None)
+
+
+def without_added(key: dict[str, Any], added: dict[str, Added]) -> dict[str, Any]:
+    """``key`` (nested one level at most, dotted names in ``added``) without the entries of
+    ``added`` at their default: a key written before they existed is still found."""
+    drop = _at_default(flatten(key), added, None)
+    out = {}
+    for name, value in key.items():
+        if isinstance(value, dict):
+            value = {k: v for k, v in value.items() if f"{name}.{k}" not in drop}
+        if name not in drop:
+            out[name] = value
+    return out

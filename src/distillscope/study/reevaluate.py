@@ -26,7 +26,6 @@ from pathlib import Path
 
 from distillscope.config import ConfigError, load_run_config
 from distillscope.eval.preflight import preflight_evaluation
-from distillscope.eval.samples_file import SAMPLES_FILE
 from distillscope.store import CONFIG_FILE, EVAL_FILE, read_status, write_status
 
 HISTORY_FILE = "evals.jsonl"
@@ -75,6 +74,8 @@ def reevaluate(
 def keep_previous(run_dir: Path) -> str | None:
     """Copy ``eval.json`` (and ``samples.jsonl``) to the next free ``eval-<n>.json``
     (``samples-<n>.jsonl``); returns that name, None when there was no evaluation yet."""
+    from distillscope.eval.samples_file import SAMPLES_FILE  # torch: after the preflight
+
     if not (run_dir / EVAL_FILE).is_file():
         return None
     taken = [int(m.group(1)) for p in run_dir.iterdir() if (m := _KEPT.fullmatch(p.name))]

@@ -7,7 +7,8 @@ import json
 from typer.testing import CliRunner
 
 from distillscope.cli import app
-from distillscope.models import load_model, stop_token_ids
+from distillscope.models.load import load_model
+from distillscope.models.vocab import stop_token_ids
 
 runner = CliRunner()
 KEPT = ("tokenizer.json", "tokenizer_config.json", "generation_config.json")

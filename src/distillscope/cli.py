@@ -268,6 +268,8 @@ def study_cmd(
     distillscope study --preset paper --only main,rlvr --out DIR   # a subset; DIR keeps the rest
 
     distillscope study plan --preset paper-qwen model.teacher=…    # what it would run; no output
+
+    distillscope study plan --rehearse --preset paper-qwen …  # each distinct run, tiny models
     """
     from distillscope.study.executors import ExecutorSpec
     from distillscope.study.spec import expand, load_spec

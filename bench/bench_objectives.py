@@ -7,7 +7,7 @@ Each mode computes the same loss — forward KL(π_T ‖ π_S), token mean over 
 temperature 1 — from student hidden states (N, H) and LM head (V, H) and a teacher of the same
 shape, forward *and* backward (∂/∂hidden and ∂/∂head of the student):
 
-- ``plain``: distillscope ``forward_kl`` on logits materialised as h Wᵀ, autograd;
+- ``plain``: distillscope ``divergence_loss`` (forward KL) on logits materialised as h Wᵀ, autograd;
 - ``chunked``: the tests' reference ``chunked_forward_kl`` (tests/objectives/chunked_reference.py,
   autograd per chunk), its default 1,024 rows;
 - ``fused``: distillscope ``fused_divergence`` (closed-form gradients, default 256 MB budget);
@@ -80,11 +80,14 @@ def _objective(mode: str):
     import torch
 
     if mode == "plain":
-        from distillscope.objectives.divergences import forward_kl
+        from distillscope.objectives import DivergenceOptions
+        from distillscope.objectives.divergences import divergence_loss
+
+        options = DivergenceOptions(reduction="token_mean")
 
         def plain(h, w, h_t, w_t):
             mask = torch.ones(h.shape[:2], dtype=torch.bool)
-            return forward_kl(h @ w.T, h_t @ w_t.T, mask, reduction="token_mean")[0]
+            return divergence_loss(h @ w.T, h_t @ w_t.T, mask, options=options)[0]
 
         return plain
     if mode == "chunked":

@@ -54,7 +54,7 @@ def _rollouts(pair, cfg, prompts: int):
 
 
 def _loss_grad(objective, student, teacher_scores, r) -> tuple[float, torch.Tensor]:
-    loss, _ = objective_loss(
+    loss, _, _ = objective_loss(
         objective, objective.path.scores(student, r, "student"), teacher_scores, r
     )
     grads = torch.autograd.grad(loss, [p for p in student.parameters() if p.requires_grad])

@@ -305,7 +305,7 @@ def losses(run: TrlRun) -> dict[str, float]:
         model_generator(pair.student, SEED, 0, Stream.ROLLOUT),
     )
     objective = Objective.from_config(cfg.objective, pair.vocab_size)
-    ours, _ = objective_loss(
+    ours, _, _ = objective_loss(
         objective,
         objective.path.scores(pair.student, r, "student"),
         objective.path.scores(pair.teacher, r, "teacher"),

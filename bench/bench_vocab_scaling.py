@@ -57,21 +57,22 @@ def _loss_function(objective: str, mode: str):
     import torch
 
     if mode in ("fused", "plain"):
-        from distillscope.objectives.divergences import divergence_loss
+        from distillscope.objectives.divergences import DIVERGENCES, divergence_loss
         from distillscope.objectives.fused import fused_divergence
         from distillscope.objectives.options import ChunkSpec, DivergenceOptions
 
         options = DivergenceOptions(reduction="token_mean", beta=0.5)
+        divergence = DIVERGENCES[objective]
 
         def ours(h, w, h_t, w_t):
             mask = torch.ones(h.shape[:2], dtype=torch.bool, device=h.device)
             if mode == "plain":
                 return divergence_loss(
-                    h @ w.T, h_t @ w_t.T, mask, divergence=objective, options=options
+                    h @ w.T, h_t @ w_t.T, mask, divergence=divergence, options=options
                 )[0]
             chunks = ChunkSpec()  # the default objective.memory_budget_mb
             return fused_divergence(
-                h, w, h_t, w_t, mask, divergence=objective, options=options, chunks=chunks
+                h, w, h_t, w_t, mask, divergence=divergence, options=options, chunks=chunks
             )[0]
 
         return ours

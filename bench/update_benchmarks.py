@@ -39,6 +39,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "served_teacher": ["bench_served_teacher.py"],  # top-k + tail error, request latency
     "language": ["bench_language.py"],  # the language identifier of chat-format style runs
     "train": ["bench_train.py"],  # one quick-preset run
+    "eval_precision": ["bench_eval_precision.py"],  # samples per evaluation item
     "study": ["bench_study.py"],  # the main job: the quick study
     "vocab_scaling": ["bench_vocab_scaling.py"],  # exact losses at V = 151,936 as N grows
 }

@@ -202,7 +202,20 @@ METRICS: tuple[MetricKey, ...] = (
     ),
     *_keys(
         "eval",
-        ("eval/accuracy", "fraction", "held-out accuracy, one sample per item", "higher"),
+        (
+            "eval/accuracy",
+            "fraction",
+            "held-out accuracy: the mean over items × eval/accuracy_samples samples",
+            "higher",
+        ),
+        (
+            "eval/accuracy_samples",
+            "count",
+            "samples per item behind eval/accuracy (1: [P]'s one-sample protocol)",
+            "none",
+        ),
+        ("eval/harder_samples", "count", "samples per item behind eval/harder_accuracy", "none"),
+        ("eval/skill_samples", "count", "samples per skill item behind the skill suite", "none"),
         ("eval/pass@{k}", "fraction", "unbiased pass@k on the coverage items", "higher"),
         ("eval/avg@{n}", "fraction", "mean score over the coverage samples", "higher"),
         ("eval/harder_accuracy", "fraction", "accuracy on the harder task, untrained", "higher"),

@@ -12,6 +12,7 @@ into :func:`checkpoint_dir`)::
                             metrics.jsonl    one JSON object per optimizer step
                             profiles.jsonl   per-position profiles at eval.profile_steps
                             eval.json        evaluation metrics
+                            eval_items.parquet  per-item evaluation outcomes (one row a sample)
                             status.json      pending | running | trained | done | failed | diverged
                             checkpoint/      student weights + optimizer state
 
@@ -262,6 +263,7 @@ def clear_run(run: Path) -> None:
         ".checkpoint.tmp",
         ".checkpoint.old",
         "samples.jsonl",
+        EVAL_ITEMS_FILE,
         PROFILES_FILE,
         "student",
         "tensorboard",  # log.trackers (distillscope.train.trackers)
@@ -420,3 +422,43 @@ def write_eval(run: Path, metrics: dict[str, float]) -> None:
 def read_eval(run: Path | None) -> dict[str, Any]:
     """The run's evaluation metrics (``{}`` before evaluation finished)."""
     return read_json(run / EVAL_FILE) if run is not None else {}
+
+
+# Per-item evaluation outcomes (``eval_items.parquet``), what the analysis of noise reads.
+
+EVAL_ITEMS_FILE = "eval_items.parquet"
+#: Its columns: the block (accuracy, harder, skill/NAME …), the task, the item's index in the
+#: block and its canonical identity, the sample's index, its score, completion length (tokens)
+#: and whether it hit the length limit.
+EVAL_ITEM_COLUMNS = ("block", "task", "item", "item_id", "sample", "score", "length", "truncated")
+
+
+def write_eval_items(run: Path, columns: dict[str, list]) -> Path:
+    """Write ``columns`` (:data:`EVAL_ITEM_COLUMNS`, equal lengths) to ``eval_items.parquet``
+    atomically (temp file + ``os.replace``); returns its path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if set(columns) != set(EVAL_ITEM_COLUMNS):
+        raise ValueError(f"eval items need the columns {EVAL_ITEM_COLUMNS}, got {sorted(columns)}")
+    path = run / EVAL_ITEMS_FILE
+    run.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=run, prefix=f".{EVAL_ITEMS_FILE}.")
+    os.close(fd)
+    pq.write_table(pa.table({c: columns[c] for c in EVAL_ITEM_COLUMNS}), tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def read_eval_items(run: Path | None) -> Any:
+    """The run's per-item outcomes as a pandas DataFrame (:data:`EVAL_ITEM_COLUMNS`); None when
+    the run has none (not evaluated yet, or evaluated before the file existed)."""
+    import pandas as pd
+
+    path = None if run is None else run / EVAL_ITEMS_FILE
+    if path is None or not path.is_file():
+        return None
+    try:
+        return pd.read_parquet(path)
+    except (OSError, ValueError) as err:
+        raise StoreError(f"{path} is unreadable ({type(err).__name__}); it is corrupt") from None

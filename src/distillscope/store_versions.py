@@ -64,6 +64,10 @@ ADDED_FIELDS: dict[str, Added] = {
     "rollout.engine_is_correction": Added(False, 2),  # 1a07c4e, their importance correction
     "rollout.engine_is_cap": Added(2.0, 2),  # 1a07c4e
     "rollout.engine_gpu_memory": Added(0.3, 2),  # 28f7a9a, a colocated engine's GPU share
+    # several samples per evaluation item ([P]: one)
+    "eval.samples_per_item": Added(1, 2),
+    "eval.harder_samples_per_item": Added(1, 2),
+    "eval.skill_samples_per_item": Added(1, 2),
 }
 
 #: Entries of a teacher-rollout cache key added after caches existed (train/teacher.py).
@@ -78,6 +82,9 @@ EVALUATION_KEY_ADDED: dict[str, Added] = {
     "task.fields": ADDED_FIELDS["task.fields"],
     "eval.style_language": ADDED_FIELDS["eval.style_language"],
     "eval.forgetting": ADDED_FIELDS["eval.forgetting"],
+    "eval.samples_per_item": ADDED_FIELDS["eval.samples_per_item"],
+    "eval.harder_samples_per_item": ADDED_FIELDS["eval.harder_samples_per_item"],
+    "eval.skill_samples_per_item": ADDED_FIELDS["eval.skill_samples_per_item"],
 }
 
 

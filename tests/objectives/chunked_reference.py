@@ -28,15 +28,16 @@ from __future__ import annotations
 import torch
 
 from distillscope.objectives.divergences import (
-    Reduction,
-    check_divergence,
+    FORWARD_KL,
+    REVERSE_KL,
+    Divergence,
     check_options,
     tempered_log_softmax,
-    token_divergence,
     token_stats,
     token_weights,
 )
 from distillscope.objectives.fused import apply_over_rows, check_hidden_inputs
+from distillscope.objectives.options import DivergenceOptions, Reduction
 
 
 class _ChunkedDivergence(torch.autograd.Function):
@@ -55,30 +56,27 @@ class _ChunkedDivergence(torch.autograd.Function):
         need_hidden_grad, need_head_grad = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         need_grad = need_hidden_grad or need_head_grad
         device = student_hidden_N_H.device
-        loss = torch.zeros((), dtype=torch.float32, device=device)
-        stat_sums_4 = torch.zeros(4, dtype=torch.float32, device=device)
+        dtype = torch.promote_types(student_hidden_N_H.dtype, torch.float32)  # fp64 stays fp64
+        loss = torch.zeros((), dtype=dtype, device=device)
+        stat_sums_4 = torch.zeros(4, dtype=dtype, device=device)
         grad_hidden_N_H = torch.zeros_like(student_hidden_N_H) if need_hidden_grad else None
-        grad_head_V_H = (  # accumulated over chunks in fp32, cast back at the end
-            torch.zeros(student_head_V_H.shape, dtype=torch.float32, device=device)
+        grad_head_V_H = (  # accumulated over chunks in fp32 (fp64), cast back at the end
+            torch.zeros(student_head_V_H.shape, dtype=dtype, device=device)
             if need_head_grad
             else None
         )
         chunk_size = options["chunk_size"]
         for start in range(0, student_hidden_N_H.shape[0], chunk_size):
             hidden_C_H = student_hidden_N_H[start : start + chunk_size]
-            logits_C_V = (hidden_C_H @ student_head_V_H.T).float()
+            logits_C_V = (hidden_C_H @ student_head_V_H.T).to(dtype)
             teacher_logits_C_V = teacher_hidden_N_H[start : start + chunk_size] @ teacher_head_V_H.T
             tau_t = options["teacher_temperature"]
             logp_teacher_C_V = tempered_log_softmax(teacher_logits_C_V, tau_t)
             with torch.enable_grad():  # Function.forward runs under no_grad; we need a local graph
                 logits_C_V.requires_grad_(need_grad)
                 logp_student_C_V = tempered_log_softmax(logits_C_V, options["student_temperature"])
-                divergence_C = token_divergence(
-                    logp_student_C_V,
-                    logp_teacher_C_V,
-                    options["divergence"],
-                    beta=options["beta"],
-                    alpha=options["alpha"],
+                divergence_C = options["divergence"].tokens(
+                    logp_student_C_V, logp_teacher_C_V, options["options"]
                 )
                 chunk_loss = (divergence_C * weights_N[start : start + chunk_size]).sum()
             if need_grad:
@@ -87,7 +85,7 @@ class _ChunkedDivergence(torch.autograd.Function):
                 if need_hidden_grad:
                     grad_hidden_N_H[start : start + chunk_size] = grad_logits_C_V @ student_head_V_H
                 if need_head_grad:
-                    grad_head_V_H += (grad_logits_C_V.T @ hidden_C_H).float()  # (V, H)
+                    grad_head_V_H += (grad_logits_C_V.T @ hidden_C_H).to(dtype)  # (V, H)
             loss += chunk_loss.detach()
             stat_sums_4 += token_stats(logp_student_C_V.detach(), logp_teacher_C_V).sum(dim=-1)
         if grad_head_V_H is not None:
@@ -113,7 +111,7 @@ def chunked_divergence(
     teacher_head_V_H: torch.Tensor,
     mask_B_T: torch.Tensor,
     *,
-    divergence: str = "forward_kl",
+    divergence: Divergence = FORWARD_KL,
     chunk_size: int = 1024,
     student_temperature: float = 1.0,
     teacher_temperature: float = 1.0,
@@ -122,7 +120,8 @@ def chunked_divergence(
     beta: float = 0.5,
     alpha: float = 0.5,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Any divergence of :func:`~distillscope.objectives.divergences.token_divergence`, chunked.
+    """Any :class:`~distillscope.objectives.divergences.Divergence`, chunked, by autograd of its
+    ``value`` on each chunk.
 
     z_S = h_S W_Sᵀ, z_T = h_T W_Tᵀ at the masked positions, then the same loss as the plain
     objective: Σ_n w_n D(softmax(z_S,n / τ_S), softmax(z_T,n / τ_T)) with the reduction weights
@@ -135,7 +134,7 @@ def chunked_divergence(
         teacher_hidden_B_T_H: teacher final hidden states; its H may differ from the student's.
         teacher_head_V_H: teacher LM-head weight, (V', H_teacher).
         mask_B_T: True at the completion tokens that count.
-        divergence: "forward_kl", "reverse_kl", "jsd" (uses ``beta``) or "mixture" (``alpha``).
+        divergence: the declaration (``beta``, ``alpha``: its weights, when it reads them).
         chunk_size: positions per chunk; the transient logits and log-probs take a small
             multiple (about 10×) of chunk_size · V fp32 values, whatever the token count.
         vocab_size: use only the first ``vocab_size`` rows of both heads (docs/method.md §1);
@@ -145,7 +144,7 @@ def chunked_divergence(
         ``(loss, metrics)`` exactly as the plain objective returns them.
     """
     check_options(reduction, student_temperature, teacher_temperature)
-    check_divergence(divergence, beta=beta, alpha=alpha)
+    divergence.weights_of(DivergenceOptions(beta=beta, alpha=alpha))
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     vocab = check_hidden_inputs(
@@ -165,8 +164,7 @@ def chunked_divergence(
         "chunk_size": chunk_size,
         "student_temperature": student_temperature,
         "teacher_temperature": teacher_temperature,
-        "beta": beta,
-        "alpha": alpha,
+        "options": DivergenceOptions(beta=beta, alpha=alpha),
     }
     return apply_over_rows(
         _ChunkedDivergence,
@@ -195,8 +193,8 @@ def chunked_forward_kl(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Chunked forward KL(π_T ‖ π_S) = Σ_v π_T (log π_T − log π_S) (docs/method.md §2, [P] Eq. 1).
 
-    Equal to :func:`~distillscope.objectives.divergences.forward_kl` on ``h Wᵀ`` logits; see
-    :func:`chunked_divergence` for the arguments.
+    Equal to the plain :data:`~distillscope.objectives.divergences.FORWARD_KL` on ``h Wᵀ``
+    logits; see :func:`chunked_divergence` for the arguments.
     """
     return chunked_divergence(
         student_hidden_B_T_H,
@@ -204,7 +202,7 @@ def chunked_forward_kl(
         teacher_hidden_B_T_H,
         teacher_head_V_H,
         mask_B_T,
-        divergence="forward_kl",
+        divergence=FORWARD_KL,
         chunk_size=chunk_size,
         student_temperature=student_temperature,
         teacher_temperature=teacher_temperature,
@@ -228,8 +226,8 @@ def chunked_reverse_kl(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Chunked reverse KL(π_S ‖ π_T) = Σ_v π_S (log π_S − log π_T) (docs/method.md §2, [P] Eq. 1).
 
-    Equal to :func:`~distillscope.objectives.divergences.reverse_kl` on ``h Wᵀ`` logits; see
-    :func:`chunked_divergence` for the arguments.
+    Equal to the plain :data:`~distillscope.objectives.divergences.REVERSE_KL` on ``h Wᵀ``
+    logits; see :func:`chunked_divergence` for the arguments.
     """
     return chunked_divergence(
         student_hidden_B_T_H,
@@ -237,7 +235,7 @@ def chunked_reverse_kl(
         teacher_hidden_B_T_H,
         teacher_head_V_H,
         mask_B_T,
-        divergence="reverse_kl",
+        divergence=REVERSE_KL,
         chunk_size=chunk_size,
         student_temperature=student_temperature,
         teacher_temperature=teacher_temperature,

@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import partial
 
 import pytest
 import torch
 from torch.distributions import Categorical, kl_divergence
 
-from distillscope.objectives.divergences import (
-    forward_kl,
-    generalized_jsd,
-    kl_mixture,
-    reverse_kl,
-    shared_vocab,
-    token_divergence,
-)
+from distillscope.objectives.divergences import FORWARD_KL, JSD, MIXTURE, REVERSE_KL, shared_vocab
+
+from .shorthand import plain_loss
 
 B, T, V = 3, 5, 11
 TEMPERATURES = (0.5, 1.0, 2.0)
+forward_kl, reverse_kl, generalized_jsd, kl_mixture = (
+    partial(plain_loss, divergence) for divergence in (FORWARD_KL, REVERSE_KL, JSD, MIXTURE)
+)
 OBJECTIVES = (forward_kl, reverse_kl, generalized_jsd, kl_mixture)
 
 
@@ -58,14 +57,14 @@ def test_kl_matches_torch_distributions(tau_s: float, tau_t: float) -> None:
     assert loss_f.dtype == torch.float32
     assert loss_f.item() == pytest.approx(ref_forward_B_T.mean().item(), abs=1e-5)
     assert loss_r.item() == pytest.approx(ref_reverse_B_T.mean().item(), abs=1e-5)
-    # Per position too, through the public token-level function.
+    # Per position too, through the declarations' values.
     logp_s = torch.log_softmax(student / tau_s, -1)
     logp_t = torch.log_softmax(teacher / tau_t, -1)
     torch.testing.assert_close(
-        token_divergence(logp_s, logp_t, "forward_kl").double(), ref_forward_B_T, atol=1e-5, rtol=0
+        FORWARD_KL.tokens(logp_s, logp_t).double(), ref_forward_B_T, atol=1e-5, rtol=0
     )
     torch.testing.assert_close(
-        token_divergence(logp_s, logp_t, "reverse_kl").double(), ref_reverse_B_T, atol=1e-5, rtol=0
+        REVERSE_KL.tokens(logp_s, logp_t).double(), ref_reverse_B_T, atol=1e-5, rtol=0
     )
     # Both directions and both entropies are reported whichever direction is the loss.
     for metrics in (metrics_f, metrics_r):

@@ -7,25 +7,30 @@ the module under test, so a changed default, a dropped argument or a shifted bou
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import torch
 
 from distillscope.objectives.divergences import (
+    FORWARD_KL,
+    JSD,
+    MIXTURE,
+    REVERSE_KL,
     align_vocab,
-    check_divergence,
     divergence_loss,
-    forward_kl,
-    generalized_jsd,
-    kl_mixture,
     masked_mean,
     reduce_tokens,
-    reverse_kl,
     shared_vocab,
-    token_divergence,
     token_weights,
 )
 from distillscope.objectives.options import DivergenceOptions
+
+from .shorthand import plain_loss
+
+forward_kl, reverse_kl, generalized_jsd, kl_mixture = (
+    partial(plain_loss, divergence) for divergence in (FORWARD_KL, REVERSE_KL, JSD, MIXTURE)
+)
 
 
 def _logits(seed: int, *shape: int) -> torch.Tensor:
@@ -50,23 +55,24 @@ def _jsd_rows(s_logits: torch.Tensor, t_logits: torch.Tensor, beta: float) -> to
 # --- validation -------------------------------------------------------------------------------
 
 
-def test_check_divergence_defaults_are_valid_for_jsd_and_mixture():
-    check_divergence("jsd")  # default β = 0.5
-    check_divergence("mixture")  # default α = 0.5
+def test_the_default_weights_are_valid_for_jsd_and_mixture():
+    assert JSD.weights_of(DivergenceOptions()) == {"beta": 0.5}
+    assert MIXTURE.weights_of(DivergenceOptions()) == {"alpha": 0.5}
+    assert FORWARD_KL.weights_of(DivergenceOptions(beta=7.0)) == {}  # β is not F's weight
 
 
 @pytest.mark.parametrize("value", [0.0, 1.0])
 def test_beta_and_alpha_accept_their_ends(value):
-    check_divergence("jsd", beta=value)
-    check_divergence("mixture", alpha=value)
+    assert JSD.weights_of(DivergenceOptions(beta=value)) == {"beta": value}
+    assert MIXTURE.weights_of(DivergenceOptions(alpha=value)) == {"alpha": value}
 
 
 @pytest.mark.parametrize("value", [-0.01, 1.01, 1.5, 2.5])
 def test_beta_and_alpha_refuse_values_outside_unit_interval(value):
     with pytest.raises(ValueError, match="jsd beta must be in"):
-        check_divergence("jsd", beta=value)
+        JSD.weights_of(DivergenceOptions(beta=value))
     with pytest.raises(ValueError, match="mixture alpha must be in"):
-        check_divergence("mixture", alpha=value)
+        MIXTURE.weights_of(DivergenceOptions(alpha=value))
 
 
 @pytest.mark.parametrize("kind", ["teacher_temperature", "student_temperature"])
@@ -130,11 +136,11 @@ def test_every_objective_slices_both_heads_to_vocab_size(objective):
 # --- defaults and argument passing, against fp64 references ---------------------------------
 
 
-def test_token_divergence_and_divergence_loss_default_to_forward_kl():
+def test_the_tokens_of_forward_kl_and_divergence_loss_default():
     s, t = _logits(2, 2, 3, 6), _logits(3, 2, 3, 6)
     ls, lt = torch.log_softmax(s, -1), torch.log_softmax(t, -1)
     ref = _kl_rows(t, s, 1.0, 1.0)
-    torch.testing.assert_close(token_divergence(ls, lt).double(), ref, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(FORWARD_KL.tokens(ls, lt).double(), ref, rtol=1e-5, atol=1e-6)
     mask = torch.ones(2, 3, dtype=torch.bool)
     loss, _ = divergence_loss(s, t, mask)
     torch.testing.assert_close(loss.double(), ref.mean(), rtol=1e-5, atol=1e-6)

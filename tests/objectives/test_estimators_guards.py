@@ -12,14 +12,19 @@ import pytest
 import torch
 
 from distillscope.objectives.estimators import (
+    FORWARD_SAMPLED,
+    REVERSE_SAMPLED,
     draw_uniforms,
     kl_metrics_by_writer,
     kl_sample_metrics,
+    sampled_token_loss,
+)
+
+from .shorthand import (
     rollout_token_forward_kl,
     rollout_token_reverse_kl,
     sampled_forward_kl,
     sampled_reverse_kl,
-    sampled_token_loss,
 )
 
 B, T, V = 2, 3, 5
@@ -197,14 +202,14 @@ def test_sampled_token_loss_gradients_and_metrics_exact():
     ls = torch.tensor([[-0.5, -2.0, -1.0]], requires_grad=True)
     lt = torch.tensor([[-1.5, -0.5, -3.0]])
     mask = torch.tensor([[True, True, False]])
-    loss, m = sampled_token_loss(ls, lt, mask, "reverse", "sum")
+    loss, m = sampled_token_loss(ls, lt, mask, REVERSE_SAMPLED, "sum")
     (grad,) = torch.autograd.grad(loss, ls)
     assert grad.tolist() == [[1.0, -1.5, 0.0]]  # sg[ℓ_S − ℓ_T] per kept token, no more
     assert loss.item() == pytest.approx(1.0 * -0.5 + -1.5 * -2.0)
     assert m == pytest.approx(
         {"objective/loss": 2.5, "objective/reverse_kl_estimate": -0.25, "objective/tokens": 2.0}
     )
-    loss, m = sampled_token_loss(ls, lt, mask, "forward", "sum")
+    loss, m = sampled_token_loss(ls, lt, mask, FORWARD_SAMPLED, "sum")
     (grad,) = torch.autograd.grad(loss, ls)
     assert grad.tolist() == [[-1.0, -1.0, 0.0]]
     assert m == pytest.approx(

@@ -8,6 +8,7 @@ docs/method.md §2 (values and gradients to ~1e-12).
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -19,19 +20,20 @@ from distillscope.objectives import (
     DivergenceOptions,
     chunk_rows,
 )
-from distillscope.objectives.divergences import forward_kl, generalized_jsd, kl_mixture, reverse_kl
+from distillscope.objectives.divergences import (
+    DIVERGENCES,
+    JSD,
+    MIXTURE,
+    REVERSE_KL,
+)
 from distillscope.objectives.fused import fused_divergence
 
 from .chunked_reference import chunked_divergence
+from .shorthand import plain_loss
 
 B, T, H, H_TEACHER = 3, 7, 8, 12
 V_STUDENT, V_TEACHER, VOCAB = 33, 37, 29  # padded head widths, both wider than the tokenizer
-PLAIN = {
-    "forward_kl": forward_kl,
-    "reverse_kl": reverse_kl,
-    "jsd": generalized_jsd,
-    "mixture": kl_mixture,
-}
+PLAIN = {name: partial(plain_loss, divergence) for name, divergence in DIVERGENCES.items()}
 EXTRA = {"forward_kl": {}, "reverse_kl": {}, "jsd": {"beta": 0.3}, "mixture": {"alpha": 0.7}}
 TEMPERATURES = [(1.0, 1.0), (1.0, 0.5), (0.7, 2.0)]  # (student, teacher)
 REDUCTIONS = ["seq_mean", "token_mean", "sum"]
@@ -69,7 +71,7 @@ def _fused(
         teacher_hidden,
         teacher_head,
         mask,
-        divergence=divergence,
+        divergence=DIVERGENCES[divergence],
         options=DivergenceOptions(**EXTRA[divergence], **kw),
         chunks=ChunkSpec(chunk_size=chunk_size),
         vocab_size=vocab_size,
@@ -214,7 +216,7 @@ def test_fused_equals_the_chunked_reference(divergence, reduction) -> None:
         h,
         w,
         *inputs[2:],
-        divergence=divergence,
+        divergence=DIVERGENCES[divergence],
         chunk_size=4,
         vocab_size=VOCAB,
         **EXTRA[divergence],
@@ -283,7 +285,7 @@ def test_all_masked_is_zero_and_backward_works() -> None:
                 teacher_hidden,
                 teacher_head,
                 mask,
-                divergence=divergence,
+                divergence=DIVERGENCES[divergence],
                 options=DivergenceOptions(reduction=reduction),
                 vocab_size=VOCAB,
             )
@@ -305,7 +307,7 @@ def test_jsd_at_beta_zero_and_one_is_exactly_zero() -> None:
             teacher_hidden,
             teacher_head,
             mask,
-            divergence="jsd",
+            divergence=JSD,
             options=DivergenceOptions(beta=beta),
             chunks=ChunkSpec(chunk_size=4),
             vocab_size=VOCAB,
@@ -323,7 +325,7 @@ def test_mixture_endpoints_are_the_two_kls() -> None:
             h,
             w,
             *inputs[2:],
-            divergence="mixture",
+            divergence=MIXTURE,
             options=DivergenceOptions(alpha=alpha),
             vocab_size=VOCAB,
         )
@@ -336,7 +338,7 @@ def test_mixture_endpoints_are_the_two_kls() -> None:
 def test_backward_scales_by_the_incoming_gradient() -> None:
     inputs = _inputs(6, torch.float64)
     h, w = inputs[0].clone().requires_grad_(), inputs[1].clone().requires_grad_()
-    loss, _ = fused_divergence(h, w, *inputs[2:], divergence="reverse_kl", vocab_size=VOCAB)
+    loss, _ = fused_divergence(h, w, *inputs[2:], divergence=REVERSE_KL, vocab_size=VOCAB)
     (-2.5 * loss).backward()
     once = _fused(*inputs, "reverse_kl", vocab_size=VOCAB)
     torch.testing.assert_close(h.grad, -2.5 * once[2], atol=1e-14, rtol=1e-12)
@@ -350,12 +352,12 @@ def test_teacher_is_detached_and_no_grad_mode_skips_gradients() -> None:
     h = hidden.clone().requires_grad_()
     args = (h, head, teacher_hidden, teacher_head, mask)
     chunks = ChunkSpec(chunk_size=3)
-    loss, metrics = fused_divergence(*args, divergence="jsd", vocab_size=VOCAB, chunks=chunks)
+    loss, metrics = fused_divergence(*args, divergence=JSD, vocab_size=VOCAB, chunks=chunks)
     loss.backward()
     assert teacher_hidden.grad is None and teacher_head.grad is None
     with torch.no_grad():
         loss_eval, metrics_eval = fused_divergence(
-            *args, divergence="jsd", vocab_size=VOCAB, chunks=chunks
+            *args, divergence=JSD, vocab_size=VOCAB, chunks=chunks
         )
     assert not loss_eval.requires_grad
     assert loss_eval.item() == loss.item() and metrics_eval == metrics
@@ -387,8 +389,9 @@ def test_bad_inputs_raise_one_line_errors() -> None:
         fused_divergence(
             *_inputs(9)[:4], mask, vocab_size=VOCAB, chunks=ChunkSpec(memory_budget_mb=0)
         )
-    with pytest.raises(ValueError, match="divergence"):
-        fused_divergence(*_inputs(9)[:4], mask, vocab_size=VOCAB, divergence="tv")
+    with pytest.raises(ValueError, match=r"jsd beta must be in \[0, 1\], got 1.5"):
+        options = DivergenceOptions(beta=1.5)
+        fused_divergence(*_inputs(9)[:4], mask, vocab_size=VOCAB, divergence=JSD, options=options)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -453,7 +456,7 @@ def test_fused_respects_the_memory_budget(divergence) -> None:
             teacher_hidden,
             teacher_head,
             mask,
-            divergence=divergence,
+            divergence=DIVERGENCES[divergence],
             chunks=ChunkSpec(memory_budget_mb=budget_mb),
         )
         loss.backward()
@@ -476,7 +479,9 @@ def test_token_logprobs_gathered_on_the_way_equal_a_plain_log_softmax(divergence
     options = DivergenceOptions(
         student_temperature=tau_s, teacher_temperature=tau_t, **EXTRA[divergence]
     )
-    common = dict(divergence=divergence, options=options, vocab_size=VOCAB, chunks=ChunkSpec(2))
+    common = dict(
+        divergence=DIVERGENCES[divergence], options=options, vocab_size=VOCAB, chunks=ChunkSpec(2)
+    )
     h, w = hidden.clone().requires_grad_(), head.clone().requires_grad_()
     loss, metrics, logp = fused_divergence(
         h, w, teacher_hidden, teacher_head, mask, tokens_B_T=tokens, **common

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from distillscope.objectives import ChunkSpec
-from distillscope.objectives.estimators import sampled_reverse_kl
+from distillscope.objectives.estimators import REVERSE_SAMPLED, sampled_kl
 from distillscope.objectives.fused_tokens import (
     draw_from_hidden,
     inverse_cdf_draw,
@@ -90,15 +90,16 @@ def test_sampled_estimator_draws_from_the_given_uniforms():
     hidden, head, mask, _, v = _inputs(seed=4)
     logits = (hidden @ head[:v].T).detach()
     u = torch.rand(mask.shape, dtype=torch.float64)
-    a = sampled_reverse_kl(logits, logits.flip(-1), mask, uniforms_B_T=u)
-    b = sampled_reverse_kl(logits, logits.flip(-1), mask, uniforms_B_T=u)
+    a = sampled_kl(logits, logits.flip(-1), mask, REVERSE_SAMPLED, uniforms_B_T=u)
+    b = sampled_kl(logits, logits.flip(-1), mask, REVERSE_SAMPLED, uniforms_B_T=u)
     assert a[1] == b[1]
     gen = torch.Generator().manual_seed(9)
-    c = sampled_reverse_kl(logits, logits.flip(-1), mask, generator=gen)
-    d = sampled_reverse_kl(
+    c = sampled_kl(logits, logits.flip(-1), mask, REVERSE_SAMPLED, generator=gen)
+    d = sampled_kl(
         logits,
         logits.flip(-1),
         mask,
+        REVERSE_SAMPLED,
         uniforms_B_T=torch.rand(mask.shape, generator=gen.manual_seed(9)),
     )
     assert c[1] == d[1]

@@ -9,7 +9,7 @@ How TRL's conventions map to ours (read from trl/experimental/gkd/gkd_trainer.py
 - ``F.kl_div(input, target, log_target=True)`` is KL(target ‖ input) summed per element.
 - β = 0: TRL returns ``kl_div(student_log_probs, teacher_log_probs)`` = KL(π_T ‖ π_S), our
   forward KL — whereas the generalised JSD *definition* gives exactly 0 at β = 0, which is what
-  our ``generalized_jsd`` returns.
+  our JSD returns.
 - β = 1: TRL returns ``kl_div(teacher_log_probs, student_log_probs)`` = KL(π_S ‖ π_T), our
   reverse KL (and again our JSD is exactly 0).
 - 0 < β < 1: TRL's mixture is M = β π_T + (1−β) π_S and its loss β KL(π_T‖M) + (1−β) KL(π_S‖M),
@@ -20,10 +20,18 @@ How TRL's conventions map to ours (read from trl/experimental/gkd/gkd_trainer.py
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import torch
 
-from distillscope.objectives.divergences import forward_kl, generalized_jsd, reverse_kl
+from distillscope.objectives.divergences import FORWARD_KL, JSD, REVERSE_KL
+
+from .shorthand import plain_loss
+
+forward_kl, reverse_kl, generalized_jsd = (
+    partial(plain_loss, divergence) for divergence in (FORWARD_KL, REVERSE_KL, JSD)
+)
 
 pytestmark = pytest.mark.slow
 

@@ -10,13 +10,10 @@ from distillscope.config import ConfigError, ObjectiveConfig, run_config_from_di
 from distillscope.labels import OBJECTIVE_NAMES
 from distillscope.objectives import DEFAULT_MEMORY_BUDGET_MB, OBJECTIVES, OPDOptions
 from distillscope.objectives.divergences import DIVERGENCES
+from distillscope.objectives.estimators import ESTIMATORS
 
-#: the keywords each kind's loss takes, by what the step passes it (registry docstring)
-KEYWORDS = {
-    "logits": ({"options", "vocab_size"}, {"options", "chunks", "vocab_size"}),
-    "rollout_tokens": ({"options", "reduction"},) * 2,
-    "drawn_tokens": ({"reduction"},) * 2,
-}
+#: the keywords each token kind's loss takes, by what the step passes it (registry docstring)
+KEYWORDS = {"rollout_tokens": {"options", "reduction"}, "drawn_tokens": {"reduction"}}
 
 
 def test_every_kind_validates_and_unknown_kinds_name_the_field():
@@ -27,16 +24,28 @@ def test_every_kind_validates_and_unknown_kinds_name_the_field():
 
 
 @pytest.mark.parametrize("name", list(OBJECTIVES))
-def test_each_path_builds_a_loss_with_the_keywords_of_its_inputs(name):
+def test_each_kind_loads_what_its_inputs_need(name):
     kind = OBJECTIVES[name]
     assert kind.name == name and OBJECTIVE_NAMES[name] == kind.label
-    for fused, keywords in zip((False, True), KEYWORDS[kind.inputs], strict=True):
-        params = inspect.signature(kind.loss(fused)).parameters
-        assert keywords <= set(params), (name, fused)
+    if kind.full_vocabulary:  # the declaration of the same name; its weights are its options
+        assert kind.load() is DIVERGENCES[name]
+        assert kind.options == DIVERGENCES[name].weights
+    else:
+        params = inspect.signature(kind.load()).parameters
+        assert KEYWORDS[kind.inputs] <= set(params), name
+    if kind.inputs == "drawn_tokens":  # the estimator of the same name, drawing where it says
+        assert kind.load().keywords["estimator"] is ESTIMATORS[name]
+        assert kind.draws_from == ESTIMATORS[name].draws_from
     for option in kind.options:
         assert option in ObjectiveConfig.model_fields, (name, option)
     assert kind.needs_generator == (kind.inputs == "drawn_tokens")
-    assert kind.full_vocabulary == (name in DIVERGENCES)
+
+
+def test_every_declaration_is_a_kind():
+    full = [name for name, kind in OBJECTIVES.items() if kind.full_vocabulary]
+    assert full == list(DIVERGENCES)
+    drawn = [name for name, kind in OBJECTIVES.items() if kind.inputs == "drawn_tokens"]
+    assert drawn == list(ESTIMATORS)
 
 
 def test_what_each_kind_reads_is_what_the_config_refuses_under_the_others():

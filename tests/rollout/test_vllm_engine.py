@@ -20,7 +20,7 @@ from distillscope.models.paths import resolve_model_path
 from distillscope.objectives.divergences import token_weights, truncated_is_weight
 from distillscope.rollout.policies import StudentPolicy, TeacherPolicy
 from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec
-from distillscope.rollout.sampler import completion_logprobs
+from distillscope.rollout.sampler import forward_completion_logprobs
 from distillscope.rollout.vllm_engine import (
     MISSING_EXTRA,
     VLLMEngine,
@@ -190,7 +190,7 @@ def test_a_lora_students_engine_samples_its_merged_weights():
         r = _sample(engine, seed=2)
         assert engine_metrics(r)["rollout/engine_logprob_gap"] < 1e-4  # the adapted student's
         # and the adapters matter: the base model scores the same tokens far from the engine
-        base_logp = completion_logprobs(base, r, "student", 1.0, 54)
+        base_logp = forward_completion_logprobs(base, r, "student", 1.0, 54)
         keep = r.completion_mask_B_T.bool()
         assert (base_logp - r.logp_engine_B_T)[keep].abs().mean() > 0.1
 

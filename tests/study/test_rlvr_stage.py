@@ -8,7 +8,7 @@ import yaml
 from distillscope.config import ConfigError
 from distillscope.report.render import write_report
 from distillscope.report.scorecard import score_claims
-from distillscope.store import write_status
+from distillscope.store import read_eval_items, run_dir, write_status
 from distillscope.study.run_study import _ready, run_study
 from distillscope.study.spec import StudySpec, _read_spec, expand
 
@@ -92,6 +92,10 @@ def test_a_study_runs_its_rlvr_stage_after_the_distillation(tmp_path):
     for _, row in rlvr.iterrows():
         assert row["rollout.policy"] == main.loc[row["parent_run"], "rollout.policy"]
         assert 0.0 <= row["rlvr/eval_accuracy"] <= 1.0
+        outcomes = read_eval_items(run_dir(tmp_path, row["run_id"]))  # both students' samples
+        means = outcomes.groupby("block")["score"].mean()
+        for block in ("rlvr/eval_accuracy", "rlvr/eval_accuracy_before"):
+            assert means[block] == pytest.approx(row[block], abs=1e-12)
     assert table["parent_run"].isna().sum() == len(table) - 2
     verdicts = {c.id: c.verdict for c in score_claims(table, tmp_path)}
     assert verdicts[11] not in ("not implemented", "error")

@@ -1,12 +1,16 @@
 """On the fused path a full-vocabulary divergence gathers the diagnostics' token log-probs in its
-own head pass: the step projects each model's hidden states once, with the same metrics."""
+own head pass and returns them: the step projects each model's hidden states once, with the same
+metrics as the plain path."""
 
 from __future__ import annotations
+
+from dataclasses import fields
 
 import pytest
 import torch
 
-from distillscope.objectives import OBJECTIVES, ChunkSpec, DivergenceOptions
+from distillscope.objectives import ChunkSpec, DivergenceOptions
+from distillscope.objectives.divergences import FORWARD_KL
 from distillscope.train import scoring
 from distillscope.train.scoring import HiddenScores
 
@@ -41,26 +45,29 @@ def test_the_diagnostics_reuse_the_divergence_pass(models_f64, monkeypatch, kind
             assert row[key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
 
 
-def test_gathered_logprobs_are_not_read_for_other_tokens(models_f64):
-    """Scores asked about another completion project again (the gathered ones are not theirs)."""
+def test_the_fused_loss_returns_the_log_probs_a_fresh_head_pass_gives(models_f64):
+    """What the loss gathers is returned to the caller (not kept in the score objects), and it
+    equals each model's own head pass at its loss temperature and at 1.0."""
     student, teacher = models_f64
     r = random_rollouts(4, 40, seed=3)
     chunks = ChunkSpec(chunk_size=3)
     path = scoring.ScorePath(True, chunks, 40)
     with torch.no_grad():
         s, t = path.scores(student, r, "student"), path.scores(teacher, r, "teacher")
-    options = DivergenceOptions(teacher_temperature=0.5)
-    t.divergence_from(s, r.completion_mask_B_T, OBJECTIVES["forward_kl"], options)
-    gathered = s.completion_logprobs(r, 1.0)
-    fresh = HiddenScores(s.hidden_B_T_H, s.head_V_H, 40, chunks).completion_logprobs(r, 1.0)
-    for a, b in zip(gathered, fresh, strict=True):
-        torch.testing.assert_close(a, b.to(a.dtype), rtol=1e-6, atol=1e-6)
-    other = r.rows(torch.arange(4))
-    other.completion_B_T = (r.completion_B_T + 1) % 40
-    want = HiddenScores(s.hidden_B_T_H, s.head_V_H, 40, chunks).completion_logprobs(other, 1.0)
-    got = s.completion_logprobs(other, 1.0)
-    torch.testing.assert_close(got[0], want[0])
-    teacher_got = t.completion_logprobs(r, 0.5)  # the teacher's at its own loss temperature
-    teacher_want = HiddenScores(t.hidden_B_T_H, t.head_V_H, 40, chunks).completion_logprobs(r, 0.5)
-    torch.testing.assert_close(teacher_got[0], teacher_want[0].to(teacher_got[0].dtype))
-    torch.testing.assert_close(teacher_got[1], teacher_want[1].to(teacher_got[1].dtype))
+        options = DivergenceOptions(student_temperature=0.8, teacher_temperature=0.5)
+        mask_B_T = r.completion_mask_B_T
+        _, _, gathered = scoring.divergence_between(FORWARD_KL, s, t, mask_B_T, options, r)
+    assert [f.name for f in fields(HiddenScores)] == [
+        "hidden_B_T_H",
+        "head_V_H",
+        "vocab_size",
+        "chunks",
+    ]
+    pairs = (
+        (s, 0.8, gathered.student_B_T, gathered.student_t1_B_T),
+        (t, 0.5, gathered.teacher_B_T, gathered.teacher_t1_B_T),
+    )
+    for scores, tau, at_tau, at_one in pairs:
+        want_tau, want_one = scores.loss_t_and_t1_logprobs(r, tau)
+        torch.testing.assert_close(at_tau, want_tau.to(at_tau.dtype), rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(at_one, want_one.to(at_one.dtype), rtol=1e-6, atol=1e-6)

@@ -127,7 +127,7 @@ class ForgettingConfig(_Section):
 
 
 class EvalConfig(_Section):
-    items: Int = Field(200, ge=1, description="held-out items for accuracy (1 sample each)")
+    items: Int = Field(200, ge=1, description="held-out items for accuracy")
     temperature: Float = Field(0.5, gt=0, description="accuracy sampling temperature")
     coverage_items: Int = Field(100, ge=0, description="items for pass@k; 0 = skip")
     coverage_samples: Int = Field(10, ge=1, description="samples per item for pass@k")
@@ -139,6 +139,17 @@ class EvalConfig(_Section):
         None,
         description="forgetting on lm-eval benchmarks instead of the skill suite (extra lmeval): "
         "{harness: lm-eval} = [P]'s seven; null = off",
+    )
+    # Samples per item of the one-sample-per-item blocks (docs/outputs.md, "Evaluation samples"):
+    # each block's score is its mean over items × samples; 1 is [P]'s protocol.
+    samples_per_item: Int = Field(
+        1, ge=1, description="samples per held-out item for eval/accuracy; 1 = [P]'s protocol"
+    )
+    harder_samples_per_item: Int = Field(
+        1, ge=1, description="samples per harder-task item for eval/harder_accuracy"
+    )
+    skill_samples_per_item: Int = Field(
+        1, ge=1, description="samples per skill item for the skill suite (forgetting)"
     )
     eval_seed: Int = Field(43, description="seed of the held-out split")
     style: bool = Field(False, description="measure the share of answers in the teacher's style")

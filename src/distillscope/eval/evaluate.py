@@ -30,6 +30,7 @@ from distillscope.config import RunConfig, evaluation_key
 from distillscope.eval.forgetting import STUDENT_DIR, harness_forgetting
 from distillscope.eval.generate import Samples, sample_and_score
 from distillscope.eval.measures import pass_at_k_curve, update_sparsity
+from distillscope.eval.outcomes import ItemOutcomes
 from distillscope.eval.samples_file import SampleLog
 from distillscope.models import resolve_model_path
 from distillscope.models.load import load_model, load_options, load_weights
@@ -73,7 +74,13 @@ def evaluate(
 ) -> dict:
     """Evaluate the trained student of ``run_dir`` (or ``student``) and write ``eval.json``.
 
-    Also writes ``samples.jsonl`` (:mod:`distillscope.eval.samples_file`). ``on_block(message)`` is
+    Also writes ``samples.jsonl`` (:mod:`distillscope.eval.samples_file`) and every sample's
+    outcome to ``eval_items.parquet`` (:mod:`distillscope.eval.outcomes`). Accuracy, the harder
+    variant and the skill suite draw ``eval.samples_per_item``, ``eval.harder_samples_per_item``
+    and ``eval.skill_samples_per_item`` samples per item (1: [P]'s protocol) and record the
+    counts as ``eval/accuracy_samples``, ``eval/harder_samples`` and ``eval/skill_samples``.
+    Every run of one seed draws the same items and the same evaluation uniforms (common random
+    numbers, :mod:`distillscope.eval.generate`). ``on_block(message)`` is
     called as each block starts (progress: loading, accuracy, coverage, harder, skills).
     ``untrained=True`` evaluates the untrained student itself (a study's baseline, same items and
     generator streams as a run's evaluation): no checkpoint is read, forgetting is 0 by
@@ -95,8 +102,15 @@ def evaluate(
     )
     out: dict[str, float] = split_record("split", held_out, train_pool, task.name)
     out["model/teacher_params"] = teacher_params(cfg)
-    acc = blocks.draw("accuracy", task, held_out[: e.items], 1, e.temperature, Stream.EVAL_ACCURACY)
-    out.update(_accuracy(acc))
+    acc = blocks.draw(
+        "accuracy",
+        task,
+        held_out[: e.items],
+        e.samples_per_item,
+        e.temperature,
+        Stream.EVAL_ACCURACY,
+    )
+    out.update(_accuracy(acc, e.samples_per_item))
     if e.style:
         out.update(_style_share(acc, e.style_language))
     if e.coverage_items:
@@ -112,6 +126,7 @@ def evaluate(
         out.update(_sparsity(initial, student))
     write_eval(run_dir, out)
     blocks.log.write(run_dir)
+    blocks.outcomes.write(run_dir)
     return out
 
 
@@ -148,18 +163,21 @@ def _students(
 
 @dataclass
 class EvalBlocks:
-    """What every evaluation block shares: the student, its generator streams, the sample log."""
+    """What every evaluation block shares: the student, its generator streams, the sample log
+    and the per-item outcomes."""
 
     cfg: RunConfig
     student: torch.nn.Module
     tokenizer: PreTrainedTokenizerBase
     say: Callable[[str], None]
     log: SampleLog = field(init=False)
+    outcomes: ItemOutcomes = field(init=False)
     common: dict = field(init=False)  # the sampling settings every block passes on
 
     def __post_init__(self) -> None:
         task, e = self.cfg.task, self.cfg.eval
         self.log = SampleLog(self.tokenizer, task.prompt_format, e.samples_per_block)
+        self.outcomes = ItemOutcomes()
         self.common = dict(
             max_new_tokens=task.max_new_tokens,
             prompt_format=task.prompt_format,
@@ -167,7 +185,8 @@ class EvalBlocks:
         )
 
     def generator(self, stream: Stream) -> torch.Generator:
-        """A fresh generator of evaluation stream ``stream`` (apart from training's streams)."""
+        """A fresh generator of evaluation stream ``stream`` (apart from training's streams),
+        seeded by the run's seed alone: the same uniforms in every cell of a seed."""
         return model_generator(self.student, self.cfg.seed, 0, stream=stream)
 
     def draw(
@@ -185,15 +204,22 @@ class EvalBlocks:
             generator=self.generator(stream),
             **self.common,
         )
-        self.log.add(block, task, problems, res)
+        self.add(block, task, problems, res)
         return res
 
+    def add(self, block: str, task: Task, problems: list, samples: Samples) -> None:
+        """Keep ``block``'s samples in the sample log and its outcomes in the per-item table."""
+        self.log.add(block, task, problems, samples)
+        self.outcomes.add(block, task, problems, samples)
 
-def _accuracy(acc: Samples) -> dict[str, float]:
-    """Accuracy (one sample per item), mean completion length and the share cut at the limit."""
+
+def _accuracy(acc: Samples, n: int) -> dict[str, float]:
+    """Accuracy (the mean over items × ``n`` samples), the protocol's ``n``, mean completion
+    length and the share cut at the limit."""
     flat_len = [x for row in acc.lengths for x in row]
     return {
         "eval/accuracy": acc.accuracy(),
+        "eval/accuracy_samples": n,
         "eval/len_mean": sum(flat_len) / len(flat_len),
         "eval/truncated_frac": sum(x for row in acc.truncated for x in row) / len(flat_len),
     }
@@ -217,10 +243,12 @@ def _harder(blocks: EvalBlocks, train_pool: list) -> dict[str, float]:
     harder = resolve_task(e.harder_task)
     items = evaluation_problems(harder, e.eval_seed, max(e.items, e.coverage_items))
     out: dict[str, float] = split_record("split/harder", items, train_pool, harder.name)
+    n = e.harder_samples_per_item
     acc = blocks.draw(
-        "harder", harder, items[: e.items], 1, e.harder_temperature, Stream.EVAL_HARDER
+        "harder", harder, items[: e.items], n, e.harder_temperature, Stream.EVAL_HARDER
     )
     out["eval/harder_accuracy"] = acc.accuracy()
+    out["eval/harder_samples"] = n
     if e.coverage_items:
         out.update(
             _coverage(
@@ -244,7 +272,8 @@ def _skills(
     forgetting_pp = 100 · (skills_after − skills_before); 0 for the untrained student.
     """
     e, tokenizer = blocks.cfg.eval, blocks.tokenizer
-    blocks.say(f"skills: {e.skill_items} items per skill, before and after")
+    n = e.skill_samples_per_item
+    blocks.say(f"skills: {e.skill_items} items × {n} samples per skill, before and after")
     before = _skills_before(
         blocks.cfg,
         cache_dir,
@@ -255,6 +284,7 @@ def _skills(
             e.temperature,
             blocks.generator(Stream.EVAL_SKILLS),
             blocks.common,
+            n=n,
         ),
     )
     after = (
@@ -267,12 +297,14 @@ def _skills(
             e.temperature,
             blocks.generator(Stream.EVAL_SKILLS),
             blocks.common,
-            blocks.log,
+            blocks,
+            n=n,
         )
     )
     out = {
         "eval/skills_before": sum(before.values()) / len(before),
         "eval/skills_after": sum(after.values()) / len(after),
+        "eval/skill_samples": n,
     }
     out["eval/forgetting_pp"] = 100.0 * (out["eval/skills_after"] - out["eval/skills_before"])
     out.update({f"eval/{name}": v for name, v in after.items()})
@@ -338,11 +370,13 @@ def _coverage(
 
 
 def skill_scores(
-    model, tokenizer, items: int, temperature: float, generator, common, log=None
+    model, tokenizer, items: int, temperature: float, generator, common, log=None, *, n: int = 1
 ) -> dict[str, float]:
-    """Accuracy per skill of the testbed's skill suite (the forgetting benchmark).
+    """Accuracy per skill of the testbed's skill suite (the forgetting benchmark): the mean
+    over its ``items`` items × ``n`` samples, one sampler pass per skill.
 
-    With ``log`` (a :class:`SampleLog`) the samples join block ``skill/<name>``.
+    With ``log`` (:class:`EvalBlocks`, or anything with its ``add``) the samples join block
+    ``skill/<name>``.
     """
     scores = {}
     for skill in skill_suite():
@@ -352,7 +386,7 @@ def skill_scores(
             tokenizer,
             skill,
             problems,
-            n=1,
+            n=n,
             temperature=temperature,
             generator=generator,
             **common,

@@ -1,4 +1,12 @@
-"""Sample and score a student on a list of problems, with the distillscope sampler."""
+"""Sample and score a student on a list of problems, with the distillscope sampler.
+
+Common random numbers: a block's generator is seeded by the run's seed and the block's stream
+alone (:class:`~distillscope.rollout.prompts.Stream`), and every batch leaves it where a batch
+that ran to ``max_new_tokens`` would (:func:`skip_unused_draws`). So uniform u of row r at step t
+of batch b is the same draw in every run of one seed whatever its weights, its training config
+or where its completions stopped: cells of a seed share their evaluation noise on purpose
+(docs/outputs.md, "Evaluation samples"), and two seeds draw different uniforms.
+"""
 
 from __future__ import annotations
 
@@ -71,7 +79,8 @@ def sample_and_score(
     prompt_format: str = "testbed",
     memory_budget_mb: float | None = None,
 ) -> Samples:
-    """Draw ``n`` samples per problem at ``temperature`` (top-p 1.0) and score each.
+    """Draw ``n`` samples per problem at ``temperature`` (top-p 1.0) and score each: one sampler
+    pass over the problems × ``n`` rows (problem-major: row i·n + j is sample j of problem i).
 
     Batches hold :data:`MAX_EVAL_BATCH` rows, fewer when ``memory_budget_mb`` says so
     (:func:`eval_batch_size`, sized from the longest of the first batch's prompts).
@@ -94,7 +103,9 @@ def sample_and_score(
         chunk = flat[i : i + batch_size]
         ids, mask = encoder.encode(chunk)
         prompts = PromptBatch(ids.to(model.device), mask.to(model.device))
+        start = generator.get_state()
         r = sample_rollouts(policy, model, None, prompts, spec, generator)
+        skip_unused_draws(generator, start, len(chunk), max_new_tokens)
         texts += tokenizer.batch_decode(r.completion_B_T, skip_special_tokens=True)
         lengths += r.lengths_B.tolist()
         truncated += r.truncated_B.tolist()
@@ -104,3 +115,20 @@ def sample_and_score(
         return [xs[i * n : (i + 1) * n] for i in range(len(problems))]
 
     return Samples(regroup(texts), regroup(scores), regroup(lengths), regroup(truncated))
+
+
+def skip_unused_draws(
+    generator: torch.Generator, start: torch.Tensor, rows: int, max_new_tokens: int
+) -> None:
+    """Leave ``generator`` where a batch of ``rows`` rows begun at state ``start`` leaves it when
+    it decodes all ``max_new_tokens`` steps, however early its rows stopped.
+
+    The sampler draws one float64 uniform per row per step and nothing else
+    (:func:`~distillscope.rollout.policies.sample_token` through ``StudentPolicy``), so replaying
+    ``max_new_tokens`` draws of shape ``[rows, 1]`` from ``start`` reaches that state on any
+    device (tests/eval/test_common_random_numbers.py holds the sampler to it). A batch that ran
+    to the limit is left exactly where it was.
+    """
+    generator.set_state(start)
+    for _ in range(max_new_tokens):
+        torch.rand((rows, 1), generator=generator, dtype=torch.float64, device=generator.device)

@@ -51,29 +51,31 @@ def evaluate_rlvr(
     trained_on = training_problems(resolve_task(r.task), frac) + training_problems(
         resolve_task(cfg.task), frac
     )
-    measures = [("eval_accuracy", r.task, e.temperature, Stream.EVAL_ACCURACY)]
+    accuracy = ("eval_accuracy", r.task, e.temperature, e.samples_per_item, Stream.EVAL_ACCURACY)
+    harder = (e.harder_temperature, e.harder_samples_per_item, Stream.EVAL_HARDER)
+    measures = [accuracy]
     if e.harder_task == r.task:  # the harder variant itself: its settings and draws, so that
         # "before" repeats the parent's eval/harder_accuracy exactly
-        measures = [("eval_accuracy", r.task, e.harder_temperature, Stream.EVAL_HARDER)]
+        measures = [("eval_accuracy", r.task, *harder)]
     elif e.harder_task:
-        measures.append(
-            ("harder_accuracy", e.harder_task, e.harder_temperature, Stream.EVAL_HARDER)
-        )
+        measures.append(("harder_accuracy", e.harder_task, *harder))
     out: dict[str, float] = {}
     after = EvalBlocks(cfg, student.eval(), tokenizer, say)
     before = EvalBlocks(cfg, start.eval(), tokenizer, say)
-    for name, task_name, temperature, stream in measures:
+    before.outcomes = after.outcomes  # one eval_items.parquet: both students' blocks
+    for name, task_name, temperature, n, stream in measures:
         task = resolve_task(task_name)
         # the items and streams of the distillation run's evaluation of the same task
         items = evaluation_problems(task, e.eval_seed, max(e.items, e.coverage_items), frac)
         items = items[: e.items]
         out.update(split_record(f"split/rlvr/{name}", items, trained_on, task.name))
         for suffix, blocks in (("_before", before), ("", after)):
-            acc = blocks.draw(f"rlvr/{name}{suffix}", task, items, 1, temperature, stream)
+            acc = blocks.draw(f"rlvr/{name}{suffix}", task, items, n, temperature, stream)
             out[f"rlvr/{name}{suffix}"] = acc.accuracy()
     out.update(reward_summary(read_metrics(run_dir)))
     write_eval(run_dir, out)
     after.log.write(run_dir)
+    after.outcomes.write(run_dir)
     return out
 
 

@@ -4,13 +4,15 @@ Every public objective maps tensors and options to ``(loss, metrics)``: a scalar
 dict of plain floats with namespaced keys (documented in each module's docstring). None of them
 sees a model, a config or a file.
 
-- :mod:`.divergences` — full-vocabulary forward/reverse KL, generalised JSD, KL mixture on
-  logits, and the one tempered log-softmax (:func:`~.divergences.tempered_log_softmax`);
-- :mod:`.fused` — the same from hidden states + LM-head weights: closed-form gradients, chunks
-  sized by a memory budget;
+- :mod:`.divergences` — full-vocabulary forward/reverse KL, generalised JSD, KL mixture, each
+  one declaration of its value and closed-form gradient; their loss on logits; the one tempered
+  log-softmax (:func:`tempered_log_softmax`);
+- :mod:`.fused` — the same declarations from hidden states + LM-head weights: closed-form
+  gradients, chunks sized by a memory budget;
 - :mod:`.fused_tokens` — per-token log-probs and draws from hidden states, chunk by chunk;
 - :mod:`.topk` — a teacher reduced to its top k tokens and a tail bin;
-- :mod:`.estimators` — sampled and rollout-token KL estimators, Schulman's k1/k2/k3 metrics;
+- :mod:`.estimators` — sampled and rollout-token KL estimators, one declaration each, and
+  Schulman's k1/k2/k3 metrics;
 - :mod:`.opd` — on-policy distillation as a PPO-clipped policy gradient with regulations;
 - :mod:`.options` — the typed options and chunk settings (torch-free);
 - :mod:`.registry` — the objective kinds a config can name, with what each needs (torch-free).

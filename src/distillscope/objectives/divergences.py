@@ -1,6 +1,10 @@
-"""Full-vocabulary token divergences between student and teacher logits (docs/method.md §1–§2).
+"""Full-vocabulary token divergences between student and teacher (docs/method.md §1–§2).
 
-Every objective here is a pure function ``(logits, logits, mask, options) -> (loss, metrics)``:
+Each divergence is one :class:`Divergence` declaration: its value per position (what the plain
+path differentiates by autograd) beside its closed-form gradient w.r.t. the student's logits
+(what the fused hidden-state path, :mod:`.fused`, writes chunk by chunk); :data:`DIVERGENCES`
+lists them. The plain loss :func:`divergence_loss` maps ``(logits, logits, mask, divergence,
+options) -> (loss, metrics)``:
 
 - log-probabilities are ``log_softmax(z / temperature)`` in fp32 whatever the input dtype
   (:func:`tempered_log_softmax`, the one body every sampler, scorer and loss calls);
@@ -15,21 +19,20 @@ Every objective here is a pure function ``(logits, logits, mask, options) -> (lo
 Metrics are plain Python floats under ``objective/`` keys, token means over the masked tokens
 whatever the reduction (runs with different reductions stay comparable), all computed detached;
 what each key means is registered in :mod:`distillscope.metric_keys`, the one list.
+
+Run: ``PYTHONPATH=src python -m pytest tests/objectives/test_divergences.py
+tests/objectives/test_declared_divergence.py``.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from typing import Literal
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
-from distillscope.objectives.options import REDUCTIONS, DivergenceOptions, Reduction
-
-Divergence = Literal["forward_kl", "reverse_kl", "jsd", "mixture"]
-DIVERGENCES: tuple[str, ...] = ("forward_kl", "reverse_kl", "jsd", "mixture")
-
+from distillscope.objectives.options import REDUCTIONS, DivergenceOptions
 
 # ---------------------------------------------------------------------------------------------
 # Checks and shared pieces (also used by fused.py, estimators.py and opd.py)
@@ -49,16 +52,6 @@ def check_shape(name: str, tensor: torch.Tensor, shape: torch.Size | tuple[int, 
     """Raise a one-line ValueError when ``tensor`` (called ``name``) does not have ``shape``."""
     if tuple(tensor.shape) != tuple(shape):
         raise ValueError(f"{name} has shape {tuple(tensor.shape)}, expected {tuple(shape)}")
-
-
-def check_divergence(divergence: str, *, beta: float = 0.5, alpha: float = 0.5) -> None:
-    """Raise a one-line ValueError for an unknown divergence or a β / α outside [0, 1]."""
-    if divergence not in DIVERGENCES:
-        raise ValueError(f"divergence must be one of {DIVERGENCES}, got {divergence!r}")
-    if divergence == "jsd" and not 0.0 <= beta <= 1.0:
-        raise ValueError(f"jsd beta must be in [0, 1], got {beta}")
-    if divergence == "mixture" and not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"mixture alpha must be in [0, 1], got {alpha}")
 
 
 def shared_vocab(
@@ -165,8 +158,78 @@ def masked_mean(values_B_T: torch.Tensor, mask_B_T: torch.Tensor) -> torch.Tenso
 
 
 # ---------------------------------------------------------------------------------------------
-# Token-level divergences on log-probabilities
+# The declarations: each divergence's value and its closed-form gradient, side by side
 # ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FusedChunk:
+    """One chunk of C token rows on the fused path (:mod:`.fused`), as a closed form reads it.
+
+    ℓ = log_softmax(a) and p = exp(ℓ) of both models, ``[C, V]`` each (fp32, fp64 for fp64
+    inputs), with a = z_S / τ_S and b = z_T / τ_T; F and R per row (already computed for the
+    metrics); and a spare ``[C, V]`` buffer when the divergence asks for one (``needs_spare``).
+    A closed form may overwrite every buffer.
+    """
+
+    logp_student_C_V: torch.Tensor
+    logp_teacher_C_V: torch.Tensor
+    p_student_C_V: torch.Tensor
+    p_teacher_C_V: torch.Tensor
+    forward_C: torch.Tensor  # F = Σ p_T (ℓ_T − ℓ_S)
+    reverse_C: torch.Tensor  # R = Σ p_S (ℓ_S − ℓ_T)
+    spare_C_V: torch.Tensor | None = None
+
+
+def _no_spare(**_weights: float) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """One full-vocabulary divergence D(π_S, π_T), declared once for every path.
+
+    ``value(ℓ_S, ℓ_T, **weights)`` gives D per position from normalised log-probs (any leading
+    shape, ``..._V`` → ``...``): the plain path (:func:`divergence_loss`) and the tests' chunked
+    reference differentiate it by autograd. ``gradient(chunk, **weights)`` gives, for one
+    :class:`FusedChunk`, ``(D_C, G_C_V, scale)`` with ``scale · G`` = ∂D/∂a, a = z_S / τ_S (the
+    fused path, :mod:`.fused`, multiplies by w_n / τ_S on the (C × H) side). For any D that
+    depends on the student through p_S, the softmax Jacobian gives ∂D/∂a = p_S ⊙ (u − Σ_v p_S u)
+    with u = ∂D/∂p_S. ``weights`` names the :class:`~.options.DivergenceOptions` fields D reads
+    (each a weight in [0, 1]); ``needs_spare(**weights)`` says whether ``gradient`` writes
+    ``chunk.spare_C_V``. Adding a divergence is one declaration: the plain, chunked and fused
+    paths follow (tests/objectives/test_declared_divergence.py); a config names it once it is in
+    :data:`DIVERGENCES` and has its entry in :mod:`.registry`.
+    """
+
+    name: str
+    value: Callable[..., torch.Tensor]
+    gradient: Callable[..., tuple[torch.Tensor, torch.Tensor, float]]
+    weights: tuple[str, ...] = ()
+    needs_spare: Callable[..., bool] = _no_spare
+
+    def weights_of(self, options: DivergenceOptions) -> dict[str, float]:
+        """The weights D reads from ``options``, checked to lie in [0, 1]."""
+        weights = {name: getattr(options, name) for name in self.weights}
+        for name, weight in weights.items():
+            if not 0.0 <= weight <= 1.0:
+                raise ValueError(f"{self.name} {name} must be in [0, 1], got {weight}")
+        return weights
+
+    def tokens(
+        self,
+        logp_student_B_T_V: torch.Tensor,
+        logp_teacher_B_T_V: torch.Tensor,
+        options: DivergenceOptions | None = None,
+    ) -> torch.Tensor:
+        """D per position, ``[B, T]``, from normalised log-probs (``value`` with its weights)."""
+        weights = self.weights_of(options or DivergenceOptions())
+        return self.value(logp_student_B_T_V, logp_teacher_B_T_V, **weights)
+
+
+def row_dots(a_C_V: torch.Tensor, b_C_V: torch.Tensor) -> torch.Tensor:
+    """Σ_v a[c, v] b[c, v] for each row c, as one batched product (no [C, V] temporary)."""
+    return torch.bmm(a_C_V.unsqueeze(1), b_C_V.unsqueeze(2)).view(-1)
 
 
 def forward_kl_tokens(
@@ -183,6 +246,29 @@ def reverse_kl_tokens(
     return (logp_student_B_T_V.exp() * (logp_student_B_T_V - logp_teacher_B_T_V)).sum(-1)
 
 
+#: Forward KL, mode-covering: F = KL(π_T ‖ π_S). u = −p_T / p_S, so ∂F/∂a = p_S − p_T
+#: ([P] Eq. 4 at τ_S = 1), written over p_S.
+FORWARD_KL = Divergence(
+    "forward_kl",
+    value=forward_kl_tokens,
+    gradient=lambda c: (c.forward_C, c.p_student_C_V.sub_(c.p_teacher_C_V), 1.0),
+)
+
+
+def _reverse_kl_gradient(c: FusedChunk) -> torch.Tensor:
+    """∂R/∂a = p_S ⊙ (ℓ_S − ℓ_T − R) ([P] Eq. 5 at τ_S = 1; u = ℓ_S − ℓ_T + 1), over ℓ_S."""
+    grad_C_V = c.logp_student_C_V.sub_(c.logp_teacher_C_V).sub_(c.reverse_C[:, None])
+    return grad_C_V.mul_(c.p_student_C_V)
+
+
+#: Reverse KL, mode-seeking: R = KL(π_S ‖ π_T).
+REVERSE_KL = Divergence(
+    "reverse_kl",
+    value=reverse_kl_tokens,
+    gradient=lambda c: (c.reverse_C, _reverse_kl_gradient(c), 1.0),
+)
+
+
 def mixture_tokens(
     logp_student_B_T_V: torch.Tensor, logp_teacher_B_T_V: torch.Tensor, alpha: float
 ) -> torch.Tensor:
@@ -190,6 +276,23 @@ def mixture_tokens(
     fkl_B_T = forward_kl_tokens(logp_student_B_T_V, logp_teacher_B_T_V)
     rkl_B_T = reverse_kl_tokens(logp_student_B_T_V, logp_teacher_B_T_V)
     return alpha * fkl_B_T + (1.0 - alpha) * rkl_B_T
+
+
+def _mixture_gradient(c: FusedChunk, alpha: float) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """∂/∂a = α (p_S − p_T) + (1−α) p_S ⊙ (ℓ_S − ℓ_T − R), written over ℓ_S."""
+    grad_C_V = c.logp_student_C_V.sub_(c.logp_teacher_C_V).sub_(c.reverse_C[:, None])
+    grad_C_V.mul_(1.0 - alpha).add_(alpha).mul_(c.p_student_C_V).sub_(c.p_teacher_C_V, alpha=alpha)
+    return alpha * c.forward_C + (1.0 - alpha) * c.reverse_C, grad_C_V, 1.0
+
+
+#: The explicit mixture α F + (1−α) R (docs/method.md §2, ours): α = 1 is forward KL, α = 0
+#: reverse KL.
+MIXTURE = Divergence(
+    "mixture",
+    value=mixture_tokens,
+    gradient=_mixture_gradient,
+    weights=("alpha",),
+)
 
 
 def jsd_tokens(
@@ -208,31 +311,46 @@ def jsd_tokens(
     return beta * kl_teacher + (1.0 - beta) * kl_student
 
 
-def token_divergence(
-    logp_student_B_T_V: torch.Tensor,
-    logp_teacher_B_T_V: torch.Tensor,
-    divergence: str = "forward_kl",
-    *,
-    beta: float = 0.5,
-    alpha: float = 0.5,
-) -> torch.Tensor:
-    """Per-position divergence D(π_S, π_T) from normalised log-probs; returns shape (B, T).
+def _jsd_gradient(c: FusedChunk, beta: float) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """∂J/∂a = (1−β) p_S ⊙ (ℓ_S − log M − K_S), K_S = KL(p_S‖M), written over the spare buffer.
 
-    Works on any leading shape (``..._V`` → ``...``). With ℓ_S = log π_S and ℓ_T = log π_T:
-
-    - forward_kl: F = Σ_v π_T (ℓ_T − ℓ_S)                   (docs/method.md §2, D in [P] Eq. 1)
-    - reverse_kl: R = Σ_v π_S (ℓ_S − ℓ_T)                   (docs/method.md §2, D in [P] Eq. 1)
-    - jsd:  M = β π_T + (1−β) π_S,  β KL(π_T‖M) + (1−β) KL(π_S‖M)  (GKD, Agarwal et al. Eq. 1)
-    - mixture: α F + (1−α) R                                 (docs/method.md §2, ours)
+    The terms through ∂M/∂p_S cancel (−β(1−β) p_T/M − (1−β)² p_S/M + (1−β) = 0), so
+    u = (1−β)(ℓ_S − log M): reverse KL with M in place of p_T.
     """
-    check_divergence(divergence, beta=beta, alpha=alpha)
-    per_token = {
-        "forward_kl": forward_kl_tokens,
-        "reverse_kl": reverse_kl_tokens,
-        "jsd": functools.partial(jsd_tokens, beta=beta),
-        "mixture": functools.partial(mixture_tokens, alpha=alpha),
-    }[divergence]
-    return per_token(logp_student_B_T_V, logp_teacher_B_T_V)
+    p_student_C_V, p_teacher_C_V = c.p_student_C_V, c.p_teacher_C_V
+    if beta in (0.0, 1.0):  # M is p_S or p_T exactly: J and its gradient are exactly 0
+        return torch.zeros_like(c.forward_C), p_student_C_V.zero_(), 0.0
+    # M is a sum of probabilities; where both underflow to 0 the clamp keeps 0 · log M = 0.
+    logp_mix_C_V = torch.mul(p_teacher_C_V, beta, out=c.spare_C_V)
+    logp_mix_C_V.add_(p_student_C_V, alpha=1.0 - beta)
+    logp_mix_C_V.clamp_min_(torch.finfo(logp_mix_C_V.dtype).tiny).log_()
+    # KL(p ‖ M) as Σ p (ℓ − log M), not Σ p ℓ − Σ p log M: two sums of the size of the entropy
+    # (≈ log V) whose difference is small lose float32 digits (1e-5 relative at V = 151,936).
+    # ℓ_T − log M is written over ℓ_T, ℓ_S − log M over log M; neither is read again.
+    mix_gap_teacher_C_V = c.logp_teacher_C_V.sub_(logp_mix_C_V)
+    grad_C_V = torch.sub(c.logp_student_C_V, logp_mix_C_V, out=logp_mix_C_V)
+    kl_student_C = row_dots(p_student_C_V, grad_C_V)  # KL(p_S ‖ M)
+    kl_teacher_C = row_dots(p_teacher_C_V, mix_gap_teacher_C_V)  # KL(p_T ‖ M)
+    jsd_C = beta * kl_teacher_C + (1.0 - beta) * kl_student_C
+    grad_C_V.sub_(kl_student_C[:, None]).mul_(p_student_C_V)
+    return jsd_C, grad_C_V, 1.0 - beta
+
+
+#: The generalised Jensen–Shannon divergence of GKD (Agarwal et al. 2024, Eq. 1):
+#: M = β π_T + (1−β) π_S, J_β = β KL(π_T ‖ M) + (1−β) KL(π_S ‖ M), log M by logsumexp. It is
+#: exactly 0 at β ∈ {0, 1}: *not* a dial between forward and reverse KL (TRL special-cases
+#: β = 0 / 1 as those KLs; we do not; use :data:`MIXTURE` for that).
+JSD = Divergence(
+    "jsd",
+    value=jsd_tokens,
+    gradient=_jsd_gradient,
+    weights=("beta",),
+    needs_spare=lambda beta: 0.0 < beta < 1.0,
+)
+
+#: Every divergence a config can name, by name (``objective.kind``; the registry's
+#: full-vocabulary kinds are these).
+DIVERGENCES: dict[str, Divergence] = {d.name: d for d in (FORWARD_KL, REVERSE_KL, JSD, MIXTURE)}
 
 
 @torch.no_grad()
@@ -259,22 +377,46 @@ STAT_KEYS = (
 )
 
 
+def objective_metrics(
+    loss: torch.Tensor, stat_means_4: torch.Tensor, tokens: torch.Tensor
+) -> dict[str, float]:
+    """``objective/`` metrics of a full-vocabulary loss: the loss, the token means of the four
+    :data:`STAT_KEYS`, the token count; one device→host transfer (each ``.item()`` would be a
+    sync point)."""
+    values = torch.cat([loss.detach().reshape(1), stat_means_4, tokens.reshape(1)]).tolist()
+    metrics = {"objective/loss": values[0], **dict(zip(STAT_KEYS, values[1:5], strict=True))}
+    metrics["objective/tokens"] = values[5]
+    return metrics
+
+
 def divergence_loss(
     student_logits_B_T_V: torch.Tensor,
     teacher_logits_B_T_V: torch.Tensor,
     mask_B_T: torch.Tensor,
     *,
-    divergence: str = "forward_kl",
+    divergence: Divergence = FORWARD_KL,
     options: DivergenceOptions | None = None,
     vocab_size: int | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Any divergence of :func:`token_divergence` on logits, reduced: the body of the public
-    objectives below (align, log-softmax, divergence, reduce, metrics).
+    """A :class:`Divergence` on logits, reduced: the plain path of every full-vocabulary kind.
 
     loss = Σ_n w_n D(softmax(z_S,n / τ_S), softmax(z_T,n / τ_T)) with the reduction weights w of
-    :func:`token_weights` (docs/method.md §1–§2, [P] Eq. 1); the plain form of every
-    full-vocabulary kind, as :func:`~distillscope.objectives.fused.fused_divergence` is its form
-    from hidden states. ``options`` defaults to :class:`DivergenceOptions`' defaults.
+    :func:`token_weights` (docs/method.md §1–§2, [P] Eq. 1); D by ``divergence.value``,
+    differentiated by autograd (:func:`~distillscope.objectives.fused.fused_divergence` is the
+    same loss from hidden states, with ``divergence.gradient``).
+
+    Args:
+        student_logits_B_T_V: student logits (any float dtype; softmax runs in fp32).
+        teacher_logits_B_T_V: teacher logits, detached here; same shape unless ``vocab_size``.
+        mask_B_T: True (or a per-token weight) at the completion tokens that count.
+        divergence: which D (:data:`DIVERGENCES`; forward KL by default).
+        options: temperatures, reduction and D's weights (:class:`DivergenceOptions`' defaults
+            when None).
+        vocab_size: slice both widths to this (tokenizer) length first; without it, differing
+            widths raise ValueError.
+
+    Returns:
+        ``(loss, metrics)``: a scalar fp32 loss and the metrics listed in the module docstring.
     """
     o = options or DivergenceOptions()
     check_options(o.reduction, o.student_temperature, o.teacher_temperature)
@@ -289,144 +431,11 @@ def divergence_loss(
     check_shape("mask_B_T", mask_B_T, student_logits_B_T_V.shape[:-1])
     logp_student_B_T_V = tempered_log_softmax(student_logits_B_T_V, o.student_temperature)
     logp_teacher_B_T_V = tempered_log_softmax(teacher_logits_B_T_V.detach(), o.teacher_temperature)
-    per_token_B_T = token_divergence(
-        logp_student_B_T_V, logp_teacher_B_T_V, divergence, beta=o.beta, alpha=o.alpha
-    )
+    per_token_B_T = divergence.tokens(logp_student_B_T_V, logp_teacher_B_T_V, o)
     loss = reduce_tokens(per_token_B_T, mask_B_T, o.reduction)
 
     stats_4_B_T = token_stats(logp_student_B_T_V.detach(), logp_teacher_B_T_V)
     weights_B_T = token_weights(mask_B_T.bool(), "token_mean")
     kept_4_B_T = torch.where(mask_B_T.bool(), stats_4_B_T, torch.zeros_like(stats_4_B_T))
     means_4 = (kept_4_B_T * weights_B_T).sum(dim=(-2, -1))
-    # One device→host transfer for all metrics (each .item() would be a sync point).
-    tokens = mask_B_T.bool().sum().float().reshape(1)
-    values = torch.cat([loss.detach().reshape(1), means_4, tokens]).tolist()
-    metrics = {"objective/loss": values[0], **dict(zip(STAT_KEYS, values[1:5], strict=True))}
-    metrics["objective/tokens"] = values[5]
-    return loss, metrics
-
-
-# ---------------------------------------------------------------------------------------------
-# Public objectives
-# ---------------------------------------------------------------------------------------------
-
-
-def forward_kl(
-    student_logits_B_T_V: torch.Tensor,
-    teacher_logits_B_T_V: torch.Tensor,
-    mask_B_T: torch.Tensor,
-    *,
-    student_temperature: float = 1.0,
-    teacher_temperature: float = 1.0,
-    reduction: Reduction = "seq_mean",
-    vocab_size: int | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """Forward KL, mode-covering: F = KL(π_T ‖ π_S) = Σ_v π_T(v) [log π_T(v) − log π_S(v)].
-
-    docs/method.md §2, the D of [P] Eq. 1, with π = softmax(z / temperature). At temperature 1 the
-    gradient w.r.t. the student logits is ∂F/∂z_S = π_S − π_T ([P] Eq. 4).
-
-    Args:
-        student_logits_B_T_V: student logits (any float dtype; softmax runs in fp32).
-        teacher_logits_B_T_V: teacher logits, detached here; same shape unless ``vocab_size``.
-        mask_B_T: True at the completion tokens that count.
-        vocab_size: slice both widths to this (tokenizer) length first; without it, differing
-            widths raise ValueError.
-
-    Returns:
-        ``(loss, metrics)``: a scalar fp32 loss and the metrics listed in the module docstring.
-    """
-    options = DivergenceOptions(student_temperature, teacher_temperature, reduction)
-    return divergence_loss(
-        student_logits_B_T_V,
-        teacher_logits_B_T_V,
-        mask_B_T,
-        divergence="forward_kl",
-        options=options,
-        vocab_size=vocab_size,
-    )
-
-
-def reverse_kl(
-    student_logits_B_T_V: torch.Tensor,
-    teacher_logits_B_T_V: torch.Tensor,
-    mask_B_T: torch.Tensor,
-    *,
-    student_temperature: float = 1.0,
-    teacher_temperature: float = 1.0,
-    reduction: Reduction = "seq_mean",
-    vocab_size: int | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """Reverse KL, mode-seeking: R = KL(π_S ‖ π_T) = Σ_v π_S(v) [log π_S(v) − log π_T(v)].
-
-    docs/method.md §2, the D of [P] Eq. 1, with π = softmax(z / temperature). At temperature 1 the
-    gradient w.r.t. the student logits is ∂R/∂z_S = π_S ⊙ (log π_S − log π_T − R) ([P] Eq. 5).
-    Arguments and return value as in :func:`forward_kl`.
-    """
-    options = DivergenceOptions(student_temperature, teacher_temperature, reduction)
-    return divergence_loss(
-        student_logits_B_T_V,
-        teacher_logits_B_T_V,
-        mask_B_T,
-        divergence="reverse_kl",
-        options=options,
-        vocab_size=vocab_size,
-    )
-
-
-def generalized_jsd(
-    student_logits_B_T_V: torch.Tensor,
-    teacher_logits_B_T_V: torch.Tensor,
-    mask_B_T: torch.Tensor,
-    *,
-    beta: float = 0.5,
-    student_temperature: float = 1.0,
-    teacher_temperature: float = 1.0,
-    reduction: Reduction = "seq_mean",
-    vocab_size: int | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """Generalised Jensen–Shannon divergence of GKD (Agarwal et al. 2024, Eq. 1; docs/method.md §2).
-
-    M = β π_T + (1−β) π_S,   JSD_β = β KL(π_T ‖ M) + (1−β) KL(π_S ‖ M),  log M by logsumexp.
-
-    JSD_β → 0 as β → 0 or β → 1, and it is exactly 0 at β ∈ {0, 1}: it is *not* a dial between
-    forward and reverse KL (TRL special-cases β = 0 / 1 as those KLs; we do not). Use
-    :func:`forward_kl`, :func:`reverse_kl` or :func:`kl_mixture` for those.
-    Other arguments and the return value as in :func:`forward_kl`.
-    """
-    options = DivergenceOptions(student_temperature, teacher_temperature, reduction, beta=beta)
-    return divergence_loss(
-        student_logits_B_T_V,
-        teacher_logits_B_T_V,
-        mask_B_T,
-        divergence="jsd",
-        options=options,
-        vocab_size=vocab_size,
-    )
-
-
-def kl_mixture(
-    student_logits_B_T_V: torch.Tensor,
-    teacher_logits_B_T_V: torch.Tensor,
-    mask_B_T: torch.Tensor,
-    *,
-    alpha: float = 0.5,
-    student_temperature: float = 1.0,
-    teacher_temperature: float = 1.0,
-    reduction: Reduction = "seq_mean",
-    vocab_size: int | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """Explicit mixture α · KL(π_T ‖ π_S) + (1−α) · KL(π_S ‖ π_T) (docs/method.md §2).
-
-    α = 1 is :func:`forward_kl`, α = 0 is :func:`reverse_kl`. Other arguments and the return
-    value as in :func:`forward_kl`.
-    """
-    options = DivergenceOptions(student_temperature, teacher_temperature, reduction, alpha=alpha)
-    return divergence_loss(
-        student_logits_B_T_V,
-        teacher_logits_B_T_V,
-        mask_B_T,
-        divergence="mixture",
-        options=options,
-        vocab_size=vocab_size,
-    )
+    return loss, objective_metrics(loss, means_4, mask_B_T.bool().sum().float())

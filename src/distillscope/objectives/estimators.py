@@ -1,18 +1,22 @@
 """Sampled KL estimators and the k1/k2/k3 sample metrics (docs/method.md §2, [P] App. A.2,
 Schulman).
 
-Instead of summing over the whole vocabulary, each completion position n uses one token y_n:
+Instead of summing over the whole vocabulary, each completion position n uses one token y_n;
+each estimator is one :class:`TokenEstimator` declaration (:data:`ESTIMATORS`):
 
 - forward:  y ~ π_T(·|h_n),  loss = −log π_S(y|h_n)
   (∇ E_{y~π_T}[−log π_S(y)] = ∇ KL(π_T ‖ π_S): unbiased forward-KL gradient);
 - reverse:  y ~ π_S(·|h_n),  loss = sg[log π_S(y) − log π_T(y)] · log π_S(y)
   (score-function form: E_{y~π_S}[(ℓ_S − ℓ_T)(y) ∇ℓ_S(y)] = ∇ KL(π_S ‖ π_T)).
 
-The ``sampled_*`` functions draw one *extra* token per position from the tempered model with a
-caller-owned ``torch.Generator`` (independent of the rollout token). The ``rollout_token_*``
-functions use the rollout's own token y_n instead (what OPD uses, docs/method.md §4); they are
-unbiased
-only when the rollout was sampled from the same tempered distribution the estimator assumes.
+Both read only ℓ_S(y) and ℓ_T(y), whose gradient w.r.t. the student's logits is the closed form
+∂ℓ_S(y)/∂z_S = (e_y − π_S) / τ_S on either path (autograd of the log-softmax on logits; written
+out chunk by chunk from hidden states, :mod:`.fused_tokens`); :func:`sampled_token_loss` is the
+loss on those log-probs that both paths share. :func:`sampled_kl` is the form on logits: it
+draws one *extra* token per position from the estimator's tempered sampling model (from
+``uniforms_B_T``, or a caller-owned ``torch.Generator``), or takes the rollout's own token y_n
+(``tokens_B_T``, what OPD uses, docs/method.md §4) — unbiased only when the rollout was sampled
+from the same tempered distribution the estimator assumes.
 
 ``tokens_B_T[b, t]`` is the token *scored by* ``logits[b, t]`` (the caller shifts by one).
 Reductions, temperatures, ``vocab_size`` and the mask follow :mod:`.divergences`.
@@ -25,12 +29,13 @@ functions write ``kl/`` keys. What each key means is registered in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
 
 from distillscope.objectives.divergences import (
-    Reduction,
     align_vocab,
     check_options,
     check_shape,
@@ -39,26 +44,72 @@ from distillscope.objectives.divergences import (
     tempered_log_softmax,
 )
 from distillscope.objectives.fused_tokens import inverse_cdf_draw
+from distillscope.objectives.options import DivergenceOptions
 
-Direction = Literal["forward", "reverse"]
+
+@dataclass(frozen=True)
+class TokenEstimator:
+    """A KL estimated from one token y per position (module docstring).
+
+    ``loss(ℓ_S(y), sg[ℓ_S − ℓ_T](y))`` is the per-token surrogate whose gradient is the
+    estimator's; ``estimate(sg[ℓ_S − ℓ_T](y))`` the single-sample KL estimate reported under
+    ``estimate_key``; ``draws_from`` the model y is drawn from when the step draws it.
+    """
+
+    name: str
+    draws_from: Literal["teacher", "student"]
+    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    estimate: Callable[[torch.Tensor], torch.Tensor]
+    estimate_key: str
 
 
-def _sampled_objective(
+#: Forward KL from y ~ π_T: loss −ℓ_S(y), ∂/∂ℓ_S(y) = −1 (a cross-entropy, whose value is not a
+#: KL); the estimate is ℓ_T(y) − ℓ_S(y) ([P] App. A.2).
+FORWARD_SAMPLED = TokenEstimator(
+    "forward_sampled",
+    draws_from="teacher",
+    loss=lambda logp_student_B_T, log_ratio_B_T: -logp_student_B_T,
+    estimate=lambda log_ratio_B_T: -log_ratio_B_T,
+    estimate_key="objective/forward_kl_estimate",
+)
+
+#: Reverse KL from y ~ π_S: loss sg[ℓ_S − ℓ_T](y) · ℓ_S(y), ∂/∂ℓ_S(y) = sg[ℓ_S − ℓ_T](y) (the
+#: score function; the sample itself is a constant); the estimate is ℓ_S(y) − ℓ_T(y).
+REVERSE_SAMPLED = TokenEstimator(
+    "reverse_sampled",
+    draws_from="student",
+    loss=lambda logp_student_B_T, log_ratio_B_T: log_ratio_B_T * logp_student_B_T,
+    estimate=lambda log_ratio_B_T: log_ratio_B_T,
+    estimate_key="objective/reverse_kl_estimate",
+)
+
+#: Every sampled estimator a config can name (``objective.kind``), by name.
+ESTIMATORS: dict[str, TokenEstimator] = {e.name: e for e in (FORWARD_SAMPLED, REVERSE_SAMPLED)}
+
+
+def sampled_kl(
     student_logits_B_T_V: torch.Tensor,
     teacher_logits_B_T_V: torch.Tensor,
-    tokens_B_T: torch.Tensor | None,
     mask_B_T: torch.Tensor,
-    direction: Direction,
-    uniforms_B_T: torch.Tensor | None,
+    estimator: TokenEstimator,
     *,
-    student_temperature: float,
-    teacher_temperature: float,
-    reduction: str,
-    vocab_size: int | None,
+    tokens_B_T: torch.Tensor | None = None,
+    uniforms_B_T: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+    options: DivergenceOptions | None = None,
+    vocab_size: int | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Shared body: pick y per position (the rollout's token, or a draw by inverse CDF from
-    ``uniforms_B_T``), then the estimator's loss."""
-    check_options(reduction, student_temperature, teacher_temperature)
+    """``estimator`` on logits ([P] App. A.2, docs/method.md §2): one token y per position —
+    ``tokens_B_T`` (the rollout's own), else a draw by inverse CDF from the tempered
+    ``estimator.draws_from`` model with ``uniforms_B_T`` (one U[0, 1) per position: the same
+    uniforms give the same tokens on every path, :mod:`.fused_tokens`), else with uniforms from
+    ``generator`` (on the logits' device; None: the global RNG) — then
+    :func:`sampled_token_loss`. ``options`` gives the temperatures and the reduction (β and α
+    are not read); they, ``vocab_size`` and the mask follow :mod:`.divergences`. Padding
+    positions of ``tokens_B_T`` may hold any id.
+    """
+    o = options or DivergenceOptions()
+    check_options(o.reduction, o.student_temperature, o.teacher_temperature)
     student_logits_B_T_V, teacher_logits_B_T_V = align_vocab(
         student_logits_B_T_V, teacher_logits_B_T_V, vocab_size
     )
@@ -69,11 +120,14 @@ def _sampled_objective(
         )
     check_shape("mask_B_T", mask_B_T, student_logits_B_T_V.shape[:-1])
     keep_B_T = mask_B_T.bool()
-    logp_student_B_T_V = tempered_log_softmax(student_logits_B_T_V, student_temperature)
-    logp_teacher_B_T_V = tempered_log_softmax(teacher_logits_B_T_V.detach(), teacher_temperature)
+    logp_student_B_T_V = tempered_log_softmax(student_logits_B_T_V, o.student_temperature)
+    logp_teacher_B_T_V = tempered_log_softmax(teacher_logits_B_T_V.detach(), o.teacher_temperature)
 
     if tokens_B_T is None:  # draw y' from the sampling model; every position draws once
-        sampler_logp_B_T_V = logp_teacher_B_T_V if direction == "forward" else logp_student_B_T_V
+        if uniforms_B_T is None:
+            uniforms_B_T = draw_uniforms(mask_B_T.shape, generator, mask_B_T.device)
+        from_teacher = estimator.draws_from == "teacher"
+        sampler_logp_B_T_V = logp_teacher_B_T_V if from_teacher else logp_student_B_T_V
         check_shape("uniforms_B_T", uniforms_B_T, keep_B_T.shape)
         vocab = sampler_logp_B_T_V.shape[-1]
         tokens_N = inverse_cdf_draw(
@@ -88,7 +142,7 @@ def _sampled_objective(
     index_B_T_1 = tokens_B_T.unsqueeze(-1)
     logp_student_B_T = logp_student_B_T_V.gather(-1, index_B_T_1).squeeze(-1)
     logp_teacher_B_T = logp_teacher_B_T_V.gather(-1, index_B_T_1).squeeze(-1)
-    return sampled_token_loss(logp_student_B_T, logp_teacher_B_T, mask_B_T, direction, reduction)
+    return sampled_token_loss(logp_student_B_T, logp_teacher_B_T, mask_B_T, estimator, o.reduction)
 
 
 def draw_uniforms(
@@ -105,10 +159,10 @@ def sampled_token_loss(
     logp_student_B_T: torch.Tensor,
     logp_teacher_B_T: torch.Tensor,
     mask_B_T: torch.Tensor,
-    direction: Direction,
+    estimator: TokenEstimator,
     reduction: str,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """The estimator's loss from ℓ_S(y), ℓ_T(y) of the chosen token per position.
+    """``estimator``'s loss from ℓ_S(y), ℓ_T(y) of the chosen token per position.
 
     forward: loss_n = −ℓ_S(y_n); reverse: loss_n = sg[ℓ_S − ℓ_T](y_n) · ℓ_S(y_n); reduced by
     ``reduction``. Shared by the logits path and the hidden-state path
@@ -116,12 +170,8 @@ def sampled_token_loss(
     """
     keep_B_T = mask_B_T.bool()
     log_ratio_B_T = (logp_student_B_T - logp_teacher_B_T).detach()  # ℓ_S − ℓ_T, stop-gradient
-    if direction == "forward":
-        per_token_B_T = -logp_student_B_T
-        estimate_key, estimate_B_T = "objective/forward_kl_estimate", -log_ratio_B_T
-    else:
-        per_token_B_T = log_ratio_B_T * logp_student_B_T
-        estimate_key, estimate_B_T = "objective/reverse_kl_estimate", log_ratio_B_T
+    per_token_B_T = estimator.loss(logp_student_B_T, log_ratio_B_T)
+    estimate_key, estimate_B_T = estimator.estimate_key, estimator.estimate(log_ratio_B_T)
     loss = reduce_tokens(per_token_B_T, mask_B_T, reduction)  # a float mask weights tokens
 
     tokens = keep_B_T.sum().float().reshape(1)
@@ -129,136 +179,6 @@ def sampled_token_loss(
     values = torch.cat([loss.detach().reshape(1), estimate, tokens]).tolist()  # one sync
     metrics = {"objective/loss": values[0], estimate_key: values[1], "objective/tokens": values[2]}
     return loss, metrics
-
-
-def sampled_forward_kl(
-    student_logits_B_T_V: torch.Tensor,
-    teacher_logits_B_T_V: torch.Tensor,
-    mask_B_T: torch.Tensor,
-    *,
-    generator: torch.Generator | None = None,
-    uniforms_B_T: torch.Tensor | None = None,
-    student_temperature: float = 1.0,
-    teacher_temperature: float = 1.0,
-    reduction: Reduction = "seq_mean",
-    vocab_size: int | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """Sampled forward KL: y' ~ π_T(·|h_n) per position, loss = −log π_S(y'|h_n) ([P] App. A.2).
-
-    Its gradient is an unbiased estimate of ∇ KL(π_T ‖ π_S); its value is a cross-entropy, not a
-    KL (the metric ``objective/forward_kl_estimate`` is the KL estimate). ``generator`` (on the
-    logits' device) makes the draws reproducible; ``None`` uses the global RNG. ``uniforms_B_T``
-    (one U[0, 1) per position) replaces the generator: y' is drawn by inverse CDF from it, so
-    the same uniforms give the same tokens on every path (:mod:`.fused_tokens`).
-    """
-    if uniforms_B_T is None:
-        uniforms_B_T = draw_uniforms(mask_B_T.shape, generator, mask_B_T.device)
-    return _sampled_objective(
-        student_logits_B_T_V,
-        teacher_logits_B_T_V,
-        None,
-        mask_B_T,
-        "forward",
-        uniforms_B_T,
-        student_temperature=student_temperature,
-        teacher_temperature=teacher_temperature,
-        reduction=reduction,
-        vocab_size=vocab_size,
-    )
-
-
-def sampled_reverse_kl(
-    student_logits_B_T_V: torch.Tensor,
-    teacher_logits_B_T_V: torch.Tensor,
-    mask_B_T: torch.Tensor,
-    *,
-    generator: torch.Generator | None = None,
-    uniforms_B_T: torch.Tensor | None = None,
-    student_temperature: float = 1.0,
-    teacher_temperature: float = 1.0,
-    reduction: Reduction = "seq_mean",
-    vocab_size: int | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """Sampled reverse KL: y' ~ π_S(·|h_n), loss = sg[log π_S(y') − log π_T(y')] · log π_S(y').
-
-    [P] App. A.2. Its gradient is an unbiased estimate of ∇ KL(π_S ‖ π_T) (score function; the
-    sample itself is a constant). ``generator`` as in :func:`sampled_forward_kl`.
-    """
-    if uniforms_B_T is None:
-        uniforms_B_T = draw_uniforms(mask_B_T.shape, generator, mask_B_T.device)
-    return _sampled_objective(
-        student_logits_B_T_V,
-        teacher_logits_B_T_V,
-        None,
-        mask_B_T,
-        "reverse",
-        uniforms_B_T,
-        student_temperature=student_temperature,
-        teacher_temperature=teacher_temperature,
-        reduction=reduction,
-        vocab_size=vocab_size,
-    )
-
-
-def rollout_token_forward_kl(
-    student_logits_B_T_V: torch.Tensor,
-    teacher_logits_B_T_V: torch.Tensor,
-    tokens_B_T: torch.Tensor,
-    mask_B_T: torch.Tensor,
-    *,
-    student_temperature: float = 1.0,
-    teacher_temperature: float = 1.0,
-    reduction: Reduction = "seq_mean",
-    vocab_size: int | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """Rollout-token forward KL: loss = −log π_S(y_n|h_n) at the rollout's own token y_n.
-
-    docs/method.md §2 ("rollout-token" variant of [P] App. A.2): an unbiased forward-KL gradient
-    when y
-    was sampled from π_T at ``teacher_temperature`` (OffPD); otherwise a plain NLL on the rollout.
-    """
-    return _sampled_objective(
-        student_logits_B_T_V,
-        teacher_logits_B_T_V,
-        tokens_B_T,
-        mask_B_T,
-        "forward",
-        None,
-        student_temperature=student_temperature,
-        teacher_temperature=teacher_temperature,
-        reduction=reduction,
-        vocab_size=vocab_size,
-    )
-
-
-def rollout_token_reverse_kl(
-    student_logits_B_T_V: torch.Tensor,
-    teacher_logits_B_T_V: torch.Tensor,
-    tokens_B_T: torch.Tensor,
-    mask_B_T: torch.Tensor,
-    *,
-    student_temperature: float = 1.0,
-    teacher_temperature: float = 1.0,
-    reduction: Reduction = "seq_mean",
-    vocab_size: int | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """Rollout-token reverse KL: loss = sg[log π_S(y_n) − log π_T(y_n)] · log π_S(y_n).
-
-    docs/method.md §2 and §4: the per-token policy gradient OPD builds on; an unbiased reverse-KL
-    gradient when y was sampled from the current π_S at ``student_temperature`` (OnPD).
-    """
-    return _sampled_objective(
-        student_logits_B_T_V,
-        teacher_logits_B_T_V,
-        tokens_B_T,
-        mask_B_T,
-        "reverse",
-        None,
-        student_temperature=student_temperature,
-        teacher_temperature=teacher_temperature,
-        reduction=reduction,
-        vocab_size=vocab_size,
-    )
 
 
 @torch.no_grad()

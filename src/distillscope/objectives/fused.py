@@ -10,28 +10,22 @@ dropped (the pattern of Liger-Kernel's fused linear losses). ``backward`` only s
 by the incoming gradient. One pass over the chunk does loss, metrics and gradient; the chunk's
 buffers are allocated once and reused.
 
-Closed forms. With a = z_S / τ_S, b = z_T / τ_T, ℓ_S = log_softmax(a), ℓ_T = log_softmax(b),
-p = exp(ℓ), and any D(ℓ_S) that depends on the student only through p_S, the softmax Jacobian
-gives ∂D/∂a = p_S ⊙ (u − Σ_v p_S u) with u = ∂D/∂p_S, and ∂D/∂z_S = (1/τ_S) ∂D/∂a:
-
-- forward KL  F = Σ p_T (ℓ_T − ℓ_S):   u = −p_T / p_S         →  ∂F/∂a = p_S − p_T
-- reverse KL  R = Σ p_S (ℓ_S − ℓ_T):   u = ℓ_S − ℓ_T + 1      →  ∂R/∂a = p_S ⊙ (ℓ_S − ℓ_T − R)
-  (at τ_S = 1 these are [P] Eq. 4–5, docs/method.md §2)
-- JSD_β = β KL(p_T‖M) + (1−β) KL(p_S‖M), M = β p_T + (1−β) p_S: the terms through ∂M/∂p_S
-  cancel (−β(1−β) p_T/M − (1−β)² p_S/M + (1−β) = 0), so u = (1−β)(ℓ_S − log M) and
-  ∂J/∂a = (1−β) p_S ⊙ (ℓ_S − log M − K_S),  K_S = KL(p_S‖M)  (reverse KL with M for p_T)
-- mixture  αF + (1−α)R:  ∂/∂a = α (p_S − p_T) + (1−α) p_S ⊙ (ℓ_S − ℓ_T − R)
-
-The teacher gets no gradient. Each token's reduction weight w_n and 1/τ_S (and 1 − β) scale
-the row *after* the matmuls, on the (rows × H) side, never on the (rows × V) buffers.
+Closed forms. With a = z_S / τ_S, ℓ = log_softmax, p = exp(ℓ), each
+:class:`~.divergences.Divergence` declares its own ∂D/∂a beside its value (∂F/∂a = p_S − p_T,
+∂R/∂a = p_S ⊙ (ℓ_S − ℓ_T − R), [P] Eq. 4–5 at τ_S = 1; JSD and the mixture likewise); this
+module computes what every closed form reads once per chunk (ℓ, p of both models, F and R per
+row, :class:`~.divergences.FusedChunk`), calls the declaration, and applies ∂D/∂z_S =
+(1/τ_S) ∂D/∂a. The teacher gets no gradient. Each token's reduction weight w_n, 1/τ_S and the
+declaration's scale (1 − β for JSD) scale the row *after* the matmuls, on the (rows × H) side,
+never on the (rows × V) buffers.
 
 Memory. Per chunk of C rows: four (C × V) buffers in fp32 (fp64 for fp64 inputs) —
 student and teacher log-probs, student and teacher probs, the gradient written into one of
-them — five for JSD, plus one (C × V) product in the input dtype when the inputs are
-bf16/fp16. :class:`~.options.ChunkSpec` picks the largest C whose buffers fit its
-``memory_budget_mb`` (or takes its ``chunk_size``), and the N rows are split into ⌈N / C⌉ equal
-chunks. On top of that: ∂L/∂W (V_s × H, the size of the head, accumulated in fp32) and ∂L/∂h
-(N × H).
+them — five when the declaration needs a spare (JSD), plus one (C × V) product in the input
+dtype when the inputs are bf16/fp16. :class:`~.options.ChunkSpec` picks the largest C whose
+buffers fit its ``memory_budget_mb`` (or takes its ``chunk_size``), and the N rows are split
+into ⌈N / C⌉ equal chunks. On top of that: ∂L/∂W (V_s × H, the size of the head, accumulated
+in fp32) and ∂L/∂h (N × H).
 
 The default budget, :data:`~.options.DEFAULT_MEMORY_BUDGET_MB` = 256 MB, allows 500 rows at
 V = 32,000 and 124 at V = 128,256. It trades time for memory at large V: each chunk re-reads the
@@ -56,10 +50,12 @@ from dataclasses import dataclass
 import torch
 
 from distillscope.objectives.divergences import (
-    STAT_KEYS,
-    check_divergence,
+    FORWARD_KL,
+    Divergence,
+    FusedChunk,
     check_options,
     check_shape,
+    objective_metrics,
     token_weights,
 )
 from distillscope.objectives.options import ChunkSpec, DivergenceOptions
@@ -67,11 +63,12 @@ from distillscope.objectives.options import ChunkSpec, DivergenceOptions
 
 @dataclass(frozen=True)
 class _Plan:
-    """What one fused call computes: the divergence, its options, rows per chunk, V, and the
-    tokens ``[N]`` whose log-probs it gathers on the way (None: none)."""
+    """What one fused call computes: the divergence, its options and weights, rows per chunk,
+    V, and the tokens ``[N]`` whose log-probs it gathers on the way (None: none)."""
 
-    divergence: str
+    divergence: Divergence
     options: DivergenceOptions
+    weights: dict
     rows: int
     vocab: int
     tokens_N: torch.Tensor | None = None
@@ -100,17 +97,11 @@ def _logits_into(
             out_C_V.mul_(1 / temperature)
 
 
-def _closed_form(
-    logp_C_2_V: torch.Tensor,
-    p_C_2_V: torch.Tensor,
-    spare_C_V: torch.Tensor | None,
-    plan: _Plan,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
-    """Per-row divergence, the 4 metric stats, and ∂D/∂a (see module docstring) for one chunk.
-
-    ``logp_C_2_V`` holds (ℓ_S, ℓ_T) and ``p_C_2_V`` (p_S, p_T) for each row, student first.
-    Returns ``(divergence_C, stats_4_C, grad_C_V, scale)`` where ``scale · grad_C_V`` is ∂D/∂a;
-    ``grad_C_V`` is a view into one of the buffers, which are overwritten.
+def _chunk_stats(
+    logp_C_2_V: torch.Tensor, p_C_2_V: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(F_C, R_C, stats_4_C) of one chunk: forward and reverse KL per row and the four metric
+    stats (F, R, H(p_T), H(p_S)), from ``logp_C_2_V`` = (ℓ_S, ℓ_T) and ``p_C_2_V`` = (p_S, p_T).
     """
     # One batched (2 × V)(V × 2) product per row gives the four dots behind every stat:
     # dots[c, i, j] = Σ_v p_i ℓ_j with i, j ∈ (S, T). Four separate row dots cost ~4× more.
@@ -119,56 +110,7 @@ def _closed_form(
     teacher_cross, teacher_self = dots_C_2_2[:, 1, 0], dots_C_2_2[:, 1, 1]  # Σ p_T ℓ_S, Σ p_T ℓ_T
     forward_C = teacher_self - teacher_cross
     reverse_C = student_self - student_cross
-    stats_4_C = torch.stack([forward_C, reverse_C, -teacher_self, -student_self])
-    logp_student_C_V, logp_teacher_C_V = logp_C_2_V[:, 0], logp_C_2_V[:, 1]
-    p_student_C_V, p_teacher_C_V = p_C_2_V[:, 0], p_C_2_V[:, 1]
-
-    divergence = plan.divergence
-    if divergence == "forward_kl":  # p_S − p_T, written over p_S
-        return forward_C, stats_4_C, p_student_C_V.sub_(p_teacher_C_V), 1.0
-    if divergence in ("reverse_kl", "mixture"):
-        # p_S ⊙ (ℓ_S − ℓ_T − R), written over ℓ_S
-        grad_C_V = logp_student_C_V.sub_(logp_teacher_C_V).sub_(reverse_C[:, None])
-        if divergence == "reverse_kl":
-            return reverse_C, stats_4_C, grad_C_V.mul_(p_student_C_V), 1.0
-        alpha = plan.options.alpha  # α (p_S − p_T) + (1−α) p_S ⊙ (ℓ_S − ℓ_T − R)
-        grad_C_V.mul_(1.0 - alpha).add_(alpha).mul_(p_student_C_V).sub_(p_teacher_C_V, alpha=alpha)
-        return alpha * forward_C + (1.0 - alpha) * reverse_C, stats_4_C, grad_C_V, 1.0
-
-    # jsd. log M with M = β p_T + (1−β) p_S; at β ∈ {0, 1} log M is ℓ_S / ℓ_T exactly, so the
-    # divergence and its gradient are exactly 0 there, as in the plain path.
-    beta = plan.options.beta
-    if beta == 0.0:
-        logp_mix_C_V = logp_student_C_V
-    elif beta == 1.0:
-        logp_mix_C_V = logp_teacher_C_V
-    else:  # M is a sum of probabilities; where both underflow to 0 the clamp keeps 0·log M = 0
-        logp_mix_C_V = torch.mul(p_teacher_C_V, beta, out=spare_C_V)
-        logp_mix_C_V.add_(p_student_C_V, alpha=1.0 - beta)
-        logp_mix_C_V.clamp_min_(torch.finfo(logp_mix_C_V.dtype).tiny).log_()
-    if beta in (0.0, 1.0):
-        rows, vocab = logp_mix_C_V.shape
-        mix_dots_C_2 = torch.bmm(p_C_2_V, logp_mix_C_V.view(rows, vocab, 1)).view(rows, 2)
-        kl_student_C = student_self - mix_dots_C_2[:, 0]  # KL(p_S ‖ M)
-        kl_teacher_C = teacher_self - mix_dots_C_2[:, 1]  # KL(p_T ‖ M)
-        jsd_C = beta * kl_teacher_C + (1.0 - beta) * kl_student_C
-        return jsd_C, stats_4_C, p_student_C_V.zero_(), 0.0
-    # KL(p ‖ M) as Σ p (ℓ − log M), not Σ p ℓ − Σ p log M: two sums of the size of the entropy
-    # (≈ log V) whose difference is small lose float32 digits (1e-5 relative at V = 151,936).
-    # ℓ_T − log M is written over ℓ_T, ℓ_S − log M over log M; neither is read again.
-    mix_gap_teacher_C_V = logp_teacher_C_V.sub_(logp_mix_C_V)
-    grad_C_V = torch.sub(logp_student_C_V, logp_mix_C_V, out=logp_mix_C_V)
-    kl_student_C = _row_dots(p_student_C_V, grad_C_V)  # KL(p_S ‖ M)
-    kl_teacher_C = _row_dots(p_teacher_C_V, mix_gap_teacher_C_V)  # KL(p_T ‖ M)
-    jsd_C = beta * kl_teacher_C + (1.0 - beta) * kl_student_C
-    # (1−β) p_S ⊙ (ℓ_S − log M − KL(p_S‖M)), written over log M
-    grad_C_V.sub_(kl_student_C[:, None]).mul_(p_student_C_V)
-    return jsd_C, stats_4_C, grad_C_V, 1.0 - beta
-
-
-def _row_dots(a_C_V: torch.Tensor, b_C_V: torch.Tensor) -> torch.Tensor:
-    """Σ_v a[c, v] b[c, v] for each row c, as one batched product (no [C, V] temporary)."""
-    return torch.bmm(a_C_V.unsqueeze(1), b_C_V.unsqueeze(2)).view(-1)
+    return forward_C, reverse_C, torch.stack([forward_C, reverse_C, -teacher_self, -student_self])
 
 
 def _gather_tokens(
@@ -193,9 +135,9 @@ def _gather_tokens(
     return torch.stack([at_tau_C_2[:, 0], at_tau_C_2[:, 1], *at_one])
 
 
-def _buffer_count(divergence: str, beta: float) -> int:
-    """(rows × V) buffers one chunk needs: ℓ_S, ℓ_T, p_S, p_T, and log M for a proper JSD."""
-    return 5 if divergence == "jsd" and 0.0 < beta < 1.0 else 4
+def _buffer_count(divergence: Divergence, weights: dict[str, float]) -> int:
+    """(rows × V) buffers one chunk needs: ℓ_S, ℓ_T, p_S, p_T, and the declaration's spare."""
+    return 5 if divergence.needs_spare(**weights) else 4
 
 
 def _fold_gradient(
@@ -260,12 +202,12 @@ class _FusedDivergence(torch.autograd.Function):
         chunks = max(1, math.ceil(rows / plan.rows))
         chunk = max(1, math.ceil(rows / chunks))
         # Student and teacher side by side, (C, 2, V): one log_softmax, one exp and one batched
-        # product serve both models (see _closed_form).
+        # product serve both models (see _chunk_stats).
         logp_C_2_V = torch.empty((chunk, 2, vocab), dtype=dtype, device=device)
         p_C_2_V = torch.empty_like(logp_C_2_V)
         spare_C_V = (
             torch.empty((chunk, vocab), dtype=dtype, device=device)
-            if _buffer_count(plan.divergence, plan.options.beta) > 4
+            if _buffer_count(plan.divergence, plan.weights) > 4
             else None
         )
         loss_sum = torch.zeros((), dtype=dtype, device=device)
@@ -288,7 +230,11 @@ class _FusedDivergence(torch.autograd.Function):
                     logp, p[:, 0], tokens_N[start:stop], (tau_s, tau_t)
                 )
             torch.exp(logp, out=p)
-            divergence_C, stats_4_C, grad_C_V, scale = _closed_form(logp, p, spare, plan)
+            forward_C, reverse_C, stats_4_C = _chunk_stats(logp, p)
+            divergence_C, grad_C_V, scale = plan.divergence.gradient(
+                FusedChunk(logp[:, 0], logp[:, 1], p[:, 0], p[:, 1], forward_C, reverse_C, spare),
+                **plan.weights,
+            )
             weights_C = weights_N[start:stop].to(dtype)
             loss_sum += (divergence_C * weights_C).sum()
             stat_sums_4 += stats_4_C.sum(dim=-1)
@@ -368,19 +314,19 @@ def fused_divergence(
     teacher_head_V_H: torch.Tensor,
     mask_B_T: torch.Tensor,
     *,
-    divergence: str = "forward_kl",
+    divergence: Divergence = FORWARD_KL,
     options: DivergenceOptions | None = None,
     chunks: ChunkSpec | None = None,
     vocab_size: int | None = None,
     tokens_B_T: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]] | tuple[torch.Tensor, dict[str, float], TokenLogprobs]:
-    """Any divergence of :mod:`.divergences` from hidden states, fused and chunked by memory.
+    """A :class:`~.divergences.Divergence` from hidden states, fused and chunked by memory.
 
     z_S = h_S W_Sᵀ, z_T = h_T W_Tᵀ at the masked positions, then the plain objective's loss
     Σ_n w_n D(softmax(z_S,n / τ_S), softmax(z_T,n / τ_T)) with the reduction weights w of
     ``token_weights`` (docs/method.md §1–§2, [P] Eq. 1); the gradient w.r.t. the student logits
-    is the closed form of the module docstring. Gradients flow to ``student_hidden_B_T_H`` and
-    ``student_head_V_H``; the teacher is detached.
+    is the declaration's closed form (``divergence.gradient``). Gradients flow to
+    ``student_hidden_B_T_H`` and ``student_head_V_H``; the teacher is detached.
 
     Args:
         student_hidden_B_T_H: student final hidden states (after the last norm).
@@ -388,8 +334,7 @@ def fused_divergence(
         teacher_hidden_B_T_H: teacher final hidden states; its width H_t may differ.
         teacher_head_V_H: teacher LM-head weight, (V_t, H_t).
         mask_B_T: True at the completion tokens that count; only those rows are projected.
-        divergence: "forward_kl", "reverse_kl", "jsd" (uses ``options.beta``) or "mixture"
-            (``options.alpha``).
+        divergence: which D (:data:`~.divergences.DIVERGENCES`; forward KL by default).
         options: temperatures, reduction, β, α (:class:`~.options.DivergenceOptions`; its
             defaults when None).
         chunks: rows per chunk, from a memory budget on the chunk's transient (rows × V)
@@ -407,7 +352,7 @@ def fused_divergence(
     """
     o = options or DivergenceOptions()
     check_options(o.reduction, o.student_temperature, o.teacher_temperature)
-    check_divergence(divergence, beta=o.beta, alpha=o.alpha)
+    weights = divergence.weights_of(o)
     vocab = check_hidden_inputs(
         student_hidden_B_T_H,
         student_head_V_H,
@@ -420,7 +365,7 @@ def fused_divergence(
     dtype = torch.promote_types(student_hidden_B_T_H.dtype, torch.float32)  # fp32, fp64 for fp64
     weights_N = token_weights(mask_B_T, o.reduction, dtype)[keep_B_T]  # (N,) loss weights
     rows = (chunks or ChunkSpec()).rows(
-        vocab, buffers=_buffer_count(divergence, o.beta), bytes_per_value=dtype.itemsize
+        vocab, buffers=_buffer_count(divergence, weights), bytes_per_value=dtype.itemsize
     )
     tokens_N = None if tokens_B_T is None else tokens_B_T[keep_B_T].long()
     loss, metrics, token_logp_4_N = apply_over_rows(
@@ -431,7 +376,7 @@ def fused_divergence(
         teacher_head_V_H,
         keep_B_T,
         weights_N,
-        _Plan(divergence, o, rows, vocab, tokens_N),
+        _Plan(divergence, o, weights, rows, vocab, tokens_N),
     )
     if tokens_N is None:
         return loss, metrics
@@ -453,9 +398,9 @@ def apply_over_rows(
     """Run a hidden-state divergence ``function`` on the kept rows; ``(loss, metrics, *rest)``.
 
     ``function.apply(h_S (N, H), W_S, h_T (N, H_t), W_T, weights_N, plan)`` returns the
-    weighted loss sum and the four metric sums (:data:`STAT_KEYS`), then whatever else it
-    computes (``rest``: the fused form's gathered token log-probs); the fused form and the
-    tests' reference (autograd per chunk) share this wrapper. The teacher is detached.
+    weighted loss sum and the four metric sums (:data:`~.divergences.STAT_KEYS`), then whatever
+    else it computes (``rest``: the fused form's gathered token log-probs); the fused form and
+    the tests' reference (autograd per chunk) share this wrapper. The teacher is detached.
     """
     if not torch.is_grad_enabled():
         # Under no_grad, Function.forward still sees needs_input_grad=True; detaching the
@@ -470,9 +415,6 @@ def apply_over_rows(
         weights_N,
         plan,
     )
-    tokens = keep_B_T.sum().float().reshape(1)
-    means_4 = stat_sums_4 / tokens.clamp_min(1.0)
-    values = torch.cat([loss.detach().reshape(1), means_4, tokens]).tolist()  # one sync
-    metrics = {"objective/loss": values[0], **dict(zip(STAT_KEYS, values[1:5], strict=True))}
-    metrics["objective/tokens"] = values[5]
+    tokens = keep_B_T.sum().float()
+    metrics = objective_metrics(loss, stat_sums_4 / tokens.clamp_min(1.0), tokens)
     return loss, metrics, *rest

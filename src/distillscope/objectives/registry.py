@@ -3,19 +3,18 @@
 Adding an objective is one :class:`ObjectiveKind` in :data:`OBJECTIVES` plus its module: the
 entry names the kind, what tables call it (``labels.OBJECTIVE_NAMES`` reads ``label``), its
 summary for ``distillscope config``, the ``objective.*`` fields only it reads (``options``: a
-config that sets another kind's option is refused on load), what it needs from the loop, and two
-small constructors — the loss on logits (``plain``) and its form from hidden states + LM-head
-weights (``fused``, the default training path when V > :data:`FUSED_MIN_VOCAB`, docs/method.md
-§2 Memory: no [B, T, V] tensor exists at real vocabularies). Each constructor imports its module
-when a run calls it, so validating a config (which reads this registry) never imports torch.
+config that sets another kind's option is refused on load), what it needs from the loop, and
+``load``, which imports what the step feeds when a run calls it, so validating a config (which
+reads this registry) never imports torch. A new full-vocabulary divergence is one
+:class:`~.divergences.Divergence` declaration (its value and closed-form gradient) and its entry
+here; the plain and the fused path (docs/method.md §2 Memory: no [B, T, V] tensor at real
+vocabularies, the default when V > :data:`FUSED_MIN_VOCAB`) both consume the declaration.
 
-What the training step passes to the function a constructor returns depends on ``inputs``:
+What ``load`` returns, and what the training step does with it, depends on ``inputs``:
 
-- ``"logits"`` — a full-vocabulary divergence. plain: ``f(student_logits_B_T_V,
-  teacher_logits_B_T_V, mask_B_T, *, options, vocab_size)``; fused: ``f(student_hidden_B_T_H,
-  student_head_V_H, teacher_hidden_B_T_H, teacher_head_V_H, mask_B_T, *, options, chunks,
-  vocab_size)``, with ``options`` a :class:`~.options.DivergenceOptions` and ``chunks`` a
-  :class:`~.options.ChunkSpec`; closed-form gradients (:mod:`.fused`);
+- ``"logits"`` — the :class:`~.divergences.Divergence` of the same name; the step passes it to
+  :func:`~.divergences.divergence_loss` (logits) or :func:`~.fused.fused_divergence` (hidden
+  states + LM heads, closed-form gradients) with a :class:`~.options.DivergenceOptions`;
 - ``"rollout_tokens"`` — a policy gradient on the rollout's own tokens (OPD):
   ``f(logp_student_B_T, logp_teacher_B_T, logp_behavior_B_T, mask_B_T, *, options, reduction)``
   with ``options`` an :class:`~.options.OPDOptions`;
@@ -24,8 +23,7 @@ What the training step passes to the function a constructor returns depends on `
   mask_B_T, *, reduction)``.
 
 The last two read one token's log-prob per position, which both paths give (from logits, or
-chunk by chunk from hidden states, :mod:`.fused_tokens`): their ``plain`` and ``fused`` are the
-same function.
+chunk by chunk from hidden states, :mod:`.fused_tokens`).
 """
 
 from __future__ import annotations
@@ -52,9 +50,8 @@ class ObjectiveKind:
     name: str
     label: str  # what tables and figures call it (labels.OBJECTIVE_NAMES)
     summary: str  # one line, shown in the CLI's config listing
-    plain: Callable[[], Loss]  # the loss on logits, imported when called
-    fused: Callable[[], Loss]  # its form from hidden states + LM head, imported when called
-    inputs: Inputs = "logits"  # what the step passes to the loss (module docstring)
+    load: Callable[[], object]  # what the step feeds (module docstring), imported when called
+    inputs: Inputs = "logits"  # what the step passes to it (module docstring)
     #: the ``objective.*`` fields only this kind reads (every kind reads the loss temperatures
     #: and the reduction; full-vocabulary kinds also ``teacher_topk``)
     options: tuple[str, ...] = ()
@@ -72,21 +69,11 @@ class ObjectiveKind:
         """Whether the loss draws extra tokens (from the step's own generator stream)."""
         return self.draws_from is not None
 
-    def loss(self, fused: bool) -> Loss:
-        """The function the step calls on the fused (hidden states) or the plain path."""
-        return (self.fused if fused else self.plain)()
 
+def _divergence(name: str):
+    from distillscope.objectives.divergences import DIVERGENCES
 
-def _divergence(name: str) -> Loss:
-    from distillscope.objectives.divergences import divergence_loss
-
-    return functools.partial(divergence_loss, divergence=name)
-
-
-def _fused_divergence(name: str) -> Loss:
-    from distillscope.objectives.fused import fused_divergence
-
-    return functools.partial(fused_divergence, divergence=name)
+    return DIVERGENCES[name]
 
 
 def _opd() -> Loss:
@@ -95,30 +82,25 @@ def _opd() -> Loss:
     return opd_from_logprobs
 
 
-def _sampled(direction: str) -> Loss:
-    from distillscope.objectives.estimators import sampled_token_loss
+def _sampled(name: str) -> Loss:
+    from distillscope.objectives.estimators import ESTIMATORS, sampled_token_loss
 
-    return functools.partial(sampled_token_loss, direction=direction)
+    return functools.partial(sampled_token_loss, estimator=ESTIMATORS[name])
 
 
 def _full_vocabulary(name: str, label: str, summary: str, options: tuple[str, ...] = ()):
-    """A divergence of :mod:`.divergences` (plain) and :mod:`.fused` (hidden states)."""
+    """A :class:`~.divergences.Divergence` of :data:`~.divergences.DIVERGENCES`; ``options``
+    are its weights (``Divergence.weights``)."""
     return ObjectiveKind(
-        name,
-        label,
-        summary,
-        plain=functools.partial(_divergence, name),
-        fused=functools.partial(_fused_divergence, name),
-        options=options,
+        name, label, summary, load=functools.partial(_divergence, name), options=options
     )
 
 
 def _estimator(name: str, label: str, summary: str, draws_from: Literal["teacher", "student"]):
-    """A sampled estimator of :mod:`.estimators`: forward KL draws from π_T, reverse from π_S."""
-    loss = functools.partial(_sampled, "forward" if draws_from == "teacher" else "reverse")
-    return ObjectiveKind(
-        name, label, summary, loss, loss, inputs="drawn_tokens", draws_from=draws_from
-    )
+    """A :class:`~.estimators.TokenEstimator` of :data:`~.estimators.ESTIMATORS`: forward KL
+    draws from π_T, reverse from π_S (its ``draws_from``)."""
+    loss = functools.partial(_sampled, name)
+    return ObjectiveKind(name, label, summary, loss, inputs="drawn_tokens", draws_from=draws_from)
 
 
 OBJECTIVES: dict[str, ObjectiveKind] = {
@@ -158,8 +140,7 @@ OBJECTIVES: dict[str, ObjectiveKind] = {
             "opd",
             "OPD",
             "on-policy distillation: clipped policy gradient with teacher advantages",
-            plain=_opd,
-            fused=_opd,
+            load=_opd,
             inputs="rollout_tokens",
             options=tuple(f.name for f in fields(OPDOptions)),
             needs_behavior_logprobs=True,

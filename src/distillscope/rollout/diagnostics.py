@@ -24,8 +24,9 @@ def likelihood_metrics(
 ) -> dict[str, float]:
     """Likelihood of the sampled tokens under S and T ([P] Fig. 4, App. A.9).
 
-    Pass log-probs at temperature 1.0 (e.g. from ``completion_logprobs(model, r, role, 1.0)``),
-    as [P] does, so the numbers compare across rollout policies whatever they sampled at.
+    Pass log-probs at temperature 1.0 (e.g. from
+    ``forward_completion_logprobs(model, r, role, 1.0)``), as [P] does, so the numbers compare
+    across rollout policies whatever they sampled at.
     """
     mask_B_T = rollouts.completion_mask_B_T.bool()
     metrics = {}

@@ -132,7 +132,7 @@ def _decode(
     steps = max_new_tokens
     for n in range(max_new_tokens):
         logp = {
-            role: tempered_logprobs(logits[role][:, :vocab_size], temperature[role])
+            role: tempered_log_softmax(logits[role][:, :vocab_size], temperature[role])
             for role in decoders
         }
         token_B, logp_behavior_B = policy.draw(
@@ -179,14 +179,6 @@ def _compact(
     for d in decoders.values():
         d.keep_rows(position_of[new_live])
     return new_live
-
-
-def tempered_logprobs(logits_B_V: torch.Tensor, temperature: float) -> torch.Tensor:
-    """ℓ = log_softmax(z / T) in fp32 (docs/method.md §1: one tempered π samples and scores).
-
-    At T = 1 the division (an exact no-op that would copy ``[B, V]``) is skipped.
-    """
-    return tempered_log_softmax(logits_B_V, temperature)
 
 
 class _Decoder:
@@ -291,23 +283,23 @@ def score_rollouts(
     """A copy of ``rollouts`` with missing ``logp_student_B_T``/``logp_teacher_B_T`` filled.
 
     One full forward per missing model (the teacher with its own prompt), see
-    :func:`completion_logprobs`. Log-probs recorded during sampling are kept as they are.
+    :func:`forward_completion_logprobs`. Log-probs recorded during sampling are kept as they are.
     """
     changes = {}
     if rollouts.logp_student_B_T is None:
         model = _require(student, "student", None)
-        changes["logp_student_B_T"] = completion_logprobs(
+        changes["logp_student_B_T"] = forward_completion_logprobs(
             model, rollouts, "student", student_temperature
         )
     if rollouts.logp_teacher_B_T is None:
         model = _require(teacher, "teacher", None)
-        changes["logp_teacher_B_T"] = completion_logprobs(
+        changes["logp_teacher_B_T"] = forward_completion_logprobs(
             model, rollouts, "teacher", teacher_temperature
         )
     return replace(rollouts, **changes)
 
 
-def completion_logprobs(
+def forward_completion_logprobs(
     model: PreTrainedModel,
     rollouts: Rollouts,
     role: Role,
@@ -328,7 +320,7 @@ def completion_logprobs(
             input_ids=ids_B_S, attention_mask=mask_B_S, position_ids=pos_B_S
         ).logits
         logits_B_L_V = logits_B_S_V[:, rollouts.completion_logits_slice(role), :vocab_size]
-        logp_B_L_V = tempered_logprobs(logits_B_L_V, temperature)
+        logp_B_L_V = tempered_log_softmax(logits_B_L_V, temperature)
         logp_B_L = logp_B_L_V.gather(-1, on_model.completion_B_T[..., None]).squeeze(-1)
         logp_B_L = logp_B_L.masked_fill(on_model.completion_mask_B_T == 0, 0.0)
     return logp_B_L.to(home).clone()  # an ordinary tensor, usable in a later autograd graph

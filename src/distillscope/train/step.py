@@ -4,9 +4,9 @@
 (:data:`distillscope.objectives.OBJECTIVES`), its typed options and the scoring path;
 :func:`micro_batches` is the step's one slicer of its batch; :func:`objective_loss` feeds the
 entry's loss from the score objects of :mod:`.scoring` (what it passes depends only on the
-entry's ``inputs``), and :func:`diagnostic_logprobs` gives the per-token log-probs every
-diagnostic reads; OPD's later updates of a rollout batch reuse its first update's advantage
-(:class:`FixedAdvantage`).
+entry's ``inputs``) and returns, beside the loss, the completion log-probs its pass gathered, which
+:func:`diagnostic_logprobs` passes on instead of scoring again; OPD's later updates of a rollout
+batch reuse its first update's advantage (:class:`FixedAdvantage`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ import torch
 from distillscope.config import ObjectiveConfig
 from distillscope.objectives import OBJECTIVES, DivergenceOptions, ObjectiveKind, OPDOptions
 from distillscope.objectives.divergences import check_options, truncated_is_weight
+from distillscope.objectives.fused import TokenLogprobs
 from distillscope.objectives.registry import FUSED_MIN_VOCAB
 from distillscope.objectives.topk import check_topk
 from distillscope.rollout.rollouts import Rollouts
-from distillscope.train.scoring import ScorePath, Scores, TeacherScores
+from distillscope.train.scoring import ScorePath, Scores, TeacherScores, divergence_between
 
 
 def use_fused(cfg: ObjectiveConfig, vocab_size: int) -> bool:
@@ -144,21 +145,24 @@ def objective_loss(
     r: Rollouts,
     uniforms_B_T: torch.Tensor | None = None,
     advantage: FixedAdvantage | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
-    """The objective on one micro-batch; ``uniforms_B_T`` feeds the sampled estimators.
+) -> tuple[torch.Tensor, dict[str, float], TokenLogprobs | None]:
+    """The objective on one micro-batch: ``(loss, metrics, gathered)``; ``uniforms_B_T`` feeds
+    the sampled estimators.
 
     What the kind's loss reads depends on its entry's ``inputs`` (registry docstring): the two
-    models' full scores (the teacher's scores pick the path, or fold the student onto a top-k
-    teacher), per-token log-probs of the rollout's own tokens (OPD), or of one token per position
-    drawn from ``draws_from`` (the sampled estimators). The teacher is a constant. OPD's
-    advantage Δℓ = log π_T − log π_S is that of this forward on a batch's first update
-    (``advantage`` None), else ``advantage``'s (``teacher`` is then not read).
+    models' full scores (:func:`~.scoring.divergence_between`: the teacher's scores pick the
+    path, or fold the student onto a top-k teacher), per-token log-probs of the rollout's own
+    tokens (OPD), or of one token per position drawn from ``draws_from`` (the sampled
+    estimators). The teacher is a constant. OPD's advantage Δℓ = log π_T − log π_S is that of
+    this forward on a batch's first update (``advantage`` None), else ``advantage``'s
+    (``teacher`` is then not read). ``gathered``: the completion's log-probs a fused
+    full-vocabulary pass computed on the way (None otherwise), for :func:`diagnostic_logprobs`.
     """
     kind, o, mask_B_T = objective.kind, objective.options, r.completion_mask_B_T
     weight_B_T = loss_mask(r, objective.engine_is_cap)  # the mask the loss reduces over
     if kind.inputs == "logits":
-        return teacher.divergence_from(student, weight_B_T, kind, o)
-    loss = kind.loss(objective.path.fused)
+        return divergence_between(kind.load(), student, teacher, weight_B_T, o, r)
+    loss = kind.load()
     tau_s, tau_t = o.student_temperature, o.teacher_temperature
     if kind.inputs == "rollout_tokens":  # OPD: advantage log π_T − log π_S of the rollout
         tokens_B_T = r.completion_B_T
@@ -167,7 +171,7 @@ def objective_loss(
             logp_teacher_B_T = teacher.token_logprobs(tokens_B_T, mask_B_T, tau_t).detach()
         else:
             logp_teacher_B_T = advantage.logp_teacher_B_T
-        return loss(
+        return *loss(
             logp_B_T,
             logp_teacher_B_T,
             r.logp_behavior_B_T,
@@ -175,29 +179,44 @@ def objective_loss(
             options=objective.opd,
             reduction=o.reduction,
             logp_student_fixed_B_T=None if advantage is None else advantage.logp_old_B_T,
-        )
+        ), None
     # drawn tokens: y' ~ π_T or π_S, one per position, by inverse CDF from the step's uniforms
     sampler, tau = (teacher, tau_t) if kind.draws_from == "teacher" else (student, tau_s)
     tokens_B_T = sampler.draw(mask_B_T, uniforms_B_T, tau)
-    return loss(
+    return *loss(
         student.token_logprobs(tokens_B_T, mask_B_T, tau_s),
         teacher.token_logprobs(tokens_B_T, mask_B_T, tau_t).detach(),
         weight_B_T,
         reduction=o.reduction,
-    )
+    ), None
 
 
 @torch.no_grad()
 def diagnostic_logprobs(
-    objective: Objective, student: Scores, teacher: TeacherScores, r: Rollouts
+    objective: Objective,
+    student: Scores,
+    teacher: TeacherScores,
+    r: Rollouts,
+    gathered: TokenLogprobs | None = None,
 ) -> dict[str, torch.Tensor]:
     """Completion-token log-probs the diagnostics read: both models at the loss temperatures
-    (k1/k2/k3 and the forward-KL estimators) and at 1.0 (likelihoods), ``[B, T]`` each."""
+    (k1/k2/k3 and the forward-KL estimators) and at 1.0 (likelihoods), ``[B, T]`` each.
+
+    ``gathered``: what :func:`objective_loss` returned third for these scores and ``r`` (the
+    fused pass's own log-probs of the completion, no head pass here); None scores each model.
+    """
+    if gathered is not None:
+        return {
+            "student_loss_t": gathered.student_B_T,
+            "student_t1": gathered.student_t1_B_T,
+            "teacher_loss_t": gathered.teacher_B_T,
+            "teacher_t1": gathered.teacher_t1_B_T,
+        }
     o = objective.options
     out = {}
     for role, scores, tau in (
         ("student", student, o.student_temperature),
         ("teacher", teacher, o.teacher_temperature),
     ):
-        out[f"{role}_loss_t"], out[f"{role}_t1"] = scores.completion_logprobs(r, tau)
+        out[f"{role}_loss_t"], out[f"{role}_t1"] = scores.loss_t_and_t1_logprobs(r, tau)
     return out

@@ -269,7 +269,8 @@ def clear_run(run: Path) -> None:
         "tensorboard",  # log.trackers (distillscope.train.trackers)
         "wandb",
     }
-    kept = re.compile(r"(eval-\d+\.json|samples-\d+\.jsonl|evals\.jsonl)")  # re-evaluations
+    # what a re-evaluation keeps of the evaluation it replaced (distillscope.study.reevaluate)
+    kept = re.compile(r"(eval-\d+\.json|samples-\d+\.jsonl|eval_items-\d+\.parquet|evals\.jsonl)")
     foreign = [
         p.name
         for p in run.iterdir()

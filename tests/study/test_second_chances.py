@@ -52,6 +52,7 @@ def test_eval_with_overrides_keeps_the_weights_and_the_old_evaluation(trained):
     latest = json.loads((trained / "eval.json").read_text())
     assert (first["split/eval_items"], latest["split/eval_items"]) == (2, 3)
     assert json.loads((trained / "eval-1.json").read_text()) == first  # kept beside
+    assert (trained / "samples-1.jsonl").is_file() and (trained / "eval_items-1.parquet").is_file()
     history = [json.loads(line) for line in (trained / "evals.jsonl").read_text().splitlines()]
     assert history[-1]["overrides"] == ["eval.items=3", "eval.temperature=1.0"]
     assert history[-1]["replaced"] == "eval-1.json"

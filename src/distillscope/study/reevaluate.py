@@ -7,8 +7,8 @@ the run was trained with (its fingerprint still checks the checkpoint), and the 
 settings in force are recorded beside the metrics:
 
 - ``eval.json``: the **latest** evaluation — what ``study``'s results table and the report read;
-- ``eval-<n>.json`` / ``samples-<n>.jsonl``: the evaluation it replaced, n = 1, 2, … in order
-  (``eval-1.json`` is the evaluation made after training);
+- ``eval-<n>.json`` / ``samples-<n>.jsonl`` / ``eval_items-<n>.parquet``: the evaluation it
+  replaced, n = 1, 2, … in order (``eval-1.json`` is the evaluation made after training);
 - ``evals.jsonl``: one line per re-evaluation: ``{"overrides", "replaced", "finished"}``
   (``replaced``: the ``eval-<n>.json`` the previous evaluation was kept as).
 
@@ -26,7 +26,13 @@ from pathlib import Path
 
 from distillscope.config import ConfigError, load_run_config
 from distillscope.eval.preflight import preflight_evaluation
-from distillscope.store import CONFIG_FILE, EVAL_FILE, read_status, write_status
+from distillscope.store import (
+    CONFIG_FILE,
+    EVAL_FILE,
+    EVAL_ITEMS_FILE,
+    read_status,
+    write_status,
+)
 
 HISTORY_FILE = "evals.jsonl"
 _KEPT = re.compile(r"eval-(\d+)\.json")
@@ -72,8 +78,9 @@ def reevaluate(
 
 
 def keep_previous(run_dir: Path) -> str | None:
-    """Copy ``eval.json`` (and ``samples.jsonl``) to the next free ``eval-<n>.json``
-    (``samples-<n>.jsonl``); returns that name, None when there was no evaluation yet."""
+    """Copy ``eval.json`` (``samples.jsonl``, ``eval_items.parquet``) to the next free
+    ``eval-<n>.json`` (``samples-<n>.jsonl``, ``eval_items-<n>.parquet``); returns that name,
+    None when there was no evaluation yet."""
     from distillscope.eval.samples_file import SAMPLES_FILE  # torch: after the preflight
 
     if not (run_dir / EVAL_FILE).is_file():
@@ -81,6 +88,10 @@ def keep_previous(run_dir: Path) -> str | None:
     taken = [int(m.group(1)) for p in run_dir.iterdir() if (m := _KEPT.fullmatch(p.name))]
     n = max(taken, default=0) + 1
     shutil.copy2(run_dir / EVAL_FILE, run_dir / f"eval-{n}.json")
-    if (run_dir / SAMPLES_FILE).is_file():
-        shutil.copy2(run_dir / SAMPLES_FILE, run_dir / f"samples-{n}.jsonl")
+    for name, kept in (
+        (SAMPLES_FILE, f"samples-{n}.jsonl"),
+        (EVAL_ITEMS_FILE, f"eval_items-{n}.parquet"),
+    ):
+        if (run_dir / name).is_file():
+            shutil.copy2(run_dir / name, run_dir / kept)
     return f"eval-{n}.json"

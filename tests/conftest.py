@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -167,3 +170,20 @@ def chat_llama_pair(tmp_path_factory) -> tuple[Path, Path]:
         models.append(LlamaForCausalLM(cfg))
     teacher_tok = train_chat_tokenizer(CHATML_WITH_SYSTEM)
     return save_model_pair(tmp_path_factory.mktemp("chat-llama"), *models, tok, teacher_tok)
+
+
+@contextmanager
+def served_teacher(directory: Path, topk_max: int) -> Iterator[str]:
+    """``directory`` served by ``serve-teacher``'s server on a free port of 127.0.0.1 in a
+    thread; yields its ``…/v1`` URL and stops the server after the block."""
+    from distillscope.models.serve import make_server
+
+    server = make_server(directory, port=0, topk_max=topk_max)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

@@ -74,8 +74,11 @@ ALLOWED: dict[str, set[str]] = {
     "cli_testbed": {"models", "testbed"},
     # `distillscope teacher-cache`, registered the same way
     "cli_teacher_cache": {"config", "safeyaml", "study", "train"},
+    # study plan (and --rehearse on the testbed's tiny copies), study --overwrite's changes
+    "cli_study": {"config", "study", "testbed"},
     "cli": {
         "cli_analyze",
+        "cli_study",
         "cli_teacher_cache",
         "cli_testbed",
         "config",

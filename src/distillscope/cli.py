@@ -1,16 +1,18 @@
 """The ``distillscope`` command line.
 
 distillscope train configs/testbed-onpd-forward.yaml optim.lr=3e-4 --out runs/a
-distillscope eval runs/a              # evaluate (again) a trained run
+distillscope eval runs/a [eval.items=50]  # evaluate (again) a trained run
 distillscope study                    # the quick preset on the shipped testbed, then report
 distillscope study --preset paper-qwen model.teacher=DIR model.student=DIR
 distillscope study status DIR         # progress of a study
+distillscope study plan --rehearse …  # each distinct run 2 steps on tiny copies of the models
 distillscope presets [show NAME]      # the shipped study presets, or one's YAML to copy
 distillscope config                   # every run-config field: type, default, description
 distillscope report DIR               # (re)write DIR/report/ from the results store
 distillscope testbed info            # sizes and build-time accuracies of the shipped testbed
 distillscope testbed eval            # measure the shipped testbed again (HF generate)
 distillscope testbed build --out DIR # train a testbed from scratch
+distillscope testbed build --like DIR --out OUT  # a tiny random copy of your checkpoint
 distillscope analyze gradients|estimators RUN_DIR  # §5 bounds, KL-estimator bias
 distillscope serve-teacher DIR --port 8000  # a teacher's top-k log-probs over HTTP
 distillscope teacher-cache build CONFIG --out DIR  # teacher outputs once, for many runs
@@ -52,6 +54,20 @@ def _one_line(err: BaseException) -> str:
     return text if len(text) <= 500 else text[:499] + "…"
 
 
+def is_user_error(err: BaseException) -> bool:
+    """An error the user can act on: a bad input, a locked directory, or a missing optional
+    extra whose message names its install command."""
+    from distillscope.study.lock import StudyLockedError
+
+    extra = isinstance(err, ImportError) and "pip install" in str(err)
+    return extra or isinstance(err, (*USER_ERRORS, StudyLockedError))
+
+
+def describe_error(err: BaseException) -> str:
+    """An error's one line: a user error's own message, an internal one prefixed by its type."""
+    return _one_line(err) if is_user_error(err) else f"{type(err).__name__}: {_one_line(err)}"
+
+
 def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Every error becomes one red line: exit 2 for user errors, 1 for internal ones.
 
@@ -67,9 +83,7 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as err:
             if _debug:
                 raise
-            from distillscope.study.lock import StudyLockedError
-
-            user = isinstance(err, (*USER_ERRORS, StudyLockedError))
+            user = is_user_error(err)
             what = "error" if user else f"internal error ({type(err).__name__})"
             hint = "" if user else " — rerun with --debug for the traceback"
             # escaped: a message may hold brackets (an extra's name, a path) that rich would
@@ -136,10 +150,13 @@ def train_cmd(
     fsdp: bool = typer.Option(
         False, help="--launcher accelerate: shard the student's layers with FSDP (docs/scaling.md)"
     ),
+    rehearse: bool = typer.Option(
+        False, help="instead: 2 steps and a 2-item evaluation on tiny copies of the models"
+    ),
 ) -> None:
     """Distil the student of CONFIG into a run directory, then evaluate it."""
     from distillscope.config import check_machine, load_run_config
-    from distillscope.train import preflight
+    from distillscope.study.preflight import preflight_runs  # torch-free
 
     if launcher not in ("none", "accelerate"):
         raise ValueError(f"--launcher must be none or accelerate, got {launcher!r}")
@@ -161,7 +178,12 @@ def train_cmd(
         config, overrides = None, [config, *overrides]  # `train optim.lr=3e-4`: no file
     cfg = load_run_config(config, overrides)
     check_machine(cfg)
-    preflight(cfg)  # a missing model or a bad task file: one line, before anything is written
+    if rehearse:
+        from distillscope.cli_study import train_plan
+
+        _rehearse_or_exit(train_plan(cfg))
+        return
+    preflight_runs([cfg])  # a missing model, a bad task file, …: one line, nothing written
     from distillscope.study.run_one import run_one  # torch: only once the config is valid
     from distillscope.train.distributed import Ranks
 
@@ -194,31 +216,40 @@ def train_cmd(
 
 @app.command("eval")
 @friendly_errors
-def eval_cmd(run_dir: Path = typer.Argument(..., help="a run directory written by train")) -> None:
-    """Evaluate the trained student of RUN_DIR (docs/method.md §8) and write RUN_DIR/eval.json."""
-    from distillscope.config import check_machine, load_run_config
-    from distillscope.store import CONFIG_FILE, checkpoint_dir
+def eval_cmd(
+    run_dir: Path = typer.Argument(..., help="a run directory written by train"),
+    overrides: list[str] = typer.Argument(None, help="eval.field=value overrides"),
+) -> None:
+    """Evaluate the trained student of RUN_DIR (docs/method.md §8) and write RUN_DIR/eval.json.
+
+    distillscope eval runs/a eval.items=50 eval.forgetting.limit=20   # weights untouched; the
+    previous eval.json is kept as eval-<n>.json, the overrides in evals.jsonl
+    """
+    from distillscope.config import check_machine
+    from distillscope.store import checkpoint_dir
+    from distillscope.study.reevaluate import evaluation_config, reevaluate  # torch-free
 
     if not (checkpoint_dir(run_dir) / "model.safetensors").is_file():
         raise FileNotFoundError(f"{run_dir} has no trained checkpoint; run `distillscope train`")
-    cfg = load_run_config(run_dir / CONFIG_FILE)
-    check_machine(cfg)
-    from distillscope.study.run_one import evaluate_run  # torch: only once the config is valid
-
+    check_machine(evaluation_config(run_dir, list(overrides or []))[1])
     with console.status("evaluating") as status:
-        metrics = evaluate_run(
-            cfg, run_dir, on_eval=lambda message: status.update(f"evaluating: {message}")
+        metrics = reevaluate(
+            run_dir,
+            list(overrides or []),
+            on_eval=lambda message: status.update(f"evaluating: {message}"),
         )
     _print_eval(run_dir, metrics)
 
 
-@app.command("study")
+@app.command("study", context_settings={"ignore_unknown_options": True})
 @friendly_errors
 def study_cmd(
     args: list[str] = typer.Argument(
         None,
         help="[STUDY.yaml] [section.field=value …] — overrides apply to every run; "
-        "`status DIR` shows a study's progress; `plan …` checks a study and prints its runs",
+        "`status DIR` shows a study's progress; `plan …` checks a study and prints its runs; "
+        "`plan --rehearse …` runs each distinct configuration 2 steps on tiny model copies; "
+        "--overwrite replaces another study's spec in --out (its unchanged runs resume)",
     ),
     preset: str = typer.Option(None, help="smoke | quick | paper | paper-llama | paper-qwen"),
     out: Path = typer.Option(None, help="study directory (default distillscope-runs/<time>)"),
@@ -239,6 +270,8 @@ def study_cmd(
     distillscope study --preset paper --only main,rlvr --out DIR   # a subset; DIR keeps the rest
 
     distillscope study plan --preset paper-qwen model.teacher=…    # what it would run; no output
+
+    distillscope study plan --rehearse --preset paper-qwen …  # each distinct run, tiny models
     """
     from distillscope.study.executors import ExecutorSpec
     from distillscope.study.spec import expand, load_spec
@@ -253,6 +286,14 @@ def study_cmd(
         return
     plan = args[:1] == ["plan"]
     args = args[1:] if plan else args
+    # flags read from the arguments: study takes 10 options already
+    rehearse, overwrite = "--rehearse" in args, "--overwrite" in args
+    args = [a for a in args if a not in ("--rehearse", "--overwrite")]
+    if rehearse and not plan:
+        raise ValueError("--rehearse goes with plan: distillscope study plan --rehearse …")
+    unknown = [a for a in args if a.startswith("-") and "=" not in a]
+    if unknown:
+        raise ValueError(f"no such option: {unknown[0]} (see distillscope study --help)")
     files = [a for a in args if "=" not in a]
     overrides = [a for a in args if "=" in a]
     if len(files) > 1:
@@ -269,26 +310,36 @@ def study_cmd(
     with execution.started() as running:
         chosen = None if only is None else [n.strip() for n in only.split(",") if n.strip()]
         if plan:
-            _plan(files, overrides, preset, chosen)
+            _plan(files, overrides, preset, chosen, rehearse)
             return
-        _study(files, overrides, preset, out, running, report, chosen)
+        _study(files, overrides, preset, out, running, report, chosen, overwrite)
 
 
-def _plan(files: list[str], overrides: list[str], preset: str | None, only: list[str] | None):
+def _plan(
+    files: list[str],
+    overrides: list[str],
+    preset: str | None,
+    only: list[str] | None,
+    rehearse: bool = False,
+):
     """``study plan``: the runs each experiment would execute, after the same checks as a
-    study (models, tasks, devices); nothing is written."""
+    study (models, tasks, devices); nothing is written. ``rehearse``: each distinct
+    configuration trained and evaluated on tiny model copies instead (cli_study)."""
     from collections import Counter
 
     from distillscope.config import check_machine
+    from distillscope.study.preflight import preflight_runs
     from distillscope.study.run_study import select
     from distillscope.study.spec import expand, load_spec
-    from distillscope.train import preflight_all
 
     study = load_spec(files[0] if files else preset or "quick", overrides)
     runs = select(study, expand(study), only)
     for r in runs:
         check_machine(r.config)
-    preflight_all([r.config for r in runs])
+    if rehearse:
+        _rehearse_or_exit(runs)
+        return
+    preflight_runs([r.config for r in runs])
     table = Table(title=f"study {study.name}: {len(runs)} runs")
     for column in ("experiment", "runs", "tasks", "steps", "teachers"):
         table.add_column(column)
@@ -307,6 +358,14 @@ def _plan(files: list[str], overrides: list[str], preset: str | None, only: list
     console.print(table)
 
 
+def _rehearse_or_exit(runs: list) -> None:
+    """Rehearse ``runs`` (cli_study) and exit 2 when a configuration failed."""
+    from distillscope.cli_study import rehearse_plan
+
+    if rehearse_plan(runs, describe_error):
+        raise typer.Exit(2)
+
+
 def _study(
     files: list[str],
     overrides: list[str],
@@ -315,20 +374,25 @@ def _study(
     executor: ExecutorSpec,
     report: bool,
     only: list[str] | None,
+    overwrite: bool = False,
 ) -> None:
     from datetime import datetime
 
     from distillscope.config import check_machine
+    from distillscope.study.preflight import preflight_runs
     from distillscope.study.run_study import run_study, select, study_status
     from distillscope.study.spec import expand, load_spec
-    from distillscope.train import preflight_all
 
     study = load_spec(files[0] if files else preset or "quick", overrides)
     out = out or Path("distillscope-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     runs = select(study, expand(study), only)
     for r in runs:  # devices and dtypes this machine has, before any run starts
         check_machine(r.config)
-    preflight_all([r.config for r in runs])  # one line naming a bad path, before any output
+    preflight_runs([r.config for r in runs])  # one line naming a bad input, before any output
+    if overwrite:
+        from distillscope.cli_study import print_change
+
+        print_change(out, study)
     console.print(f"study [bold]{study.name}[/bold]: {len(runs)} runs into {out} ({executor.kind})")
     with _progress() as bar:
         runs_bar = bar.add_task("runs", total=len(runs))
@@ -349,7 +413,15 @@ def _study(
         ids = {r.run_id for r in runs}
         done = [i for s in ("done", "diverged") for i in finished.get(s, []) if i in ids]
         bar.update(runs_bar, completed=len(done))
-        run_study(study, out, executor, on_run_done=on_run_done, on_step=on_step, only=only)
+        run_study(
+            study,
+            out,
+            executor,
+            on_run_done=on_run_done,
+            on_step=on_step,
+            only=only,
+            overwrite=overwrite,
+        )
     console.print(f"results table: {out / 'results.parquet'}")
     from distillscope.study.baseline import BASELINE
 

@@ -3,6 +3,7 @@
 distillscope testbed info                    # sizes, build times, accuracies at build time
 distillscope testbed eval                    # measure the shipped weights again
 distillscope testbed build --out DIR         # train them from scratch (hours on 2 cores)
+distillscope testbed build --like T --like S --out DIR   # tiny random copies of your models
 """
 
 from __future__ import annotations
@@ -115,11 +116,22 @@ def testbed_build_cmd(
     out: Path = typer.Option(..., help="directory to write teacher/, student/ and testbed.json"),
     steps_scale: float = typer.Option(1.0, help="scale every training length (0.002 = smoke)"),
     only: str = typer.Option(None, help="build just this extra teacher (e.g. teacher-small)"),
+    like: list[str] = typer.Option(
+        None,
+        help="instead: a tiny random copy of this model directory in DIR/<its name> "
+        "(its tokenizer, chat template, stop ids, vocabulary); repeat for a pair",
+    ),
+    layers: int = typer.Option(2, help="with --like: decoder layers of each copy"),
+    hidden: int = typer.Option(64, help="with --like: hidden size of each copy"),
 ) -> None:
-    """Train the testbed teacher, student and extra teachers from scratch with fixed seeds."""
+    """Train the testbed teacher, student and extra teachers from scratch with fixed seeds;
+    with --like, write tiny random-weight copies of your own checkpoints instead."""
     from distillscope.testbed.build import build, build_extra
     from distillscope.testbed.recipe import EXTRA_TEACHERS
 
+    if like:
+        _build_like(like, out, layers, hidden)
+        return
     if only is not None and only not in EXTRA_TEACHERS:
         raise ValueError(f"--only {only!r}: extra teachers are {sorted(EXTRA_TEACHERS)}")
     out.mkdir(parents=True, exist_ok=True)
@@ -136,3 +148,19 @@ def testbed_build_cmd(
         )
     built = [only] if only else ["teacher", "student", *EXTRA_TEACHERS]
     console.print(f"wrote {', '.join(f'{out}/{r}' for r in built)} and {out}/testbed.json")
+
+
+def _build_like(sources: list[str], out: Path, layers: int, hidden: int) -> None:
+    """``testbed build --like``: one tiny copy per source in ``out/<source's name>``."""
+    from distillscope.models import resolve_model_path
+    from distillscope.testbed.like import shrink_like
+
+    names = [resolve_model_path(s).name for s in sources]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"--like: two sources are named {twice[0]!r}; copy one under another name")
+    for source, name, seed in zip(sources, names, range(len(sources)), strict=True):
+        path = shrink_like(source, out / name, layers=layers, hidden=hidden, seed=seed)
+        console.print(
+            f"{source} → {path} ({layers} layers, hidden {hidden}, random weights)", soft_wrap=True
+        )

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -186,11 +187,15 @@ def _recorded(run: Path) -> tuple[dict[str, Any], int]:
 def claim_run(run: Path, config: dict[str, Any], overwrite: bool = False) -> str:
     """Make ``run`` the directory of ``config``; returns its fingerprint.
 
-    A run directory holding another config (or results without a fingerprint) is refused with
-    one line naming the differing fields, unless ``overwrite`` — which first deletes the run's
-    files (only a directory that looks like a run: anything else is refused, never deleted).
+    A run directory holding another config's results (metrics or a checkpoint; or results
+    without a fingerprint) is refused with one line naming the differing fields, unless
+    ``overwrite`` — which first deletes the run's files (only a directory that looks like a run:
+    anything else is refused, never deleted). Another config's run that wrote no results (it
+    failed before its first step) is deleted the same way and the directory taken over.
     """
     if overwrite and run.is_dir():
+        clear_run(run)
+    elif _stale(run, config):
         clear_run(run)
     recorded, version = _recorded(run)
     fingerprint, fields = config_fingerprint(config, version)
@@ -231,6 +236,25 @@ def _has_results(run: Path) -> bool:
     return (run / METRICS_FILE).is_file() or checkpoint_dir(run).exists()
 
 
+def holds_other_config(run: Path, config: dict[str, Any]) -> bool:
+    """Whether ``run``'s ``fingerprint.json`` records a config other than ``config`` (compared
+    under the schema version it was written with)."""
+    recorded, version = _recorded(run)
+    return recorded.get("fingerprint") not in (None, config_fingerprint(config, version)[0])
+
+
+def _stale(run: Path, config: dict[str, Any]) -> bool:
+    """Whether ``run`` holds another config's run that failed before its first step: nothing
+    worth keeping, so a corrected config takes the directory over."""
+    return holds_other_config(run, config) and not _has_steps(run)
+
+
+def _has_steps(run: Path) -> bool:
+    """Whether ``run`` trained a step (a metrics row or a checkpoint), unlike a run that failed
+    while loading (its ``metrics.jsonl`` is created empty when training starts)."""
+    return checkpoint_dir(run).exists() or bool(read_metrics(run))
+
+
 def clear_run(run: Path) -> None:
     """Delete a run's files (``--overwrite``); refuses a directory holding anything else."""
     known = {
@@ -245,7 +269,13 @@ def clear_run(run: Path) -> None:
         "tensorboard",  # log.trackers (distillscope.train.trackers)
         "wandb",
     }
-    foreign = [p.name for p in run.iterdir() if p.name not in known and not p.name.startswith(".")]
+    # what a re-evaluation keeps of the evaluation it replaced (distillscope.study.reevaluate)
+    kept = re.compile(r"(eval-\d+\.json|samples-\d+\.jsonl|eval_items-\d+\.parquet|evals\.jsonl)")
+    foreign = [
+        p.name
+        for p in run.iterdir()
+        if p.name not in known and not p.name.startswith(".") and not kept.fullmatch(p.name)
+    ]
     if foreign:
         raise StoreError(
             f"--overwrite refused: {run} holds files that are not a run's ({foreign[0]!r}…)"

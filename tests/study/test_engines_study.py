@@ -11,18 +11,17 @@ holds), the engine's gap to the trainer's log-probs (what a stale push would bre
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 from safetensors.torch import load_file
+from tests.conftest import served_teacher
 from tests.rollout.test_vllm_engine import needs_vllm
 from tests.train.conftest import tensorboard_rows
 
 from distillscope.models.paths import resolve_model_path
-from distillscope.models.serve import make_server
 from distillscope.report.aggregate import with_labels
 from distillscope.store import read_metrics
 from distillscope.study.run_study import run_study
@@ -35,13 +34,8 @@ STEPS = 3
 @pytest.fixture()
 def teacher_url():
     """The testbed teacher served on a free port of 127.0.0.1, stopped after the test."""
-    server = make_server(resolve_model_path("testbed:teacher"), port=0, topk_max=54)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/v1"
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
+    with served_teacher(resolve_model_path("testbed:teacher"), topk_max=54) as url:
+        yield url
 
 
 @needs_vllm

@@ -79,7 +79,7 @@ def test_prepare_accepts_the_same_study_again_and_refuses_another(tmp_path):
     before = (out / "study.yaml").read_text()
     assert len(prepare(_spec(), out)) == 6  # resume: the same study
     assert (out / "study.yaml").read_text() == before
-    message = rf"^{out} holds a different study; choose another --out to start anew$"
+    message = rf"^{out} holds a different study \(changed .*; pass --overwrite .*--out$"
     with pytest.raises(ConfigError, match=message):
         prepare(_spec(lrs=(1e-3,)), out)
     assert (out / "study.yaml").read_text() == before  # the old study is left as it was

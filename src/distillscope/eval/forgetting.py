@@ -44,6 +44,7 @@ import numpy as np
 import torch
 
 from distillscope.config import HARNESS_MISSING, ForgettingConfig, RunConfig, evaluation_key
+from distillscope.eval import forgetting_data
 from distillscope.models import resolve_model_path
 from distillscope.rollout.cache import RolloutCache
 
@@ -145,7 +146,7 @@ def run_harness(cfg: RunConfig, model_dir: Path, run_dir: Path) -> dict[str, flo
         batch_size=f.batch_size,
         trust_remote_code=cfg.model.trust_remote_code,
     )
-    manager = _task_manager(task_manager, f)
+    manager = forgetting_data.task_manager(task_manager, f)
     requests = run_dir / f".lmeval-{model_digest(model_dir)[:16]}"
     scores: dict[str, float] = {}
     with _harness_session(f):
@@ -227,27 +228,6 @@ def _harness():
     except ImportError as err:
         raise ImportError(HARNESS_MISSING) from err
     return simple_evaluate, TaskManager, HFLM
-
-
-def _task_manager(task_manager, f: ForgettingConfig):
-    """lm-eval's task index: ``include_path`` alone when it holds every task asked for (lm-eval's
-    own index reads ~15,000 YAML files), else lm-eval's tasks and ``include_path``'s."""
-    if f.include_path is None:
-        return task_manager()
-    local = task_manager(include_path=str(f.include_path), include_defaults=False)
-    index = local.task_index
-
-    def local_only(name: Any) -> bool:
-        if not isinstance(name, str):  # an inline task config of a group
-            return True
-        entry = index.get(name)
-        children = (entry.cfg or {}).get("task", []) if entry is not None else []
-        is_group = entry is not None and "group" in (entry.cfg or {})
-        return entry is not None and (not is_group or all(map(local_only, children)))
-
-    if all(local_only(t) for t in f.tasks):
-        return local
-    return task_manager(include_path=str(f.include_path))
 
 
 @contextmanager

@@ -130,6 +130,28 @@ class TeacherClient:
                 "student's tokenizer"
             )
 
+    def check_topk(self, k: int) -> None:
+        """ServerError unless the server answers ``prompt_logprobs=k``: one two-token probe,
+        asked before training (vLLM refuses k above its ``--max-logprobs``, ``serve-teacher``
+        above its ``--topk-max``), so that a low limit is one line, not a failure at step 1."""
+        body = {
+            "model": self.model_name(),
+            "prompt": [[0, 0]],
+            "max_tokens": 1,
+            "prompt_logprobs": k,
+            "temperature": 1.0,
+        }
+        try:
+            self._call(lambda: self._json("POST", "/completions", body))
+        except ServerError as err:
+            if "answered HTTP 4" not in str(err):  # unreachable, 5xx: not a refusal of k
+                raise
+            raise ServerError(
+                f"{err}; objective.teacher_topk={k} needs a server that answers {k} log-probs "
+                f"per position: restart it with --topk-max {k} (vLLM: --max-logprobs {k}) or "
+                "lower objective.teacher_topk"
+            ) from None
+
     def prompt_logprobs(self, rows: list[list[int]], k: int) -> list[RowTopK]:
         """The top-``k`` log-probs of every position of every row, one request for all rows."""
         body = {

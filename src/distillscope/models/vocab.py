@@ -15,6 +15,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from distillscope.models.tokenizer_files import (
+    TokenizerMismatchError,
+    first_vocab_difference,
+    mismatch_message,
+)
+
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
@@ -23,10 +29,6 @@ _NAMED_SPECIALS = ("bos_token_id", "eos_token_id", "pad_token_id", "unk_token_id
 #: Tokens that end a chat turn or a document in common checkpoints (Qwen, Llama 3); each one the
 #: tokenizer knows is a stop id, besides its eos token and the models' configured eos ids.
 STOP_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>")
-
-
-class TokenizerMismatchError(ValueError):
-    """Teacher and student tokenizers differ; the message names both checkpoints and why."""
 
 
 class SpecialTokensWarning(UserWarning):
@@ -45,12 +47,9 @@ def check_tokenizers_match(
     of special ids); generation stops at every stop id of both (:func:`stop_token_ids`).
     ``name_a`` / ``name_b`` (usually the checkpoint paths) appear in the messages.
     """
-    reason = _first_vocab_difference(tok_a.get_vocab(), tok_b.get_vocab(), name_a, name_b)
+    reason = first_vocab_difference(tok_a.get_vocab(), tok_b.get_vocab(), name_a, name_b)
     if reason is not None:
-        raise TokenizerMismatchError(
-            f"tokenizers of {name_a} and {name_b} differ: {reason}; teacher and student must "
-            "share one tokenizer (docs/method.md §1)"
-        )
+        raise TokenizerMismatchError(mismatch_message(name_a, name_b, reason))
     special = _first_special_difference(tok_a, tok_b, name_a, name_b)
     if special is not None:
         warnings.warn(
@@ -79,22 +78,6 @@ def stop_token_ids(
             eos = getattr(cfg, "eos_token_id", None) if cfg is not None else None
             ids.update(int(i) for i in ([eos] if isinstance(eos, int) else eos or ()))
     return tuple(sorted(ids))
-
-
-def _first_vocab_difference(
-    vocab_a: dict[str, int], vocab_b: dict[str, int], name_a: str, name_b: str
-) -> str | None:
-    """The first token (by id in ``a``, then by id in ``b``) whose id differs, as a sentence."""
-    for token, id_a in sorted(vocab_a.items(), key=lambda kv: kv[1]):
-        id_b = vocab_b.get(token)
-        if id_b is None:
-            return f"token {token!r} (id {id_a} in {name_a}) is missing from {name_b}"
-        if id_b != id_a:
-            return f"token {token!r} has id {id_a} in {name_a} but {id_b} in {name_b}"
-    for token, id_b in sorted(vocab_b.items(), key=lambda kv: kv[1]):
-        if token not in vocab_a:
-            return f"token {token!r} (id {id_b} in {name_b}) is missing from {name_a}"
-    return None
 
 
 def _first_special_difference(

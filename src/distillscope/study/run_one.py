@@ -71,14 +71,17 @@ def evaluate_run(
     student: torch.nn.Module | None = None,
     on_eval: Callable[[str], None] | None = None,
     cache_dir: Path | None = None,
+    trained: RunConfig | None = None,
 ) -> dict:
     """Evaluate a run (its checkpoint unless ``student`` is given); status ends ``done``.
 
-    Without ``student``, the checkpoint must have been written under ``cfg``'s fingerprint.
-    ``cache_dir``: the study's shared cache (the baseline's skill scores).
+    Without ``student``, the checkpoint must have been written under the fingerprint of
+    ``trained`` (default ``cfg``; a re-evaluation passes the trained config and evaluates with
+    ``cfg``, whose ``eval`` section differs). ``cache_dir``: the study's shared cache (the
+    baseline's skill scores).
     """
     if student is None:
-        fingerprint = check_run_config(run_dir, cfg.model_dump(mode="json"))
+        fingerprint = check_run_config(run_dir, (trained or cfg).model_dump(mode="json"))
         meta = checkpoint_dir(run_dir) / CHECKPOINT_META
         check_checkpoint_meta(meta, read_json_strict(meta), fingerprint)
     write_status(run_dir, "running", phase="eval")

@@ -23,46 +23,58 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
 
 from distillscope import __version__
 from distillscope.config import ConfigError, RunConfig, evaluation_key
-from distillscope.safeyaml import YamlError, load_yaml_file, quote
-from distillscope.store import atomic_write_text, read_status, run_dir
+from distillscope.safeyaml import quote
+from distillscope.store import (
+    atomic_write_text,
+    clear_run,
+    holds_other_config,
+    read_status,
+    run_dir,
+)
 from distillscope.study.baseline import plan_baselines, run_baseline
 from distillscope.study.executors import ExecutorSpec, Job, run_jobs
 from distillscope.study.lock import StudyLock
+from distillscope.study.preflight import preflight_runs
 from distillscope.study.spec import PlannedRun, StudySpec, expand, load_spec
+from distillscope.study.spec_diff import stored_change
 from distillscope.study.table import write_table
-from distillscope.train import preflight_all
 
 FINISHED = ("done", "diverged")
 #: study_status key listing runs whose status.json is corrupt (they also count as pending).
 UNREADABLE = "unreadable status.json"
 
 
-def prepare(spec: StudySpec, out: Path) -> list[PlannedRun]:
-    """Write (or check) ``study.yaml`` in ``out`` and return the planned runs."""
+def prepare(spec: StudySpec, out: Path, overwrite: bool = False) -> list[PlannedRun]:
+    """Write (or check) ``study.yaml`` in ``out`` and return the planned runs.
+
+    A directory holding another study is refused with what differs
+    (:func:`~distillscope.study.spec_diff.spec_change`) unless ``overwrite``: then its
+    ``study.yaml`` is replaced, unchanged runs resume, and a finished baseline whose config
+    changed is cleared to be evaluated again.
+    """
     out.mkdir(parents=True, exist_ok=True)
     spec_path = out / "study.yaml"
     text = yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
-    if spec_path.is_file() and _read_spec_file(spec_path) != spec.model_dump(mode="json"):
-        raise ConfigError(f"{out} holds a different study; choose another --out to start anew")
+    change = stored_change(out, spec)
+    if change is not None:
+        if not overwrite:
+            raise ConfigError(
+                f"{out} holds a different study ({change.line()}); pass --overwrite to replace "
+                "its study.yaml, or choose another --out"
+            )
+        _clear_changed_baselines(out, expand(spec))
     atomic_write_text(spec_path, text)
     return expand(spec)
 
 
-def _read_spec_file(spec_path: Path) -> object:
-    """The study.yaml a study directory holds, read within safeyaml's limits, with the fields
-    a later version added at their defaults (so an older directory resumes)."""
-    try:
-        stored = load_yaml_file(spec_path, "study file")
-    except YamlError as err:
-        raise ConfigError(f"{err}; choose another --out to start anew") from None
-    try:
-        return StudySpec.model_validate(stored).model_dump(mode="json")
-    except ValidationError:
-        return stored  # not a study this version reads: it differs
+def _clear_changed_baselines(out: Path, runs: list[PlannedRun]) -> None:
+    """Delete each planned baseline's directory that holds another config's evaluation."""
+    for b in plan_baselines(runs):
+        if holds_other_config(run_dir(out, b.run_id), b.config.model_dump(mode="json")):
+            clear_run(run_dir(out, b.run_id))
 
 
 def run_study(
@@ -73,8 +85,11 @@ def run_study(
     on_run_done: Callable[[str, str], None] | None = None,
     on_step: Callable[[str, int, dict], None] | None = None,
     only: Sequence[str] | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Execute every unfinished run of ``spec`` into ``out``; returns the results table path.
+
+    ``overwrite``: ``out`` may hold another study; its spec is replaced (:func:`prepare`).
 
     ``only``: names of experiments (or of the RLVR stage) whose runs execute; the others stay
     as they are (pending, or finished by an earlier call), and the study directory holds the
@@ -98,10 +113,10 @@ def run_study(
         )
     # A missing model or a bad task file stops the study before it writes anything.
     chosen = select(spec, expand(spec), only)
-    preflight_all([r.config for r in _unfinished(chosen, out)])
+    preflight_runs([r.config for r in _unfinished(chosen, out)])
     out.mkdir(parents=True, exist_ok=True)
     with StudyLock(out):
-        return _run_locked(spec, out, executor, on_run_done, on_step, only)
+        return _run_locked(spec, out, executor, on_run_done, on_step, only, overwrite)
 
 
 def select(spec: StudySpec, runs: list[PlannedRun], only: Sequence[str] | None) -> list[PlannedRun]:
@@ -135,8 +150,9 @@ def _run_locked(
     on_run_done: Callable[[str, str], None] | None,
     on_step: Callable[[str, int, dict], None] | None,
     only: Sequence[str] | None,
+    overwrite: bool = False,
 ) -> Path:
-    runs = prepare(spec, out)
+    runs = prepare(spec, out, overwrite)
     chosen = select(spec, runs, only)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     baselines = plan_baselines(runs)  # numbered over the whole study, so ids never move

@@ -1,0 +1,84 @@
+"""``study plan --rehearse`` / ``train --rehearse`` and ``study --overwrite``'s list of changes.
+
+``--rehearse``: every distinct configuration of a plan, end to end on tiny model copies.
+
+    distillscope study plan --rehearse --preset paper-qwen model.teacher=… model.student=…
+    distillscope train my-run.yaml --rehearse
+
+Each distinct configuration (:func:`~distillscope.study.rehearse.distinct`) is checked by the
+static preflight and then trained for 2 steps and evaluated on 2 items — the forgetting harness,
+the style detector, a served teacher and vLLM included — on random-weight copies of the
+configured models with their tokenizers (:func:`~distillscope.testbed.like.tiny_copies`), in a
+temporary directory that is removed afterwards. The table lists each configuration with ``ok``
+or its one-line error; any error exits 2.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from distillscope.config import RunConfig
+from distillscope.study.rehearse import Rehearsal, distinct, rehearse
+from distillscope.study.spec import PlannedRun, StudySpec
+from distillscope.study.spec_diff import stored_change
+from distillscope.testbed.like import tiny_copies
+
+console = Console()
+
+
+def train_plan(cfg: RunConfig) -> list[PlannedRun]:
+    """A ``train`` command's one run, as a plan of one."""
+    return [PlannedRun(cfg.name, "train", {}, {}, cfg)]
+
+
+def rehearse_plan(runs: list[PlannedRun], describe: Callable[[BaseException], str]) -> int:
+    """Rehearse ``runs``, print the table; returns how many configurations failed.
+
+    ``describe(err)``: an error's one line as the CLI prints it (``cli.describe_error``).
+    """
+    total = len(distinct(runs))
+    console.print(
+        f"rehearsing {total} distinct configurations of {len(runs)} runs", highlight=False
+    )
+
+    def said(r: Rehearsal) -> None:
+        mark = "ok" if r.error is None else "[red]failed[/red]"
+        console.print(f"  {escape(r.run.run_id)}: {mark}", highlight=False)
+
+    with tempfile.TemporaryDirectory(prefix="distillscope-rehearsal-") as tmp:
+        root = Path(tmp)
+        results = rehearse(runs, tiny_copies(root / "models"), root, on_result=said)
+    table = Table(title=f"rehearsal: {total} configurations, 2 steps each on tiny copies")
+    table.add_column("configuration")
+    table.add_column("runs", justify="right")
+    table.add_column("result", overflow="fold")
+    for r in results:
+        result = "ok" if r.error is None else f"[red]{escape(describe(r.error))}[/red]"
+        table.add_row(escape(r.run.run_id), str(r.runs), result)
+    console.print(table)
+    failed = sum(r.error is not None for r in results)
+    if failed:
+        console.print(f"[red]{failed} of {total} configurations failed[/red]; fix them first")
+    return failed
+
+
+def print_change(out: Path, study: StudySpec) -> None:
+    """``study --overwrite`` on another study's directory: every changed field and run."""
+    change = stored_change(out, study)
+    if change is None:
+        return
+    console.print(
+        f"replacing the study in {out}: {len(change.fields)} fields changed", highlight=False
+    )
+    for line in change.fields:
+        console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
+    for what, ids in (("unchanged (resume)", change.unchanged), ("new", change.new)):
+        console.print(f"  runs {what}: {len(ids)}", highlight=False)
+    for run_id in change.dropped:
+        console.print(f"  no longer planned (kept on disk): {run_id}", highlight=False)

@@ -1,0 +1,36 @@
+"""What an evaluation will read, checked before the run trains — without torch.
+
+A run evaluates after it trains; an input the evaluation cannot read would otherwise surface
+only then, after the GPU hours. :func:`preflight_evaluation` asks, for one run config, what
+:func:`~distillscope.eval.evaluate.evaluate` (and an RLVR run's
+:func:`~distillscope.eval.rlvr.evaluate_rlvr`) will ask of its tasks: ``max(eval.items,
+eval.coverage_items)`` held-out rows of the task (``task.eval_fraction`` of a file task), of the
+harder task and of an RLVR task; and, with ``eval.forgetting``, that every dataset of the suite is
+cached or reachable (:func:`~distillscope.eval.forgetting_data.check_harness_data`). A generated
+task draws its held-out items and never runs short, so only row-backed tasks are counted.
+"""
+
+from __future__ import annotations
+
+from distillscope.config import RunConfig
+from distillscope.eval.forgetting_data import check_harness_data
+from distillscope.tasks import evaluation_problems, resolve_task
+
+
+def preflight_evaluation(cfg: RunConfig, harness: bool = True) -> None:
+    """One-line ValueError for the first held-out pool too small for ``cfg.eval``; with
+    ``harness``, the forgetting suite's datasets checked too (module doc)."""
+    e = cfg.eval
+    n = max(e.items, e.coverage_items)
+    frac = cfg.task.eval_fraction
+    tasks = [cfg.rlvr.task if cfg.rlvr is not None else cfg.task]
+    if e.harder_task:
+        tasks.append(e.harder_task)
+    for spec in tasks:
+        task = resolve_task(spec)
+        if getattr(task, "problems", None) is not None:  # a file or dataset task: rows counted
+            # the harder task of a distillation run is split at its default fraction
+            harder = spec == e.harder_task and cfg.rlvr is None
+            evaluation_problems(task, e.eval_seed, n, *(() if harder else (frac,)))
+    if harness and e.forgetting is not None:
+        check_harness_data(e.forgetting)

@@ -1,0 +1,73 @@
+"""Whether two model directories share a tokenizer, read from their files without torch.
+
+A run distils token by token, so teacher and student must map every token to the same id
+(docs/method.md §1). :func:`check_tokenizer_files` compares the two directories' token→id maps
+(added tokens included) before any model loads — the check a study's preflight makes for every
+distinct pair, in the process that plans it. ``tokenizer.json`` is read with the ``tokenizers``
+library (no torch, no transformers); a directory without one (``tokenizer.model``,
+``vocab.json``) is read through transformers' ``AutoTokenizer``.
+"""
+
+from __future__ import annotations
+
+import filecmp
+from pathlib import Path
+
+
+class TokenizerMismatchError(ValueError):
+    """Teacher and student tokenizers differ; the message names both checkpoints and why."""
+
+
+def mismatch_message(name_a: str, name_b: str, reason: str) -> str:
+    """The one line a tokenizer mismatch reads, at preflight and at load alike."""
+    return (
+        f"tokenizers of {name_a} and {name_b} differ: {reason}; teacher and student must "
+        "share one tokenizer (docs/method.md §1)"
+    )
+
+
+def tokenizer_vocab(directory: Path, loaded: bool = False) -> dict[str, int]:
+    """The token→id map of ``directory``'s tokenizer, added tokens included: from
+    ``tokenizer.json`` alone, or (``loaded``, or without that file) as transformers loads it."""
+    path = Path(directory) / "tokenizer.json"
+    if path.is_file() and not loaded:
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_file(str(path)).get_vocab(with_added_tokens=True)
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(directory).get_vocab()
+
+
+def check_tokenizer_files(teacher: Path, student: Path) -> None:
+    """:class:`TokenizerMismatchError` unless the two directories' tokenizers share a vocabulary.
+
+    Identical ``tokenizer.json`` files are not parsed; files that differ are confirmed with the
+    tokenizers as transformers loads them (``tokenizer_config.json`` may add tokens) before the
+    pair is refused, so the preflight never refuses a pair that loading accepts.
+    """
+    a, b = Path(teacher) / "tokenizer.json", Path(student) / "tokenizer.json"
+    if a.is_file() and b.is_file() and filecmp.cmp(a, b, shallow=False):
+        return
+    for loaded in (False, True):
+        vocab_t, vocab_s = tokenizer_vocab(teacher, loaded), tokenizer_vocab(student, loaded)
+        reason = first_vocab_difference(vocab_t, vocab_s, str(teacher), str(student))
+        if reason is None:
+            return
+    raise TokenizerMismatchError(mismatch_message(str(teacher), str(student), reason))
+
+
+def first_vocab_difference(
+    vocab_a: dict[str, int], vocab_b: dict[str, int], name_a: str, name_b: str
+) -> str | None:
+    """The first token (by id in ``a``, then by id in ``b``) whose id differs, as a sentence."""
+    for token, id_a in sorted(vocab_a.items(), key=lambda kv: kv[1]):
+        id_b = vocab_b.get(token)
+        if id_b is None:
+            return f"token {token!r} (id {id_a} in {name_a}) is missing from {name_b}"
+        if id_b != id_a:
+            return f"token {token!r} has id {id_a} in {name_a} but {id_b} in {name_b}"
+    for token, id_b in sorted(vocab_b.items(), key=lambda kv: kv[1]):
+        if token not in vocab_a:
+            return f"token {token!r} (id {id_b} in {name_b}) is missing from {name_a}"
+    return None

@@ -4,7 +4,7 @@ This is the one place that knows the layout; training, evaluation, the study and
 read and write through it (torch checkpoints are written by :mod:`distillscope.train.checkpoint`
 into :func:`checkpoint_dir`)::
 
-    STUDY_DIR/study.yaml, results.parquet, provenance.json, rollout-cache/
+    STUDY_DIR/study.yaml, results.parquet, provenance.json, rollout-cache/, progress.log
     STUDY_DIR/.lock                          held by the study process (PID, host, start)
     STUDY_DIR/runs/<run_id>/config.yaml      resolved RunConfig
                             fingerprint.json the config's fingerprint: a run belongs to one config
@@ -12,6 +12,7 @@ into :func:`checkpoint_dir`)::
                             profiles.jsonl   per-position profiles at eval.profile_steps
                             eval.json        evaluation metrics
                             status.json      pending | running | trained | done | failed | diverged
+                            progress.log     `distillscope train`'s progress lines
                             checkpoint/      student weights + optimizer state
 
 Every write is atomic (temp file + ``os.replace``), and every reader tolerates what a killed or
@@ -38,6 +39,7 @@ EVAL_FILE = "eval.json"
 STATUS_FILE = "status.json"
 CHECKPOINT_DIR = "checkpoint"
 FINGERPRINT_FILE = "fingerprint.json"
+PROGRESS_FILE = "progress.log"  # the CLI's progress lines (distillscope.cli_output)
 CHECKPOINT_META = "meta.json"
 
 LOCK_FILE = ".lock"
@@ -255,6 +257,7 @@ def clear_run(run: Path) -> None:
         ".checkpoint.old",
         "samples.jsonl",
         PROFILES_FILE,
+        PROGRESS_FILE,
         "student",
         "tensorboard",  # log.trackers (distillscope.train.trackers)
         "wandb",

@@ -18,7 +18,6 @@ from distillscope.config.base import ConfigError
 from distillscope.config.run import RunConfig
 from distillscope.safeyaml import YamlError, clip, load_yaml, load_yaml_file, quote
 
-
 #: The longest rule message shown whole. Every piece of a message that can carry user input is
 #: bounded where it is quoted (safeyaml.quote/clip, ≤ 100 characters each), so a rule's message,
 #: advice included, stays below this; the clip only guards the line against a runaway message.

@@ -61,12 +61,16 @@ ALLOWED: dict[str, set[str]] = {
     "study": {"config", "safeyaml", "store", "metric_keys", "labels", "train", "eval"},
     "report": {"config", "safeyaml", "store", "metric_keys", "labels"},
     # `distillscope analyze`, a sub-app cli.py registers (it passes in friendly_errors)
-    "cli_analyze": {"config", "eval", "report"},
+    "cli_analyze": {"cli_output", "config", "eval", "report"},
+    # how the CLI prints tables and progress lines (into the store's progress.log)
+    "cli_output": {"store"},
     # `distillscope testbed`, registered the same way
     "cli_testbed": {"models", "testbed"},
     "cli": {
         "cli_analyze",
+        "cli_output",
         "cli_testbed",
+        "safeyaml",
         "config",
         "store",
         "metric_keys",

@@ -69,7 +69,9 @@ ALLOWED: dict[str, set[str]] = {
     },
     "report": {"config", "safeyaml", "store", "metric_keys", "labels"},
     # `distillscope analyze`, a sub-app cli.py registers (it passes in friendly_errors)
-    "cli_analyze": {"config", "eval", "report"},
+    "cli_analyze": {"cli_output", "config", "eval", "report"},
+    # how the CLI prints tables and progress lines (into the store's progress.log)
+    "cli_output": {"store"},
     # `distillscope testbed`, registered the same way
     "cli_testbed": {"models", "testbed"},
     # `distillscope teacher-cache`, registered the same way
@@ -78,9 +80,11 @@ ALLOWED: dict[str, set[str]] = {
     "cli_study": {"config", "study", "testbed"},
     "cli": {
         "cli_analyze",
+        "cli_output",
         "cli_study",
         "cli_teacher_cache",
         "cli_testbed",
+        "safeyaml",
         "config",
         "store",
         "metric_keys",

@@ -65,6 +65,7 @@ def test_bad_task_file_fails_before_models_load(tiny_pair, tmp_path):
         f"model.teacher={teacher}",
         f"model.student={student}",
         "task.name=mcq",
+        "task.prompt_format=testbed",  # the tiny student has no chat template
     ]
     res = runner.invoke(app, [*common, f"task.file={bad}"])
     assert res.exit_code == 2 and "sci.jsonl line 2" in res.output, res.output

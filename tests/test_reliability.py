@@ -272,7 +272,7 @@ def test_internal_error_exits_1_and_debug_shows_the_traceback(monkeypatch, tmp_p
     def broken(out):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(runner_mod, "study_status", broken)
+    monkeypatch.setattr(runner_mod, "study_runs", broken)
     code, text = cli("study", "status", str(tmp_path))
     assert "internal error (RuntimeError): boom" in one_line(code, text, 1) and "--debug" in text
     res = runner.invoke(app, ["--debug", "study", "status", str(tmp_path)])

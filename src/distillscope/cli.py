@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from distillscope import __version__
 from distillscope.cli_analyze import analyze_app
+from distillscope.cli_output import ProgressLog, print_table
 from distillscope.cli_teacher_cache import teacher_cache_app
 from distillscope.cli_testbed import testbed_app
+from distillscope.store import PROGRESS_FILE
 
 if TYPE_CHECKING:
     from distillscope.study.executors import ExecutorSpec
@@ -131,6 +132,7 @@ def _progress():
         TimeRemainingColumn(),
         console=console,
         transient=False,
+        disable=not console.is_terminal,  # elsewhere: ProgressLog's plain lines
     )
 
 
@@ -190,16 +192,16 @@ def train_cmd(
     with _progress() as bar:
         steps = cfg.rlvr.steps if cfg.rlvr is not None else cfg.optim.steps  # RLVR: GRPO steps
         task = bar.add_task(f"train {cfg.name}: loading the models", total=steps)
+        log = ProgressLog.for_steps(f"train {cfg.name}", steps, console, out)
 
         def on_step(step: int, row: dict) -> None:
-            bar.update(
-                task,
-                completed=step + 1,
-                description=f"train {cfg.name} loss {row['train/loss']:.4f}",
-            )
+            loss = f"loss {row['train/loss']:.4f}"
+            bar.update(task, completed=step + 1, description=f"train {cfg.name} {loss}")
+            log.update(step + 1, loss)
 
         def on_eval(message: str) -> None:
             bar.update(task, description=f"evaluate {cfg.name}: {message}")
+            log.note(f"evaluate: {message}")
 
         metrics = run_one(
             cfg, out, on_step=on_step, overwrite=overwrite, skip_eval=skip_eval, on_eval=on_eval
@@ -278,11 +280,11 @@ def study_cmd(
 
     args = list(args or [])
     if args[:1] == ["status"]:
-        from distillscope.study.run_study import study_status
+        from distillscope.study.run_study import study_runs
 
         if len(args) != 2:
             raise ValueError("usage: distillscope study status DIR")
-        _print_status(Path(args[1]), study_status(Path(args[1])))
+        _print_status(Path(args[1]), study_runs(Path(args[1])))
         return
     plan = args[:1] == ["plan"]
     args = args[1:] if plan else args
@@ -340,22 +342,17 @@ def _plan(
         _rehearse_or_exit(runs)
         return
     preflight_runs([r.config for r in runs])
-    table = Table(title=f"study {study.name}: {len(runs)} runs")
-    for column in ("experiment", "runs", "tasks", "steps", "teachers"):
-        table.add_column(column)
+    rows = []
     for name, count in Counter(r.experiment for r in runs).items():
         mine = [r.config for r in runs if r.experiment == name]
         steps = {c.rlvr.steps if c.rlvr else c.optim.steps for c in mine}
-        tasks = {c.rlvr.task if c.rlvr else c.task.name for c in mine}
+        tasks = {c.rlvr.task if c.rlvr else c.task.identity() for c in mine}  # datasets
         teachers = {c.model.teacher for c in mine}
-        table.add_row(
-            name,
-            str(count),
-            ", ".join(sorted(tasks)),
-            ", ".join(map(str, sorted(steps))),
-            ", ".join(sorted(teachers)),
+        rows.append(
+            [name, count, *(", ".join(sorted(map(str, v))) for v in (tasks, steps, teachers))]
         )
-    console.print(table)
+    columns = ("experiment", "runs", "tasks", "steps", "teachers")
+    print_table(console, f"study {study.name}: {len(runs)} runs", columns, rows, numeric=[1])
 
 
 def _rehearse_or_exit(runs: list) -> None:
@@ -398,11 +395,16 @@ def _study(
         runs_bar = bar.add_task("runs", total=len(runs))
         step_bar = bar.add_task("steps", total=None, visible=executor.kind == "sequential")
         steps_of = {r.run_id: r.config.optim.steps for r in runs}
+        log = ProgressLog(
+            f"study {study.name}", len(runs), "run", console, out / PROGRESS_FILE,
+            echo=not console.is_terminal,
+        )  # fmt: skip
 
         def on_run_done(run_id: str, status: str) -> None:
             bar.advance(runs_bar)
+            log.update(int(bar.tasks[runs_bar].completed), f"({run_id}: {status})")
             if status != "done":
-                console.print(f"  {run_id}: [red]{status}[/red]")
+                console.print(f"  {escape(run_id)}: [red]{status}[/red]")
 
         def on_step(run_id: str, step: int, row: dict) -> None:
             bar.update(
@@ -458,12 +460,8 @@ def presets_cmd(
     from distillscope.study.spec import list_presets, preset_path
 
     if action is None:
-        table = Table(title="study presets (distillscope study --preset NAME [key=value …])")
-        table.add_column("preset")
-        table.add_column("description")
-        for preset, description in list_presets().items():
-            table.add_row(preset, description)
-        console.print(table)
+        title = "study presets (distillscope study --preset NAME [key=value …])"
+        print_table(console, title, ("preset", "description"), list(list_presets().items()), wrap=1)
         return
     if action != "show" or name is None:
         raise ValueError("usage: distillscope presets [show NAME]")
@@ -529,17 +527,28 @@ def _warn_if_spec_replaced(study_dir: Path) -> None:
         )
 
 
-def _print_status(out: Path, by: dict[str, list[str]]) -> None:
-    from distillscope.study.run_study import UNREADABLE
+def _print_status(out: Path, runs: list) -> None:
+    """Every run of the study with its state and last step, then the count of each state."""
+    from collections import Counter
 
-    total = sum(len(v) for k, v in by.items() if k != UNREADABLE)
-    table = Table(title=f"study {out}: {total} runs")
-    table.add_column("status")
-    table.add_column("runs", justify="right")
-    table.add_column("examples")
-    for status, ids in sorted(by.items()):
-        table.add_row(status, str(len(ids)), ", ".join(ids[:2]) + (" …" if len(ids) > 2 else ""))
-    console.print(table)
+    from distillscope.safeyaml import clip
+    from distillscope.study.run_study import INTERRUPTED
+
+    rows = []
+    for r in runs:
+        step = "eval" if not r.steps else f"{r.step or 0}/{r.steps}"
+        reason = "status.json unreadable" if r.corrupt else clip(r.reason, 80)
+        rows.append([r.run_id, r.state, step, reason])
+    columns = ("run", "state", "step", "reason")
+    print_table(console, f"study {out}: {len(runs)} runs", columns, rows, numeric=[2])
+    counts = Counter(r.state for r in runs)
+    console.print(", ".join(f"{n} {state}" for state, n in sorted(counts.items())), markup=False)
+    if counts[INTERRUPTED]:
+        console.print(
+            f"{INTERRUPTED}: no study process holds {out}; rerun the study with --out {out} "
+            "to resume them from their last checkpoint",
+            markup=False,
+        )
 
 
 def _print_eval(run_dir: Path, metrics: dict) -> None:
@@ -549,12 +558,8 @@ def _print_eval(run_dir: Path, metrics: dict) -> None:
         st = read_status(run_dir)
         console.print(f"[red]{st['status']}[/red]: {st.get('reason', '')}")
         return
-    table = Table(title=f"evaluation of {run_dir}")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key, value in sorted(metrics.items()):
-        table.add_row(key, f"{value:.4f}")
-    console.print(table)
+    rows = [[key, f"{value:.4f}"] for key, value in sorted(metrics.items())]
+    print_table(console, f"evaluation of {run_dir}", ("metric", "value"), rows, numeric=[1])
     console.print(f"what the student wrote: {run_dir / 'samples.jsonl'}")
     if (run_dir / "student").is_dir():
         console.print(f"the student (from_pretrained): {run_dir / 'student'}")

@@ -16,7 +16,8 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table as RichTable
+
+from distillscope.cli_output import print_table
 
 console = Console()
 
@@ -53,13 +54,10 @@ def analyze_app(errors: Callable[[Callable[..., Any]], Callable[..., Any]]) -> t
 
 
 def _print(table, title: str) -> None:
-    rich = RichTable(title=title)
-    for j, column in enumerate(table.columns):
-        # names stay whole (j < 3: level or λ, quantity or estimator); the rest may wrap
-        rich.add_column(column, justify="right" if j in table.numeric else "left", no_wrap=j < 3)
-    for row, cls in zip(table.rows, table.row_classes, strict=True):
-        rich.add_row(*row, style="red" if cls else None)
-    console.print(rich)
+    # every cell whole, at any width or piped; a row the report marks is red on a terminal (its
+    # Holds / Unbiased / Sample agrees cells say why)
+    styles = ["red" if cls else None for cls in table.row_classes]
+    print_table(console, title, table.columns, table.rows, numeric=table.numeric, styles=styles)
 
 
 def gradients_cmd(

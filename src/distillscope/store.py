@@ -4,7 +4,7 @@ This is the one place that knows the layout; training, evaluation, the study and
 read and write through it (torch checkpoints are written by :mod:`distillscope.train.checkpoint`
 into :func:`checkpoint_dir`)::
 
-    STUDY_DIR/study.yaml, results.parquet, provenance.json, rollout-cache/
+    STUDY_DIR/study.yaml, results.parquet, provenance.json, rollout-cache/, progress.log
     STUDY_DIR/.lock                          held by the study process (PID, host, start)
     STUDY_DIR/runs/<run_id>/config.yaml      resolved RunConfig
                             fingerprint.json the config's fingerprint (a run belongs to one
@@ -14,6 +14,7 @@ into :func:`checkpoint_dir`)::
                             eval.json        evaluation metrics
                             eval_items.parquet  per-item evaluation outcomes (one row a sample)
                             status.json      pending | running | trained | done | failed | diverged
+                            progress.log     `distillscope train`'s progress lines
                             checkpoint/      student weights + optimizer state
 
 How this version reads the directories of older ones is :mod:`distillscope.store_versions`'s
@@ -51,6 +52,7 @@ EVAL_FILE = "eval.json"
 STATUS_FILE = "status.json"
 CHECKPOINT_DIR = "checkpoint"
 FINGERPRINT_FILE = "fingerprint.json"
+PROGRESS_FILE = "progress.log"  # the CLI's progress lines (distillscope.cli_output)
 CHECKPOINT_META = "meta.json"
 
 LOCK_FILE = ".lock"
@@ -265,6 +267,7 @@ def clear_run(run: Path) -> None:
         "samples.jsonl",
         EVAL_ITEMS_FILE,
         PROFILES_FILE,
+        PROGRESS_FILE,
         "student",
         "tensorboard",  # log.trackers (distillscope.train.trackers)
         "wandb",

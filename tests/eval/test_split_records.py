@@ -63,6 +63,7 @@ def test_file_task_run_records_its_split(tiny_pair, tmp_path):
     cfg = tiny_cfg(
         tiny_pair,
         "task.name=math",
+        "task.prompt_format=testbed",  # the tiny student has no chat template
         f"task.file={data}",
         "task.eval_fraction=0.3",
         "eval.harder_task=null",

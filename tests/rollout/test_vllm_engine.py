@@ -13,6 +13,8 @@ import math
 
 import pytest
 import torch
+from tests.conftest import TEST_THREADS
+from tests.numerics import forward_logprob_tol
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
 from distillscope.config import ConfigError, load_run_config
@@ -103,12 +105,15 @@ def test_engine_logprobs_match_the_models_forward(engine, temperature):
         with torch.no_grad():
             logits = model(row[None]).logits[0, -n - 1 : -1]
         ref = torch.log_softmax(logits / temperature, dim=-1).gather(-1, completion[:, None])[:, 0]
-        torch.testing.assert_close(r.logp_engine_B_T[b, :n], ref, atol=1e-4, rtol=0)
-        torch.testing.assert_close(r.logp_student_B_T[b, :n], ref, atol=1e-5, rtol=0)
+        # the same fp32 forward in other reduction orders (a padded batch; vLLM's own kernels,
+        # each off the exact value by up to tol: 2·tol between them)
+        tol = forward_logprob_tol(logits, temperature, model.config)
+        torch.testing.assert_close(r.logp_engine_B_T[b, :n], ref, atol=2 * tol, rtol=0)
+        torch.testing.assert_close(r.logp_student_B_T[b, :n], ref, atol=tol, rtol=0)
         assert (r.logp_engine_B_T[b, n:] == 0).all()
     assert r.logp_behavior_B_T is r.logp_student_B_T and r.source == "student"
-    assert engine_metrics(r)["rollout/engine_logprob_gap"] < 1e-4
-    assert torch.get_num_threads() == 1  # the test session's setting survives the engine
+    assert engine_metrics(r)["rollout/engine_logprob_gap"] < 2 * tol  # a mean of such gaps
+    assert torch.get_num_threads() == TEST_THREADS  # the session's setting survives the engine
 
 
 @needs_vllm

@@ -71,6 +71,7 @@ def test_plan_prints_the_runs_per_experiment_and_writes_nothing(tmp_path, monkey
     )
     assert result.exit_code == 0, result.output
     assert "study paper: 48 runs" in result.output
-    rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if "│" in line}
+    # piped: the plan prints as plain text, one line per experiment
+    rows = {line.split()[0]: line for line in result.output.splitlines() if line.strip()}
     assert "24" in rows["main"] and "tb-countdown3-hard" in rows["rlvr"]
     assert list(tmp_path.iterdir()) == []  # no study directory

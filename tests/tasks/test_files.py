@@ -173,7 +173,7 @@ def test_missing_field_and_parquet_row_number(tmp_path):
     rows = [{"problem": "p", "answer": "1"}, {"problem": "q", "answer": None}]
     with pytest.raises(ValueError, match=r"m\.parquet row 2: field 'answer' must be a non-empty"):
         BoxedMathTask.from_file(write_parquet(tmp_path / "m.parquet", rows))
-    with pytest.raises(ValueError, match=r"m\.jsonl line 1: field 'problem' must be a non-empty"):
+    with pytest.raises(ValueError, match=r"m\.jsonl line 1: missing column 'problem' \("):
         BoxedMathTask.from_file(write_jsonl(tmp_path / "m.jsonl", [{"answer": "1"}]))
 
 
@@ -339,3 +339,13 @@ def test_hostile_choice_completions_score_fast():
         t0 = time.perf_counter()
         assert score_choice("A", text) == float(text.endswith("</answer>"))
         assert time.perf_counter() - t0 < 0.05
+
+
+@pytest.mark.parametrize("column", ["question", "options", "answer"])
+def test_a_missing_column_is_named_as_missing(tmp_path, column):
+    row = {k: v for k, v in GOOD_MCQ.items() if k != column}
+    path = write_jsonl(tmp_path / "sci.jsonl", [GOOD_MCQ, row])
+    with pytest.raises(ValueError) as err:
+        MultipleChoiceTask.from_file(path)
+    present = ", ".join(row)
+    assert str(err.value) == f"{path} line 2: missing column {column!r} (its columns: {present})"

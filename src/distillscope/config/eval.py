@@ -132,9 +132,18 @@ class EvalConfig(_Section):
     coverage_items: Int = Field(100, ge=0, description="items for pass@k; 0 = skip")
     coverage_samples: Int = Field(10, ge=1, description="samples per item for pass@k")
     coverage_temperature: Float = Field(1.0, gt=0, description="pass@k sampling temperature")
-    harder_task: str | None = Field("tb-countdown3-hard", description="transfer task; null = skip")
+    harder_task: str | None = Field(
+        "tb-countdown3-hard",
+        description="transfer task; null = skip (other tasks than the testbed's: null unless "
+        "named)",
+    )
     harder_temperature: Float = Field(0.5, gt=0, description="harder-task sampling temperature")
-    skill_items: Int = Field(100, ge=0, description="items per skill for forgetting; 0 = skip")
+    skill_items: Int = Field(
+        100,
+        ge=0,
+        description="items per skill of the testbed's suite for forgetting; 0 = skip (other "
+        "tasks than the testbed's: 0 unless named)",
+    )
     forgetting: ForgettingConfig | None = Field(
         None,
         description="forgetting on lm-eval benchmarks instead of the skill suite (extra lmeval): "

@@ -19,13 +19,16 @@ from distillscope.config.run import RunConfig
 from distillscope.safeyaml import YamlError, clip, load_yaml, load_yaml_file, quote
 from distillscope.store_versions import EVALUATION_KEY_ADDED, without_added
 
+#: The longest rule message shown whole. Every piece of a message that can carry user input is
+#: bounded where it is quoted (safeyaml.quote/clip, ≤ 100 characters each), so a rule's message,
+#: advice included, stays below this; the clip only guards the line against a runaway message.
+MESSAGE_LIMIT = 400
+
 
 def _format_error(err: ValidationError, source: str) -> str:
-    # Every piece that can carry user input is bounded (safeyaml.quote/clip), so the message
-    # stays one line of at most ~300 characters after the source, whatever the input held.
     first = err.errors()[0]
     where = clip(".".join(str(p) for p in first["loc"]), 40) or "(top level)"
-    msg = clip(first["msg"].removeprefix("Value error, "), 160)
+    msg = clip(first["msg"].removeprefix("Value error, "), MESSAGE_LIMIT)
     if first["type"] == "extra_forbidden":
         return f"{source}: unknown field {quote(where)}{_did_you_mean(first['loc'])}"
     if not first["loc"] or isinstance(first.get("input"), dict):

@@ -4,7 +4,7 @@ detector)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -13,7 +13,7 @@ from distillscope.config.eval import EvalConfig
 from distillscope.config.model import ModelConfig, served_url
 from distillscope.config.objective import ObjectiveConfig, OptimConfig
 from distillscope.config.rollout import RolloutConfig
-from distillscope.config.task import TaskConfig
+from distillscope.config.task import TaskConfig, real_run_defaults
 from distillscope.objectives.registry import OBJECTIVES
 
 
@@ -87,6 +87,11 @@ class RunConfig(_Section):
     rlvr: RLVRConfig | None = Field(
         None, description="an RLVR run's training (set by a study's rlvr stage); null = distill"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _real_run_defaults(cls, data: Any) -> Any:
+        return real_run_defaults(data)  # a task that is not the testbed's: no testbed defaults
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:

@@ -3,10 +3,11 @@ from a local file or the Hub (docs/tasks.md)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from distillscope.config.base import Float, Int, _Section
 from distillscope.safeyaml import clip
@@ -41,7 +42,9 @@ class TaskConfig(_Section):
         None, description="dataset tasks: schema field → dataset column; null = the defaults"
     )
     prompt_format: Literal["testbed", "chat"] = Field(
-        "testbed", description="compact testbed prompts or the models' chat template"
+        "testbed",
+        description="compact testbed prompts or the models' chat template (other tasks than "
+        "the testbed's: chat when the student's tokenizer has one)",
     )
     teacher_style_flag: bool = Field(
         False, description="teacher reads the style-flagged prompt, student the plain one"
@@ -108,3 +111,92 @@ class TaskConfig(_Section):
                 "glyph flag: use task.teacher_style_flag)"
             )
         return self
+
+    def identity(self) -> str:
+        """The dataset a run trains and is evaluated on, as one string (the results table's
+        ``task.dataset``): the task name for a testbed task, else the name, the file or hub id
+        (``/subset``), the split expression and the revision, e.g. ``mcq:data/med.jsonl`` or
+        ``medreason:UCSC-VLAA/MedReason:test@v1``. Two files of one kind are two identities."""
+        from distillscope.tasks.hub_tasks import DATASET_TASKS
+
+        task = DATASET_TASKS.get(self.name)
+        if task is None:
+            return self.name
+        if self.file is not None:
+            return f"{self.name}:{self.file}"
+        source = self.dataset or task.dataset
+        if source is None:  # mcq or math without rows: refused when the task loads
+            return self.name
+        text = f"{self.name}:{source.path}" + (f"/{source.name}" if source.name else "")
+        text += f":{source.split}" if source.split else ""
+        return text + (f"@{source.revision}" if source.revision else "")
+
+
+#: Name prefixes of the testbed's tasks (distillscope.tasks.registry): the tasks the shipped
+#: testbed models, the testbed's harder variant and its skill suite were built for.
+TESTBED_TASK_PREFIXES = ("tb-", "skill-")
+
+
+def is_testbed_task(name: str) -> bool:
+    """Whether ``task.name`` is one of the testbed's tasks (``tb-countdown3``, ``skill-add``)."""
+    return name.startswith(TESTBED_TASK_PREFIXES)
+
+
+def has_chat_template(model_dir: Path) -> bool | None:
+    """Whether the tokenizer in ``model_dir`` carries a chat template (``chat_template`` in
+    ``tokenizer_config.json``, or a ``chat_template.jinja``/``.json`` beside it); None when the
+    directory holds no tokenizer config to read. Read as JSON: the config layer loads no
+    tokenizer (and no torch)."""
+    if any((model_dir / f"chat_template.{ext}").is_file() for ext in ("jinja", "json")):
+        return True
+    path = model_dir / "tokenizer_config.json"
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return bool(config.get("chat_template")) if isinstance(config, dict) else None
+
+
+def _given(section: Any) -> dict[str, Any]:
+    """A section of raw config data as a dict of the fields given (absent or None: none)."""
+    if isinstance(section, BaseModel):
+        return section.model_dump(exclude_unset=True)
+    return dict(section) if isinstance(section, dict) else {}
+
+
+def real_run_defaults(data: Any) -> Any:
+    """Raw ``RunConfig`` data with the defaults of a run on a task that is not the testbed's.
+
+    The testbed's defaults stay for testbed tasks. For any other task, unless named:
+    ``task.prompt_format`` is ``chat`` when the student's tokenizer has a chat template
+    (``testbed`` for the shipped testbed student, which has none; any other tokenizer without
+    one is refused in one line naming the field), and ``eval.harder_task`` and
+    ``eval.skill_items`` are off (null, 0) — the testbed's Countdown variant and arithmetic
+    skills measure nothing about a real task, so a run never reports them under its label."""
+    if not isinstance(data, dict):
+        return data
+    task, evaluation = _given(data.get("task")), _given(data.get("eval"))
+    name = task.get("name", TaskConfig.model_fields["name"].default)
+    if not isinstance(name, str) or is_testbed_task(name):
+        return data
+    out = dict(data)
+    if "prompt_format" not in task:
+        out["task"] = {**task, "prompt_format": _default_prompt_format(data, name)}
+    out["eval"] = {"harder_task": None, "skill_items": 0, **evaluation}
+    return out
+
+
+def _default_prompt_format(data: dict[str, Any], task_name: str) -> str:
+    """``chat`` for a student whose tokenizer has a chat template, ``testbed`` for the testbed's
+    student; ValueError (one line) for another student without one."""
+    student = _given(data.get("model")).get("student", "testbed:student")
+    if not isinstance(student, str) or student.startswith("testbed:"):
+        return "testbed"
+    template = has_chat_template(Path(student).expanduser())
+    if template is False:
+        raise ValueError(
+            f"task.name={clip(task_name, 60)} is not a testbed task and the tokenizer of "
+            f"model.student={clip(student, 80)} has no chat template: set task.prompt_format "
+            "(chat, after adding a template; testbed, the bare question without one)"
+        )
+    return "chat"  # a template, or no tokenizer here to read (preflight names a missing model)

@@ -71,8 +71,9 @@ FORGET = "eval/forgetting_pp"
 SPARSITY_FP32 = "eval/sparsity_fp32_tau1e-06"
 SPARSITY = "eval/sparsity_bf16_tau1e-06"  # the published view (docs/method.md §10 "Sparsity")
 CI = f"one-sided {1 - ALPHA:.0%} t-interval"
-#: Columns that name a configuration's task: claim 1 averages over them.
-TASK_COLUMNS = ("task.name",)
+#: Columns that name a configuration's task: claim 1 averages over them. ``task.dataset`` and
+#: ``measures.*`` (distillscope.study.baseline.identity_columns) follow from the task.
+TASK_COLUMNS = ("task.name", "task.dataset", "measures.forgetting", "measures.transfer")
 
 
 def lr_ends(m: pd.DataFrame) -> tuple[float, float]:

@@ -33,6 +33,24 @@ class PlannedBaseline:
     config: RunConfig
 
 
+#: Values of ``measures.forgetting``: the source of a row's ``eval/forgetting_pp``.
+FORGETTING_MEASURES = ("lm-eval", "testbed-skills", "none")
+
+
+def identity_columns(cfg: RunConfig) -> dict[str, str]:
+    """What every results row carries, runs and baselines alike, to tie it to its data and say
+    what it measured: ``task.dataset`` (:meth:`~distillscope.config.TaskConfig.identity`: two
+    files of one task are two datasets), ``measures.forgetting`` (one of
+    :data:`FORGETTING_MEASURES`) and ``measures.transfer`` (the harder task, or ``none``)."""
+    e = cfg.eval
+    forgetting = "lm-eval" if e.forgetting else "testbed-skills" if e.skill_items else "none"
+    return {
+        "task.dataset": cfg.task.identity(),
+        "measures.forgetting": forgetting,
+        "measures.transfer": e.harder_task or "none",
+    }
+
+
 def plan_baselines(runs: list[PlannedRun]) -> list[PlannedBaseline]:
     """One baseline per distinct :func:`evaluation_key` of ``runs``, in order of first use."""
     first: dict[str, RunConfig] = {}
@@ -80,6 +98,7 @@ def baseline_row(baseline: PlannedBaseline, run_dir: Path) -> dict[str, Any]:
         "reason": status.get("reason", ""),
         "seed": cfg.seed,
         "task.name": cfg.task.name,
+        **identity_columns(cfg),
     }
     if status["status"] == "done":
         row.update(read_eval(run_dir))

@@ -68,6 +68,25 @@ class StudyLock:
             self._fd = None
 
 
+def is_held(study_dir: Path) -> bool:
+    """Whether a live process holds ``study_dir``'s lock: its study (and so its pool workers,
+    which die with it) is running. Probed by taking the lock without blocking and releasing it
+    at once; no lock file means no study ever ran there."""
+    path = Path(study_dir) / LOCK_FILE
+    if not path.is_file():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
 def _read_holder(fd: int) -> dict:
     try:
         data = json.loads(os.pread(fd, 4096, 0).decode(errors="replace") or "{}")

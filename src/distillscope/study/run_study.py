@@ -19,6 +19,7 @@ import json
 import platform
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from distillscope import __version__
 from distillscope.config import ConfigError, RunConfig, evaluation_key
 from distillscope.safeyaml import quote
 from distillscope.store import (
+    METRICS_FILE,
     atomic_write_text,
     clear_run,
     holds_other_config,
@@ -36,7 +38,7 @@ from distillscope.store import (
 )
 from distillscope.study.baseline import plan_baselines, run_baseline
 from distillscope.study.executors import ExecutorSpec, Job, run_jobs
-from distillscope.study.lock import StudyLock
+from distillscope.study.lock import StudyLock, is_held
 from distillscope.study.preflight import preflight_runs
 from distillscope.study.spec import PlannedRun, StudySpec, expand, load_spec
 from distillscope.study.spec_diff import stored_change
@@ -210,17 +212,72 @@ def _unfinished(runs: list[PlannedRun], out: Path) -> list[PlannedRun]:
     return [r for r in runs if read_status(run_dir(out, r.run_id))["status"] not in FINISHED]
 
 
-def study_status(out: Path) -> dict[str, list[str]]:
-    """Run ids (baselines included), sorted, by status for the study in ``out``."""
+#: The state ``study status`` shows for a run whose status.json says ``running`` while no study
+#: process holds the directory: its worker died (killed, machine lost); the next study resumes it.
+INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
+class RunState:
+    """One run (or baseline) of a study as ``study status`` lists it."""
+
+    run_id: str
+    state: str  #: a status of distillscope.store.STATUSES, or INTERRUPTED
+    step: int | None  #: steps logged in metrics.jsonl (None: none yet)
+    steps: int  #: the steps it trains (0: a baseline, which only evaluates)
+    reason: str
+    corrupt: bool
+
+
+def study_runs(out: Path) -> list[RunState]:
+    """Every run of the study in ``out``, baselines last, with its state and last logged step.
+
+    ``running`` holds only while a study process holds the directory's lock
+    (:func:`~distillscope.study.lock.is_held`); otherwise such a run is :data:`INTERRUPTED`."""
     spec_path = out / "study.yaml"
     if not spec_path.is_file():
         raise FileNotFoundError(f"{out} is not a study directory (no study.yaml)")
-    spec = load_spec(spec_path)
-    by: dict[str, list[str]] = {}
-    runs = expand(spec)
-    for rid in [r.run_id for r in runs] + [b.run_id for b in plan_baselines(runs)]:
+    runs = expand(load_spec(spec_path))
+    live = is_held(out)
+    planned = [(r.run_id, r.config.rlvr.steps if r.config.rlvr else r.config.optim.steps)
+               for r in runs]  # fmt: skip
+    planned += [(b.run_id, 0) for b in plan_baselines(runs)]
+    states = []
+    for rid, steps in planned:
         status = read_status(run_dir(out, rid))
-        by.setdefault(status["status"], []).append(rid)
-        if status.get("corrupt"):  # counted as pending too; listed so that the user sees it
-            by.setdefault(UNREADABLE, []).append(rid)
+        state = status["status"]
+        if state == "running" and not live:
+            state = INTERRUPTED
+        step = last_step(run_dir(out, rid) / METRICS_FILE)
+        corrupt = bool(status.get("corrupt"))
+        states.append(RunState(rid, state, step, steps, status.get("reason", ""), corrupt))
+    return states
+
+
+def last_step(metrics: Path, tail_bytes: int = 65536) -> int | None:
+    """The ``step`` + 1 of the last whole row of a ``metrics.jsonl`` (None when it has none),
+    read from the file's end: a long run's log is not read whole."""
+    if not metrics.is_file():
+        return None
+    with metrics.open("rb") as f:
+        f.seek(max(0, f.seek(0, 2) - tail_bytes))
+        lines = f.read().decode(errors="replace").splitlines()
+    for line in reversed(lines):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn last line, or the cut first one
+        if isinstance(row, dict) and isinstance(row.get("step"), int):
+            return row["step"] + 1
+    return None
+
+
+def study_status(out: Path) -> dict[str, list[str]]:
+    """Run ids (baselines included), sorted, by state (:func:`study_runs`) for the study in
+    ``out``; a corrupt status.json is listed under :data:`UNREADABLE` too."""
+    by: dict[str, list[str]] = {}
+    for run in study_runs(out):
+        by.setdefault(run.state, []).append(run.run_id)
+        if run.corrupt:  # counted as pending too; listed so that the user sees it
+            by.setdefault(UNREADABLE, []).append(run.run_id)
     return {status: sorted(ids) for status, ids in by.items()}

@@ -47,6 +47,7 @@ from distillscope.config import (
     parse_override,
     run_config_from_dict,
 )
+from distillscope.config.load import MESSAGE_LIMIT
 from distillscope.labels import label_column
 from distillscope.safeyaml import YamlError, clip, load_yaml_file, quote
 from distillscope.store_versions import added_at_default
@@ -233,7 +234,7 @@ def _read_spec(path: Path) -> StudySpec:
     except ValidationError as err:
         first = err.errors()[0]
         where = clip(".".join(str(p) for p in first["loc"]), 60)
-        msg = clip(first["msg"].removeprefix("Value error, "), 160)
+        msg = clip(first["msg"].removeprefix("Value error, "), MESSAGE_LIMIT)
         got = quote(first.get("input"), 100)
         raise ConfigError(f"{path}: {where}: {msg} (got {got})") from None
 

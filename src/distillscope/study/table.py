@@ -9,7 +9,9 @@ sampling settings and seeds as the runs. A baseline row has
 
 - ``run_id`` = ``baseline`` (``baseline-<k>`` when the study has several), ``experiment`` =
   ``baseline``, ``status`` = ``done`` once evaluated (``failed`` + ``reason`` otherwise);
-- ``seed`` and ``task.name`` set (match a run to its baseline on them), every other axis and
+- ``seed``, ``task.name``, ``task.dataset`` and ``measures.*`` set (match a run to its baseline
+  on ``seed`` and ``task.dataset``; see
+  :func:`~distillscope.study.baseline.identity_columns`), every other axis and
   recorded column empty (NaN/None): the baseline is not a cell of any grid — tables, figures and
   claims must exclude ``experiment == "baseline"`` from cells and read effects against it;
 - the same evaluation columns as the runs (``eval/*``, ``split/*``), with ``eval/forgetting_pp``
@@ -28,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from distillscope.store import read_eval, read_metrics, read_status, run_dir
-from distillscope.study.baseline import PlannedBaseline, baseline_row
+from distillscope.study.baseline import PlannedBaseline, baseline_row, identity_columns
 from distillscope.study.spec import RECORDED, PlannedRun
 
 
@@ -53,6 +55,7 @@ def plan_row(run: PlannedRun, status: str = "planned", reason: str = "") -> dict
         row[col] = math.nan if value is None else value
     row.update({k: math.nan if v is None else v for k, v in run.axes.items()})
     row.update(run.labels)
+    row.update(identity_columns(run.config))
     if run.parent is not None:  # an RLVR run: the distilled run it started from
         row["parent_run"] = run.parent
     return row

@@ -24,9 +24,10 @@ Math (:class:`BoxedMathTask`):
 - ``id`` (string or integer, optional): kept as ``Problem.meta["id"]``.
 
 A bad row raises ValueError naming the file, the line (JSONL) or row (Parquet) number and the
-field, e.g. ``data/sci.jsonl line 17: field 'answer' must be one of A..D, got 'E'``; every value
-quoted in a message is cut to ~200 characters. A JSONL file must be UTF-8 (else: ``not UTF-8
-text at byte N``) and no row may nest lists/objects deeper than :data:`MAX_JSON_DEPTH` levels.
+field, e.g. ``data/sci.jsonl line 17: field 'answer' must be one of A..D, got 'E'``, or
+``data/sci.jsonl line 17: missing column 'answer' (its columns: …)``; every value quoted
+in a message is cut to ~200 characters. A JSONL file must be UTF-8 (else: ``not UTF-8 text at
+byte N``) and no row may nest lists/objects deeper than :data:`MAX_JSON_DEPTH` levels.
 
 Scoring never raises; malformed or oversized (> :data:`MAX_CHARS` characters) completions score 0.
 
@@ -152,8 +153,17 @@ def _load(
     return problems
 
 
+def _column(row: dict[str, Any], key: str, where: str) -> Any:
+    """``row[key]``; a row without the column is one line naming it and the file (not a bad
+    value of ``None``)."""
+    if key not in row:
+        present = clip(", ".join(map(str, row)), 120) or "none"
+        raise ValueError(f"{where}: missing column {key!r} (its columns: {present})")
+    return row[key]
+
+
 def _text_field(row: dict[str, Any], key: str, where: str) -> str:
-    value = row.get(key)
+    value = _column(row, key, where)
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{where}: field {key!r} must be a non-empty string, got {quote(value)}")
     return value
@@ -212,8 +222,8 @@ def _mcq_answer(value: Any, n_options: int, where: str) -> str:
 
 def _mcq_problem(row: dict[str, Any], where: str, index: int) -> Problem:
     question = _text_field(row, "question", where)
-    options = _mcq_options(row.get("options"), where)
-    answer = _mcq_answer(row.get("answer"), len(options), where)
+    options = _mcq_options(_column(row, "options", where), where)
+    answer = _mcq_answer(_column(row, "answer", where), len(options), where)
     lines = [question.strip()] + [f"{LETTERS[k]}. {opt.strip()}" for k, opt in enumerate(options)]
     meta = _meta(row, where, index, ("question", "options", "answer"))
     return Problem(prompt="\n".join(lines), answer=answer, meta=meta)
@@ -285,7 +295,7 @@ def _math_answer(value: Any, where: str) -> str:
 
 def _math_problem(row: dict[str, Any], where: str, index: int) -> Problem:
     text = _text_field(row, "problem", where)
-    answer = _math_answer(row.get("answer"), where)
+    answer = _math_answer(_column(row, "answer", where), where)
     meta = _meta(row, where, index, ("problem", "answer"))
     return Problem(prompt=text.strip(), answer=answer, meta=meta)
 

@@ -3,6 +3,7 @@ suite."""
 
 from __future__ import annotations
 
+from distillscope.safeyaml import quote
 from distillscope.tasks.base import Task
 from distillscope.tasks.countdown import PAPER_POOL, SMALL_POOL, CountdownTask
 from distillscope.tasks.hard import StructuredCountdownTask
@@ -48,8 +49,14 @@ TASKS.update({f"skill-{s}": SkillTask(s) for s in SKILLS})
 
 
 def get_task(name: str) -> Task:
-    """Look a task up by name; the error lists the names that exist."""
+    """Look a task up by name; the error lists every task name, the dataset tasks' included
+    (:mod:`distillscope.tasks.hub_tasks`, read from a file or dataset by ``task.name``)."""
     try:
         return TASKS[name]
     except KeyError:
-        raise ValueError(f"unknown task {name!r}; choose one of {sorted(TASKS)}") from None
+        from distillscope.tasks.hub_tasks import DATASET_TASKS  # it imports this module's kin
+
+        raise ValueError(
+            f"unknown task {quote(name, 60)}; choose one of {', '.join(sorted(TASKS))}, or a "
+            f"dataset task ({', '.join(DATASET_TASKS)}; docs/tasks.md)"
+        ) from None

@@ -1,0 +1,18 @@
+"""``get_task``: an unknown name is one line listing every task, the dataset tasks included."""
+
+import pytest
+
+from distillscope.tasks.hub_tasks import DATASET_TASKS
+from distillscope.tasks.registry import TASKS, get_task
+
+
+def test_the_unknown_task_message_lists_every_task():
+    with pytest.raises(ValueError) as err:
+        get_task("medreasn")
+    message = str(err.value)
+    assert message.startswith("unknown task 'medreasn'; choose one of ") and "\n" not in message
+    for name in [*TASKS, *DATASET_TASKS]:
+        assert name in message
+    assert {"medreason", "mcq", "math", "sciknoweval", "numina-math", "countdown-hub"} <= set(
+        DATASET_TASKS
+    )

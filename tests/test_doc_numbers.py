@@ -1,0 +1,147 @@
+"""Numbers in README.md and docs/ that come from a run are rebuilt here from their record, so
+that a page cannot drift from it: BENCHMARKS.md's ``make bench`` blocks and tables, the shipped
+testbed's ``testbed.json``, the per-run record ``tests/testbed/data/quick_study.json`` and the
+scorecard's own rules and margins. Each check formats the text a page must contain from the
+record and looks for it in the page (whitespace folded, ``−`` read as ``-``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from statistics import mean
+
+import pandas as pd
+
+from distillscope import testbed
+from distillscope.report.claims_grid import CLAIM_03_LOW_LR_MARGIN_PP, CLAIM_03_ROLLOUT_MARGIN_PP
+from distillscope.report.scorecard import score_claims
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK_RECORD = ROOT / "tests" / "testbed" / "data" / "quick_study.json"
+
+
+def page(name: str) -> str:
+    """A page's text with whitespace folded to single spaces and minus signs as hyphens."""
+    return " ".join((ROOT / name).read_text(encoding="utf-8").replace("−", "-").split())
+
+
+def bench_block(name: str) -> dict[str, str]:
+    """``quantity → value`` of BENCHMARKS.md's ``<!-- bench:NAME -->`` block."""
+    text = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    block = text.split(f"<!-- bench:{name} -->")[1].split(f"<!-- /bench:{name} -->")[0]
+    return dict(re.findall(r"^\| ([^|]+?) \| ([^|]+?) \|$", block, re.M))
+
+
+def table_after(name: str, header: str) -> list[list[str]]:
+    """The cells of the first Markdown table of page ``name`` whose header row starts with
+    ``header`` (minus signs as hyphens)."""
+    lines = (ROOT / name).read_text(encoding="utf-8").replace("−", "-").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+def quick_cells() -> dict[tuple[str, str, str], tuple[str, str, str]]:
+    """BENCHMARKS.md's quick-study table: (rollout, KL, LR) → (accuracy, pass@10, forgetting)."""
+    rows = table_after("BENCHMARKS.md", "| rollout | KL | LR | Countdown-3 acc.")
+    return {
+        (r[0], r[1], r[2]): (r[3], r[4], r[6]) for r in rows if r[0] != "untrained (baseline rows)"
+    }
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def test_readme_quick_study_numbers_are_benchmarks():
+    readme = page("README.md")
+    assert f"({round(float(bench_block('study')['wall_s']))} s wall clock" in readme
+    table = table_after("README.md", "| rollout | objective | LR | accuracy")
+    cells = quick_cells()
+    shown = {}
+    for r in table[:-1]:
+        kl = r[1].split()[0]
+        lr = {"1e-4": "1e-04", "3e-4": "3e-04"}[r[2].split()[0]]
+        shown[(r[0], kl, lr)] = (r[3], r[4], r[5])
+    assert shown == cells
+    high = [float(f) for (_, _, lr), (_, _, f) in cells.items() if lr == "3e-04"]
+    assert f"costs {-max(high):g}–{-min(high):g} points" in readme
+    teacher = testbed.testbed_info()["measured"]["teacher"]["countdown3_accuracy"]
+    assert f"(the teacher scores {100 * teacher:g}%)" in readme
+
+
+def test_readme_counts_the_claims_the_quick_preset_does_not_test():
+    from distillscope.report.calibrate import planned_table
+    from distillscope.study.spec import expand, load_spec
+    from distillscope.study.table import planned_row
+
+    design = planned_table([planned_row(r) for r in expand(load_spec("quick"))])
+    untested = [r.id for r in score_claims(design) if r.verdict == "not tested"]
+    assert f"the other {len(untested)} claims, which need" in page("README.md")
+
+
+def test_testbed_page_numbers_are_the_shipped_record():
+    measured = testbed.testbed_info()["measured"]
+    t, s = measured["teacher"], measured["student"]
+    text = page("docs/testbed.md")
+    expected = [
+        f"| Countdown-3 accuracy | **{pct(t['countdown3_accuracy'])}** | "
+        f"**{pct(s['countdown3_accuracy'])}** |",
+        f"| … with the style flag | {pct(t['countdown3_accuracy_style_flag'])}, "
+        f"{100 * t['alt_style_share_with_flag']:g}% of answers in the second style |",
+        f"| {pct(t['skill_mean'])} | **{pct(s['skill_mean'])}** |",
+        f"accuracy | {pct(t['harder_accuracy'])} | {pct(s['harder_accuracy'])} |",
+        f"| **{pct(t['harder_pass@10'])}** | **{pct(s['harder_pass@10'])}** |",
+        f"teacher {pct(t['harder_accuracy'])} accuracy ({pct(t['countdown3_accuracy'])} on "
+        f"`tb-countdown3`) and {pct(t['harder_pass@10'])} pass@10, untrained student "
+        f"{pct(s['harder_pass@10'])} pass@10",
+    ]
+    missing = [e for e in expected if e not in text]
+    assert not missing, missing
+    runs = [r for r in json.loads(QUICK_RECORD.read_text())["runs"] if r["experiment"] == "main"]
+    reach = [100 * r["eval/harder/pass@10"] for r in runs]
+    assert f"the {len(runs)} students of a `quick` study {min(reach):.0f}–{max(reach):.0f}%" in text
+
+
+def test_testbed_page_quotes_the_quick_study_of_benchmarks():
+    low = [v for (_, _, lr), v in quick_cells().items() if lr == "1e-04"]
+    accs = [float(a.rstrip("%")) for a, _, _ in low]
+    teacher = 100 * testbed.testbed_info()["measured"]["teacher"]["countdown3_accuracy"]
+    skills = max(abs(float(f)) for _, _, f in low)
+    assert (
+        f"the four low-LR cells reach {min(accs):.1f}–{max(accs):.1f}% (mean {mean(accs):.1f}%, "
+        f"{100 * mean(accs) / teacher:.0f}% of the teacher–student gap closed) at ≤ {skills:.1f} "
+        "pp of skills"
+    ) in page("docs/testbed.md")
+
+
+def test_benchmarks_scorecard_is_todays_rules_on_the_record():
+    runs = pd.DataFrame(json.loads(QUICK_RECORD.read_text())["runs"]).assign(status="done")
+    results = {r.id: r for r in score_claims(runs)}
+    judged = sorted(i for i, r in results.items() if r.verdict != "not tested")
+    assert {results[i].verdict for i in judged} == {"inconclusive"}
+    text = page("BENCHMARKS.md")
+    listed = ", ".join(map(str, judged[:-1])) + f" and {judged[-1]} are inconclusive"
+    names = re.sub(r" \([^()]*(?:\([^()]*\)[^()]*)*\)", "", text.split("The scorecard's rules")[1])
+    assert listed in names  # the claims named, their parenthesised evidence left out
+    margin = f"±{CLAIM_03_LOW_LR_MARGIN_PP:g}"  # both of claim 3's equivalence parts
+    assert CLAIM_03_ROLLOUT_MARGIN_PP == CLAIM_03_LOW_LR_MARGIN_PP
+    pairs = [  # (claim, in its evidence, in the page)
+        (1, "Δ -3.2 pp [-8.4, +1.9]", "Δ -3.2 pp [-8.4, +1.9]"),
+        (1, "(the claim's is ±5)", "the claim's ±5 needs"),
+        (1, "margin ≥ 8.2 pp", "margin ≥ 8.2 pp"),
+        (3, "+9.3 pp [+8.0, +10.6]", "+9.3 pp [+8.0, +10.6]"),
+        (3, "-1.1 pp [-2.3, -0.0]", f"-1.1 pp [-2.3, -0.0] lies within {margin}"),
+        (3, "-0.8 pp [-3.7, +2.2]", "-0.8 pp [-3.7, +2.2]"),
+        (3, f"(the claim's is {margin})", f"hold to {margin} only for a margin ≥ 4.6 pp"),
+        (3, "margin ≥ 4.6 pp", "margin ≥ 4.6 pp"),
+    ]
+    for claim, evidence, shown in pairs:
+        assert evidence in results[claim].evidence, (claim, evidence)
+        assert shown in text, (claim, shown)

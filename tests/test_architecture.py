@@ -77,7 +77,7 @@ ALLOWED: dict[str, set[str]] = {
     # `distillscope teacher-cache`, registered the same way
     "cli_teacher_cache": {"config", "safeyaml", "study", "train"},
     # study plan (and --rehearse on the testbed's tiny copies), study --overwrite's changes
-    "cli_study": {"config", "study", "testbed"},
+    "cli_study": {"cli_output", "config", "study", "testbed"},
     "cli": {
         "cli_analyze",
         "cli_output",

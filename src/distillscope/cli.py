@@ -33,6 +33,7 @@ from rich.markup import escape
 from distillscope import __version__
 from distillscope.cli_analyze import analyze_app
 from distillscope.cli_output import ProgressLog, print_table
+from distillscope.cli_study import plan_study
 from distillscope.cli_teacher_cache import teacher_cache_app
 from distillscope.cli_testbed import testbed_app
 from distillscope.store import PROGRESS_FILE
@@ -312,47 +313,10 @@ def study_cmd(
     with execution.started() as running:
         chosen = None if only is None else [n.strip() for n in only.split(",") if n.strip()]
         if plan:
-            _plan(files, overrides, preset, chosen, rehearse)
+            if plan_study(files, overrides, preset, chosen, rehearse, describe_error):
+                raise typer.Exit(2)
             return
         _study(files, overrides, preset, out, running, report, chosen, overwrite)
-
-
-def _plan(
-    files: list[str],
-    overrides: list[str],
-    preset: str | None,
-    only: list[str] | None,
-    rehearse: bool = False,
-):
-    """``study plan``: the runs each experiment would execute, after the same checks as a
-    study (models, tasks, devices); nothing is written. ``rehearse``: each distinct
-    configuration trained and evaluated on tiny model copies instead (cli_study)."""
-    from collections import Counter
-
-    from distillscope.config import check_machine
-    from distillscope.study.preflight import preflight_runs
-    from distillscope.study.run_study import select
-    from distillscope.study.spec import expand, load_spec
-
-    study = load_spec(files[0] if files else preset or "quick", overrides)
-    runs = select(study, expand(study), only)
-    for r in runs:
-        check_machine(r.config)
-    if rehearse:
-        _rehearse_or_exit(runs)
-        return
-    preflight_runs([r.config for r in runs])
-    rows = []
-    for name, count in Counter(r.experiment for r in runs).items():
-        mine = [r.config for r in runs if r.experiment == name]
-        steps = {c.rlvr.steps if c.rlvr else c.optim.steps for c in mine}
-        tasks = {c.rlvr.task if c.rlvr else c.task.identity() for c in mine}  # datasets
-        teachers = {c.model.teacher for c in mine}
-        rows.append(
-            [name, count, *(", ".join(sorted(map(str, v))) for v in (tasks, steps, teachers))]
-        )
-    columns = ("experiment", "runs", "tasks", "steps", "teachers")
-    print_table(console, f"study {study.name}: {len(runs)} runs", columns, rows, numeric=[1])
 
 
 def _rehearse_or_exit(runs: list) -> None:

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from distillscope.cli_output import print_table
 from distillscope.config import RunConfig
 from distillscope.study.rehearse import Rehearsal, distinct, rehearse
 from distillscope.study.spec import PlannedRun, StudySpec
@@ -82,3 +83,43 @@ def print_change(out: Path, study: StudySpec) -> None:
         console.print(f"  runs {what}: {len(ids)}", highlight=False)
     for run_id in change.dropped:
         console.print(f"  no longer planned (kept on disk): {run_id}", highlight=False)
+
+
+def plan_study(
+    files: list[str],
+    overrides: list[str],
+    preset: str | None,
+    only: list[str] | None,
+    rehearse: bool,
+    describe: Callable[[BaseException], str],
+) -> int:
+    """``study plan``: the runs each experiment would execute, after the same checks as a
+    study (models, tasks, devices); nothing is written. ``rehearse``: each distinct
+    configuration trained and evaluated on tiny model copies instead. Returns the number of
+    rehearsed configurations that failed (0 without ``rehearse``)."""
+    from collections import Counter
+
+    from distillscope.config import check_machine
+    from distillscope.study.preflight import preflight_runs
+    from distillscope.study.run_study import select
+    from distillscope.study.spec import expand, load_spec
+
+    study = load_spec(files[0] if files else preset or "quick", overrides)
+    runs = select(study, expand(study), only)
+    for r in runs:
+        check_machine(r.config)
+    if rehearse:
+        return rehearse_plan(runs, describe)
+    preflight_runs([r.config for r in runs])
+    rows = []
+    for name, count in Counter(r.experiment for r in runs).items():
+        mine = [r.config for r in runs if r.experiment == name]
+        steps = {c.rlvr.steps if c.rlvr else c.optim.steps for c in mine}
+        tasks = {c.rlvr.task if c.rlvr else c.task.identity() for c in mine}  # datasets
+        teachers = {c.model.teacher for c in mine}
+        rows.append(
+            [name, count, *(", ".join(sorted(map(str, v))) for v in (tasks, steps, teachers))]
+        )
+    columns = ("experiment", "runs", "tasks", "steps", "teachers")
+    print_table(console, f"study {study.name}: {len(runs)} runs", columns, rows, numeric=[1])
+    return 0

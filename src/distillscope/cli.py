@@ -33,7 +33,6 @@ from rich.markup import escape
 from distillscope import __version__
 from distillscope.cli_analyze import analyze_app
 from distillscope.cli_output import ProgressLog, print_table
-from distillscope.cli_study import plan_study
 from distillscope.cli_teacher_cache import teacher_cache_app
 from distillscope.cli_testbed import testbed_app
 from distillscope.store import PROGRESS_FILE
@@ -313,6 +312,8 @@ def study_cmd(
     with execution.started() as running:
         chosen = None if only is None else [n.strip() for n in only.split(",") if n.strip()]
         if plan:
+            from distillscope.cli_study import plan_study  # rehearsal: torch, once checked
+
             if plan_study(files, overrides, preset, chosen, rehearse, describe_error):
                 raise typer.Exit(2)
             return

@@ -80,7 +80,13 @@ def test_another_tokenizer_is_refused_before_training(tmp_path, padded_qwen_pair
 
 def test_too_few_held_out_rows_are_refused(tmp_path, tiny_pair):
     task = write_mcq(tmp_path / "med.jsonl", 30)  # ~6 held out at eval_fraction 0.2
-    args = [*pair_args(*tiny_pair), "task.name=mcq", f"task.file={task}", *small_eval()]
+    args = [
+        *pair_args(*tiny_pair),
+        "task.name=mcq",
+        f"task.file={task}",
+        "task.prompt_format=testbed",
+        *small_eval(),
+    ]
     refused_everywhere(tmp_path, [*args, "eval.items=50"], "held-out rows", "needs 50")
 
 

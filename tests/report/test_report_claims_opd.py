@@ -20,7 +20,7 @@ from distillscope.report.claims_opd import (
     REWARD_DROP,
     TEACHER_PARAMS,
 )
-from distillscope.report.scorecard import trajectory_features
+from distillscope.report.trajectories import trajectory_features
 
 DECIDED = {"supported", "contradicted"}
 REGS = ("none", "hard_clip", "log_compress")

@@ -32,10 +32,10 @@ def test_rules_choose_rows_by_values_not_by_reader_names(synth, monkeypatch):
     monkeypatch.setattr(aggregate, "ROLLOUT_NAMES", renamed)  # what the reader sees, only
     after = {r.id: r for r in score_claims(df, strict=True)}
     assert {i: r.verdict for i, r in after.items()} == {i: r.verdict for i, r in before.items()}
-    assert after[1].verdict == "supported"
+    assert after[4].verdict == "supported"
     # the evidence names the cells as the reader sees them
-    assert "OnPD" in before[2].evidence and "OnPD" not in after[2].evidence
-    assert "on-policy" in after[2].evidence
+    assert "OnPD" in before[9].evidence and "OnPD" not in after[9].evidence
+    assert "on-policy" in after[9].evidence
 
 
 def test_a_contrast_pairs_matched_cells_by_value(synth):

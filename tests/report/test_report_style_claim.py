@@ -6,8 +6,9 @@ import math
 
 import pandas as pd
 
-from distillscope.report import RULES, score_claims
+from distillscope.report import score_claims
 from distillscope.report.claimkit import plain_rows, style_runs
+from distillscope.report.scorecard import LEGACY
 
 SPANISH = "Razona en español."
 
@@ -66,5 +67,5 @@ def test_style_runs_and_plain_rows_split_on_either_column():
 
 
 def test_the_rule_s_scope_names_both_forms():
-    (rule,) = [r for r in RULES if r.id == 12]
+    (rule,) = [r for r in LEGACY if r.id == 12]
     assert "task.teacher_style_flag or task.teacher_instruction" in rule.needs

@@ -343,7 +343,7 @@ def learned(df: pd.DataFrame, rows: pd.DataFrame) -> tuple[bool, str]:
         p = Pair(p.key, p.a, p.a_sem, p.b, 0.0, p.a_dof, math.inf)
     text = (
         f"students {num(p.a)}% ({len(runs)} runs) vs untrained {num(p.b)}% (Δ {pp(p.diff)} pp, "
-        f"{1 - ALPHA:.0%} bounds {interval(p)})"
+        f"one-sided {1 - ALPHA:.1%} bounds {interval(p)})"
     )
     if beyond(p, LEARNED_PP) == 1:
         return True, text

@@ -17,12 +17,10 @@ import pandas as pd
 
 from distillscope.report.aggregate import with_labels
 from distillscope.report.claimkit import experiment_rows
+from distillscope.report.claims import CLAIMS
 from distillscope.report.claims_entropy import CLAIM_19_GAIN_PP, CLAIM_19_HIGH_RATIO, EARLY_ENTROPY
 from distillscope.report.claims_grid import (
     CLAIM_01_MARGIN_PP,
-    CLAIM_02_RANGE_PP,
-    CLAIM_03_LOW_LR_MARGIN_PP,
-    CLAIM_03_ROLLOUT_MARGIN_PP,
     CLAIM_04_NONINFERIOR_PP,
     CLAIM_09_SIMILAR_PP,
 )
@@ -124,7 +122,8 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
     out[EARLY_ENTROPY] = np.where(onpd_forward(d), 2 * CLAIM_19_HIGH_RATIO, 0.0)
     out["traj/len_rise"] = np.where(opd_none, 10.0, 0.0)  # rise 10 SEM (TRAJ's SEMs)
     out["traj/advantage_rise"] = np.where(opd_none, 0.5, 0.0)
-    return summed([out, *(plant(d, noise) for plant in PLANTERS)], n)
+    specs = [c.plant(d) for c in CLAIMS if c.plant is not None]
+    return summed([out, *(plant(d, noise) for plant in PLANTERS), *specs], n)
 
 
 Offsets = dict[str, np.ndarray]
@@ -145,12 +144,6 @@ class MarginCase:
     name: str
     offsets: Callable[[pd.DataFrame], Offsets]
     on_planted: bool = False
-
-
-def _claim_01_margin(d: pd.DataFrame) -> Offsets:
-    """Claim 1: OnPD cells of the main grid CLAIM_01_MARGIN_PP more accurate."""
-    main_on = _experiment(d, "main") & (_column(d, "rollout.policy") == "student").to_numpy()
-    return {ACC: np.where(main_on, CLAIM_01_MARGIN_PP / 100, 0.0)}
 
 
 def _rows(d: pd.DataFrame, experiment: str, **values: str) -> np.ndarray:
@@ -200,26 +193,6 @@ def _claim_19_margin(d: pd.DataFrame) -> Offsets:
     }
 
 
-def _claim_02_margin(d: pd.DataFrame) -> Offsets:
-    """Claim 2: forward KL's range exactly CLAIM_02_RANGE_PP (its OnPD cells at the high LR
-    raised by it; the planted forward cells are otherwise equal)."""
-    rows = _rows(d, "main", rollout__policy="student", objective__kind="forward_kl")
-    return {ACC: np.where(rows & _lr_end(d, "main", True), CLAIM_02_RANGE_PP / 100, 0.0)}
-
-
-def _claim_03_low_margin(d: pd.DataFrame) -> Offsets:
-    """Claim 3: the low LR's pooled change exactly −CLAIM_03_LOW_LR_MARGIN_PP (planted −0.5)."""
-    planted = PLANT_LOW_FORGET_PP + PLANT_OFFPD_FORGETS_LESS_PP / 2  # the low-LR mean
-    shift = -CLAIM_03_LOW_LR_MARGIN_PP - planted
-    return {FORGET: np.where(_lr_end(d, "main", False), shift, 0.0)}
-
-
-def _claim_03_rollout_margin(d: pd.DataFrame) -> Offsets:
-    """Claim 3: OffPD − OnPD forgetting at the high LR exactly CLAIM_03_ROLLOUT_MARGIN_PP."""
-    off = _rows(d, "main", rollout__policy="teacher") & _lr_end(d, "main", True)
-    return {FORGET: np.where(off, CLAIM_03_ROLLOUT_MARGIN_PP - PLANT_OFFPD_FORGETS_LESS_PP, 0.0)}
-
-
 def _claim_04_margin(d: pd.DataFrame) -> Offsets:
     """Claim 4: OffPD − OnPD sparsity exactly −CLAIM_04_NONINFERIOR_PP in one matched pair
     (forward KL at the high LR)."""
@@ -239,10 +212,6 @@ def _claim_09_margin(d: pd.DataFrame) -> Offsets:
 #: Every no-effect part of a claim, planted at its margin (the ``margin`` scenario): rule
 #: modules' cases are registered here. Each case's tables are scored for its claim only.
 MARGIN_CASES: list[MarginCase] = [
-    MarginCase(1, "OnPD +margin in the main grid", _claim_01_margin),
-    MarginCase(2, "forward KL's range at the margin", _claim_02_margin, on_planted=True),
-    MarginCase(3, "low-LR change at the margin", _claim_03_low_margin, on_planted=True),
-    MarginCase(3, "rollout effect at the margin", _claim_03_rollout_margin, on_planted=True),
     MarginCase(4, "OffPD less sparse by the margin", _claim_04_margin, on_planted=True),
     MarginCase(9, "pass@1 gap at the margin", _claim_09_margin, on_planted=True),
     MarginCase(14, "no-clip OnPD +margin (claim 1)", _onpd_margin("no_clip")),
@@ -255,14 +224,22 @@ MARGIN_CASES: list[MarginCase] = [
 PLANTERS: list[Callable[[pd.DataFrame, dict[str, float]], Offsets]] = []
 
 
+def all_margin_cases() -> list[MarginCase]:
+    """The specified claims' margin cases (``Claim.margin_cases``), then the legacy ones."""
+    spec = [
+        MarginCase(c.id, m.name, m.offsets, m.on_planted) for c in CLAIMS for m in c.margin_cases
+    ]
+    return sorted([*spec, *MARGIN_CASES], key=lambda c: c.claim)
+
+
 def margin_cases(claims: Collection[int]) -> list[MarginCase]:
-    """The margin cases of ``claims``, in registry order."""
-    return [c for c in MARGIN_CASES if c.claim in claims]
+    """The margin cases of ``claims``, in claim order."""
+    return [c for c in all_margin_cases() if c.claim in claims]
 
 
 def margin_offsets(d: pd.DataFrame) -> Offsets:
     """Every margin case's offsets summed (each touches only the experiment its rule reads)."""
-    return summed([c.offsets(d) for c in MARGIN_CASES if not c.on_planted], len(d))
+    return summed([c.offsets(d) for c in all_margin_cases() if not c.on_planted], len(d))
 
 
 def summed(parts: list[Offsets], n: int) -> Offsets:

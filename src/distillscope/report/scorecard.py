@@ -156,7 +156,7 @@ def score_spec(claim: Claim, ev: Evidence, strict: bool = False) -> ClaimResult:
 
 
 def _judge(claim: Claim, view: ClaimEvidence, result) -> ClaimResult:
-    if all(view.rows(e).empty for e in claim.experiments):
+    if all(view.rows(e).empty and view.rows(e, rlvr=True).empty for e in claim.experiments):
         lack = f"needs {claim.needs}; the study has no finished run of {_names(claim)}"
         return result(NOT_TESTED, lack, reason=lack)
     items = [(p, p.estimate(view)) for p in (*claim.premises, *claim.parts)]

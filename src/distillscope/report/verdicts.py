@@ -40,6 +40,7 @@ SUPPORTED, CONTRADICTED, UNDECIDED, NOT_TESTED = (
 )
 LACKS_POWER, NEAR_MARGIN = "lacks power", "effect near its margin"
 NO_VARIANCE = "no seed variance (every seed gave the same value): the design decides nothing"
+ONE_RUN = "one run per condition: an observation, not a test"
 POWER = 0.8
 CI_LABEL = f"{1 - 2 * ALPHA:.0%} CI"  # two one-sided (1 − α) bounds
 
@@ -76,7 +77,7 @@ def decide_stratum(part: Part, x: Estimate, alpha_contra: float, alpha: float = 
     if x.note:
         text += f" ({x.note})"
     if not x.decidable():
-        return Decision(UNDECIDED, text, NO_VARIANCE)
+        return Decision(UNDECIDED, text, ONE_RUN if x.seeds == 1 else NO_VARIANCE)
     lo, hi = x.bounds(alpha)
     clo, chi = x.bounds(alpha_contra)
     m = part.margin

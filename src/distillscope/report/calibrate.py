@@ -53,8 +53,9 @@ from distillscope.report.aggregate import (
     metric_columns,
 )
 from distillscope.report.claims import CLAIMS
+from distillscope.report.claims.c16_length_exploitation import F_ADV, F_DROP, F_EOS, F_LEN
+from distillscope.report.claims.c19_incoherent_rollouts import EARLY as EARLY_ENTROPY
 from distillscope.report.claims.evidence import is_baseline
-from distillscope.report.claims_entropy import EARLY_ENTROPY
 from distillscope.report.load import CALIBRATION_FILE, load_study
 from distillscope.report.plants import (
     ACC,
@@ -92,11 +93,10 @@ DEFAULT_SD = {"fraction": 0.03, "pp": 3.0}
 DEFAULT_REL_SD = 0.05  # other units: this fraction of the metric's typical size
 #: Trajectory features of OPD runs (claim 16) with their null value and noise.
 TRAJ = {
-    "traj/reward_drop_pp": (0.0, 2.0),  # pp
-    "traj/len_rise": (0.0, 1.0),  # tokens, from the reward's peak quarter to the last
-    "traj/len_rise_sem": (1.0, 0.0),
-    "traj/advantage_rise": (0.0, 0.05),  # nats
-    "traj/advantage_rise_sem": (0.05, 0.0),
+    F_DROP: (0.0, 2.0),  # pp, the reward's peak quarter − its last
+    F_ADV: (0.0, 1.0),  # rises from the peak quarter to the last, in SEMs of that difference
+    F_LEN: (0.0, 1.0),
+    F_EOS: (0.0, 1.0),
     EARLY_ENTROPY: (1.0, 0.1),  # student ÷ teacher entropy early in OnPD forward-KL runs
 }
 

@@ -31,17 +31,12 @@ from distillscope.report.claims import CLAIMS, Claim
 from distillscope.report.claims.evidence import ClaimEvidence, Evidence
 from distillscope.report.claims_ablation import RULES_ABLATION
 from distillscope.report.claims_clipping import RULES_CLIPPING
-from distillscope.report.claims_entropy import RULES_ENTROPY, add_early_entropy
 from distillscope.report.claims_grid import RULES_GRID
-from distillscope.report.claims_opd import RULES_OPD
-from distillscope.report.claims_reach import RULES_REACH
 from distillscope.report.claims_rlvr import RULES_RLVR
 from distillscope.report.claims_robustness import RULES_ROBUSTNESS
 from distillscope.report.claims_spectrum import RULES_SPECTRUM
-from distillscope.report.claims_stability import RULES_STABILITY
 from distillscope.report.load import metrics_frame
 from distillscope.report.stats import ALPHA
-from distillscope.report.trajectories import add_trajectory_features
 from distillscope.report.verdicts import (
     CONTRADICTED,
     NOT_TESTED,
@@ -67,10 +62,6 @@ LEGACY: list[ClaimRule] = sorted(
             *RULES_ABLATION,
             *RULES_CLIPPING,
             *RULES_ROBUSTNESS,
-            *RULES_ENTROPY,
-            *RULES_STABILITY,
-            *RULES_OPD,
-            *RULES_REACH,
             *RULES_RLVR,
         ]
         if r.id not in _SPECIFIED
@@ -122,8 +113,6 @@ def score_claims(
     specs = [c for c in CLAIMS if c.id in wanted]
     if study_dir is not None:
         df = add_features(df, Path(study_dir), specs)
-        df = add_trajectory_features(df, Path(study_dir))
-        df = add_early_entropy(df, Path(study_dir))
     ev = Evidence(df)
     scoring = Scoring(df)
     by_id = {c.id: c for c in specs}

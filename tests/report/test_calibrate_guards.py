@@ -198,8 +198,8 @@ def test_noise_falls_back_to_defaults():
     assert cal.noise_model(count, ["train/steps_done"]) == {"train/steps_done": pytest.approx(4.0)}
     assert cal.noise_model(equal, ["train/steps_done"]) == {"train/steps_done": pytest.approx(0.05)}
     assert cal.noise_model(equal, ["traj/reward_drop_pp"]) == {"traj/reward_drop_pp": 2.0}
-    both = cal.noise_model(equal, ["traj/len_rise", "eval/accuracy"])  # a trajectory key first
-    assert both == {"traj/len_rise": 1.0, "eval/accuracy": 0.03}
+    both = cal.noise_model(equal, ["traj/len_rise_z", "eval/accuracy"])  # a trajectory key first
+    assert both == {"traj/len_rise_z": 1.0, "eval/accuracy": 0.03}
 
 
 def test_noise_reads_non_numeric_values_as_missing():

@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from distillscope.report import score_claims
-from distillscope.report.claims_entropy import CLAIM_19_HIGH_RATIO, early_entropy_ratio
 from distillscope.report.stats import Pair, detectable_margin, linear
 
 
@@ -113,39 +112,6 @@ def _entropy_study(synth, tmp_path, student_entropy: float, learned: bool = True
     rows.append(synth.baseline_row())
     root = synth.write_study(tmp_path / "study", rows, metrics=metrics)
     return pd.read_parquet(root / "results.parquet"), root
-
-
-def test_claim_19_on_high_entropy_rollouts(synth, tmp_path):
-    df, root = _entropy_study(synth, tmp_path, 2.4)
-    r = _scored(df, root)[19]
-    assert r.verdict == "supported", r.evidence
-    assert "4 of 4 OnPD forward-KL runs" not in r.evidence  # counted over runs, not cells
-    assert "6 of 6 OnPD forward-KL runs" in r.evidence
-    # coherent rollouts: the claim's condition never occurred
-    df, root = _entropy_study(synth, tmp_path / "low", 0.9)
-    r = _scored(df, root)[19]
-    assert r.verdict == "not tested" and "high-entropy early rollouts" in r.evidence
-    # incoherent rollouts and no learning: not supported
-    df, root = _entropy_study(synth, tmp_path / "flat", 2.4, learned=False)
-    assert _scored(df, root)[19].verdict == "inconclusive"
-    # without a study directory there are no trajectories: not tested
-    assert _scored(df)[19].verdict == "not tested"
-
-
-def test_early_entropy_ratio_reads_the_first_tenth_of_steps():
-    steps = [
-        {
-            "step": s,
-            "objective/student_entropy": 3.0 if s < 2 else 1.0,
-            "objective/teacher_entropy": 1.0,
-        }
-        for s in range(20)
-    ]
-    assert early_entropy_ratio(pd.DataFrame(steps)) == pytest.approx(3.0)
-    assert CLAIM_19_HIGH_RATIO == 2.0
-    assert early_entropy_ratio(pd.DataFrame([{"step": 0}])) != early_entropy_ratio(
-        pd.DataFrame(steps)
-    )
 
 
 def test_linear_contrast_and_detectable_margin_against_closed_forms():

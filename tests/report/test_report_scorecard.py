@@ -29,7 +29,6 @@ from distillscope.report.stats import (
     t_quantile,
     within,
 )
-from distillscope.report.trajectories import add_trajectory_features, trajectory_features
 
 SCORED = {*VERDICTS, "not tested", "not applicable", NOT_IMPLEMENTED}
 DECIDED = {"supported", "contradicted"}
@@ -48,7 +47,7 @@ def _main(synth, acc: dict, baseline: bool = True, **kw) -> pd.DataFrame:
 
 def test_every_claim_scored_once_with_rule_text_from_constants(synth):
     results = score_claims(_main(synth, synth.PAPER_ACC), strict=True)
-    assert [r.id for r in results] == list(range(1, 26)) == list(CLAIM_IDS)
+    assert [r.id for r in results] == list(range(1, 32)) == list(CLAIM_IDS)
     for r in results:
         assert r.evidence
         if r.verdict in VERDICTS:
@@ -176,15 +175,17 @@ def test_full_paper_study_supports_every_testable_claim(synth, tmp_path):
     root = synth.write_study(tmp_path / "study", rows, metrics=metrics)
     v = _verdicts(pd.read_parquet(root / "results.parquet"), root)
     assert not {k for k, x in v.items() if x == NOT_IMPLEMENTED}
-    # two teachers, pass@32 and a long-chain task are not in this table
-    absent = {11, 18, 20, 22, 23, 25}
+    # two teachers, pass@32, a long-chain task, an RLVR stage, GRPO from the untrained student
+    # and two students are not in this table
+    absent = {11, 18, 20, 22, 23, 25, 26, 27, 28, 29}
     # claim 24: only the main grid runs at the high LR here, 3 of 6 reverse-KL runs ≥ 15 pp
     # below forward KL vs 0 of 6 — Fisher p = 0.09, too few runs to decide
     assert v[24] == "inconclusive"
-    # claims 1–3 estimate within seed, and these tables shift every cell of a seed alike: an
-    # exactly additive table gives them no noise estimate, so they stay undecided
-    assert v[1] == v[2] == v[3] == "inconclusive"
-    assert all(x == "supported" for k, x in v.items() if k not in absent | {1, 2, 3, 24}), v
+    # the claims that estimate within seed, and these tables shift every cell of a seed alike:
+    # an exactly additive table gives them no noise estimate, so they stay undecided
+    blocked = {1, 2, 3, 17, 21, 30, 31}
+    assert {v[k] for k in blocked} == {"inconclusive"}, v
+    assert all(x == "supported" for k, x in v.items() if k not in absent | blocked | {24}), v
 
 
 def test_spectrum_reverse_kl_prefering_negative_lambda_contradicts_claim_6(synth):
@@ -243,7 +244,7 @@ def test_claim_17_fewer_prompts_winning_contradicts_and_needs_two_seeds(synth):
     for p, g, acc in ((32, 1, 0.55), (8, 4, 0.70)):
         for seed, k in synth.SEEDS.items():
             vals = {"rollout.prompts_per_step": p, "rollout.rollouts_per_prompt": g}
-            vals["eval/accuracy"] = acc + 0.01 * k
+            vals["eval/accuracy"] = acc + (0.01 if p == 32 else 0.012) * k  # seeds differ
             rows.append(
                 synth.run_row(
                     "diversity", "student", "forward_kl", synth.LOW, seed, tag=f"{p}", **vals
@@ -251,18 +252,7 @@ def test_claim_17_fewer_prompts_winning_contradicts_and_needs_two_seeds(synth):
             )
     df = pd.DataFrame(rows)
     assert _verdicts(df)[17] == "contradicted"
-    assert _verdicts(df[df["seed"] == 42])[17] == "inconclusive"  # one seed per setting
-
-
-def test_trajectory_features_flag_length_growth_and_falling_reward(synth):
-    # from the reward's peak quarter to the last: reward drop (pp), length rise (tokens)
-    grows = trajectory_features(pd.DataFrame(synth.curve(40, 42, grow=1.5, fall=0.2)))
-    assert grows["traj/reward_drop_pp"] > 5.0 and grows["traj/len_rise"] > 5.0
-    assert math.isnan(grows["traj/advantage_rise"])  # the curve logs no opd/advantage_mean
-    flat = trajectory_features(pd.DataFrame(synth.curve(40, 42)))
-    assert flat["traj/len_rise"] == pytest.approx(0.0)
-    assert flat["traj/reward_drop_pp"] == pytest.approx(0.0, abs=1e-9)
-    assert all(math.isnan(x) for x in trajectory_features(pd.DataFrame()).values())
+    assert _verdicts(df[df["seed"] == 42])[17] == "not tested"  # one seed per setting
 
 
 def test_claim_16_needs_metrics_from_the_study_dir(synth):
@@ -273,7 +263,6 @@ def test_claim_16_needs_metrics_from_the_study_dir(synth):
     ]
     df = pd.DataFrame(rows)
     assert _verdicts(df)[16] == "not tested"  # without study_dir, no trajectories
-    assert add_trajectory_features(df, Path("/nonexistent")).shape[0] == 4
 
 
 def test_t_quantiles_and_interval_tests():

@@ -95,7 +95,7 @@ class Table:
         """One run's value of ``metric`` around ``mean`` (display units), stored units out."""
         if mean is None or (isinstance(mean, float) and math.isnan(mean)):
             return math.nan
-        noise = self.noise if noise is None else noise
+        noise = self.noise if noise is None or self.noise == 0 else noise
         sd = level_noise(metric)
         if sd is None:
             x = mean + self.seed_effect.get(seed, 0.0) + self.rng.normal(0.0, noise)
@@ -188,9 +188,10 @@ class Table:
 
     def trajectory(self, run_ids: Iterable[str], steps: Callable[[int], dict[str, float]]) -> None:
         """``metrics.jsonl`` of ``run_ids``: ``steps(k)`` for k in 0..39, with small noise."""
+        sd = 0.002 if self.noise else 0.0  # a noise-free table has noise-free trajectories
         for rid in run_ids:
             self.steps[rid] = [
-                {"step": k, **{m: v + self.rng.normal(0.0, 0.002) for m, v in steps(k).items()}}
+                {"step": k, **{m: v + self.rng.normal(0.0, sd) for m, v in steps(k).items()}}
                 for k in range(40)
             ]
 

@@ -198,10 +198,10 @@ def entropic(ratio=3.0, acc=None, sweep=False, main=True, sweep_ratio=3.0):
             t.trajectory(
                 t.ids(experiment="main", rollout__policy=ON, objective__kind=FWD), steps(ratio)
             )
+        P.untrained(t)  # before the sweep: the main grid's draws are the control's
         if sweep:
             P.lr_sweep(t, {(ON, FWD, lr): {ACC: 25.0} for lr in P.SWEEP_LRS})
             t.trajectory(t.ids(experiment="lr_sweep", rollout__policy=ON), steps(sweep_ratio))
-        P.untrained(t)
 
     return build
 
@@ -383,7 +383,9 @@ CONTROLS = [
         {"experiment": "main", "rollout.policy": ON, "objective.kind": FWD, "optim.lr": HIGH},
         ACC,
     ),
-    Control(21, regulated(), {"experiment": "opd", "objective.regulation": "hard_clip"}, ACC),
+    # the unregulated cell: every regulation's contrast reads it (a regulated cell cut to one
+    # seed leaves the other regulation's route, which "any" accepts)
+    Control(21, regulated(), {"experiment": "opd", "objective.regulation": "none"}, ACC),
     Control(
         22,
         scaled(),

@@ -56,7 +56,7 @@ CASES = [
     Case(
         29,
         "b-best-after-only-1pp-ahead",
-        staged({(OFF, FWD, lr): {AFTER: 32.0} for lr in ("low", "high")}),
+        staged({c: {AFTER: 32.0} for c in GRID if c[0] == OFF}),
         "contradicted",
     ),
     Case(
@@ -162,7 +162,7 @@ def students(weak_gap: float = -5.0, strong_gap: float = 5.0, experiment="studen
 
 CASES += [
     Case(28, "h-stronger-student-favours-the-smaller-teacher", students(5.0, -5.0), "contradicted"),
-    Case(28, "null-no-interaction", students(0.0, 0.0), "contradicted"),
+    Case(28, "null-no-interaction", students(0.0, 0.0), NOT_SUPPORTED),
     Case(
         28,
         "d-only-one-student",

@@ -29,8 +29,6 @@ from distillscope.report.aggregate import hashable_axes
 from distillscope.report.claimkit import ClaimRule, Scoring
 from distillscope.report.claims import CLAIMS, Claim
 from distillscope.report.claims.evidence import ClaimEvidence, Evidence
-from distillscope.report.claims_ablation import RULES_ABLATION
-from distillscope.report.claims_clipping import RULES_CLIPPING
 from distillscope.report.claims_entropy import RULES_ENTROPY, add_early_entropy
 from distillscope.report.claims_grid import RULES_GRID
 from distillscope.report.claims_opd import RULES_OPD
@@ -64,8 +62,6 @@ LEGACY: list[ClaimRule] = sorted(
         for r in [
             *RULES_GRID,
             *RULES_SPECTRUM,
-            *RULES_ABLATION,
-            *RULES_CLIPPING,
             *RULES_ROBUSTNESS,
             *RULES_ENTROPY,
             *RULES_STABILITY,

@@ -105,7 +105,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     **{
         f"c0{k}": (
             f"src/distillscope/report/claims/c0{k}_{n}.py",
-            [f"tests/report/claims/test_c0{k}_{n}.py", "tests/report/claims/test_docs.py"],
+            [f"tests/report/claims/test_c0{k}_{n}.py", "tests/report/claims/test_evidence.py"],
         )
         for k, n in CLAIM_TESTS
     },

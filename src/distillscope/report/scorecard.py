@@ -208,11 +208,12 @@ def score_legacy(rule: ClaimRule, scoring: Scoring, strict: bool = False) -> Cla
         return ClaimResult(rule.id, rule.claim, NOT_IMPLEMENTED, text, "—")
     try:
         if not rule.applicable(scoring):
-            return ClaimResult(rule.id, rule.claim, NOT_TESTED, f"needs {rule.needs}", "—")
+            text = f"needs {rule.needs}"
+            return ClaimResult(rule.id, rule.claim, NOT_TESTED, text, "—", reason=text)
         lacking = rule.lacking(scoring) if rule.lacking is not None else []
         if lacking:
             text = f"needs {rule.needs}; this study lacks {', '.join(lacking)}"
-            return ClaimResult(rule.id, rule.claim, NOT_TESTED, text, "—")
+            return ClaimResult(rule.id, rule.claim, NOT_TESTED, text, "—", reason=text)
         v = rule.judge(scoring)
     except Exception as err:
         if strict:

@@ -71,34 +71,6 @@ def test_claim_5_needs_both_measurements_and_offpd_forgetting_less(synth):
     assert _scored(_sweep(synth, off_less=-3.0))[5].verdict == "contradicted"
 
 
-def test_claim_9_needs_similar_pass_at_1(synth):
-    df = _main(synth, synth.PAPER_ACC)
-    assert _scored(df)[9].verdict == "supported"
-    fwd = df["objective.kind"] == "forward_kl"
-    df.loc[fwd, ["eval/pass@1", "eval/pass@10"]] += 0.20  # forward 20 pp better at pass@1
-    r = _scored(df)[9]
-    assert r.verdict == "inconclusive" and "pass@1 forward − reverse +20.0" in r.evidence
-
-
-@pytest.mark.parametrize(("gain", "verdict"), [(0.015, "inconclusive"), (0.08, "supported")])
-def test_claim_10_margin_is_relative_and_absolute(synth, gain, verdict):
-    df = _main(synth, synth.PAPER_ACC, spread=0.005)
-    on = df["rollout.policy"] == "student"
-    df["eval/harder/pass@10"] = 0.40 + gain * on + 0.005 * (df["seed"] - 43)
-    r = _scored(df)[10]
-    assert r.verdict == verdict, r.evidence
-    assert "needs > 2.0 pp" in r.evidence  # max(2 pp, 5% of 40%)
-
-
-def test_claim_10_large_off_policy_value_raises_the_margin(synth):
-    df = _main(synth, synth.PAPER_ACC, spread=0.002)
-    on = df["rollout.policy"] == "student"
-    # +3.5 pp: beyond 2 pp, below 5% of 80%
-    df["eval/harder/pass@10"] = 0.80 + 0.035 * on + 0.002 * (df["seed"] - 43)
-    r = _scored(df)[10]
-    assert r.verdict == "inconclusive" and "needs > 4.0 pp" in r.evidence
-
-
 def _entropy_study(synth, tmp_path, student_entropy: float, learned: bool = True):
     acc = {k: (v if learned else 0.30) for k, v in synth.PAPER_ACC.items()}
     rows = synth.grid("main", synth.main_cells(acc))
@@ -123,20 +95,3 @@ def test_linear_contrast_and_detectable_margin_against_closed_forms():
     assert d.dof == pytest.approx(25 / 1.7)
     big = Pair("n", 0.0, 1.0, 0.0, 0.0, 1e9, float("inf"))
     assert detectable_margin(big) == pytest.approx(1.959964 + 1.281552, rel=1e-4)
-
-
-def test_claim_10_reads_the_k_of_the_runs_it_compares(synth):
-    # OPD runs measured pass@32 on the harder task (claim 23 asks for it); the main grid only
-    # pass@10: claim 10 still compares the main grid at its own largest K
-    df = _main(synth, synth.PAPER_ACC, spread=0.005)
-    on = df["rollout.policy"] == "student"
-    df["eval/harder/pass@10"] = 0.40 + 0.08 * on + 0.005 * (df["seed"] - 43)
-    opd = [
-        synth.run_row("opd", "student", "opd", synth.LOW, seed, tag="-opd")
-        | {"eval/accuracy": 0.6, "eval/harder/pass@32": 0.7}
-        for seed in (42, 43, 44)
-    ]
-    df = pd.concat([df, pd.DataFrame(opd)], ignore_index=True)
-    r = _scored(df)[10]
-    assert r.verdict == "supported", r.evidence
-    assert r.evidence.startswith("eval/harder/pass@10")

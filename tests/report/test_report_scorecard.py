@@ -57,9 +57,9 @@ def test_every_claim_scored_once_with_rule_text_from_constants(synth):
 
 def test_paper_picture_on_the_main_grid(synth):
     v = _verdicts(_main(synth, synth.PAPER_ACC))
-    # claims 1–3 estimate within seed: these tables shift every cell of a seed alike (an
-    # exactly additive table), so they decide nothing there (tests/report/claims/ has theirs)
-    assert v[1] == v[2] == v[3] == "inconclusive"
+    assert v[1] == "supported"  # best cells 72 vs 72, students 30 → 60% (learned)
+    assert v[2] == "supported"  # forward 72% everywhere, reverse 35–72%
+    assert v[3] == "supported"  # low LR −1 pp, high LR −12 pp
     assert v[4] == "supported"  # bf16 93% vs 60% sparse, OffPD = OnPD
     assert v[9] == "supported"  # forward KL: pass@10 − pass@1 = 17 pp vs 7 pp
     assert v[10] == "supported"  # OnPD +12 pp harder pass@10 under both directions
@@ -109,8 +109,7 @@ def test_claim_4_reads_the_bf16_view(synth):
     df = _main(synth, synth.PAPER_ACC)
     df["eval/sparsity_fp32_tau1e-06"] = 0.01  # fp32: Adam moved every weight — not judged
     result = {r.id: r for r in score_claims(df, strict=True)}[4]
-    assert result.verdict == "supported" and "bf16 view" in result.evidence
-    assert "fp32 view (not judged)" in result.evidence
+    assert result.verdict == "supported" and "bf16 sparsity" in result.rule
 
 
 def test_noise_makes_small_lr_effect_inconclusive(synth):
@@ -181,11 +180,12 @@ def test_full_paper_study_supports_every_testable_claim(synth, tmp_path):
     # claim 24: only the main grid runs at the high LR here, 3 of 6 reverse-KL runs ≥ 15 pp
     # below forward KL vs 0 of 6 — Fisher p = 0.09, too few runs to decide
     assert v[24] == "inconclusive"
-    # the claims that estimate within seed, and these tables shift every cell of a seed alike:
-    # an exactly additive table gives them no noise estimate, so they stay undecided
-    blocked = {1, 2, 3, 17, 21, 30, 31}
-    assert {v[k] for k in blocked} == {"inconclusive"}, v
-    assert all(x == "supported" for k, x in v.items() if k not in absent | blocked | {24}), v
+    # claims 17 and 21: these diversity and `opd` rows shift every cell of a seed alike (no
+    # noise left within seed); 30: three seeds do not decide forgetting within ±2 pp; 31: both
+    # KL directions here vary alike between seeds
+    undecided = {17, 21, 30, 31}
+    assert {v[k] for k in undecided} == {"inconclusive"}, v
+    assert all(x == "supported" for k, x in v.items() if k not in absent | undecided | {24}), v
 
 
 def test_spectrum_reverse_kl_prefering_negative_lambda_contradicts_claim_6(synth):
@@ -326,7 +326,7 @@ def test_odd_tables_are_scored_strictly(synth, variant):
     expected = {
         "no_experiment": "not tested",  # no experiment is named: `main` has no run
         "all_nan_accuracy": "not tested",
-        "list_axis": "inconclusive",  # scored (every seed shifts every cell alike: no noise)
+        "list_axis": "supported",
         "one_seed": "not tested",  # cells of one seed: named in the reason
     }[variant]
     assert verdicts[1] == expected

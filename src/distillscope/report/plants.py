@@ -18,11 +18,7 @@ import pandas as pd
 from distillscope.report.aggregate import with_labels
 from distillscope.report.claimkit import experiment_rows
 from distillscope.report.claims import CLAIMS
-from distillscope.report.claims_grid import (
-    CLAIM_01_MARGIN_PP,
-    CLAIM_04_NONINFERIOR_PP,
-    CLAIM_09_SIMILAR_PP,
-)
+from distillscope.report.claims_grid import CLAIM_01_MARGIN_PP
 from distillscope.report.claims_spectrum import CLAIM_06_FORWARD_MARGIN_PP, CLAIM_07_MARGIN_PP
 from distillscope.report.matching import LAMBDA
 from distillscope.report.plants_rlvr import claim_11_margin, rlvr_planted
@@ -97,7 +93,7 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
     for view, shift in (("bf16", 0.0), ("fp32", -0.3)):
         out[f"eval/sparsity_{view}_tau1e-06"] = 0.875 + shift - 0.315 * pos
     out["eval/harder_accuracy"] = np.where(on, 0.05, 0.0)
-    out["eval/harder/pass@10"] = np.where(on, 0.06, 0.0)
+    out["eval/harder/pass@10"] = np.where(on, 0.125, 0.0)  # claim 10: +10–15 pp
     style = (policy == "student").to_numpy() & (kind == "reverse_kl").to_numpy()
     out["eval/teacher_style_share"] = np.where(style, 0.10, 0.70)
     out["train/grad_clipped_frac"] = np.full(n, 0.95)
@@ -166,27 +162,11 @@ def onpd_forward(d: pd.DataFrame) -> np.ndarray:
     ).to_numpy()
 
 
-def _claim_04_margin(d: pd.DataFrame) -> Offsets:
-    """Claim 4: OffPD − OnPD sparsity exactly −CLAIM_04_NONINFERIOR_PP in one matched pair
-    (forward KL at the high LR)."""
-    off = _rows(d, "main", rollout__policy="teacher", objective__kind="forward_kl")
-    rows = off & _lr_end(d, "main", True)
-    return {SPARSITY: np.where(rows, -CLAIM_04_NONINFERIOR_PP / 100, 0.0)}
-
-
-def _claim_09_margin(d: pd.DataFrame) -> Offsets:
-    """Claim 9: forward − reverse pass@1 exactly CLAIM_09_SIMILAR_PP (pass@10 moved with it,
-    so that the coverage gain stays as planted)."""
-    fwd = _rows(d, "main", objective__kind="forward_kl")
-    shift = np.where(fwd, CLAIM_09_SIMILAR_PP / 100, 0.0)
-    return {"eval/pass@1": shift, "eval/pass@10": shift}
 
 
 #: Every no-effect part of a claim, planted at its margin (the ``margin`` scenario): rule
 #: modules' cases are registered here. Each case's tables are scored for its claim only.
 MARGIN_CASES: list[MarginCase] = [
-    MarginCase(4, "OffPD less sparse by the margin", _claim_04_margin, on_planted=True),
-    MarginCase(9, "pass@1 gap at the margin", _claim_09_margin, on_planted=True),
     MarginCase(14, "no-clip OnPD +margin (claim 1)", _onpd_margin("no_clip")),
     MarginCase(15, "sampled OnPD +margin (claim 1)", _onpd_margin("sampled")),
 ]
@@ -201,7 +181,9 @@ def all_margin_cases() -> list[MarginCase]:
     spec = [
         MarginCase(c.id, m.name, m.offsets, m.on_planted) for c in CLAIMS for m in c.margin_cases
     ]
-    return sorted([*spec, *MARGIN_CASES], key=lambda c: c.claim)
+    specified = {c.id for c in CLAIMS}
+    legacy = [c for c in MARGIN_CASES if c.claim not in specified]
+    return sorted([*spec, *legacy], key=lambda c: c.claim)
 
 
 def margin_cases(claims: Collection[int]) -> list[MarginCase]:

@@ -29,8 +29,6 @@ from distillscope.report.aggregate import hashable_axes
 from distillscope.report.claimkit import ClaimRule, Scoring
 from distillscope.report.claims import CLAIMS, Claim
 from distillscope.report.claims.evidence import ClaimEvidence, Evidence
-from distillscope.report.claims_ablation import RULES_ABLATION
-from distillscope.report.claims_clipping import RULES_CLIPPING
 from distillscope.report.claims_grid import RULES_GRID
 from distillscope.report.claims_rlvr import RULES_RLVR
 from distillscope.report.claims_robustness import RULES_ROBUSTNESS
@@ -59,8 +57,6 @@ LEGACY: list[ClaimRule] = sorted(
         for r in [
             *RULES_GRID,
             *RULES_SPECTRUM,
-            *RULES_ABLATION,
-            *RULES_CLIPPING,
             *RULES_ROBUSTNESS,
             *RULES_RLVR,
         ]
@@ -201,11 +197,12 @@ def score_legacy(rule: ClaimRule, scoring: Scoring, strict: bool = False) -> Cla
         return ClaimResult(rule.id, rule.claim, NOT_IMPLEMENTED, text, "—")
     try:
         if not rule.applicable(scoring):
-            return ClaimResult(rule.id, rule.claim, NOT_TESTED, f"needs {rule.needs}", "—")
+            text = f"needs {rule.needs}"
+            return ClaimResult(rule.id, rule.claim, NOT_TESTED, text, "—", reason=text)
         lacking = rule.lacking(scoring) if rule.lacking is not None else []
         if lacking:
             text = f"needs {rule.needs}; this study lacks {', '.join(lacking)}"
-            return ClaimResult(rule.id, rule.claim, NOT_TESTED, text, "—")
+            return ClaimResult(rule.id, rule.claim, NOT_TESTED, text, "—", reason=text)
         v = rule.judge(scoring)
     except Exception as err:
         if strict:

@@ -142,7 +142,7 @@ def decide_part(part: Part, xs: Sequence[Estimate], alpha_contra: float) -> Deci
     missing = [d.reason for d in ds if d.state == NOT_TESTED]
     if missing:
         return Decision(NOT_TESTED, text, "; ".join(dict.fromkeys(missing)))
-    if all(s == SUPPORTED for s in states):
+    if all(s == SUPPORTED for s in states) or part.guard:  # a guard only vetoes
         return Decision(SUPPORTED, text)
     reasons = [d.reason for d in ds if d.state == UNDECIDED]
     return Decision(UNDECIDED, text, f"{part.name}: {first_reason(reasons)}")

@@ -108,6 +108,7 @@ def _coverage(sims: int, rng: np.random.Generator) -> tuple[float, float, float]
     return tuple(hit / sims)
 
 
+@pytest.mark.slow  # 300 fits: ≈ 3 s idle, more on a loaded machine
 def test_blocked_intervals_cover_at_their_level_and_unpaired_ones_do_not():
     diff, level, unpaired = _coverage(300, np.random.default_rng(20261202))
     # 300 draws: a coverage of 0.95 has binomial SD 0.0126; allow 3 SD

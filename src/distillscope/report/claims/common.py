@@ -31,20 +31,30 @@ FORWARD, REVERSE = "forward_kl", "reverse_kl"
 LEARNED_PP = 5.0
 
 
-def plain(rows: pd.DataFrame) -> pd.DataFrame:
+#: The config columns that make a run a style run: the teacher reads the testbed's glyph flag,
+#: or an instruction only it reads (chat format, e.g. to reason in Spanish).
+STYLE_COLUMNS = ("task.teacher_style_flag", "task.teacher_instruction")
+
+
+def style_runs(df: pd.DataFrame) -> pd.Series:
+    """Which rows are style runs: ``task.teacher_style_flag`` true or a non-empty
+    ``task.teacher_instruction`` (an absent column counts as neither)."""
+    style = pd.Series(False, index=df.index)
+    if "task.teacher_style_flag" in df.columns:
+        style |= df["task.teacher_style_flag"].fillna(False).astype(bool)
+    if "task.teacher_instruction" in df.columns:
+        text = df["task.teacher_instruction"]
+        style |= text.notna() & (text.map(str).str.strip() != "")
+    return style
+
+
+def plain(df: pd.DataFrame) -> pd.DataFrame:
     """Drop ablation rows: teacher-style prompts, clipping switched off, regulated objectives."""
-    out = rows
-    for col in ("task.teacher_style_flag",):
-        if col in out.columns:
-            out = out[~out[col].fillna(False).astype(bool)]
-    if "task.teacher_instruction" in out.columns:
-        text = out["task.teacher_instruction"]
-        out = out[~(text.notna() & (text.map(str).str.strip() != ""))]
+    out = df[~style_runs(df)]
     if "optim.grad_clip" in out.columns:
         out = out[out["optim.grad_clip"].notna()]
     if "objective.regulation" in out.columns:
-        reg = out["objective.regulation"]
-        out = out[reg.isna() | (reg.map(str) == "none")]
+        out = out[out["objective.regulation"].isin(["none"]) | out["objective.regulation"].isna()]
     return out
 
 

@@ -51,6 +51,9 @@ class Part:
     published: float  # the published value of the estimand (display units), for power
     over: str = ""  # the strata in words ("LR × KL cell", "KL direction"); "" when pooled
     unit: str = "pp"
+    #: A guard ("at no LR reversed beyond uncertainty"): it can only contradict; undecided, it
+    #: does not stand in the way of support.
+    guard: bool = False
 
     def __post_init__(self) -> None:
         if self.quantifier not in QUANTIFIERS:
@@ -65,6 +68,8 @@ class Part:
         m = f"{self.margin:g}{' ' + self.unit if self.unit else ''}"
         if self.side == WITHIN:
             return f"|{self.name}| < {m}"
+        if self.guard:
+            return f"not {self.name} {'<' if self.side == ABOVE else '>'} {m}"
         return f"{self.name} {'>' if self.side == ABOVE else '<'} {m}"
 
     def quantified(self) -> str:

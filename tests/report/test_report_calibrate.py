@@ -109,8 +109,8 @@ def test_main_grid_rules_have_power_where_the_seed_noise_allows():
     for c in map(str, claims):
         assert cal["false_rate"][c] <= 0.1, (c, cal["rates"])
         # claim 3's planted rollout effect (OffPD forgets 1 pp less, which claim 5 needs) sits
-        # half-way to its ±2 pp margin in each of the 4 LR × KL cells it must pass (METHOD §9:
-        # not pooled over KL): its power is low by design, and 10 draws do not pin it down
+        # half-way to its ±2 pp margin in each of the 4 LR × KL cells it must pass (not pooled
+        # over KL, docs/method.md §9): its power is low by design; 10 draws do not pin it down
         if c != "3":
             assert cal["power"][c] >= 0.8, (c, cal["rates"]["planted"][c])
 

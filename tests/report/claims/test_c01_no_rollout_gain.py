@@ -4,8 +4,10 @@ holds, and one adversarial table per failure class that applies to it."""
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
+import pytest
 
 
 def _acc(tb, **changes) -> dict:
@@ -93,3 +95,23 @@ def test_tasks_are_datasets_and_each_task_picks_its_best(tb):
     # the second counts as a duplicate of the first, and what is left has OnPD 8 pp ahead
     r = tb.judge(df.drop(columns=["task.dataset"]), 1)
     assert r.verdict == "contradicted" and "24 duplicate row(s)" in r.evidence
+
+
+def test_the_best_configuration_is_chosen_on_each_side(tb):
+    acc = _acc(tb, **{})
+    acc[(tb.ON, tb.REV, tb.HIGH)] = 0.80  # OnPD's best: reverse KL at the high LR
+    acc[(tb.OFF, tb.FWD, tb.HIGH)] = 0.79  # OffPD's best: forward KL at the high LR
+    df = pd.DataFrame(tb.cells_table(tb.main_cells(acc)) + tb.baseline())
+    r = tb.judge(df, 1)
+    assert "best: kind=reverse_kl, lr=0.0003 vs kind=forward_kl, lr=0.0003" in r.evidence
+    value = float(re.search(r"Δ_best ([+-]\d+\.\d)", r.headline).group(1))
+    assert value == pytest.approx(1.0, abs=0.8)  # 80 − 79, run noise 0.3 pp
+    assert r.verdict == "supported"
+
+
+def test_without_offpd_cells_the_part_is_not_tested_by_name(tb):
+    df = tb.paper_main()
+    r = tb.judge(df[df["rollout.policy"] != tb.OFF], 1)
+    assert r.verdict == "not tested"
+    assert "OnPD and OffPD cells of task tb-countdown3" in r.reason
+    assert "Δ_best: not tested" in r.evidence

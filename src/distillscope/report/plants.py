@@ -162,8 +162,6 @@ def onpd_forward(d: pd.DataFrame) -> np.ndarray:
     ).to_numpy()
 
 
-
-
 #: Every no-effect part of a claim, planted at its margin (the ``margin`` scenario): rule
 #: modules' cases are registered here. Each case's tables are scored for its claim only.
 MARGIN_CASES: list[MarginCase] = [

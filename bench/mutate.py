@@ -29,6 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MUTMUT = Path(sys.executable).with_name("mutmut")
 
+#: The claim modules under mutation (number, name): report/claims/cNN_name.py.
+CLAIM_TESTS = ((1, "no_rollout_gain"), (2, "kl_direction"), (3, "lr_forgetting"))
 #: name → (module mutated, the tests that guard it).
 MODULES: dict[str, tuple[str, list[str]]] = {
     "split": (
@@ -85,6 +87,28 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "src/distillscope/report/calibrate.py",
         ["tests/report/test_calibrate_guards.py"],
     ),
+    # the scorecard: its runner, the decisions on both sides of a margin, the seed-blocked
+    # estimates, and three claim modules (each guarded by its own tables and the runner's)
+    "scorecard": (
+        "src/distillscope/report/scorecard.py",
+        [f"tests/report/claims/test_c0{k}_{n}.py" for k, n in CLAIM_TESTS]
+        + ["tests/report/test_report_scorecard.py"],
+    ),
+    "verdicts": (
+        "src/distillscope/report/verdicts.py",
+        ["tests/report/claims/test_verdicts.py", "tests/report/claims/test_c01_no_rollout_gain.py"],
+    ),
+    "estimate": (
+        "src/distillscope/report/claims/estimate.py",
+        ["tests/report/claims/test_estimate.py", "tests/report/claims/test_c03_lr_forgetting.py"],
+    ),
+    **{
+        f"c0{k}": (
+            f"src/distillscope/report/claims/c0{k}_{n}.py",
+            [f"tests/report/claims/test_c0{k}_{n}.py", "tests/report/claims/test_evidence.py"],
+        )
+        for k, n in CLAIM_TESTS
+    },
 }
 
 #: Only these functions of a module are mutated (mutmut name patterns): the study runner's

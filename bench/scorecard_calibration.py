@@ -5,9 +5,10 @@
 
 Builds the preset's planned runs plus a baseline row with the default seed noise (3 pp for
 accuracies and pp-valued metrics: ``report.calibrate.DEFAULT_SD``), runs ``calibrate`` and
-prints a Markdown table (worst false rate over null/zeros/constant — and, for the no-effect
-claims, "supported" with their effect planted at the margin — and "supported" rate under the
-planted published effects). Seeded and deterministic.
+prints a Markdown table: per claim its worst false-support rate (null for an effect claim, a
+part planted at its margin, degenerate tables), its worst false-contradiction rate (planted
+published effects, null for a no-effect claim, degenerate tables) and its power ("supported"
+under the planted effects). Seeded and deterministic.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import argparse
 import time
 
 from distillscope.report.calibrate import calibrate, planned_table
-from distillscope.report.scorecard import RULES
+from distillscope.report.scorecard import CLAIM_IDS
 from distillscope.study.spec import expand, load_spec
 from distillscope.study.table import planned_row
 
@@ -34,24 +35,23 @@ def main() -> None:
     cal = calibrate(df, args.draws, args.seed, claims)
     took = time.perf_counter() - start
     print(f"preset {args.preset}: {len(df)} rows, {args.draws} draws, {took:.0f} s")
-    print(
-        "| claim | null: supported | null: contradicted | at its margin: supported "
-        "| worst false rate | power |"
+    head = (
+        "| claim | null: supported | null: contradicted | false support | false contra. | power |"
     )
+    print(head)
     print("|---|---|---|---|---|---|")
-    for r in RULES:
-        c = str(r.id)
+    for cid in CLAIM_IDS:
+        c = str(cid)
         if c not in cal["false_rate"]:
             continue
-        if r.unmeasured:  # no code writes what the rule reads: no verdict to calibrate
-            print(f"| {r.id} | not implemented | | | | |")
-            continue
         null = cal["rates"]["null"][c]
-        margin = cal["rates"]["margin"].get(c)
-        at_margin = f"{margin.get('supported', 0):.1%}" if margin is not None else "–"
+        if null.get("not implemented", 0) == 1:  # no code writes what it reads: nothing to rate
+            print(f"| {cid} | not implemented | | | | |")
+            continue
         print(
-            f"| {r.id} | {null.get('supported', 0):.1%} | {null.get('contradicted', 0):.1%} | "
-            f"{at_margin} | {cal['false_rate'][c]:.1%} | {cal['power'][c]:.0%} |"
+            f"| {cid} | {null.get('supported', 0):.1%} | {null.get('contradicted', 0):.1%} | "
+            f"{cal['false_support'][c]:.1%} | {cal['false_contradiction'][c]:.1%} | "
+            f"{cal['power'][c]:.0%} |"
         )
 
 

@@ -198,12 +198,13 @@ def test_no_import_cycles_between_modules():
 
 def _documented_modules() -> set[str]:
     """``pkg/module.py`` for every module the file list of docs/architecture.md names: a
-    ``**pkg/**`` line opens a package, ``**The top level**`` the package root."""
+    ``**pkg/**`` (or ``**pkg/sub/**``) line opens a package, ``**The top level**`` the package
+    root; the claims package lists its claim modules by their ``cNN_….py`` pattern."""
     doc = (SRC.parent.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
     section = doc.split("## The files", 1)[1].split("\n## ", 1)[0]
     listed, package = set(), None
     for line in section.splitlines():
-        heading = re.match(r"\*\*(?:([a-z_]+)/|(The top level))\*\*", line)
+        heading = re.match(r"\*\*(?:([a-z_/]+?)/|(The top level))\*\*", line)
         if heading:
             package = f"{heading.group(1)}/" if heading.group(1) else ""
         if package is not None:
@@ -213,6 +214,8 @@ def _documented_modules() -> set[str]:
 
 def test_the_architecture_doc_lists_every_module_and_no_other():
     modules = {p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if p.name != "__init__.py"}
+    # one claim per module, found by file name (report/claims/__init__.py): named by pattern
+    modules = {m for m in modules if not re.fullmatch(r"report/claims/c\d\d_[a-z0-9_]+\.py", m)}
     listed = _documented_modules()
     assert "rollout/policy_registry.py" in listed and "store.py" in listed
     assert sorted(modules - listed) == [], "modules docs/architecture.md does not list"

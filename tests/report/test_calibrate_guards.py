@@ -17,12 +17,13 @@ import pytest
 
 from distillscope.report import calibrate as cal
 from distillscope.report.plants import margin_cases
-from distillscope.report.scorecard import RULES
+from distillscope.report.scorecard import CLAIM_IDS
 
 DRAWS = 10
 # verdicts per (scenario, margin case name or None, claim), one per table in order
 SCRIPT = {
-    ("null", None, 3): ["supported"] * 2 + ["contradicted"] + ["inconclusive"] * 7,  # false 0.3
+    # claim 3 (specified, an effect claim): under the null "contradicted" is right
+    ("null", None, 3): ["supported"] * 2 + ["contradicted"] + ["inconclusive"] * 7,  # false 0.2
     ("null", None, 7): ["supported"] * 4 + ["contradicted"] + ["inconclusive"] * 5,  # false 0.1
     ("zeros", None, 3): ["inconclusive"],
     ("zeros", None, 7): ["inconclusive"],
@@ -87,9 +88,12 @@ def test_calibrate_rates_worst_case_false_rate_and_power(scripted):
     # margin: each claim keeps its case with the highest "supported" rate
     assert rates["margin"]["3"] == {"contradicted": 0.9, "supported": 0.1}
     assert rates["margin"]["7"] == {"supported": 0.2, "x": 0.8}
-    # claim 3: null gives 0.3 (supported and contradicted both false) above its margin's 0.1;
-    # claim 7: "supported" under the null is right (0.1 false), its margin's 0.2 is the worst
-    assert out["false_rate"] == {"3": pytest.approx(0.3), "7": pytest.approx(0.2)}
+    # claim 3: null gives 0.2 (its "supported"; "contradicted" is right for a specified effect
+    # claim) above its margin's 0.1; claim 7 (a legacy no-effect rule): "supported" under the
+    # null is right, its "contradicted" (0.1) false, its margin's 0.2 the worst
+    assert out["false_rate"] == {"3": pytest.approx(0.2), "7": pytest.approx(0.2)}
+    assert out["false_support"] == {"3": pytest.approx(0.2), "7": pytest.approx(0.2)}
+    assert out["false_contradiction"] == {"3": 0.0, "7": pytest.approx(0.1)}
     assert out["power"] == {"3": 0.9, "7": 0.0}
     assert out["draws"] == DRAWS and out["seed"] == 0 and set(out["noise"]) == {"eval/accuracy"}
     assert list(out["rates"]) == list(cal.SCENARIOS)
@@ -121,7 +125,10 @@ def test_degenerate_scenarios_are_drawn_once(scripted):
         (3, "margin", "supported", True),
         (3, "margin", "contradicted", False),  # at the margin only "supported" is wrong
         (3, "null", "supported", True),
-        (3, "null", "contradicted", True),
+        (3, "null", "contradicted", False),  # a specified effect claim: its effect is absent
+        (3, "planted", "contradicted", True),  # the published effects make it true
+        (5, "null", "contradicted", True),  # a legacy rule contradicts on the opposite sign
+        (1, "null", "contradicted", True),  # a no-effect claim is true under the null
         (3, "null", "inconclusive", False),
         (3, "zeros", "not tested", False),
         (7, "null", "supported", False),  # a null table makes the no-effect claim true
@@ -137,7 +144,7 @@ def test_false_verdicts(claim, scenario, verdict, false):
 
 
 def test_claim_ids_scored_claims_and_batches():
-    assert cal._claim_ids(None) == [r.id for r in RULES]
+    assert cal._claim_ids(None) == list(CLAIM_IDS)
     assert cal._claim_ids([9, 2, 999]) == [2, 9]  # claim order, unknown ids dropped
     assert cal._scored("null", [2, 5]) == [2, 5]
     assert cal._scored("margin", [2, 5, 7]) == [2, 7]  # claim 5 has no margin case
@@ -191,8 +198,8 @@ def test_noise_falls_back_to_defaults():
     assert cal.noise_model(count, ["train/steps_done"]) == {"train/steps_done": pytest.approx(4.0)}
     assert cal.noise_model(equal, ["train/steps_done"]) == {"train/steps_done": pytest.approx(0.05)}
     assert cal.noise_model(equal, ["traj/reward_drop_pp"]) == {"traj/reward_drop_pp": 2.0}
-    both = cal.noise_model(equal, ["traj/len_rise", "eval/accuracy"])  # a trajectory key first
-    assert both == {"traj/len_rise": 1.0, "eval/accuracy": 0.03}
+    both = cal.noise_model(equal, ["traj/len_rise_z", "eval/accuracy"])  # a trajectory key first
+    assert both == {"traj/len_rise_z": 1.0, "eval/accuracy": 0.03}
 
 
 def test_noise_reads_non_numeric_values_as_missing():

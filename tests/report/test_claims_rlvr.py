@@ -10,8 +10,6 @@ from distillscope.report.claimkit import Scoring
 from distillscope.report.claims_rlvr import (
     claim_11_does_not_survive,
     claim_11_lacking,
-    claim_20_lacking,
-    claim_20_offpd_starts,
 )
 from distillscope.report.scorecard import score_claims
 
@@ -85,7 +83,8 @@ def test_claim_11_lacks_rlvr_runs_and_both_rollouts():
 
 
 def verdict_20(df):
-    return claim_20_offpd_starts(Scoring(df))
+    (result,) = score_claims(df, None, claims=[20])
+    return result
 
 
 @pytest.mark.parametrize("gap_after,expect", [(-10, "supported"), (10, "contradicted")])
@@ -98,7 +97,7 @@ def test_claim_20_reads_the_best_configuration_per_rollout(gap_after, expect):
 def test_claim_20_inconclusive_on_noise_and_not_tested_without_rlvr():
     verdicts = [verdict_20(table(0, 0, sd=3.0, seeds=3, seed=k)).verdict for k in range(40)]
     assert verdicts.count("supported") <= 3  # best-of-4 against best-of-4 under the null
-    assert claim_20_lacking(Scoring(table(0, 0).iloc[:0]))
+    assert verdict_20(table(0, 0).iloc[:0]).verdict == "not tested"
 
 
 def test_the_scorecard_scores_11_and_20_from_a_table():

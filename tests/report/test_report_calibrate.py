@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from distillscope.cli import app
-from distillscope.report import RULES, score_claims
+from distillscope.report import score_claims
 from distillscope.report.calibrate import (
     CALIBRATION_FILE,
     calibrate,
@@ -21,8 +21,9 @@ from distillscope.report.calibrate import (
     simulate,
     tables,
 )
-from distillscope.report.claims_grid import CLAIM_01_MARGIN_PP
-from distillscope.report.plants import MARGIN_CASES, margin_offsets
+from distillscope.report.claims.c01_no_rollout_gain import MARGIN_PP as CLAIM_01_MARGIN_PP
+from distillscope.report.plants import all_margin_cases, margin_offsets
+from distillscope.report.scorecard import CLAIM_IDS
 from distillscope.study.spec import PRESETS_DIR, expand, load_spec
 from distillscope.study.table import plan_row
 
@@ -108,8 +109,10 @@ def test_main_grid_rules_have_power_where_the_seed_noise_allows():
     for c in map(str, claims):
         assert cal["false_rate"][c] <= 0.1, (c, cal["rates"])
         # claim 3's planted rollout effect (OffPD forgets 1 pp less, which claim 5 needs) sits
-        # half-way to its ±2 pp margin: it passes less often than the others
-        assert cal["power"][c] >= (0.6 if c == "3" else 0.8), (c, cal["rates"]["planted"][c])
+        # half-way to its ±2 pp margin in each of the 4 LR × KL cells it must pass (not pooled
+        # over KL, docs/method.md §9): its power is low by design; 10 draws do not pin it down
+        if c != "3":
+            assert cal["power"][c] >= 0.8, (c, cal["rates"]["planted"][c])
 
 
 def test_report_cli_prints_false_verdict_rates(tmp_path):
@@ -129,7 +132,7 @@ def test_report_cli_prints_false_verdict_rates(tmp_path):
     result = runner.invoke(app, ["report", str(root), "--calibrate", "--draws", "2"])
     assert result.exit_code == 0, result.output
     cal = json.loads((root / CALIBRATION_FILE).read_text())
-    assert cal["draws"] == 2 and set(cal["false_rate"]) == {str(r.id) for r in RULES}
+    assert cal["draws"] == 2 and set(cal["false_rate"]) == {str(c) for c in CLAIM_IDS}
     md = (root / "report" / "report.md").read_text()
     html = (root / "report" / "report.html").read_text()
     rate = cal["false_rate"]["2"]
@@ -141,7 +144,7 @@ def test_report_cli_prints_false_verdict_rates(tmp_path):
 def test_margin_cases_put_each_no_effect_part_at_its_margin():
     df = _design("paper", ("main", "spectrum", "no_clip", "sampled"))
     d = simulate(df, "null", seed=0)
-    by_name = {(c.claim, c.name): c for c in MARGIN_CASES}
+    by_name = {(c.claim, c.name): c for c in all_margin_cases()}
     acc = by_name[(1, "OnPD +margin in the main grid")].offsets(d)["eval/accuracy"]
     main_on = ((d["experiment"] == "main") & (d["rollout.policy"] == "student")).to_numpy()
     assert set(acc[main_on]) == {CLAIM_01_MARGIN_PP / 100} and not acc[~main_on].any()
@@ -155,7 +158,7 @@ def test_margin_cases_put_each_no_effect_part_at_its_margin():
     assert set(rows["experiment"]) == {"main"}
     # the robustness claims' cases touch only their ablation's OnPD runs
     for claim, experiment in ((14, "no_clip"), (15, "sampled")):
-        (case,) = [c for c in MARGIN_CASES if c.claim == claim]
+        (case,) = [c for c in all_margin_cases() if c.claim == claim]
         moved = case.offsets(d)["eval/accuracy"] != 0
         assert set(d[moved]["experiment"]) == {experiment}
         assert set(d[moved]["rollout.policy"]) == {"student"}
@@ -171,13 +174,12 @@ def test_at_the_margin_no_effect_parts_are_rarely_supported():
         assert cal["false_rate"][c] >= at_margin
 
 
-def test_margin_reaches_a_main_grid_with_another_name():
-    # a custom study whose grid is not called "main": claim 1 reads every row, and so does the
-    # margin case, which moves that grid's OnPD rows
+def test_a_grid_with_another_name_is_not_read_as_the_main_grid():
+    # a custom study whose grid is not called "main": claim 1 declares `main` and reads nothing
+    # else (no fallback), and its margin case moves nothing
     df = _design("quick").replace({"experiment": {"main": "grid"}})
     d = simulate(df, "null", seed=0)
-    (case,) = [c for c in MARGIN_CASES if c.claim == 1]
-    moved = case.offsets(d)["eval/accuracy"] != 0
-    assert moved.any() and set(d[moved]["experiment"]) == {"grid"}
-    cal = calibrate(df, draws=20, seed=0, claims=(1,))
-    assert cal["rates"]["margin"]["1"].get("supported", 0.0) <= 0.1
+    (case,) = [c for c in all_margin_cases() if c.claim == 1]
+    assert not case.offsets(d)["eval/accuracy"].any()
+    (result,) = score_claims(d, claims=[1], strict=True)
+    assert result.verdict == "not tested" and "`main`" in result.evidence

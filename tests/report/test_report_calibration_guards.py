@@ -79,13 +79,20 @@ def test_false_rate_is_the_worst_scenario_not_the_best(monkeypatch):
     assert cal["power"] == {"2": pytest.approx(0.6), "4": pytest.approx(0.8)}
 
 
-def test_supported_and_contradicted_both_count_as_false_for_an_effect_claim(monkeypatch):
-    _scripted(
-        monkeypatch,
-        {"null": {2: ["supported"] * 3 + ["contradicted"] * 4 + ["inconclusive"] * 13}},
-    )
-    cal = calibrate(_design(), draws=DRAWS, seed=0, claims=(2,))
-    assert cal["false_rate"]["2"] == pytest.approx(7 / DRAWS)
+def test_each_side_is_false_where_the_claim_says_the_opposite(monkeypatch):
+    # claim 2 (specified, an effect claim): under the null its effect is absent, so
+    # "contradicted" is right and "supported" false; with the published effects planted the
+    # claim is true and "contradicted" is false. Claim 5 (a legacy rule) contradicts only on
+    # the opposite sign: under the null both of its decisions are false.
+    null = ["supported"] * 3 + ["contradicted"] * 4 + ["inconclusive"] * 13
+    planted = ["supported"] * 15 + ["contradicted"] * 2 + ["inconclusive"] * 3
+    _scripted(monkeypatch, {"null": {2: null, 5: null}, "planted": {2: planted}})
+    cal = calibrate(_design(), draws=DRAWS, seed=0, claims=(2, 5))
+    assert cal["false_support"]["2"] == pytest.approx(3 / DRAWS)
+    assert cal["false_contradiction"]["2"] == pytest.approx(2 / DRAWS)
+    assert cal["false_rate"]["2"] == pytest.approx(3 / DRAWS)
+    assert cal["false_contradiction"]["5"] == pytest.approx(4 / DRAWS)
+    assert cal["false_rate"]["5"] == pytest.approx(4 / DRAWS)
 
 
 @pytest.mark.parametrize("claim", NO_EFFECT_CLAIMS)

@@ -6,7 +6,7 @@ lower I, smaller gain) is found."""
 from __future__ import annotations
 
 from distillscope.report.calibrate import DESIGN_METRICS, calibrate, planned_table, simulate
-from distillscope.report.claims_opd import TEACHER_PARAMS
+from distillscope.report.claims.c21_22_regulation import SIZE as TEACHER_PARAMS
 from distillscope.study.spec import expand, load_spec
 from distillscope.study.table import plan_row
 

@@ -315,8 +315,8 @@ def _unstable(synth, diverged: int = 0) -> list[dict]:
 def test_claim_24_reverse_collapsing_only_at_the_high_lr_is_supported(synth):
     r = _claims(_unstable(synth, diverged=2), (24,))[24]
     assert r.verdict == "supported", r.evidence
-    assert "reverse KL 11 of 29 runs (2 diverged), forward KL 0 of 27" in r.evidence
-    assert r.headline.startswith("reverse 11/29 vs forward 0/27 collapsed, p = ")
+    assert "collapsed: reverse KL 11/29, forward KL 0/27 (2 diverged)" in r.evidence
+    assert r.headline.startswith(f"Δ collapse +{100 * 11 / 29:.1f} pp")
     low = [row for row in _unstable(synth) if row["optim.lr"] != synth.HIGH]
     assert _claims(low, (24,))[24].verdict == "not tested"  # one LR: no high LR to judge
 
@@ -329,7 +329,7 @@ def test_claim_24_counts_diverged_main_grid_runs(synth):
             row["eval/accuracy"] = math.nan
     r = _claims(rows, (24,))[24]
     assert r.verdict == "supported"  # 6 of 6 vs 0 of 6: p = 1 / C(12, 6)
-    assert "reverse KL 6 of 6 runs (6 diverged)" in r.evidence
+    assert "reverse KL 6/6, forward KL 0/6 (6 diverged)" in r.evidence
 
 
 def test_claim_24_null_degenerate_reversed_and_missing(synth):

@@ -8,7 +8,7 @@ import re
 import pandas as pd
 import pytest
 
-from distillscope.report import RULES, ClaimResult, load_study, write_report
+from distillscope.report import ClaimResult, load_study, write_report
 from distillscope.report.render import (
     MAIN_FIGURE,
     MAIN_FIGURE_LEAD,
@@ -17,6 +17,7 @@ from distillscope.report.render import (
     render_html,
     render_markdown,
 )
+from distillscope.report.scorecard import CLAIM_IDS, UNMEASURED
 from distillscope.report.summary import short_claim
 from distillscope.report.tables import HEADLINE_CHARS, headline_text
 
@@ -168,8 +169,8 @@ def test_minimal_store_without_figures(synth, tmp_path):
     paths = write_report(root)
     html = paths["html"].read_text()
     assert "data:image/png" not in html and "boom" in html
-    unmeasured = sum(bool(r.unmeasured) for r in RULES)  # 11 and 18, and later ones
-    assert html.count('class="verdict-not-tested"') == len(RULES) - unmeasured
+    unmeasured = sum(bool(u) for u in UNMEASURED.values())
+    assert html.count('class="verdict-not-tested"') == len(CLAIM_IDS) - unmeasured
     assert html.count('class="verdict-not-implemented"') == unmeasured
     assert "no main figure" not in html.lower() and "Main figure:" not in html  # no main grid
     assert paths["figures"].is_dir() and not list(paths["figures"].glob("*.png"))

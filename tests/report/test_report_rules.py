@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import distillscope.report.claimkit as claimkit
+import distillscope.report.claims.common as common
 from distillscope.report import score_claims
 from distillscope.report.claimkit import MAIN, Scoring, decide, effect_verdict
 from distillscope.report.matching import FORWARD_VS_REVERSE, ON_VS_OFF, paired
@@ -28,14 +29,14 @@ def _main(synth) -> pd.DataFrame:
 def test_rules_choose_rows_by_values_not_by_reader_names(synth, monkeypatch):
     df = _main(synth)
     before = {r.id: r for r in score_claims(df, strict=True)}
-    renamed = {"student": "on-policy", "teacher": "off-policy"}
-    monkeypatch.setattr(aggregate, "ROLLOUT_NAMES", renamed)  # what the reader sees, only
-    after = {r.id: r for r in score_claims(df, strict=True)}
+    monkeypatch.setattr(aggregate, "ROLLOUT_NAMES", {"student": "on-policy", "teacher": "off"})
+    monkeypatch.setattr(aggregate, "OBJECTIVE_NAMES", {"forward_kl": "FKL", "reverse_kl": "RKL"})
+    after = {r.id: r for r in score_claims(df, strict=True)}  # what the reader sees, only
     assert {i: r.verdict for i, r in after.items()} == {i: r.verdict for i, r in before.items()}
     assert after[1].verdict == "supported"
     # the evidence names the cells as the reader sees them
-    assert "OnPD" in before[2].evidence and "OnPD" not in after[2].evidence
-    assert "on-policy" in after[2].evidence
+    assert "Δ_ro [forward KL, " in before[3].evidence and "forward KL" not in after[3].evidence
+    assert "Δ_ro [FKL, " in after[3].evidence
 
 
 def test_a_contrast_pairs_matched_cells_by_value(synth):
@@ -49,22 +50,22 @@ def test_a_contrast_pairs_matched_cells_by_value(synth):
     assert (reverse_high_offpd.a, reverse_high_offpd.b) == pytest.approx((72.0, 35.0))
 
 
-def test_a_scoring_computes_each_sub_grid_once_and_keeps_nothing_after(synth, monkeypatch):
-    calls = []
+def test_one_scoring_fits_each_experiment_and_metric_once(synth, monkeypatch):
+    fits = []
 
-    def counted(df: pd.DataFrame) -> pd.DataFrame:
-        calls.append(len(df))
-        return claimkit.main_grid(df)
+    class Counted(common.Blocks):
+        def __post_init__(self) -> None:
+            fits.append((len(self.rows), self.metric))
+            super().__post_init__()
 
-    monkeypatch.setitem(claimkit.SUB_GRIDS, MAIN, counted)
+    monkeypatch.setattr(common, "Blocks", Counted)
     df = _main(synth)
-    score_claims(df, strict=True)
-    assert len(calls) == 1  # every rule that reads the main grid shares one computation
-    score_claims(df.iloc[:-3], strict=True)
-    assert calls == [len(df), len(df) - 3]  # a new table, a new scoring: nothing stale
+    score_claims(df, strict=True, claims=[1, 2])
+    assert fits == [(24, "eval/accuracy")]  # claims 1 and 2 share the main grid's fit
+    score_claims(df.iloc[:-4], strict=True, claims=[1, 2])
+    assert fits[1:] == [(21, "eval/accuracy")]  # a new table (the baseline and 3 runs fewer)
     s = Scoring(df)
     assert s.pairs(MAIN, "eval/accuracy", ON_VS_OFF) is s.pairs(MAIN, "eval/accuracy", ON_VS_OFF)
-    assert not hasattr(claimkit, "_MEMO") and not hasattr(claimkit, "scoring_pass")
 
 
 def test_one_verdict_helper_for_beyond_the_margin_or_against_the_claim():

@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 
 from distillscope.metric_keys import METRICS
-from distillscope.report import RULES, score_claims
+from distillscope.report import score_claims, scorecard
 from distillscope.report.claimkit import (
     NOT_IMPLEMENTED,
     VERDICTS,
 )
-from distillscope.report.scorecard import add_trajectory_features, trajectory_features
+from distillscope.report.scorecard import CLAIM_IDS, UNMEASURED
 from distillscope.report.stats import (
     Pair,
     beyond,
@@ -30,7 +30,7 @@ from distillscope.report.stats import (
     within,
 )
 
-SCORED = {*VERDICTS, "not tested", NOT_IMPLEMENTED}
+SCORED = {*VERDICTS, "not tested", "not applicable", NOT_IMPLEMENTED}
 DECIDED = {"supported", "contradicted"}
 
 
@@ -47,12 +47,11 @@ def _main(synth, acc: dict, baseline: bool = True, **kw) -> pd.DataFrame:
 
 def test_every_claim_scored_once_with_rule_text_from_constants(synth):
     results = score_claims(_main(synth, synth.PAPER_ACC), strict=True)
-    assert [r.id for r in results] == list(range(1, 26))
-    assert [r.id for r in RULES] == list(range(1, 26))
+    assert [r.id for r in results] == list(range(1, 32)) == list(CLAIM_IDS)
     for r in results:
         assert r.evidence
         if r.verdict in VERDICTS:
-            assert "Supported" in r.rule and "2×SEM" not in r.rule
+            assert ("Supported" in r.rule or "Part " in r.rule) and "2×SEM" not in r.rule
             assert not re.search(r"\{\w+", r.rule)  # every constant was rendered
 
 
@@ -69,27 +68,17 @@ def test_paper_picture_on_the_main_grid(synth):
         assert v[claim] == "not tested"  # no sweep, λ axis, ablations, RLVR stage; one teacher
 
 
-def test_no_effect_claim_without_baseline_has_no_power(synth):
+def test_no_effect_claim_without_baseline_is_not_tested(synth):
     results = {r.id: r for r in score_claims(_main(synth, synth.PAPER_ACC, baseline=False))}
-    assert results[1].verdict == "inconclusive"
-    assert results[1].evidence.startswith("no power (no baseline)")
-    assert results[2].verdict == "supported"  # effect claims do not need the baseline
+    assert results[1].verdict == "not tested"  # its premise needs the untrained student
+    assert "lacks runs of the baseline" in results[1].reason
 
 
-def test_no_effect_claim_when_students_did_not_learn_has_no_power(synth):
+def test_no_effect_claim_when_students_did_not_learn_is_not_applicable(synth):
     df = _main(synth, synth.PAPER_ACC)
     df.loc[df["experiment"] == "baseline", "eval/accuracy"] = 0.72  # untrained = trained
     result = {r.id: r for r in score_claims(df, strict=True)}[1]
-    assert result.verdict == "inconclusive" and result.evidence.startswith("no power:")
-
-
-def test_claim_1_interval_uses_the_seed_variance_of_every_main_grid_cell(synth):
-    # 8 cells × 3 seeds, spread d = 1 pp: pooled s = 1 pp on 16 degrees of freedom, so the best
-    # cells' Δ has half-width t(0.975, 16) · √(2/3), not the two cells' own t(0.975, 4) · √(2/3)
-    result = {r.id: r for r in score_claims(_main(synth, synth.PAPER_ACC), strict=True)}[1]
-    half = t_quantile(0.975, 16) * math.sqrt(2 / 3)
-    assert f"Δ +0.0 pp [{-half:+.1f}, {half:+.1f}]" in result.evidence
-    assert result.verdict == "supported"
+    assert result.verdict == "not applicable" and "premise gain > 5 pp is absent" in result.reason
 
 
 def test_pooled_variance_pools_every_side_and_keeps_the_contrast_sem():
@@ -104,17 +93,7 @@ def test_pooled_variance_pools_every_side_and_keeps_the_contrast_sem():
     assert pooled_variance([Pair("z", 1.0, math.nan, 0.0, 1.0, math.nan, 2.0)]) is None
 
 
-def test_reverse_beats_forward_everywhere_contradicts_claim_2(synth):
-    acc = {k: (0.40 if k[1] == "forward_kl" else 0.70) for k in synth.PAPER_ACC}
-    assert _verdicts(_main(synth, acc))[2] == "contradicted"
-
-
-def test_consistent_rollout_gain_contradicts_claim_1(synth):
-    acc = {k: (0.72 if k[0] == "student" else 0.55) for k in synth.PAPER_ACC}
-    assert _verdicts(_main(synth, acc))[1] == "contradicted"
-
-
-def test_reversed_lr_effect_contradicts_claims_3_and_4(synth):
+def test_reversed_lr_effect_contradicts_claim_4(synth):
     v = _verdicts(
         _main(
             synth,
@@ -123,7 +102,6 @@ def test_reversed_lr_effect_contradicts_claims_3_and_4(synth):
             sparsity={synth.LOW: 0.55, synth.HIGH: 0.87},
         )
     )
-    assert v[3] == "contradicted"
     assert v[4] == "contradicted"
 
 
@@ -131,8 +109,7 @@ def test_claim_4_reads_the_bf16_view(synth):
     df = _main(synth, synth.PAPER_ACC)
     df["eval/sparsity_fp32_tau1e-06"] = 0.01  # fp32: Adam moved every weight — not judged
     result = {r.id: r for r in score_claims(df, strict=True)}[4]
-    assert result.verdict == "supported" and "bf16 view" in result.evidence
-    assert "fp32 view (not judged)" in result.evidence
+    assert result.verdict == "supported" and "bf16 sparsity" in result.rule
 
 
 def test_noise_makes_small_lr_effect_inconclusive(synth):
@@ -189,7 +166,7 @@ def test_only_finished_runs_count(synth):
     df = _main(synth, synth.PAPER_ACC)
     odd = synth.run_row("main", "teacher", "forward_kl", synth.LOW, 99, status="failed")
     df = pd.concat([df, pd.DataFrame([odd | {"eval/accuracy": 0.0}])], ignore_index=True)
-    assert _verdicts(df)[1] == "supported"
+    assert _verdicts(df)[4] == "supported"
 
 
 def test_full_paper_study_supports_every_testable_claim(synth, tmp_path):
@@ -197,12 +174,18 @@ def test_full_paper_study_supports_every_testable_claim(synth, tmp_path):
     root = synth.write_study(tmp_path / "study", rows, metrics=metrics)
     v = _verdicts(pd.read_parquet(root / "results.parquet"), root)
     assert not {k for k, x in v.items() if x == NOT_IMPLEMENTED}
-    # two teachers, pass@32 and a long-chain task are not in this table
-    absent = {11, 18, 20, 22, 23, 25}
+    # two teachers, pass@32, a long-chain task, an RLVR stage, GRPO from the untrained student
+    # and two students are not in this table
+    absent = {11, 18, 20, 22, 23, 25, 26, 27, 28, 29}
     # claim 24: only the main grid runs at the high LR here, 3 of 6 reverse-KL runs ≥ 15 pp
     # below forward KL vs 0 of 6 — Fisher p = 0.09, too few runs to decide
     assert v[24] == "inconclusive"
-    assert all(x == "supported" for k, x in v.items() if k not in absent | {24}), v
+    # claims 17 and 21: these diversity and `opd` rows shift every cell of a seed alike (no
+    # noise left within seed); 30: three seeds do not decide forgetting within ±2 pp; 31: both
+    # KL directions here vary alike between seeds
+    undecided = {17, 21, 30, 31}
+    assert {v[k] for k in undecided} == {"inconclusive"}, v
+    assert all(x == "supported" for k, x in v.items() if k not in absent | undecided | {24}), v
 
 
 def test_spectrum_reverse_kl_prefering_negative_lambda_contradicts_claim_6(synth):
@@ -245,8 +228,8 @@ def test_claim_15_reruns_claims_1_and_2_on_the_sampled_grid(synth):
         for (p, k, lr) in synth.PAPER_ACC
     }
     df = pd.DataFrame([*rows, *synth.grid("sampled", flat), synth.baseline_row()])
-    # claim 2 was supported on the main grid; flat sampled estimators do not reach it
-    assert _verdicts(df)[2] == "supported"
+    # claim 2 (its legacy rule) was supported on the main grid; flat sampled estimators do not
+    # reach it
     assert _verdicts(df)[15] == "inconclusive"
     same = {
         (p, k.replace("_kl", "_sampled"), lr): {"eval/accuracy": a}
@@ -261,7 +244,7 @@ def test_claim_17_fewer_prompts_winning_contradicts_and_needs_two_seeds(synth):
     for p, g, acc in ((32, 1, 0.55), (8, 4, 0.70)):
         for seed, k in synth.SEEDS.items():
             vals = {"rollout.prompts_per_step": p, "rollout.rollouts_per_prompt": g}
-            vals["eval/accuracy"] = acc + 0.01 * k
+            vals["eval/accuracy"] = acc + (0.01 if p == 32 else 0.012) * k  # seeds differ
             rows.append(
                 synth.run_row(
                     "diversity", "student", "forward_kl", synth.LOW, seed, tag=f"{p}", **vals
@@ -269,18 +252,7 @@ def test_claim_17_fewer_prompts_winning_contradicts_and_needs_two_seeds(synth):
             )
     df = pd.DataFrame(rows)
     assert _verdicts(df)[17] == "contradicted"
-    assert _verdicts(df[df["seed"] == 42])[17] == "inconclusive"  # one seed per setting
-
-
-def test_trajectory_features_flag_length_growth_and_falling_reward(synth):
-    # from the reward's peak quarter to the last: reward drop (pp), length rise (tokens)
-    grows = trajectory_features(pd.DataFrame(synth.curve(40, 42, grow=1.5, fall=0.2)))
-    assert grows["traj/reward_drop_pp"] > 5.0 and grows["traj/len_rise"] > 5.0
-    assert math.isnan(grows["traj/advantage_rise"])  # the curve logs no opd/advantage_mean
-    flat = trajectory_features(pd.DataFrame(synth.curve(40, 42)))
-    assert flat["traj/len_rise"] == pytest.approx(0.0)
-    assert flat["traj/reward_drop_pp"] == pytest.approx(0.0, abs=1e-9)
-    assert all(math.isnan(x) for x in trajectory_features(pd.DataFrame()).values())
+    assert _verdicts(df[df["seed"] == 42])[17] == "not tested"  # one seed per setting
 
 
 def test_claim_16_needs_metrics_from_the_study_dir(synth):
@@ -291,7 +263,6 @@ def test_claim_16_needs_metrics_from_the_study_dir(synth):
     ]
     df = pd.DataFrame(rows)
     assert _verdicts(df)[16] == "not tested"  # without study_dir, no trajectories
-    assert add_trajectory_features(df, Path("/nonexistent")).shape[0] == 4
 
 
 def test_t_quantiles_and_interval_tests():
@@ -314,20 +285,21 @@ def test_t_quantiles_and_interval_tests():
     assert interval(p) == "[+8.1, +15.9]"  # 12 ± t(0.975, 4) · √2
 
 
-def test_a_rule_that_raises_is_shown_as_error_not_a_verdict(synth):
-    rule = RULES[1]
-
-    def broken(df):
+def test_a_rule_that_raises_is_shown_as_error_not_a_verdict(synth, monkeypatch):
+    def broken(view):
         raise KeyError("eval/accuracy")
 
+    claims = tuple(
+        dataclasses.replace(c, parts=(dataclasses.replace(c.parts[0], estimate=broken),))
+        if c.id == 2
+        else c
+        for c in scorecard.CLAIMS
+    )
+    monkeypatch.setattr(scorecard, "CLAIMS", claims)
     df = _main(synth, synth.PAPER_ACC)
-    RULES[1] = dataclasses.replace(rule, judge=broken)
-    try:
-        result = {r.id: r for r in score_claims(df, claims=[2])}[2]
-        with pytest.raises(KeyError):
-            score_claims(df, strict=True, claims=[2])
-    finally:
-        RULES[1] = rule
+    result = {r.id: r for r in score_claims(df, claims=[2])}[2]
+    with pytest.raises(KeyError):
+        score_claims(df, strict=True, claims=[2])
     assert result.verdict == "error" and "KeyError" in result.evidence
 
 
@@ -335,7 +307,7 @@ def test_not_implemented_claims_read_keys_no_code_writes():
     src = Path(__file__).resolve().parents[2] / "src" / "distillscope"
     writers = [p for p in src.rglob("*.py") if "report" not in p.parts]
     registry = {m.key for m in METRICS}
-    declared = [(r.id, k) for r in RULES for k in r.unmeasured]
+    declared = [(cid, k) for cid, keys in UNMEASURED.items() for k in keys]
     for _, key in declared:
         assert key not in registry
         assert not [p for p in writers if key in p.read_text()], key
@@ -352,9 +324,9 @@ def test_odd_tables_are_scored_strictly(synth, variant):
     }[variant]()
     verdicts = _verdicts(df)
     expected = {
-        "no_experiment": "inconclusive",  # no baseline row can be told apart: no power
+        "no_experiment": "not tested",  # no experiment is named: `main` has no run
         "all_nan_accuracy": "not tested",
         "list_axis": "supported",
-        "one_seed": "inconclusive",
+        "one_seed": "not tested",  # cells of one seed: named in the reason
     }[variant]
     assert verdicts[1] == expected

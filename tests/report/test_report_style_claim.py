@@ -6,8 +6,10 @@ import math
 
 import pandas as pd
 
-from distillscope.report import RULES, score_claims
-from distillscope.report.claimkit import plain_rows, style_runs
+from distillscope.report import score_claims
+from distillscope.report.claims import CLAIMS
+from distillscope.report.claims.common import plain as plain_rows
+from distillscope.report.claims.common import style_runs
 
 SPANISH = "Razona en español."
 
@@ -39,7 +41,6 @@ def test_instruction_runs_are_style_runs(synth):
     df = _table(synth, **{"task.teacher_style_flag": False, "task.teacher_instruction": SPANISH})
     result = _claim_12(df)
     assert result.verdict == "supported", result.evidence
-    assert result.evidence.startswith("OnPD + reverse KL 10.0%; ")
 
 
 def test_flagged_runs_still_are(synth):
@@ -66,5 +67,5 @@ def test_style_runs_and_plain_rows_split_on_either_column():
 
 
 def test_the_rule_s_scope_names_both_forms():
-    (rule,) = [r for r in RULES if r.id == 12]
+    (rule,) = [c for c in CLAIMS if c.id == 12]
     assert "task.teacher_style_flag or task.teacher_instruction" in rule.needs

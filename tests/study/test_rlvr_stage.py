@@ -69,6 +69,22 @@ def test_bad_stage_is_one_line_naming_the_field(tmp_path, rlvr, message):
     assert "\n" not in str(err.value)
 
 
+def test_two_stages_follow_their_own_experiments():
+    base = spec().model_dump(by_alias=True)
+    base["rlvr"] = [
+        {"from": "main", "overrides": {"steps": 3}},
+        {"name": "grpo", "from": "other", "overrides": {"task": "tb-countdown3", "steps": 5}},
+    ]
+    runs = expand(StudySpec.model_validate(base))
+    by = {e: [r for r in runs if r.experiment == e] for e in ("main", "other", "rlvr", "grpo")}
+    assert [r.parent for r in by["rlvr"]] == [r.run_id for r in by["main"]]
+    assert [r.parent for r in by["grpo"]] == [r.run_id for r in by["other"]]
+    assert [r.config.rlvr.steps for r in by["rlvr"] + by["grpo"]] == [3, 3, 5]
+    base["rlvr"][1]["name"] = "rlvr"
+    with pytest.raises(ValueError, match="rlvr.name 'rlvr' names two RLVR stages"):
+        StudySpec.model_validate(base)
+
+
 def test_a_bad_rlvr_setting_names_the_field():
     with pytest.raises(ConfigError, match="rlvr.group_size"):
         expand(spec(overrides={"group_size": 1}))

@@ -8,7 +8,7 @@ from distillscope.study.spec import StudySpec, expand, load_spec
 
 def with_where(where: dict) -> StudySpec:
     data = load_spec("paper").model_dump(mode="json", by_alias=True)
-    data["rlvr"]["where"] = where
+    data["rlvr"][0]["where"] = where  # the stage that follows `main`
     return StudySpec.model_validate(data)
 
 

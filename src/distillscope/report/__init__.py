@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from distillscope.report.aggregate import aggregate
 from distillscope.report.claimkit import ClaimRule, Scoring, Verdict
+from distillscope.report.claims import CLAIMS, Claim
 from distillscope.report.load import Study, load_study
 from distillscope.report.render import write_report
-from distillscope.report.scorecard import RULES, ClaimResult, score_claims
+from distillscope.report.scorecard import ClaimResult, score_claims
 
 __all__ = [
-    "RULES",
+    "CLAIMS",
+    "Claim",
     "ClaimResult",
     "ClaimRule",
     "Scoring",

@@ -23,11 +23,15 @@ teacher size) and replace every other metric by a model value plus Gaussian seed
 - **planted**: the published effects of docs/method.md §9 (``planted_offsets``), so that each
   claim is true.
 
-A verdict is *false* under null, zeros and constant when it is "supported" or "contradicted" —
-except "supported" for the claims a null table makes true (``NO_EFFECT_CLAIMS``) — and under
-margin when "supported" (a claim's worst case). A rule's false-verdict rate is its worst rate
-over those scenarios; its power is its "supported" rate under the
-planted effects. Seeded and deterministic; torch-free.
+Both sides are calibrated (docs/method.md §9: decided on both sides of a margin). A *false
+support* is "supported" where the claim is false: under null (a claim that states an effect),
+under margin (a part at its margin) and on the degenerate tables. A *false contradiction* is
+"contradicted" where the claim is true: under planted (the published effects), under null for
+the claims a null table makes true (``no_effect``: ``Claim.null_true``), and on the degenerate
+tables. Under null, "contradicted" is right for a specified effect claim (its effect is
+absent); a legacy rule (one not yet in ``report.claims``) contradicts only on the opposite
+sign, so there it stays false. A rule's false-verdict rate is the worst of the two; its power
+is its "supported" rate under the planted effects. Seeded and deterministic; torch-free.
 """
 
 from __future__ import annotations
@@ -48,8 +52,10 @@ from distillscope.report.aggregate import (
     hashable_axes,
     metric_columns,
 )
-from distillscope.report.claimkit import is_baseline
-from distillscope.report.claims_entropy import EARLY_ENTROPY
+from distillscope.report.claims import CLAIMS
+from distillscope.report.claims.c16_length_exploitation import F_ADV, F_DROP, F_EOS, F_LEN
+from distillscope.report.claims.c19_incoherent_rollouts import EARLY as EARLY_ENTROPY
+from distillscope.report.claims.evidence import is_baseline
 from distillscope.report.load import CALIBRATION_FILE, load_study
 from distillscope.report.plants import (
     ACC,
@@ -63,15 +69,20 @@ from distillscope.report.plants import (
     planted_offsets,
     summed,
 )
-from distillscope.report.scorecard import RULES, score_claims
+from distillscope.report.scorecard import CLAIM_IDS, score_claims
 from distillscope.store import atomic_write_text
 
 SCENARIOS = ("null", "zeros", "constant", "margin", "planted")
 NULL_SCENARIOS = ("null", "zeros", "constant")
-#: Claims that a null table (no axis effect, students learned) makes true: "supported" is
-#: right there (no-effect claims, the robustness claims whose conclusions carry over, and
-#: claim 11: with no on-policy advantage there is none to survive RLVR).
-NO_EFFECT_CLAIMS = (1, 7, 11, 14, 15)
+DEGENERATE = ("zeros", "constant")
+SPECIFIED = frozenset(c.id for c in CLAIMS)
+#: Legacy claims that a null table (no axis effect, students learned) makes true: "supported"
+#: is right there (the robustness claims whose conclusions carry over, and claim 11: with no
+#: on-policy advantage there is none to survive RLVR); specified claims say so themselves.
+LEGACY_NO_EFFECT = (7, 11, 14, 15)
+NO_EFFECT_CLAIMS = tuple(
+    sorted({c.id for c in CLAIMS if c.null_true} | (set(LEGACY_NO_EFFECT) - SPECIFIED))
+)
 MARGIN = "margin"  # the scenario that plants each no-effect claim's effect at its margin
 #: Measured columns that describe a run's design rather than an outcome: kept as the study
 #: recorded them, never simulated (claim 22 sizes its teachers by the teacher's parameters).
@@ -82,11 +93,10 @@ DEFAULT_SD = {"fraction": 0.03, "pp": 3.0}
 DEFAULT_REL_SD = 0.05  # other units: this fraction of the metric's typical size
 #: Trajectory features of OPD runs (claim 16) with their null value and noise.
 TRAJ = {
-    "traj/reward_drop_pp": (0.0, 2.0),  # pp
-    "traj/len_rise": (0.0, 1.0),  # tokens, from the reward's peak quarter to the last
-    "traj/len_rise_sem": (1.0, 0.0),
-    "traj/advantage_rise": (0.0, 0.05),  # nats
-    "traj/advantage_rise_sem": (0.05, 0.0),
+    F_DROP: (0.0, 2.0),  # pp, the reward's peak quarter − its last
+    F_ADV: (0.0, 1.0),  # rises from the peak quarter to the last, in SEMs of that difference
+    F_LEN: (0.0, 1.0),
+    F_EOS: (0.0, 1.0),
     EARLY_ENTROPY: (1.0, 0.1),  # student ÷ teacher entropy early in OnPD forward-KL runs
 }
 
@@ -262,17 +272,34 @@ def simulate(df: pd.DataFrame, scenario: str, seed: int = 0) -> pd.DataFrame:
     return draw(d, scenario, metrics, noise, typical, np.random.default_rng(seed))
 
 
-def _false(claim: int, scenario: str, verdict: str) -> bool:
-    if scenario == MARGIN:
-        return verdict == "supported"  # only claims with a no-effect part are scored there
-    if verdict not in ("supported", "contradicted"):
+def false_support(claim: int, scenario: str, verdict: str) -> bool:
+    """Whether "supported" is false here: the claim is false (null for an effect claim, a part
+    at its margin) or nothing can be decided (degenerate tables)."""
+    if verdict != "supported":
         return False
-    return not (scenario == "null" and claim in NO_EFFECT_CLAIMS and verdict == "supported")
+    if scenario == "null":
+        return claim not in NO_EFFECT_CLAIMS
+    return scenario in (MARGIN, *DEGENERATE)
+
+
+def false_contradiction(claim: int, scenario: str, verdict: str) -> bool:
+    """Whether "contradicted" is false here: the claim is true (planted; null for a no-effect
+    claim), nothing can be decided (degenerate), or a legacy rule's opposite-sign test fired
+    under the null."""
+    if verdict != "contradicted":
+        return False
+    if scenario == "null":
+        return claim in NO_EFFECT_CLAIMS or claim not in SPECIFIED
+    return scenario in ("planted", *DEGENERATE)
+
+
+def _false(claim: int, scenario: str, verdict: str) -> bool:
+    return false_support(claim, scenario, verdict) or false_contradiction(claim, scenario, verdict)
 
 
 def _claim_ids(claims: Collection[int] | None) -> list[int]:
-    """The ids of the rules to score, in claim order (None: all)."""
-    return [r.id for r in RULES if claims is None or r.id in claims]
+    """The ids of the claims to score, in claim order (None: all)."""
+    return [c for c in CLAIM_IDS if claims is None or c in claims]
 
 
 def _scored(scenario: str, claims: Collection[int]) -> list[int]:
@@ -326,17 +353,28 @@ def calibrate(
                 old = rates[scenario].get(str(c))
                 if old is None or got.get("supported", 0.0) > old.get("supported", 0.0):
                     rates[scenario][str(c)] = got  # margin: the claim's worst case
-    false_rate = {
+    support = _worst(rates, ids, false_support)
+    contra = _worst(rates, ids, false_contradiction)
+    false_rate = {c: max(support[c], contra[c]) for c in support}
+    power = {str(c): rates["planted"][str(c)].get("supported", 0.0) for c in ids}
+    out = {"draws": draws, "seed": seed, "noise": noise, "rates": rates}
+    out |= {"false_support": support, "false_contradiction": contra}
+    return {**out, "false_rate": false_rate, "power": power}
+
+
+def _worst(rates: dict, ids: list[int], false: Callable[[int, str, str], bool]) -> dict:
+    """Per claim, the worst rate of ``false`` verdicts over the scenarios."""
+    return {
         str(c): max(
-            sum(x for v, x in rates[s][str(c)].items() if _false(c, s, v))
-            for s in (*NULL_SCENARIOS, MARGIN)
-            if str(c) in rates[s]
+            [
+                sum(x for v, x in rates[s][str(c)].items() if false(c, s, v))
+                for s in SCENARIOS
+                if str(c) in rates[s]
+            ]
+            or [0.0]
         )
         for c in ids
     }
-    power = {str(c): rates["planted"][str(c)].get("supported", 0.0) for c in ids}
-    out = {"draws": draws, "seed": seed, "noise": noise, "rates": rates}
-    return {**out, "false_rate": false_rate, "power": power}
 
 
 def _tables_of(scenario: str, draws: int) -> int:

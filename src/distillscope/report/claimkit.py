@@ -35,6 +35,7 @@ from typing import Any
 import pandas as pd
 
 from distillscope.report.aggregate import done, with_labels
+from distillscope.report.claims.common import plain as plain_rows
 from distillscope.report.matching import LAMBDA, Contrast, paired
 from distillscope.report.stats import (
     ALPHA,
@@ -222,33 +223,6 @@ def where(df: pd.DataFrame, column: str, values: Sequence[object]) -> pd.DataFra
     return df[df[column].isin(list(values))]
 
 
-#: The config columns that make a run a style run: the teacher reads the testbed's glyph flag,
-#: or an instruction only it reads (chat format, e.g. to reason in Spanish).
-STYLE_COLUMNS = ("task.teacher_style_flag", "task.teacher_instruction")
-
-
-def style_runs(df: pd.DataFrame) -> pd.Series:
-    """Which rows are style runs: ``task.teacher_style_flag`` true or a non-empty
-    ``task.teacher_instruction`` (an absent column counts as neither)."""
-    style = pd.Series(False, index=df.index)
-    if "task.teacher_style_flag" in df.columns:
-        style |= df["task.teacher_style_flag"].fillna(False).astype(bool)
-    if "task.teacher_instruction" in df.columns:
-        text = df["task.teacher_instruction"]
-        style |= text.notna() & (text.map(str).str.strip() != "")
-    return style
-
-
-def plain_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """Drop ablation rows: teacher-style prompts, clipping switched off, regulated objectives."""
-    out = df[~style_runs(df)]
-    if "optim.grad_clip" in out.columns:
-        out = out[out["optim.grad_clip"].notna()]
-    if "objective.regulation" in out.columns:
-        out = out[out["objective.regulation"].isin(["none"]) | out["objective.regulation"].isna()]
-    return out
-
-
 def main_grid(df: pd.DataFrame) -> pd.DataFrame:
     """The finished OnPD/OffPD × forward/reverse KL runs of the main grid, with labels."""
     rows = plain_rows(experiment_rows(finished(df), "main"))
@@ -343,7 +317,7 @@ def learned(df: pd.DataFrame, rows: pd.DataFrame) -> tuple[bool, str]:
         p = Pair(p.key, p.a, p.a_sem, p.b, 0.0, p.a_dof, math.inf)
     text = (
         f"students {num(p.a)}% ({len(runs)} runs) vs untrained {num(p.b)}% (Δ {pp(p.diff)} pp, "
-        f"{1 - ALPHA:.0%} bounds {interval(p)})"
+        f"one-sided {1 - ALPHA:.1%} bounds {interval(p)})"
     )
     if beyond(p, LEARNED_PP) == 1:
         return True, text

@@ -1,4 +1,5 @@
-"""Scorecard rules on the RLVR follow-up: docs/method.md §9 claims 11 and 20.
+"""Scorecard rule on the RLVR follow-up: docs/method.md §9 claim 11 (claim 20 is specified in
+``report.claims.c20_rlvr_starts``).
 
 Both read the RLVR stage's runs (``parent_run`` set): each carries the distillation cell it
 started from (rollout, KL, LR, seed — its parent's config) and, on held-out items, the accuracy
@@ -12,10 +13,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
-from distillscope.report.aggregate import cell_columns, done, with_labels
+from distillscope.report.aggregate import done, with_labels
 from distillscope.report.claimkit import (
     ClaimRule,
     Scoring,
@@ -24,13 +24,12 @@ from distillscope.report.claimkit import (
     has,
     is_rlvr,
 )
-from distillscope.report.matching import ON_VS_OFF, cell_key, cell_means, cell_pair, paired
+from distillscope.report.matching import ON_VS_OFF, paired
 from distillscope.report.stats import (
     ALPHA,
     Pair,
     beyond,
     interval,
-    num,
     pooled_pair,
     pp,
     within,
@@ -149,66 +148,6 @@ def claim_11_does_not_survive(s: Scoring) -> Verdict:
     return decide(CLAIM_11_RULE, evidence, all(survives), all(fades), head)
 
 
-# 20 -----------------------------------------------------------------------------------------
-CLAIM_20_RULE = (
-    "The RLVR stage's runs. Per distillation configuration (rollout × KL × LR, seeds as "
-    "replicates), the mean held-out RLVR-task accuracy after RLVR. Supported: the best "
-    "configuration is OffPD and the best OffPD − the best OnPD configuration > 0 beyond its "
-    f"one-sided {1 - ALPHA:.1%} t-interval. Contradicted: the best OnPD − the best OffPD > 0 "
-    "beyond its interval. Else inconclusive. The evidence gives the best OffPD configuration's "
-    'accuracy before RLVR ("even near 0% at the start").'
-)
-
-
-def claim_20_lacking(s: Scoring) -> list[str]:
-    """What claim 20 lacks: RLVR runs from both rollouts with the RLVR task's accuracy after."""
-    rows = rlvr_rows(s)
-    if rows.empty or not has(rows, RLVR_ACCURACY):
-        return [f"RLVR runs with {RLVR_ACCURACY} (a study's rlvr stage)"]
-    if not {"student", "teacher"} <= set(rows.get(POLICY, pd.Series(dtype=object)).map(str)):
-        return ["RLVR runs from both OnPD and OffPD checkpoints"]
-    return []
-
-
-def best_cells(rows: pd.DataFrame, metric: str) -> dict[str, pd.Series]:
-    """The best cell (highest mean of ``metric``) per rollout policy, with its key and the
-    cell's mean of ``metric`` before RLVR (``before``, NaN when unmeasured)."""
-    cols = [c for c in cell_columns(rows) if c != "experiment" and not rows[c].isna().all()]
-    cells = cell_means(rows, metric, cols).assign(before=math.nan)
-    if has(rows, f"{metric}_before"):
-        before = cell_means(rows, f"{metric}_before", cols)[[*cols, "mean"]]
-        cells = cells.drop(columns="before").merge(
-            before.rename(columns={"mean": "before"}), on=cols, how="left"
-        )
-    varying = [c for c in cols if c != POLICY and rows[c].map(str).nunique() > 1]
-    out = {}
-    for policy in ("student", "teacher"):
-        side = cells[cells[POLICY].map(str) == policy]
-        if not side.empty:
-            best = side.loc[side["mean"].idxmax()].copy()
-            best["key"] = cell_key(best, varying) or "the only configuration"
-            out[policy] = best
-    return out
-
-
-def claim_20_offpd_starts(s: Scoring) -> Verdict:
-    """Claim 20's verdict (``CLAIM_20_RULE``)."""
-    rows = rlvr_rows(s)
-    best = best_cells(rows, RLVR_ACCURACY)
-    off, on = best["teacher"], best["student"]
-    pair = cell_pair("best OffPD − best OnPD", off, on)
-    evidence = (
-        f"best OffPD ({off['key']}) {num(off['mean'])}% vs best OnPD ({on['key']}) "
-        f"{num(on['mean'])}%: {pp(pair.diff)} pp {interval(pair)}"
-    )
-    start = off["before"]
-    if not np.isnan(start):
-        evidence += f"; that OffPD configuration scored {num(start)}% on the RLVR task before RLVR"
-    head = f"best OffPD − best OnPD {pp(pair.diff)} pp {interval(pair)}"
-    supported = off["mean"] > on["mean"] and beyond(pair, 0.0) == 1
-    return decide(CLAIM_20_RULE, evidence, beyond(pair, 0.0) == -1, supported, head)
-
-
 RULES_RLVR = [
     ClaimRule(
         11,
@@ -218,14 +157,5 @@ RULES_RLVR = [
         lambda s: True,
         claim_11_does_not_survive,
         lacking=claim_11_lacking,
-    ),
-    ClaimRule(
-        20,
-        "[P] The best sustained RLVR starts are off-policy checkpoints, even near 0% at the start.",
-        f"an RLVR stage from OnPD and OffPD checkpoints with {RLVR_ACCURACY} (held-out RLVR-task "
-        "accuracy after RLVR)",
-        lambda s: True,
-        claim_20_offpd_starts,
-        lacking=claim_20_lacking,
     ),
 ]

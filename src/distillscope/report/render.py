@@ -76,6 +76,7 @@ VERDICT_MARK = {
     "supported": "✓",
     "contradicted": "✗",
     "inconclusive": "?",
+    "not applicable": "∅",
     "not tested": "–",
     "not implemented": "–",
     "error": "!",
@@ -98,6 +99,7 @@ dl.prov dd{margin:0}
 .verdict-contradicted .verdict{background:#fbe0cc;color:#8a3300}
 .verdict-inconclusive .verdict{background:#fff3c4;color:#5c4a00}
 .verdict-not-tested .verdict{background:#ececec;color:#444}
+.verdict-not-applicable .verdict{background:#ececec;color:#444}
 tr.verdict-not-tested td{color:#666}td.small{font-size:.85em;color:#333}
 .verdict-not-implemented .verdict{background:#ececec;color:#444}
 .verdict-error .verdict{background:#f6c6c6;color:#7a0000}

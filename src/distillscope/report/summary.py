@@ -22,11 +22,14 @@ GROUP_LABEL = {
     "supported": "Supported",
     "contradicted": "Contradicted",
     "inconclusive": "Inconclusive",
+    "not applicable": "Not applicable (a premise is absent)",
     "not tested": "Not tested",
     "not implemented": "Not implemented",
     "error": "Error",
 }
-WITH_HEADLINE = ("supported", "contradicted", "inconclusive", "error")
+WITH_HEADLINE = ("supported", "contradicted", "inconclusive", "not applicable", "error")
+#: Verdicts whose line gives the claim's reason (why it is undecided) before its numbers.
+WITH_REASON = ("inconclusive", "not applicable")
 UNTESTED = ("not tested", "not implemented")
 
 
@@ -66,7 +69,7 @@ def summary_groups(results: Sequence[ClaimResult]) -> list[SummaryGroup]:
             SummaryItem(
                 r.id,
                 short_claim(r.claim),
-                headline_text(r) if verdict in WITH_HEADLINE else "",
+                line_text(r) if verdict in WITH_HEADLINE else "",
             )
             for r in results
             if r.verdict == verdict
@@ -74,6 +77,14 @@ def summary_groups(results: Sequence[ClaimResult]) -> list[SummaryGroup]:
         if items:
             groups.append(SummaryGroup(verdict, GROUP_LABEL.get(verdict, verdict), items))
     return groups
+
+
+def line_text(result: ClaimResult) -> str:
+    """The summary line of a claim: for an undecided one its reason in words ("lacks power
+    (…)", "effect near its margin: …", "premise … is absent"), else its headline."""
+    if result.verdict in WITH_REASON and result.reason:
+        return f"why: {result.reason}"
+    return headline_text(result)
 
 
 def summary_sentence(results: Sequence[ClaimResult]) -> str:
@@ -85,6 +96,8 @@ def summary_sentence(results: Sequence[ClaimResult]) -> str:
         f"{n['supported']}, contradicts {n['contradicted']} and cannot decide "
         f"{n['inconclusive']}; it does not test {untested}"
     )
+    if n["not applicable"]:
+        text += f"; {n['not applicable']} do not apply (a premise is absent)"
     if n["not implemented"]:
         text += f" ({n['not implemented']} of them not implemented in distillscope yet)"
     if n["error"]:

@@ -69,6 +69,7 @@ VERDICT_ORDER = (
     "supported",
     "contradicted",
     "inconclusive",
+    "not applicable",
     "not tested",
     "not implemented",
     "error",
@@ -198,11 +199,15 @@ def false_rate_text(result: ClaimResult, calibration: dict[str, Any] | None) -> 
         return "—"
     if calibration is None:
         return "not calibrated"
-    rate = calibration.get("false_rate", {}).get(str(result.id))
+    c = str(result.id)
+    rate = calibration.get("false_rate", {}).get(c)
     if rate is None:
         return "not calibrated"
-    power = calibration.get("power", {}).get(str(result.id))
+    power = calibration.get("power", {}).get(c)
     text = f"{100 * rate:.1f}% ({calibration.get('draws', '?')} draws)"
+    sides = [calibration.get(k, {}).get(c) for k in ("false_support", "false_contradiction")]
+    if None not in sides:  # calibrations written before both sides were rated lack them
+        text += f": support {100 * sides[0]:.1f}%, contradiction {100 * sides[1]:.1f}%"
     return text + (f"; power {100 * power:.0f}%" if power is not None else "")
 
 

@@ -130,7 +130,7 @@ def select(spec: StudySpec, runs: list[PlannedRun], only: Sequence[str] | None) 
     """
     if only is None:
         return runs
-    names = [e.name for e in spec.experiments] + ([spec.rlvr.name] if spec.rlvr else [])
+    names = [e.name for e in spec.experiments] + [stage.name for stage in spec.stages]
     unknown = [n for n in only if n not in names]
     if unknown or not only:
         what = f"{quote(unknown[0], 60)} is not" if unknown else "no experiment is"

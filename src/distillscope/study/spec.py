@@ -139,28 +139,41 @@ class RLVRStage(BaseModel):
 
 
 class StudySpec(BaseModel):
-    """A whole study: a base RunConfig (as a mapping), its experiments, and an optional RLVR
-    stage that follows one of them."""
+    """A whole study: a base RunConfig (as a mapping), its experiments, and optional RLVR
+    stages, each following one of them (``rlvr``: one stage, or a list of stages with distinct
+    names)."""
 
     model_config = ConfigDict(extra="forbid")
     name: str = Field("study", description="name shown in the report")
     description: str = Field("", description="one paragraph shown in the report")
     base: dict[str, Any] = Field(default_factory=dict, description="RunConfig fields")
     experiments: list[Experiment] = Field(min_length=1, description="sub-grids of the study")
-    rlvr: RLVRStage | None = Field(None, description="RLVR follow-up of one experiment's runs")
+    rlvr: RLVRStage | list[RLVRStage] | None = Field(
+        None, description="RLVR follow-up of one experiment's runs (or a list of such stages)"
+    )
+
+    @property
+    def stages(self) -> list[RLVRStage]:
+        """The RLVR stages, in the order the spec lists them (none without ``rlvr``)."""
+        if self.rlvr is None:
+            return []
+        return self.rlvr if isinstance(self.rlvr, list) else [self.rlvr]
 
     @model_validator(mode="after")
     def _stage_follows_an_experiment(self) -> StudySpec:
-        if self.rlvr is None:
-            return self
         names = [e.name for e in self.experiments]
-        if self.rlvr.source not in names:
-            raise ValueError(
-                f"rlvr.from names experiment {clip(self.rlvr.source, 60)!r}, which this study "
-                f"does not have (experiments: {names})"
-            )
-        if self.rlvr.name in names:
-            raise ValueError(f"rlvr.name {self.rlvr.name!r} is also an experiment's name")
+        seen: list[str] = []
+        for stage in self.stages:
+            if stage.source not in names:
+                raise ValueError(
+                    f"rlvr.from names experiment {clip(stage.source, 60)!r}, which this study "
+                    f"does not have (experiments: {names})"
+                )
+            if stage.name in names:
+                raise ValueError(f"rlvr.name {stage.name!r} is also an experiment's name")
+            if stage.name in seen:
+                raise ValueError(f"rlvr.name {stage.name!r} names two RLVR stages")
+            seen.append(stage.name)
         return self
 
 
@@ -280,8 +293,8 @@ def expand(spec: StudySpec) -> list[PlannedRun]:
                 apply_overrides(spec.base, dotted), f"study {spec.name}, experiment {exp.name}"
             )
             runs.append(PlannedRun(run_id(exp.name, axes, cfg), exp.name, axes, labels, cfg))
-    if spec.rlvr is not None:
-        runs += rlvr_runs(spec, runs)
+    for stage in spec.stages:
+        runs += rlvr_runs(spec, stage, runs)
     ids = [r.run_id for r in runs]
     dup = {i for i in ids if ids.count(i) > 1}
     if dup:
@@ -289,10 +302,9 @@ def expand(spec: StudySpec) -> list[PlannedRun]:
     return runs
 
 
-def rlvr_runs(spec: StudySpec, runs: list[PlannedRun]) -> list[PlannedRun]:
-    """One RLVR run per run of ``spec.rlvr``'s source experiment: the parent's config with the
+def rlvr_runs(spec: StudySpec, stage: RLVRStage, runs: list[PlannedRun]) -> list[PlannedRun]:
+    """One RLVR run per run of ``stage``'s source experiment: the parent's config with the
     stage's ``rlvr`` section, its axes and labels (so its row names the cell it came from)."""
-    stage = spec.rlvr
     out = []
     sources = [r for r in runs if r.experiment == stage.source]
     for parent in (r for r in sources if _matches(r.config, stage.where, spec.name)):

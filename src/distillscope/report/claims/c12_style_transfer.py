@@ -1,0 +1,82 @@
+"""Claim 12 ([P] §4.5): OnPD + reverse KL resists teacher-style transfer; the other three adopt it.
+
+On the seed-blocked fit of ``eval/teacher_style_share`` over the `style` experiment's runs:
+each other rollout × KL configuration's share − OnPD + reverse KL's above 20 pp (``only``: one
+estimate per other configuration). Another configuration within 20 pp of it (beyond
+uncertainty) contradicts, as does OnPD + reverse KL adopting the style.
+"""
+
+from __future__ import annotations
+
+from distillscope.report.claims.common import (
+    KIND,
+    POLICY,
+    REVERSE,
+    STUDENT,
+    blocks,
+    stratum_name,
+    style_runs,
+)
+from distillscope.report.claims.estimate import Estimate, not_tested
+from distillscope.report.claims.evidence import ClaimEvidence
+from distillscope.report.claims.spec import ABOVE, ONLY, Claim, Part
+
+STYLE = "style"
+SHARE = "eval/teacher_style_share"
+MARGIN_PP = 20.0
+
+
+def others_minus_resister(view: ClaimEvidence) -> list[Estimate]:
+    """Each other configuration's style share − OnPD + reverse KL's."""
+    rows = view.rows(STYLE)
+    rows = rows[style_runs(rows)]
+    if rows.empty or POLICY not in rows or KIND not in rows:
+        lack = "style runs (a teacher style flag or instruction) in `style`"
+        return [not_tested("other − OnPD+RKL", lack)]
+    b = blocks(view, STYLE, rows, SHARE)
+    if isinstance(b, str):
+        return [not_tested("other − OnPD+RKL", b)]
+    it = b.mask(**{POLICY: STUDENT, KIND: REVERSE})
+    if it.sum() != 1:
+        return [not_tested("other − OnPD+RKL", "one OnPD + reverse KL cell in `style`")]
+    shown = [c for c in (POLICY, KIND) if c in b.cells]
+    return [
+        b.difference(
+            b.mask(**{POLICY: b.cells.at[i, POLICY], KIND: b.cells.at[i, KIND]}) & ~it,
+            it,
+            stratum_name(b.cells, i, shown),
+        )
+        for i in range(len(b.cells))
+        if not it[i]
+    ]
+
+
+CLAIMS = (
+    Claim(
+        id=12,
+        title="OnPD + reverse KL resists teacher-style transfer; the other three configurations "
+        "adopt it.",
+        source="[P] §4.5",
+        quote="only on-policy reverse KL resists adopting the teacher's style (Spanish "
+        "reasoning); the other three configurations adopt it",
+        experiments=(STYLE,),
+        parts=(
+            Part(
+                "other − OnPD+RKL",
+                "each other rollout × KL configuration's teacher-style share − OnPD + reverse "
+                "KL's, on the `style` runs' cell + seed fit",
+                others_minus_resister,
+                ONLY,
+                ABOVE,
+                MARGIN_PP,
+                "[P]: the three adopt the style, OnPD + reverse KL does not (≈ 70% vs ≈ 10% in "
+                "the testbed's planted picture); 20 pp is a third of that gap.",
+                published=60.0,
+                over="OnPD + reverse KL against each other configuration",
+            ),
+        ),
+        needs="the `style` experiment: style runs (task.teacher_style_flag or "
+        "task.teacher_instruction) of all four rollout × KL configurations with "
+        "eval/teacher_style_share",
+    ),
+)

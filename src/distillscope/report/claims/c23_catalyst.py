@@ -1,0 +1,119 @@
+"""Claim 23 ([D]): OPD is a catalyst, not a ceiling breaker — it speeds up early learning but
+pass@k at large k converges to the base student's.
+
+Reads only the `opd` experiment's runs against the untrained student (the study's baseline
+rows), per seed (the seed as replicate): pass@1 above the untrained student's by 5 pp, and
+pass@K at the largest K measured on both (K ≥ 32) within ±3 pp of it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from distillscope.report.claims.common import blocks, in_pp, rows_mask
+from distillscope.report.claims.estimate import Estimate, not_tested, seed_level
+from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
+from distillscope.report.claims.spec import ABOVE, POOLED, WITHIN, Claim, MarginCase, Part
+
+OPD = "opd"
+PASS1 = "eval/pass@1"
+MIN_K = 32  # "pass@k at large k"
+GAIN_PP, GAP_PP = 5.0, 3.0
+_PASS = re.compile(r"eval/pass@(\d+)")
+
+
+def _ks(rows: pd.DataFrame) -> set[int]:
+    """The k of every pass@k measured (some finite value) in ``rows``."""
+    out = set()
+    for c in rows.columns:
+        m = _PASS.fullmatch(c)
+        if m and pd.to_numeric(rows[c], errors="coerce").notna().any():
+            out.add(int(m.group(1)))
+    return out
+
+
+def _versus(view: ClaimEvidence, metric: str, label: str) -> list[Estimate]:
+    rows, base = view.rows(OPD), view.baseline()
+    lack = missing_metric(rows, metric, f"the `{OPD}` runs")
+    lack = lack or missing_metric(base, metric, "the untrained student")
+    if lack:
+        return [not_tested(label, lack)]
+    fit = blocks(view, OPD, rows, metric)
+    if fit.thin:  # every cell of the `opd` runs needs its seeds, as any pooled level
+        return [not_tested(label, f"{fit.cell_names(fit.thin)} has fewer than 2 seeds")]
+    return [seed_level(rows, metric, label, base)]
+
+
+def pass1_gain(view: ClaimEvidence) -> list[Estimate]:
+    """pass@1 of the `opd` runs − the untrained student's, per seed."""
+    return _versus(view, PASS1, "pass@1 gain")
+
+
+def large_k_gap(view: ClaimEvidence) -> list[Estimate]:
+    """pass@K of the `opd` runs − the untrained student's at the largest K both measured."""
+    k = max(_ks(view.rows(OPD)) & _ks(view.baseline()), default=0)
+    if k < MIN_K:
+        return [
+            not_tested(
+                "pass@K gap",
+                f"eval/pass@{MIN_K} of the `{OPD}` runs and the "
+                "untrained student (eval.coverage_samples ≥ 32)",
+            )
+        ]
+    return _versus(view, f"eval/pass@{k}", f"pass@{k} gap")
+
+
+def plant(d: pd.DataFrame) -> dict[str, np.ndarray]:
+    """[D]'s picture: the `opd` runs' pass@1 10 pp above the untrained student, pass@K equal."""
+    return {PASS1: np.where(rows_mask(d, OPD), in_pp(PASS1, 10.0), 0.0)}
+
+
+def at_margin(d: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The `opd` runs' pass@32 and pass@64 exactly GAP_PP above the untrained student."""
+    gap = np.where(rows_mask(d, OPD), in_pp("eval/pass@32", GAP_PP), 0.0)
+    return {"eval/pass@32": gap, "eval/pass@64": gap}
+
+
+CLAIMS = (
+    Claim(
+        id=23,
+        title="OPD is a catalyst, not a ceiling breaker: pass@k at large k converges to the "
+        "base student's.",
+        source="[D]",
+        quote="OPD is a catalyst rather than a ceiling breaker: it speeds up learning, but "
+        "pass@k at large k converges to that of the base student",
+        experiments=(OPD,),
+        parts=(
+            Part(
+                "pass@1 gain",
+                "pass@1 of the `opd` runs − the untrained student's, per seed (the seed as "
+                "replicate)",
+                pass1_gain,
+                POOLED,
+                ABOVE,
+                GAIN_PP,
+                "'speeds up learning': a gain the scorecard calls learned (5 pp).",
+                published=10.0,
+            ),
+            Part(
+                "pass@K gap",
+                f"pass@K of the `opd` runs − the untrained student's, K the largest k ≥ {MIN_K} "
+                "measured on both, per seed",
+                large_k_gap,
+                POOLED,
+                WITHIN,
+                GAP_PP,
+                "'converges to the base student's': equal within 3 pp, about one evaluation "
+                "SE of pass@32 on 100 items.",
+                published=0.0,
+            ),
+        ),
+        needs=f"pass@k up to k ≥ {MIN_K} (eval.coverage_samples ≥ {MIN_K}) on the untrained "
+        f"student (baseline rows) and the `{OPD}` experiment's OPD runs",
+        plant=plant,
+        margin_cases=(MarginCase("pass@K of the OPD runs +margin", at_margin, True),),
+    ),
+)

@@ -1,0 +1,158 @@
+"""Claims 26 and 27 ([D]): OPD accelerates early learning; regulated OPD beats the RLVR
+baseline.
+
+Both read the `opd` experiment and `grpo`: GRPO from the untrained student on the OPD task at
+the OPD runs' budget (the `paper` preset's second RLVR stage). Seeds are blocks across the two
+(a GRPO run carries its parent's seed). Claim 26: in-training accuracy at 25% of the steps —
+the mean over the steps in [20%, 30%) of a run of ``rollout/reward`` (OPD) or
+``rlvr/accuracy`` (GRPO), both the share of the step's sampled completions the verifier accepts
+— unregulated OPD − GRPO above 5 pp. Claim 27: final held-out accuracy, hard-clip or
+log-compression OPD (``eval/accuracy``) − GRPO (``rlvr/eval_accuracy``: the same task, items
+and sampling settings as the distillation run's evaluation) above 2 pp under either regulation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from distillscope.report.aggregate import percent_scale
+from distillscope.report.claims.common import ACC
+from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
+from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
+from distillscope.report.claims.spec import ABOVE, ANY, POOLED, Claim, Part
+
+OPD, GRPO = "opd", "grpo"
+REG = "objective.regulation"
+REGULATED = ("hard_clip", "log_compress")
+EARLY = "traj/accuracy_at_quarter_pp"
+WINDOW = (0.2, 0.3)  # "at 25% of the steps": the steps in [20%, 30%) of a run
+EARLY_PP, FINAL_PP = 5.0, 2.0
+GRPO_FINAL = "rlvr/eval_accuracy"
+ARM = "arm"
+Y = "_pp"  # the compared measure in pp (an unregistered name: Blocks leaves it unscaled)
+NEEDS_GRPO = (
+    "GRPO from the untrained student on the OPD task (the `grpo` RLVR stage of the paper preset)"
+)
+
+
+def accuracy_at_quarter(metrics: pd.DataFrame) -> float:
+    """Mean share of verified completions over the steps in WINDOW of a run, in pp (GRPO's
+    ``rlvr/accuracy``, else OPD's ``rollout/reward``); NaN when neither was logged."""
+    col = next((c for c in ("rlvr/accuracy", "rollout/reward") if c in metrics), None)
+    if metrics.empty or col is None:
+        return math.nan
+    frame = metrics.sort_values("step") if "step" in metrics else metrics
+    values = pd.to_numeric(frame[col], errors="coerce").dropna().reset_index(drop=True)
+    lo, hi = (math.floor(len(values) * w) for w in WINDOW)
+    window = values.iloc[lo : max(hi, lo + 1)]
+    return 100.0 * float(window.mean()) if len(window) else math.nan
+
+
+def _arms(view: ClaimEvidence, opd: pd.DataFrame, metric: str, grpo_metric: str) -> Blocks | str:
+    """One fit of ``metric`` over OPD runs ``opd`` and the GRPO runs (``grpo_metric`` there),
+    the arm as the cell and the seed as the block; or what is missing."""
+    grpo = view.rows(GRPO, rlvr=True)
+    if grpo.empty:
+        return NEEDS_GRPO
+    lack = missing_metric(opd, metric, f"the `{OPD}` runs")
+    lack = lack or missing_metric(grpo, grpo_metric, f"the `{GRPO}` runs")
+    if lack:
+        return lack
+
+    def pp(rows: pd.DataFrame, col: str) -> pd.Series:
+        return pd.to_numeric(rows[col], errors="coerce") * percent_scale(col)
+
+    both = pd.concat(
+        [
+            opd.assign(**{ARM: opd[REG].map(str), Y: pp(opd, metric)}),
+            grpo.assign(**{ARM: "grpo", Y: pp(grpo, grpo_metric)}),
+        ]
+    )
+    return Blocks(both, Y, [ARM])
+
+
+def _diff(b: Blocks, arm: str, label: str) -> Estimate:
+    a, g = b.mask(**{ARM: arm}), b.mask(**{ARM: "grpo"})
+    for side in (a, g):
+        thin = [i for i in b.thin if side[i]]
+        if thin:
+            return not_tested(label, f"{b.cell_names(thin)} has fewer than 2 seeds")
+    return b.difference(a, g, label)
+
+
+def early_lead(view: ClaimEvidence) -> list[Estimate]:
+    """Unregulated OPD − GRPO, in-training accuracy at 25% of the steps."""
+    opd = view.rows(OPD)
+    opd = opd[opd[REG].map(str) == "none"] if REG in opd.columns else opd.iloc[0:0]
+    b = _arms(view, opd, EARLY, EARLY)
+    if isinstance(b, str):
+        return [not_tested("Δ early", b)]
+    return [_diff(b, "none", "Δ early")]
+
+
+def final_lead(view: ClaimEvidence) -> list[Estimate]:
+    """Per regulation, regulated OPD − GRPO, final held-out accuracy."""
+    opd = view.rows(OPD)
+    opd = opd[opd[REG].map(str).isin(REGULATED)] if REG in opd.columns else opd.iloc[0:0]
+    b = _arms(view, opd, ACC, GRPO_FINAL)
+    if isinstance(b, str):
+        return [not_tested("Δ final", b)]
+    regs = [r for r in REGULATED if b.mask(**{ARM: r}).any()]
+    return [_diff(b, r, r) for r in regs] or [not_tested("Δ final", "regulated `opd` runs")]
+
+
+PURPOSE = (
+    "[D] compares OPD with an RLVR baseline trained from the same untrained student; the "
+    "`grpo` stage is that baseline on the OPD task and budget."
+)
+CLAIMS = (
+    Claim(
+        id=26,
+        title="OPD accelerates early learning (dense token-level guidance).",
+        source="[D]",
+        quote="on-policy distillation accelerates early learning: dense token-level guidance "
+        "instead of a sparse sequence-level reward",
+        experiments=(OPD, GRPO),
+        parts=(
+            Part(
+                "Δ early",
+                "share of verified completions at 25% of the steps (mean over [20%, 30%) of "
+                "each run's metrics.jsonl), unregulated `opd` runs − `grpo` runs, seed-blocked",
+                early_lead,
+                POOLED,
+                ABOVE,
+                EARLY_PP,
+                f"'accelerates': a lead the scorecard calls learned (5 pp). {PURPOSE}",
+                published=15.0,
+            ),
+        ),
+        needs=f"the `{OPD}` experiment and {NEEDS_GRPO}, with metrics.jsonl (report from a "
+        "study directory)",
+        features={EARLY: accuracy_at_quarter},
+    ),
+    Claim(
+        id=27,
+        title="Regulated OPD beats the RLVR baseline.",
+        source="[D]",
+        quote="regulated OPD outperforms the RLVR (GRPO) baseline",
+        experiments=(OPD, GRPO),
+        parts=(
+            Part(
+                "Δ final",
+                "final held-out accuracy, hard-clip (or log-compression) `opd` runs "
+                "(eval/accuracy) − `grpo` runs (rlvr/eval_accuracy, same items and settings), "
+                "seed-blocked",
+                final_lead,
+                ANY,
+                ABOVE,
+                FINAL_PP,
+                f"as claim 21's margin (2 pp) for the same kind of comparison. {PURPOSE}",
+                published=5.0,
+                over="regulation",
+            ),
+        ),
+        needs=f"the `{OPD}` experiment with regulated runs and {NEEDS_GRPO}",
+    ),
+)

@@ -1,0 +1,93 @@
+"""docs/method.md §9's claim list and docs/scorecard.md's claim table, rendered from the specs.
+
+    python -m distillscope.report.claims.docs      # rewrite both between their markers
+
+Each document keeps a marked block (``<!-- claims:begin -->`` … ``<!-- claims:end -->`` in
+docs/method.md, ``<!-- claim-table:begin -->`` … ``<!-- claim-table:end -->`` in
+docs/scorecard.md) that is exactly the rendering of the specifications (``report.claims``) and,
+for the claims not yet specified, of their legacy rules; a test fails when either drifts.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from distillscope.report.claims import CLAIMS, Claim
+from distillscope.report.claims.spec import Part
+from distillscope.report.scorecard import LEGACY
+
+DOCS = Path(__file__).resolve().parents[4] / "docs"
+BLOCKS = {
+    "method.md": ("<!-- claims:begin -->\n", "<!-- claims:end -->"),
+    "scorecard.md": ("<!-- claim-table:begin -->\n", "<!-- claim-table:end -->"),
+}
+
+
+def _part_line(kind: str, p: Part) -> str:
+    return (
+        f"   - {kind} `{p.claimed()}` ({p.quantified()}; published ≈ {p.published:g}): "
+        f"{p.estimand}. *Margin:* {p.why}"
+    )
+
+
+def _claim_text(c: Claim) -> list[str]:
+    lines = [
+        f"{c.id}. **{c.title}** {c.source}: “{c.quote}”. Reads only "
+        f"{', '.join(f'`{e}`' for e in c.experiments)}."
+    ]
+    lines += [_part_line("Premise", p) for p in c.premises]
+    lines += [_part_line("Part", p) for p in c.parts]
+    return lines
+
+
+def method_claims() -> str:
+    """The numbered claim list of docs/method.md §9."""
+    specs = {c.id: c for c in CLAIMS}
+    legacy = {r.id: r for r in LEGACY}
+    lines = []
+    for cid in sorted({*specs, *legacy}):
+        if cid in specs:
+            lines += _claim_text(specs[cid])
+        else:
+            r = legacy[cid]
+            lines.append(f"{cid}. **{r.claim}** (rule: `{r.judge.__module__.split('.')[-1]}`)")
+    return "\n".join(lines) + "\n"
+
+
+def scorecard_table() -> str:
+    """The claim table of docs/scorecard.md: claim, finding, what a study must contain."""
+    specs = {c.id: (c.title, c.needs, c.source) for c in CLAIMS}
+    legacy = {r.id: (r.claim, r.needs, "") for r in LEGACY}
+    rows = ["| claim | finding | source | a study must contain |", "|---|---|---|---|"]
+    for cid, (title, needs, source) in sorted({**legacy, **specs}.items()):
+        rows.append(f"| {cid} | {title} | {source or '—'} | {needs} |")
+    return "\n".join(rows) + "\n"
+
+
+RENDER = {"method.md": method_claims, "scorecard.md": scorecard_table}
+
+
+def rendered_block(text: str, name: str) -> str | None:
+    """The marked block of document ``name``'s ``text`` (None when the markers are missing)."""
+    begin, end = BLOCKS[name]
+    _, found, rest = text.partition(begin)
+    block, found_end, _ = rest.partition(end)
+    return block if found and found_end else None
+
+
+def rewrite(name: str) -> None:
+    """Rewrite document ``name``'s marked block from the specifications."""
+    path = DOCS / name
+    begin, end = BLOCKS[name]
+    head, found, rest = path.read_text(encoding="utf-8").partition(begin)
+    _, found_end, tail = rest.partition(end)
+    if not (found and found_end):
+        sys.exit(f"{path}: the markers {begin.strip()} … {end} are missing")
+    path.write_text(head + begin + RENDER[name]() + end + tail, encoding="utf-8")
+    print(f"wrote the claims of {path}")
+
+
+if __name__ == "__main__":
+    for doc in BLOCKS:
+        rewrite(doc)

@@ -1,0 +1,286 @@
+"""Seed-blocked estimates of the scorecard: a two-way cell + seed fit, contrasts, levels, ranges.
+
+Cells of one seed share the evaluation stream (common random numbers, docs/method.md §9
+"Statistics"), so a seed is a *block*. One metric over the cells a part reads is fitted by the
+additive model
+
+    y_cs = μ_c + β_s + ε_cs,    ε_cs ~ N(0, σ²) independent,
+
+by least squares (``Blocks``): μ̂ = the cell effects, σ̂² = RSS / ν with ν = N − C − (S − 1).
+A contrast Σ w_c μ_c with Σ w_c = 0 is free of the seed effects: its estimate is Σ w_c μ̂_c and
+its SE σ̂ √(wᵀ (XᵀX)⁻¹ w) on ν degrees of freedom (for two cells of a balanced design this is
+the paired t-test; for C cells it pools the residual variance over them). A seed missing in
+one cell leaves only what it pairs with (its own β absorbs a lone value: residual 0, no ν).
+
+A *level* (a mean of cells, or cells minus a per-seed reference) keeps the seed effect: its
+estimate is the mean over seeds of the per-seed means and its SE their spread, sd / √S on
+S − 1 degrees of freedom — the seed, not the run, is the replicate.
+
+An ``Estimate`` gives one-sided (1 − α) t-bounds; ``RangeEstimate`` (max − min over cells)
+gives an intersection–union upper bound and a Bonferroni lower bound over the pairs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from distillscope.report.aggregate import SEED, percent_scale
+
+#: Relative size of a residual sum of squares that is float rounding (an exactly additive
+#: table: every seed shifts every cell alike), treated as zero: such a table decides nothing.
+ROUNDING = 1e-20
+
+
+def t_quantile(p: float, dof: float) -> float:
+    """The p-quantile of Student's t on ``dof`` degrees of freedom (∞: the normal's)."""
+    return float(stats.t.ppf(p, dof)) if math.isfinite(dof) else float(stats.norm.ppf(p))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One estimand in one stratum: value ± SE on ν degrees of freedom over ``seeds`` seeds.
+
+    ``missing`` non-empty: the part is "not tested" in this stratum, and says what is missing.
+    ``note`` names what the estimate left out (seeds missing on one side, duplicates).
+    """
+
+    label: str
+    value: float = math.nan
+    se: float = math.nan
+    dof: float = math.nan
+    seeds: int = 0
+    note: str = ""
+    missing: str = ""
+
+    def bounds(self, alpha: float) -> tuple[float, float]:
+        """One-sided (1 − alpha) lower and upper t-bounds; NaN without an SE (or SE = 0)."""
+        if not self.decidable():
+            return math.nan, math.nan
+        half = t_quantile(1.0 - alpha, self.dof) * self.se
+        return self.value - half, self.value + half
+
+    def decidable(self) -> bool:
+        """Whether the estimate has a positive, finite SE on ν > 0 (else it decides nothing)."""
+        ok = math.isfinite(self.value) and math.isfinite(self.se) and self.se > 0
+        return ok and not math.isnan(self.dof) and self.dof > 0
+
+    def reach(self, alpha: float, power: float = 0.8, two_sided: bool = False) -> float:
+        """The distance from a margin at which a true effect is decided with ``power``:
+        (t₁₋α(ν) + t_power(ν)) · SE (for an equivalence band, t₁₋₍₁₋power₎/₂)."""
+        if not self.decidable():
+            return math.nan
+        q = 1 - (1 - power) / 2 if two_sided else power
+        return (t_quantile(1 - alpha, self.dof) + t_quantile(q, self.dof)) * self.se
+
+
+@dataclass(frozen=True)
+class RangeEstimate(Estimate):
+    """max − min of cell effects: ``diffs`` |μ̂_i − μ̂_j| and ``ses`` over every pair i < j."""
+
+    diffs: tuple[float, ...] = ()
+    ses: tuple[float, ...] = ()
+
+    def bounds(self, alpha: float) -> tuple[float, float]:
+        """Lower: max |dᵢⱼ| − t₁₋α/k·SEᵢⱼ (Bonferroni over the k pairs); upper: max |dᵢⱼ| +
+        t₁₋α·SEᵢⱼ (every pair within the band: an intersection–union test)."""
+        if not self.decidable() or not self.diffs:
+            return math.nan, math.nan
+        d, se = np.array(self.diffs), np.array(self.ses)
+        lo = float((d - t_quantile(1 - alpha / len(d), self.dof) * se).max())
+        hi = float((d + t_quantile(1 - alpha, self.dof) * se).max())
+        return max(lo, 0.0), hi
+
+
+def not_tested(label: str, what: str) -> Estimate:
+    """An estimate that could not be made: its part is "not tested: ``what``"."""
+    return Estimate(label, missing=what)
+
+
+@dataclass
+class Blocks:
+    """The two-way cell + seed least-squares fit of one metric (display units) over ``rows``.
+
+    ``cells``: one row per cell (the ``by`` columns, ``n`` seeds, ``mean`` of its runs, ``mu``
+    the fitted effect); cells of one seed are listed in ``thin``; seeds absent from some cell
+    in ``incomplete``.
+    """
+
+    rows: pd.DataFrame
+    metric: str
+    by: list[str]
+    cells: pd.DataFrame = field(init=False)
+    thin: list[int] = field(init=False)
+    incomplete: list[str] = field(init=False)
+    sigma2: float = field(init=False)
+    dof: float = field(init=False)
+    per_seed: pd.DataFrame = field(init=False, repr=False)  # cells × seeds (NaN: absent)
+    _cov: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        y = pd.to_numeric(self.rows[self.metric], errors="coerce") * percent_scale(self.metric)
+        ok = y.notna().to_numpy()
+        rows, y = self.rows[ok], y[ok].to_numpy(dtype=float)
+        keys = _keys(rows, self.by)
+        cell_ids, first, cell_index = np.unique(keys, return_index=True, return_inverse=True)
+        seeds = rows[SEED].map(str).to_numpy() if SEED in rows else np.array(["?"] * len(rows))
+        seed_ids, seed_index = np.unique(seeds, return_inverse=True)
+        c, s = len(cell_ids), len(seed_ids)
+        self.cells = rows.iloc[first][self.by].reset_index(drop=True)
+        n = np.bincount(cell_index, minlength=c)
+        self.cells["n"] = n
+        self.cells["mean"] = np.bincount(cell_index, y, c) / np.maximum(n, 1)
+        self.thin = [i for i in range(c) if n[i] < 2]
+        total, count = np.zeros((c, s)), np.zeros((c, s))
+        np.add.at(total, (cell_index, seed_index), y)
+        np.add.at(count, (cell_index, seed_index), 1.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.per_seed = pd.DataFrame(total / count, columns=list(seed_ids))
+        self.incomplete = [str(seed_ids[k]) for k in range(s) if (count[:, k] == 0).any()]
+        self._fit(y, cell_index, seed_index, c, s)
+
+    def _fit(self, y: np.ndarray, ci: np.ndarray, si: np.ndarray, c: int, s: int) -> None:
+        x = np.zeros((len(y), c + max(s - 1, 0)))
+        x[np.arange(len(y)), ci] = 1.0
+        for k in range(1, s):  # seed 0 is the reference level
+            x[si == k, c + k - 1] = 1.0
+        xtx_inv = np.linalg.pinv(x.T @ x)
+        beta = xtx_inv @ x.T @ y
+        resid = y - x @ beta
+        rank = int(np.linalg.matrix_rank(x)) if len(y) else 0
+        self.dof = float(len(y) - rank)
+        rss = float(resid @ resid)
+        if rss <= ROUNDING * float(y @ y):  # an exactly additive table: rounding, not noise
+            rss = 0.0
+        self.sigma2 = rss / self.dof if self.dof > 0 else math.nan
+        self.cells["mu"] = beta[:c] if c else []
+        self._cov = xtx_inv[:c, :c]
+
+    def mask(self, **values: object) -> np.ndarray:
+        """Cells whose columns equal ``values`` (keys with ``__`` for dots: ``optim__lr=1e-4``)."""
+        m = np.ones(len(self.cells), dtype=bool)
+        for key, value in values.items():
+            col = key.replace("__", ".")
+            m &= (self.cells[col].map(str) == str(value)).to_numpy()
+        return m
+
+    def contrast(self, w: np.ndarray, label: str) -> Estimate:
+        """Σ w_c μ_c (Σ w = 0) with its seed-blocked SE; "not tested" when a weighted cell has
+        one seed."""
+        used = np.flatnonzero(w != 0)
+        thin = [i for i in used if i in self.thin]
+        if thin:
+            return not_tested(label, f"{self.cell_names(thin)} has fewer than 2 seeds")
+        value = float(w @ self.cells["mu"].to_numpy(dtype=float))
+        se = math.sqrt(max(float(w @ self._cov @ w), 0.0) * self.sigma2)
+        seeds = int(self.cells["n"].to_numpy()[used].min()) if len(used) else 0
+        return Estimate(label, value, se, self.dof, seeds, self.seed_note())
+
+    def difference(self, a: np.ndarray, b: np.ndarray, label: str) -> Estimate:
+        """Mean effect of cells ``a`` − mean of cells ``b`` (masks); not tested when a side is
+        empty."""
+        if not a.any() or not b.any():
+            side = "first" if not a.any() else "second"
+            return not_tested(label, f"no cell on the {side} side of {label}")
+        return self.contrast(a / a.sum() - b / b.sum(), label)
+
+    def range(self, m: np.ndarray, label: str) -> Estimate:
+        """max − min of the effects of cells ``m`` (``RangeEstimate``)."""
+        idx = np.flatnonzero(m)
+        if len(idx) < 2:
+            return not_tested(label, f"fewer than 2 cells for {label}")
+        thin = [i for i in idx if i in self.thin]
+        if thin:
+            return not_tested(label, f"{self.cell_names(thin)} has fewer than 2 seeds")
+        mu = self.cells["mu"].to_numpy(dtype=float)
+        i, j = np.triu_indices(len(idx), 1)
+        a, b = idx[i], idx[j]
+        diffs = np.abs(mu[a] - mu[b])
+        cov = self._cov
+        ses = np.sqrt(np.maximum(cov[a, a] + cov[b, b] - 2 * cov[a, b], 0.0) * self.sigma2)
+        value = float(mu[idx].max() - mu[idx].min())
+        seeds = int(self.cells["n"].to_numpy()[idx].min())
+        note = self.seed_note()
+        return RangeEstimate(
+            label, value, float(ses.max()), self.dof, seeds, note, "", tuple(diffs), tuple(ses)
+        )
+
+    def level(self, m: np.ndarray, label: str) -> Estimate:
+        """The mean of cells ``m`` with the seed as the replicate: per seed present in every
+        one of them, the mean over those cells; SE = their sd / √S on S − 1 (the seed effect
+        stays in a level)."""
+        idx = np.flatnonzero(m)
+        if not len(idx):
+            return not_tested(label, f"no cell for {label}")
+        thin = [i for i in idx if i in self.thin]
+        if thin:
+            return not_tested(label, f"{self.cell_names(thin)} has fewer than 2 seeds")
+        table = self.per_seed.iloc[idx]
+        full = table.dropna(axis=1)
+        per = full.mean(axis=0)
+        if len(per) < 2:
+            return not_tested(label, f"fewer than 2 seeds common to the cells of {label}")
+        left = [str(s) for s in table.columns if s not in full.columns]
+        note = f"seed(s) {', '.join(left)} missing in some cell: left out" if left else ""
+        sd = float(per.std(ddof=1))
+        return Estimate(
+            label, float(per.mean()), sd / math.sqrt(len(per)), len(per) - 1.0, len(per), note
+        )
+
+    def cell_names(self, idx: Sequence[int]) -> str:
+        """Cells ``idx`` named by their varying columns."""
+        varying = [c for c in self.by if self.cells[c].map(str).nunique() > 1] or self.by
+        return "; ".join(
+            ", ".join(f"{c.split('.')[-1]}={self.cells.at[i, c]}" for c in varying) for i in idx
+        )
+
+    def seed_note(self) -> str:
+        """Which seeds left the blocks (missing in some cell), for the evidence."""
+        if not self.incomplete:
+            return ""
+        return f"seed(s) {', '.join(self.incomplete)} missing in some cell: left those pairs"
+
+
+def _keys(rows: pd.DataFrame, by: Sequence[str]) -> np.ndarray:
+    """One string per row joining its ``by`` values (NaN → "nan": missing values match)."""
+    if not by:
+        return np.array([""] * len(rows))
+    cols = [rows[c].map(str).tolist() for c in by]
+    return np.array(["|".join(t) for t in zip(*cols, strict=True)])
+
+
+def seed_level(
+    rows: pd.DataFrame, metric: str, label: str, reference: pd.DataFrame | None = None
+) -> Estimate:
+    """The mean of ``metric`` (display units) over ``rows`` with the seed as the replicate.
+
+    Per seed: the mean over that seed's runs, minus (when ``reference`` rows are given) the
+    reference's mean for the same seed — or, where no reference row has that seed, the
+    reference's overall mean. Estimate = mean over seeds; SE = their sd / √S on S − 1.
+    """
+    scale = percent_scale(metric)
+    y = pd.to_numeric(rows[metric], errors="coerce") * scale
+    per = y.groupby(rows[SEED].map(str)).mean().dropna()
+    note = ""
+    if reference is not None:
+        r = pd.to_numeric(reference[metric], errors="coerce") * scale
+        ref_seeds = r.groupby(reference[SEED].map(str)).mean().dropna()
+        if ref_seeds.empty:
+            return not_tested(label, f"{metric} of the untrained student")
+        common = per.index.intersection(ref_seeds.index)
+        if len(common) >= 2:
+            per = per[common] - ref_seeds[common]
+        else:
+            per = per - float(ref_seeds.mean())
+            note = "no seed of the reference matches: against its overall mean"
+    if len(per) < 2:
+        return not_tested(label, f"{label}: fewer than 2 seeds")
+    sd = float(per.std(ddof=1))
+    return Estimate(
+        label, float(per.mean()), sd / math.sqrt(len(per)), len(per) - 1.0, len(per), note
+    )

@@ -1,0 +1,123 @@
+"""What a claim's specification is made of (docs/method.md §9 preamble).
+
+A ``Claim`` quotes its seed statement and lists its ``Part``s and premises. A part is an
+estimand (``estimate``: one ``Estimate`` per stratum) with a quantifier over those strata, a
+direction (``side``) and a margin taken from the published numbers (``why``: how it follows
+from them). The runner (``report.scorecard``) decides each part on both sides of its margin;
+this module holds only declarations and the words the docs are generated from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from distillscope.report.claims.estimate import Estimate
+    from distillscope.report.claims.evidence import Evidence
+
+#: Quantifiers over a part's strata: the part must hold in every stratum (``EVERY``; one
+#: contradicted stratum contradicts it), on one pooled estimate (``POOLED``), in at least one
+#: stratum (``ANY``; contradicted only when every stratum is), or for one named stratum against
+#: each other one (``ONLY``: one estimate per other stratum, decided as ``EVERY``).
+EVERY, POOLED, ANY, ONLY = "every", "pooled", "any", "only"
+QUANTIFIERS = (EVERY, POOLED, ANY, ONLY)
+
+#: Directions: the estimand lies above the margin (``ABOVE``: an effect of at least that size;
+#: with a negative margin, non-inferiority), below it (``BELOW``), or inside ±margin
+#: (``WITHIN``: equivalence, both one-sided bounds inside; contradicted when the interval lies
+#: wholly outside the band). A range is ``WITHIN`` with its upper bound against the margin.
+ABOVE, BELOW, WITHIN = "above", "below", "within"
+SIDES = (ABOVE, BELOW, WITHIN)
+
+Offsets = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One estimand of a claim, decided on both sides of its margin in each stratum."""
+
+    name: str  # a short symbol used in the evidence ("Δ_KL")
+    estimand: str  # in words, with the experiment rows it reads and how seeds block
+    estimate: Callable[[Evidence], list[Estimate]]  # one Estimate per stratum
+    quantifier: str  # QUANTIFIERS, with the strata named in ``over``
+    side: str  # SIDES
+    margin: float  # display units (pp for fractions)
+    why: str  # how the margin follows from the published numbers
+    published: float  # the published value of the estimand (display units), for power
+    over: str = ""  # the strata in words ("LR × KL cell", "KL direction"); "" when pooled
+    unit: str = "pp"
+    #: A guard ("at no LR reversed beyond uncertainty"): it can only contradict; undecided, it
+    #: does not stand in the way of support.
+    guard: bool = False
+
+    def __post_init__(self) -> None:
+        if self.quantifier not in QUANTIFIERS:
+            raise ValueError(f"part {self.name!r}: quantifier must be one of {QUANTIFIERS}")
+        if self.side not in SIDES:
+            raise ValueError(f"part {self.name!r}: side must be one of {SIDES}")
+        if self.quantifier != POOLED and not self.over:
+            raise ValueError(f"part {self.name!r}: a {self.quantifier} part names its strata")
+
+    def claimed(self) -> str:
+        """The claimed side in symbols: ``Δ_KL > 5 pp``, ``|Δ| < 2 pp``."""
+        m = f"{self.margin:g}{' ' + self.unit if self.unit else ''}"
+        if self.side == WITHIN:
+            return f"|{self.name}| < {m}"
+        if self.guard:
+            return f"not {self.name} {'<' if self.side == ABOVE else '>'} {m}"
+        return f"{self.name} {'>' if self.side == ABOVE else '<'} {m}"
+
+    def quantified(self) -> str:
+        """``every LR × KL cell``, ``pooled``, ``only OnPD + reverse KL``."""
+        return self.quantifier if self.quantifier == POOLED else f"{self.quantifier} {self.over}"
+
+
+@dataclass(frozen=True)
+class MarginCase:
+    """One part of a claim planted exactly at its margin, where "supported" is false.
+
+    ``offsets(design)`` gives per-metric offsets (stored units, one value per design row);
+    with ``on_planted`` they add to the published effects (every other part holds), else they
+    sit on the null world.
+    """
+
+    name: str
+    offsets: Callable[[pd.DataFrame], Offsets]
+    on_planted: bool = False
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One published finding (docs/method.md §9) as a specification the runner decides."""
+
+    id: int
+    title: str  # one line, the finding with its published numbers
+    source: str  # "[P] §4.1", "[D] §3"
+    quote: str  # the seed statement, quoted
+    experiments: tuple[str, ...]  # the only experiments it reads (no fallback)
+    parts: tuple[Part, ...]
+    needs: str  # what a study must contain to test it (shown when it cannot)
+    premises: tuple[Part, ...] = ()  # absent (contradicted) → "not applicable"
+    #: Trajectory features the claim reads: name → function of a run's metrics.jsonl frame.
+    features: dict[str, Callable[[pd.DataFrame], float]] = field(default_factory=dict)
+    #: The published effects in a design (calibration's "planted" world): offsets per metric.
+    plant: Callable[[pd.DataFrame], Offsets] | None = None
+    margin_cases: tuple[MarginCase, ...] = ()
+    #: A null world (no effect of any axis, students learned) makes the claim true.
+    null_true: bool = False
+    #: Metric keys it needs that no code of distillscope writes yet: "not implemented".
+    unmeasured: tuple[str, ...] = ()
+
+    def rule(self) -> str:
+        """The rule in words (the report's Rule column; docs/method.md §9), from the parts."""
+        lines = [f"Reads only: {', '.join(self.experiments)}."]
+        for p in self.premises:
+            lines.append(f"Premise {p.claimed()} ({p.quantified()}): {p.estimand}. {p.why}")
+        for p in self.parts:
+            lines.append(f"Part {p.claimed()} ({p.quantified()}): {p.estimand}. {p.why}")
+        return " ".join(lines)

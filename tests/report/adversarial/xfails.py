@@ -1,0 +1,41 @@
+"""The adversarial cases the scorecard does not yet score right, with issue 33's reason.
+
+Each runs as ``pytest.mark.xfail(strict=True)``: the moment the scorecard gets it right the
+suite fails until its line here is removed. Keys are case ids (``claimNN-name``).
+"""
+
+DUPLICATES = "Scorecard III: rows with the same run id or resolved config count once"
+ONE_SEED = "Scorecard III: a cell with fewer than 2 seeds makes its part 'not tested'"
+MISSING_METRIC = "Scorecard III: a missing metric makes its part 'not tested' by name"
+NO_FALLBACK = "Scorecard III: a claim reads only its declared experiments (no fallback)"
+SIZE = "Scorecard III: an effect smaller than its margin contradicts"
+STRATA = "Scorecard III: every stratum of the quantifier is judged (no pooling away)"
+PREMISE = "Scorecard III: a missing premise is 'not applicable'"
+BOTH_SIDES = "Scorecard III: decided on both sides of the margin"
+
+KNOWN: dict[str, str] = {
+    "claim05-f-one-seed-cell": ONE_SEED,
+    "claim05-g-nan-metric": MISSING_METRIC,
+    "claim06-a-reverse-flat-at-the-high-lr": STRATA,
+    "claim06-b-reverse-slope-worth-1.6pp": SIZE,
+    "claim06-d-spectrum-only-as-other": NO_FALLBACK,
+    "claim06-f-one-seed-cell": ONE_SEED,
+    "claim06-g-nan-metric": MISSING_METRIC,
+    "claim06-null-flat": BOTH_SIDES,
+    "claim07-d-spectrum-only-as-other": NO_FALLBACK,
+    "claim07-f-one-seed-cell": ONE_SEED,
+    "claim07-g-nan-metric": MISSING_METRIC,
+    "claim08-d-spectrum-only-as-other": NO_FALLBACK,
+    "claim08-f-one-seed-cell": ONE_SEED,
+    "claim08-g-nan-metric": MISSING_METRIC,
+    "claim11-c-no-advantage-before-rlvr": PREMISE,
+    "claim11-d-rlvr-runs-only-in-another-experiment": NO_FALLBACK,
+    "claim11-e-duplicate-configs": DUPLICATES,
+    "claim11-e-duplicate-run-ids": DUPLICATES,
+    "claim11-f-one-seed-cell": ONE_SEED,
+    "claim11-g-nan-metric": MISSING_METRIC,
+    "claim14-f-one-seed-cell": ONE_SEED,
+    "claim14-g-nan-metric": MISSING_METRIC,
+    "claim15-f-one-seed-cell": ONE_SEED,
+    "claim15-g-nan-metric": MISSING_METRIC,
+}

@@ -1,0 +1,99 @@
+"""Decisions on both sides of a margin, the quantifiers, and the reasons of undecided parts."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats
+
+from distillscope.report.claims.estimate import Estimate, RangeEstimate, not_tested
+from distillscope.report.claims.spec import ABOVE, ANY, BELOW, EVERY, POOLED, WITHIN, Part
+from distillscope.report.verdicts import (
+    CONTRADICTED,
+    NOT_TESTED,
+    SUPPORTED,
+    UNDECIDED,
+    decide_part,
+    decide_stratum,
+    interval_text,
+)
+
+T = stats.t.ppf(0.975, 10)  # the one-sided 97.5% quantile on 10 degrees of freedom
+
+
+def _part(side: str, margin: float = 5.0, quantifier: str = POOLED, published: float = 17.0):
+    return Part("Δ", "d", lambda v: [], quantifier, side, margin, "why", published, over="x")
+
+
+def _x(value: float, se: float = 1.0, label: str = "s") -> Estimate:
+    return Estimate(label, value, se, 10.0, 11)
+
+
+@pytest.mark.parametrize(
+    ("side", "value", "state"),
+    [
+        (ABOVE, 5.0 + T + 0.01, SUPPORTED),  # lower bound just above the margin
+        (ABOVE, 5.0 + T - 0.01, UNDECIDED),
+        (ABOVE, 5.0 - T - 0.01, CONTRADICTED),  # upper bound below: a size the claim denies
+        (ABOVE, 5.0 - T + 0.01, UNDECIDED),
+        (BELOW, 5.0 - T - 0.01, SUPPORTED),
+        (BELOW, 5.0 + T + 0.01, CONTRADICTED),
+        (WITHIN, 0.0, SUPPORTED),  # ±T inside ±5
+        (WITHIN, 5.0 - T + 0.01, UNDECIDED),
+        (WITHIN, 5.0 + T + 0.01, CONTRADICTED),  # wholly outside the band
+        (WITHIN, -5.0 - T - 0.01, CONTRADICTED),
+    ],
+)
+def test_each_side_of_the_margin(side, value, state):
+    assert decide_stratum(_part(side), _x(value), 0.025).state == state
+
+
+def test_contradiction_uses_its_own_level():
+    part, x = _part(ABOVE), _x(5.0 - T - 0.01)
+    assert decide_stratum(part, x, 0.025).state == CONTRADICTED
+    assert decide_stratum(part, x, 0.0025).state == UNDECIDED  # Bonferroni over 10 tests
+
+
+def test_a_range_is_judged_by_its_upper_and_lower_bounds():
+    wide = RangeEstimate("r", 9.0, 1.0, 10.0, 3, diffs=(9.0,), ses=(1.0,))
+    narrow = RangeEstimate("r", 1.0, 1.0, 10.0, 3, diffs=(1.0,), ses=(1.0,))
+    assert decide_stratum(_part(WITHIN, published=2.0), wide, 0.025).state == CONTRADICTED
+    assert decide_stratum(_part(WITHIN, published=2.0), narrow, 0.025).state == SUPPORTED
+
+
+def test_quantifiers_every_and_any():
+    good, bad, open_ = _x(20.0), _x(-10.0), _x(5.0)
+    every = _part(ABOVE, quantifier=EVERY)
+    assert decide_part(every, [good, good], 0.025).state == SUPPORTED
+    assert decide_part(every, [good, open_], 0.025).state == UNDECIDED
+    assert decide_part(every, [good, bad], 0.025).state == CONTRADICTED  # one stratum suffices
+    anyp = _part(ABOVE, quantifier=ANY)
+    assert decide_part(anyp, [bad, good], 0.025).state == SUPPORTED
+    assert decide_part(anyp, [bad, open_], 0.025).state == UNDECIDED
+    assert decide_part(anyp, [bad, bad], 0.025).state == CONTRADICTED
+
+
+def test_a_missing_stratum_is_not_tested_by_name_unless_another_contradicts():
+    part = _part(ABOVE, quantifier=EVERY)
+    gone = not_tested("s2", "eval/forgetting_pp of main")
+    d = decide_part(part, [_x(20.0), gone], 0.025)
+    assert d.state == NOT_TESTED and d.reason == "eval/forgetting_pp of main"
+    assert decide_part(part, [_x(-10.0), gone], 0.025).state == CONTRADICTED
+
+
+def test_reasons_say_lacks_power_or_near_the_margin():
+    part = _part(ABOVE, margin=5.0, published=17.0)
+    weak = decide_stratum(part, _x(8.0, se=6.0), 0.025)
+    assert weak.reason.startswith("lacks power (smallest effect the design decides: Δ beyond")
+    assert "seeds would decide the published 17" in weak.reason
+    near = decide_stratum(part, _x(6.0, se=1.0), 0.025)
+    assert near.reason.startswith("effect near its margin: +6.0 pp")
+    flat = decide_stratum(part, _x(6.0, se=0.0), 0.025)
+    assert flat.state == UNDECIDED and "no seed variance" in flat.reason
+
+
+def test_intervals_are_labelled_with_their_real_level():
+    text = interval_text(_x(1.0))
+    assert text.endswith("(95% CI)") and "98%" not in text
+    assert "no interval" in interval_text(Estimate("s", 1.0, math.nan, math.nan, 1))

@@ -29,6 +29,10 @@ pytest.importorskip("lingua")
 REAL_PRESETS = ("paper-qwen", "paper-llama")
 #: Claims read from run directories (metrics.jsonl trajectories), which a planned table lacks.
 TRAJECTORY_CLAIMS = {16, 19}
+#: Claims whose evidence the real presets do not plan: the GRPO-from-the-untrained-student
+#: baseline of 26–27 and the two students of 28 are experiments of the testbed `paper` preset
+#: only, and claim 25 reads measured answer lengths (≥ 300 tokens), which a plan cannot hold.
+UNPLANNED_CLAIMS = {25, 26, 27, 28}
 EXPERIMENTS = {
     "main", "lr_sweep", "spectrum", "no_clip", "sampled", "style", "opd", "teacher_scale",
     "diversity", "long_chain", "rlvr",
@@ -163,8 +167,7 @@ def test_the_real_preset_plans_every_experiment_and_every_claim(
     table = draw(d, "planted", metrics, noise, typical, np.random.default_rng(0))
     verdicts = {r.id: r.verdict for r in score_claims(table)}
     missing = {c: v for c, v in verdicts.items() if v in (NOT_TESTED, NOT_IMPLEMENTED)}
-    assert set(missing) <= TRAJECTORY_CLAIMS, missing
-    assert verdicts[25] == "inconclusive"  # the long-chain check reads real-model runs
+    assert set(missing) <= TRAJECTORY_CLAIMS | UNPLANNED_CLAIMS, missing
 
 
 def one_run_each(spec: dict) -> dict:
@@ -210,4 +213,4 @@ def test_a_smoke_of_every_experiment_runs_with_the_real_harness(inputs, padded_q
     style = runs[runs["experiment"] == "style"].iloc[0]
     assert 0.0 <= style["eval/teacher_style_share"] <= 1.0
     results = {r.id: r.verdict for r in score_claims(df, tmp_path / "study")}
-    assert len(results) == 25 and "error" not in results.values()
+    assert len(results) == 31 and "error" not in results.values()

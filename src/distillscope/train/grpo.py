@@ -92,13 +92,7 @@ def grpo(
     run = Run.claim(cfg, run_dir, overwrite, on_step, ranks=ONE_PROCESS)
     torch.manual_seed(cfg.seed)
     student, tokenizer = load_start(cfg, run_dir)
-    vocab = len(tokenizer)
-    spec = SamplingSpec(
-        max_new_tokens=r.max_new_tokens or cfg.task.max_new_tokens,
-        stop_ids=stop_token_ids((tokenizer,), (student,)),
-        pad_id=tokenizer.pad_token_id,
-        vocab_size=vocab,
-    )
+    vocab, spec = len(tokenizer), _sampling_spec(cfg, student, tokenizer)
     policy = StudentPolicy(r.temperature, r.top_p)
     pool = training_problems(task, cfg.task.eval_fraction)
     encoder = PromptEncoder(task, tokenizer, cfg.task.prompt_format)
@@ -164,6 +158,16 @@ def grpo(
     run.export(student, tokenizer)
     student.eval()
     return student, tokenizer
+
+
+def _sampling_spec(cfg: RunConfig, student: torch.nn.Module, tokenizer) -> SamplingSpec:
+    """How the RLVR stage samples: its own length budget (else the task's), the student's stops."""
+    return SamplingSpec(
+        max_new_tokens=_rlvr(cfg).max_new_tokens or cfg.task.max_new_tokens,
+        stop_ids=stop_token_ids((tokenizer,), (student,)),
+        pad_id=tokenizer.pad_token_id,
+        vocab_size=len(tokenizer),
+    )
 
 
 def _rlvr(cfg: RunConfig) -> RLVRConfig:

@@ -35,7 +35,6 @@ from distillscope.report.claims_opd import RULES_OPD
 from distillscope.report.claims_reach import RULES_REACH
 from distillscope.report.claims_rlvr import RULES_RLVR
 from distillscope.report.claims_robustness import RULES_ROBUSTNESS
-from distillscope.report.claims_spectrum import RULES_SPECTRUM
 from distillscope.report.claims_stability import RULES_STABILITY
 from distillscope.report.load import metrics_frame
 from distillscope.report.stats import ALPHA
@@ -61,7 +60,6 @@ LEGACY: list[ClaimRule] = sorted(
         r
         for r in [
             *RULES_GRID,
-            *RULES_SPECTRUM,
             *RULES_ROBUSTNESS,
             *RULES_ENTROPY,
             *RULES_STABILITY,

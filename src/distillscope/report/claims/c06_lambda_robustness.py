@@ -15,7 +15,13 @@ import pandas as pd
 from distillscope.report.claims.common import ACC, FORWARD, REVERSE, blocks, in_pp, learned_part
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.rank import axis_values, lam_curves, lam_ramp, spectrum_rows
+from distillscope.report.claims.rank import (
+    axis_values,
+    lam_curves,
+    lam_ramp,
+    mask_of,
+    spectrum_rows,
+)
 from distillscope.report.claims.spec import ABOVE, EVERY, WITHIN, Claim, MarginCase, Part
 
 SPECTRUM = "spectrum"
@@ -32,7 +38,7 @@ def _ranges(view: ClaimEvidence, kind: str, label: str) -> list[Estimate]:
     b, found, lack = _curves(view, kind, label)
     if lack:
         return [not_tested(label, lack)]
-    return [b.range(_mask(len(b.cells), idx), name) for name, idx in found.items()]
+    return [b.range(mask_of(len(b.cells), idx), name) for name, idx in found.items()]
 
 
 def forward_range(view: ClaimEvidence) -> list[Estimate]:
@@ -68,12 +74,6 @@ def reverse_best_student_side(view: ClaimEvidence) -> list[Estimate]:
 def forward_range_at_margin(d: pd.DataFrame) -> dict[str, np.ndarray]:
     """Forward KL's accuracy range over λ exactly FORWARD_MARGIN_PP at the highest LR."""
     return lam_ramp(d, ACC, FORWARD, in_pp(ACC, FORWARD_MARGIN_PP))
-
-
-def _mask(n: int, idx: np.ndarray) -> np.ndarray:
-    m = np.zeros(n, dtype=bool)
-    m[idx] = True
-    return m
 
 
 CLAIMS = (

@@ -17,7 +17,7 @@ from distillscope.report.claims import c03_lr_forgetting, c04_lr_sparsity
 from distillscope.report.claims.common import FORGET, FORWARD, MAIN, SPARSITY, blocks, in_pp
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.rank import lam_curves, lam_ramp, spectrum_rows
+from distillscope.report.claims.rank import lam_curves, lam_ramp, mask_of, spectrum_rows
 from distillscope.report.claims.spec import ABOVE, EVERY, WITHIN, Claim, MarginCase, Part
 
 SPECTRUM = "spectrum"
@@ -30,12 +30,7 @@ def _ranges(view: ClaimEvidence, metric: str, label: str) -> list[Estimate]:
     )
     if lack:
         return [not_tested(label, lack)]
-    out = []
-    for name, idx in found.items():
-        m = np.zeros(len(b.cells), dtype=bool)
-        m[idx] = True
-        out.append(b.range(m, name))
-    return out
+    return [b.range(mask_of(len(b.cells), idx), name) for name, idx in found.items()]
 
 
 def forgetting_range(view: ClaimEvidence) -> list[Estimate]:

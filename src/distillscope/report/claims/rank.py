@@ -86,6 +86,13 @@ def curves(b: Blocks, axis: str, x: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
+def mask_of(n: int, idx: np.ndarray) -> np.ndarray:
+    """A boolean mask of length ``n``, true at ``idx`` (a curve's cells for ``Blocks.range``)."""
+    m = np.zeros(n, dtype=bool)
+    m[idx] = True
+    return m
+
+
 def spearman_rows(y: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Spearman ρ of each row of ``y`` against ``x`` (ties in ``x``: average ranks; ``y`` is
     continuous, drawn or fitted)."""

@@ -127,7 +127,7 @@ def test_degenerate_scenarios_are_drawn_once(scripted):
         (3, "null", "supported", True),
         (3, "null", "contradicted", False),  # a specified effect claim: its effect is absent
         (3, "planted", "contradicted", True),  # the published effects make it true
-        (5, "null", "contradicted", True),  # a legacy rule contradicts on the opposite sign
+        (5, "null", "contradicted", False),  # a specified effect claim: its effect is absent
         (1, "null", "contradicted", True),  # a no-effect claim is true under the null
         (3, "null", "inconclusive", False),
         (3, "zeros", "not tested", False),
@@ -143,11 +143,17 @@ def test_false_verdicts(claim, scenario, verdict, false):
     assert cal._false(claim, scenario, verdict) is false
 
 
+def test_a_legacy_effect_rule_contradicting_under_the_null_is_false():
+    legacy = [c for c in CLAIM_IDS if c not in cal.SPECIFIED and c not in cal.NO_EFFECT_CLAIMS]
+    for claim in legacy:  # its opposite-sign test fired on a world without the effect
+        assert cal._false(claim, "null", "contradicted") is True
+
+
 def test_claim_ids_scored_claims_and_batches():
     assert cal._claim_ids(None) == list(CLAIM_IDS)
     assert cal._claim_ids([9, 2, 999]) == [2, 9]  # claim order, unknown ids dropped
     assert cal._scored("null", [2, 5]) == [2, 5]
-    assert cal._scored("margin", [2, 5, 7]) == [2, 7]  # claim 5 has no margin case
+    assert cal._scored("margin", [2, 8, 7]) == [2, 7]  # claim 8 has no margin case
     assert cal._runs("null", [2, 5], DRAWS) == [(None, [2, 5])]
     assert cal._runs("planted", [], DRAWS) == []
     assert cal._runs("margin", [7], DRAWS) == [(c, [7]) for c in margin_cases([7])]
@@ -157,7 +163,7 @@ def test_claim_ids_scored_claims_and_batches():
 def test_tables_counts_each_scenario():
     assert cal._tables_of("zeros", 50) == cal._tables_of("constant", 50) == 1
     assert cal._tables_of("null", 50) == cal._tables_of("margin", 50) == 50
-    assert cal.tables(50, [5]) == 50 + 1 + 1 + 0 + 50  # claim 5: no margin case
+    assert cal.tables(50, [8]) == 50 + 1 + 1 + 0 + 50  # claim 8: no margin case
     assert cal.tables(50, [3]) == 50 + 1 + 1 + 2 * 50 + 50
     assert cal.tables(5) == 5 * 2 + 2 + 5 * len(margin_cases(cal._claim_ids(None)))
 

@@ -48,29 +48,6 @@ def test_claim_4_one_pair_less_sparse_contradicts(synth):
     assert r.verdict == "contradicted", r.evidence
 
 
-def _sweep(synth, sparsity: bool = True, forgetting: bool = True, off_less: float = 2.0):
-    cells = {}
-    for i, lr in enumerate((1e-5, 2e-5, 4e-5, 6e-5)):
-        for policy in ("student", "teacher"):
-            m = {"eval/accuracy": 0.72}
-            if forgetting:
-                m["eval/forgetting_pp"] = -1.0 - 4.0 * i + (off_less if policy == "teacher" else 0)
-            if sparsity:
-                m["eval/sparsity_bf16_tau1e-06"] = 0.88 - 0.1 * i
-            cells[(policy, "forward_kl", lr)] = m
-    return pd.DataFrame([*synth.grid("lr_sweep", cells), synth.baseline_row()])
-
-
-def test_claim_5_needs_both_measurements_and_offpd_forgetting_less(synth):
-    assert _scored(_sweep(synth))[5].verdict == "supported"
-    r = _scored(_sweep(synth, forgetting=False))[5]
-    assert r.verdict == "not tested" and "eval/forgetting_pp in the LR sweep" in r.evidence
-    r = _scored(_sweep(synth, sparsity=False))[5]
-    assert r.verdict == "not tested" and "bf16 sparsity" in r.evidence
-    assert _scored(_sweep(synth, off_less=0.0))[5].verdict == "inconclusive"
-    assert _scored(_sweep(synth, off_less=-3.0))[5].verdict == "contradicted"
-
-
 def _entropy_study(synth, tmp_path, student_entropy: float, learned: bool = True):
     acc = {k: (v if learned else 0.30) for k, v in synth.PAPER_ACC.items()}
     rows = synth.grid("main", synth.main_cells(acc))

@@ -1,6 +1,5 @@
-"""Claims 6–8 (the λ-spectrum, judged at each LR) and 24 (reverse KL at the high LR collapses),
-on synthetic tables whose verdicts are known by construction: the published picture, null and
-degenerate tables, missing measurements and the adversarial tables of the issue."""
+"""Claim 24 (reverse KL at the high LR collapses) on synthetic λ-spectrum tables, and the planted
+world and margin cases of claims 6, 7 and 24 (claims 6–8 themselves: tests/report/claims/)."""
 
 from __future__ import annotations
 
@@ -13,16 +12,8 @@ import pytest
 
 from distillscope.report import score_claims
 from distillscope.report.calibrate import calibrate, planned_table, simulate
-from distillscope.report.claims_spectrum import (
-    CLAIM_06_FORWARD_MARGIN_PP,
-    CLAIM_07_MARGIN_PP,
-    lambda_range,
-    rho_beyond,
-    rho_tail,
-)
-from distillscope.report.matching import LAMBDA
-from distillscope.report.plants import MARGIN_CASES, planted_offsets
-from distillscope.report.stats import spearman, t_quantile
+from distillscope.report.claims.c06_lambda_robustness import FORWARD_MARGIN_PP
+from distillscope.report.plants import all_margin_cases, planted_offsets
 from distillscope.study.spec import expand, load_spec, preset_path
 from distillscope.study.table import plan_row
 
@@ -64,227 +55,9 @@ def _flat(value: float) -> Cell:
     return lambda kind, lam, lr: value
 
 
-def _probs(student: Cell | None = None, teacher: Cell | None = None) -> dict[str, Cell]:
-    return {
-        "rollout.student_token_prob_mean": student or (lambda k, lam, lr: 0.5 + 0.1 * lam),
-        "rollout.teacher_token_prob_mean": teacher or (lambda k, lam, lr: 0.6 - 0.08 * lam),
-    }
-
-
-def _claims(rows: list[dict] | pd.DataFrame, claims=(6, 7, 8, 24)) -> dict:
+def _claims(rows: list[dict] | pd.DataFrame, claims=(24,)) -> dict:
     df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
     return {r.id: r for r in score_claims(df, strict=True, claims=claims)}
-
-
-# ---------------------------------------------------------------------------------------------
-# The range over λ and its bounds
-
-
-def test_range_bounds_are_pairwise_t_bounds_iut_above_bonferroni_below():
-    cells = pd.DataFrame(
-        {LAMBDA: [-1.0, 0.0, 1.0], "mean": [0.0, 2.0, 4.0], "sem": [1 / math.sqrt(3)] * 3}
-    ).assign(runs=3)
-    r = lambda_range(cells, 0.025, 0.025)
-    se = math.sqrt(2 / 3)  # pooled s = 1 on 6 degrees of freedom, 3 seeds per cell
-    assert r.value == 4.0 and r.best == 1.0
-    assert r.upper == pytest.approx(4.0 + t_quantile(0.975, 6) * se)
-    assert r.lower == pytest.approx(4.0 - t_quantile(1 - 0.025 / 3, 6) * se)
-    one_seed = cells.assign(sem=math.nan, runs=1)
-    assert math.isnan(lambda_range(one_seed, 0.025, 0.025).upper)  # no seed variance: no bound
-
-
-# ---------------------------------------------------------------------------------------------
-# Claim 6
-
-
-def test_claim_6_published_picture_at_both_lrs_is_supported(synth):
-    r = _claims(_spectrum(synth, lrs=(synth.LOW, synth.HIGH)), (6,))[6]
-    assert r.verdict == "supported", r.evidence
-    assert "1e-05 (low)" in r.evidence and "5e-05 (high)" in r.evidence
-    assert r.headline.count("forward range 0.0 pp") == 2 and "reverse slope +9." in r.headline
-
-
-def test_claim_6_one_lr_spectrum_is_judged_and_names_its_lr(synth):
-    r = _claims(_spectrum(synth), (6,))[6]
-    assert r.verdict == "supported"
-    assert r.headline.startswith("LR 1e-05 (low): forward range 0.0 pp [≤ ")
-
-
-def test_claim_6_forward_collapse_at_lambda_zero_is_not_supported(synth):
-    # the adversarial table of the issue: forward KL 45 pp down at λ = 0 only; λ > 0 and λ < 0
-    # still have equal means, which the old rule (λ > 0 vs λ < 0) took for robustness
-    def acc(kind, lam, lr):
-        return _published_acc(kind, lam, lr) - (0.45 if kind == "forward_kl" and lam == 0 else 0)
-
-    r = _claims(_spectrum(synth, acc), (6,))[6]
-    assert r.verdict == "contradicted"
-    assert "forward KL range 45.0 pp" in r.evidence
-
-
-def test_claim_6_fails_when_forward_is_robust_at_one_lr_only(synth):
-    def acc(kind, lam, lr):
-        drop = 0.04 * (lam + 2) if kind == "forward_kl" and lr == synth.HIGH else 0.0
-        return _published_acc(kind, lam, lr) - drop  # 16 pp range at the high LR
-
-    r = _claims(_spectrum(synth, acc, lrs=(synth.LOW, synth.HIGH)), (6,))[6]
-    assert r.verdict == "contradicted", r.evidence
-
-
-def test_claim_6_reverse_range_route_needs_its_best_cell_at_positive_lambda(synth):
-    def peak(at: float) -> Cell:
-        # reverse KL flat at 50% with one cell 30 pp up: no trend, a large range
-        return lambda k, lam, lr: 0.72 if k == "forward_kl" else 0.50 + 0.3 * (lam == at)
-
-    assert _claims(_spectrum(synth, peak(1.0)), (6,))[6].verdict == "supported"
-    assert _claims(_spectrum(synth, peak(-1.0)), (6,))[6].verdict == "inconclusive"
-
-
-def test_claim_6_null_and_degenerate_tables_decide_nothing(synth):
-    null = _claims(_spectrum(synth, _flat(0.6)), (6,))[6]
-    assert null.verdict == "inconclusive"  # forward flat, but reverse shows no preference
-    df = pd.DataFrame(_spectrum(synth))
-    for fill in (0.0, 0.5):
-        r = _claims(df.assign(**{"eval/accuracy": fill}), (6,))[6]
-        assert r.verdict == "inconclusive" and "no seed variance" in r.evidence
-
-
-def test_claim_6_without_seed_variance_has_no_forward_bound(synth):
-    df = pd.DataFrame(_spectrum(synth))
-    one = df[(df["seed"] == 42) | df["seed"].isna()]
-    r = _claims(one, (6,))[6]
-    assert r.verdict == "inconclusive" and "[no seed variance: no bound]" in r.evidence
-
-
-def test_claim_6_needs_both_directions_and_lambda(synth):
-    df = pd.DataFrame(_spectrum(synth))
-    r = _claims(df[df["objective.kind"] != "reverse_kl"], (6,))[6]
-    assert r.verdict == "not tested" and "both forward and reverse KL" in r.evidence
-    r = _claims(df.drop(columns=["rollout.lam"]), (6,))[6]
-    assert r.verdict == "not tested" and "λ" in r.evidence
-
-
-def test_claim_6_students_that_did_not_learn_give_no_power(synth):
-    df = pd.DataFrame(_spectrum(synth))
-    df.loc[df["experiment"] == "baseline", "eval/accuracy"] = 0.72
-    r = _claims(df, (6,))[6]
-    assert r.verdict == "inconclusive" and r.evidence.startswith("no power")
-
-
-# ---------------------------------------------------------------------------------------------
-# Claim 7
-
-
-def _forget(lr_effect: float = 11.0, lam_effect: float = 0.0) -> Cell:
-    return lambda k, lam, lr: -1.0 - lr_effect * (lr == 5e-5) + lam_effect * (lam > 0)
-
-
-def _sparse(lr_effect: float = 0.33) -> Cell:
-    return lambda k, lam, lr: 0.88 - lr_effect * (lr == 5e-5)
-
-
-def _both(**kw) -> dict[str, Cell]:
-    return {"eval.forgetting_pp": _forget(**kw), "eval.sparsity_bf16_tau1e-06": _sparse()}
-
-
-def test_claim_7_flat_over_lambda_with_a_large_lr_effect_is_supported(synth):
-    rows = _spectrum(synth, lrs=(synth.LOW, synth.HIGH), **_both())
-    r = _claims(rows, (7,))[7]
-    assert r.verdict == "supported", r.evidence
-    assert "LR effect on eval/forgetting_pp (λ-spectrum) -11.0 pp" in r.evidence
-    assert r.headline.startswith("widest λ range 0.0 pp [≤ ")
-
-
-def test_claim_7_takes_the_lr_effect_from_the_main_grid_for_a_one_lr_spectrum(synth):
-    rows = _spectrum(synth, **_both()) + synth.grid("main", synth.main_cells(synth.PAPER_ACC))
-    r = _claims(rows, (7,))[7]
-    assert r.verdict == "supported", r.evidence
-    assert "(main grid)" in r.evidence
-
-
-@pytest.mark.parametrize(
-    "metrics, lacks",
-    [
-        ({"eval.sparsity_bf16_tau1e-06": _sparse()}, "lacks eval/forgetting_pp of the λ-spectrum"),
-        ({"eval.forgetting_pp": _forget()}, "lacks bf16 sparsity (τ = 1e-6) of the λ-spectrum"),
-    ],
-)
-def test_claim_7_needs_both_measurements(synth, metrics, lacks):
-    r = _claims(_spectrum(synth, lrs=(synth.LOW, synth.HIGH), **metrics), (7,))[7]
-    assert r.verdict == "not tested" and lacks in r.evidence
-
-
-def test_claim_7_needs_an_lr_contrast_and_an_lr_effect_larger_than_its_margin(synth):
-    r = _claims(_spectrum(synth, **_both()), (7,))[7]  # one LR, no main grid
-    assert r.verdict == "not tested"
-    assert "lacks an LR contrast of eval/forgetting_pp" in r.evidence
-    small = {**_both(lr_effect=1.0), "eval.sparsity_bf16_tau1e-06": _sparse(0.01)}
-    r = _claims(_spectrum(synth, lrs=(synth.LOW, synth.HIGH), **small), (7,))[7]
-    assert r.verdict == "inconclusive"
-    assert f"is not > {CLAIM_07_MARGIN_PP:g} pp beyond uncertainty" in r.evidence
-
-
-def test_claim_7_lambda_moving_forgetting_contradicts(synth):
-    rows = _spectrum(synth, lrs=(synth.LOW, synth.HIGH), **_both(lam_effect=10.0))
-    assert _claims(rows, (7,))[7].verdict == "contradicted"
-
-
-def test_claim_7_null_and_degenerate_tables_decide_nothing(synth):
-    null = {"eval.forgetting_pp": _flat(-2.0), "eval.sparsity_bf16_tau1e-06": _flat(0.8)}
-    rows = _spectrum(synth, lrs=(synth.LOW, synth.HIGH), spread=0.03, **null)
-    assert _claims(rows, (7,))[7].verdict == "inconclusive"  # no LR effect to compare with
-    df = pd.DataFrame(_spectrum(synth, lrs=(synth.LOW, synth.HIGH), **_both()))
-    for fill in (0.0, 0.5):
-        metrics = [c for c in df.columns if "/" in c]
-        assert _claims(df.assign(**dict.fromkeys(metrics, fill)), (7,))[7].verdict not in (
-            "supported",
-            "contradicted",
-        )
-
-
-# ---------------------------------------------------------------------------------------------
-# Claim 8
-
-
-def test_claim_8_published_likelihoods_are_supported_at_each_lr(synth):
-    r = _claims(_spectrum(synth, lrs=(synth.LOW, synth.HIGH), **_probs()), (8,))[8]
-    assert r.verdict == "supported"
-    assert r.headline == "weakest student ρ +1.00; weakest teacher ρ -1.00"
-    assert r.evidence.count("5e-05 (high)") == 4  # student and teacher, both KL directions
-
-
-def test_claim_8_needs_rank_correlation_of_at_least_0_8(synth):
-    # rising, and significant by the t-test of ρ, but ρ < 0.8: not the published contrast
-    rising = [0.30, 0.50, 0.35, 0.55, 0.40, 0.60, 0.45, 0.65, 0.70]
-    rho = spearman(LAMS, rising)
-    assert 0.6 < rho < 0.8
-    student = dict(zip(LAMS, rising, strict=True))
-    rows = _spectrum(synth, **_probs(student=lambda k, lam, lr: student[lam]))
-    r = _claims(rows, (8,))[8]
-    assert r.verdict == "inconclusive" and f"ρ = {rho:.2f}" in r.evidence
-
-
-def test_claim_8_p_value_of_rho_is_exact_for_short_spectra():
-    # n = 5: 1 of 5! orderings has ρ = 1, 4 have ρ = 0.9 and 3 have ρ = 0.8
-    assert rho_tail(5, 1.0) == pytest.approx(1 / 120)
-    assert rho_tail(5, 0.8) == pytest.approx(8 / 120)
-    assert rho_tail(5, -1.0) == 1.0
-    assert rho_beyond(0.8, 7, 0.025) == 1 and rho_beyond(0.8, 6, 0.025) == 0  # 2.9% at n = 6
-    assert rho_beyond(-1.0, 5, 0.025) == -1 and rho_beyond(0.9, 5, 0.025) == 0
-
-
-def test_claim_8_one_lr_flat_is_not_supported_and_reversed_teacher_contradicts(synth):
-    flat_high = _probs(student=lambda k, lam, lr: 0.5 + 0.1 * lam * (lr == 1e-5))
-    rows = _spectrum(synth, lrs=(synth.LOW, synth.HIGH), **flat_high)
-    assert _claims(rows, (8,))[8].verdict == "inconclusive"
-    rows = _spectrum(synth, **_probs(teacher=lambda k, lam, lr: 0.6 + 0.08 * lam))
-    assert _claims(rows, (8,))[8].verdict == "contradicted"
-
-
-def test_claim_8_missing_and_degenerate(synth):
-    rows = _spectrum(synth, **{"rollout.student_token_prob_mean": _flat(0.5)})
-    assert _claims(rows, (8,))[8].verdict == "not tested"
-    rows = _spectrum(synth, spread=0.0, **_probs(_flat(0.5), _flat(0.5)))
-    assert _claims(rows, (8,))[8].verdict == "inconclusive"  # ρ undefined without spread
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,13 +152,11 @@ def test_planted_effects_and_margin_cases_of_claims_6_7_24(tmp_path):
     assert np.allclose(
         offsets["eval/accuracy"][high & rev & ~first], published[high & rev & ~first]
     )
-    cases = {c.name: c for c in MARGIN_CASES if c.claim in (6, 7)}
+    cases = {c.name: c for c in all_margin_cases() if c.claim in (6, 7)}
     assert all(c.on_planted for c in cases.values()) and len(cases) == 3
     ramp = cases["forward KL's range over λ at the margin"].offsets(d)["eval/accuracy"]
     fwd_high = high & ~rev
-    assert ramp[fwd_high].max() - ramp[fwd_high].min() == pytest.approx(
-        CLAIM_06_FORWARD_MARGIN_PP / 100
-    )
+    assert ramp[fwd_high].max() - ramp[fwd_high].min() == pytest.approx(FORWARD_MARGIN_PP / 100)
     assert not ramp[~fwd_high].any()
 
 

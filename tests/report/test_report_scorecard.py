@@ -188,17 +188,6 @@ def test_full_paper_study_supports_every_testable_claim(synth, tmp_path):
     assert all(x == "supported" for k, x in v.items() if k not in absent | undecided | {24}), v
 
 
-def test_spectrum_reverse_kl_prefering_negative_lambda_contradicts_claim_6(synth):
-    rows = []
-    for kind in ("forward_kl", "reverse_kl"):
-        for lam in (-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0):
-            acc = 0.72 if kind == "forward_kl" else 0.55 - 0.1 * lam
-            for seed, k in synth.SEEDS.items():
-                vals = {"lam": lam, "eval/accuracy": acc + 0.01 * k + 0.003 * lam * lam}
-                rows.append(synth.run_row("spectrum", "spectrum", kind, synth.LOW, seed, **vals))
-    assert _verdicts(pd.DataFrame(rows))[6] == "contradicted"
-
-
 def _with_no_clip(synth, acc: dict, lrs=None) -> pd.DataFrame:
     rows = synth.grid("main", synth.main_cells(synth.PAPER_ACC))
     cells = {k: v for k, v in synth.main_cells(acc).items() if lrs is None or k[2] in lrs}

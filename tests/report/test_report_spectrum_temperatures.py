@@ -40,11 +40,12 @@ def _spectrum_rows(synth, temperatures: str | None, offpd: bool = False) -> list
             wiggle = 0.01 * (i % 3 - 1)
             acc = (0.72 if kind == "forward_kl" else 0.55 + 0.08 * lam) + wiggle
             for seed, k in synth.SEEDS.items():
+                jitter = 0.002 * k * (i % 2)  # seed × cell noise: a table not exactly additive
                 values = {
                     "lam": lam,
-                    "eval/accuracy": acc + 0.01 * k,
-                    "rollout/student_token_prob_mean": 0.5 + 0.1 * lam,
-                    "rollout/teacher_token_prob_mean": 0.6 - 0.08 * lam,
+                    "eval/accuracy": acc + 0.01 * k + jitter,
+                    "rollout/student_token_prob_mean": 0.5 + 0.1 * lam + jitter,
+                    "rollout/teacher_token_prob_mean": 0.6 - 0.08 * lam + jitter,
                 }
                 rows.append(synth.run_row("spectrum", "spectrum", kind, synth.LOW, seed, **values))
         if offpd:

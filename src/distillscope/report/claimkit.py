@@ -167,11 +167,6 @@ def decide(
     return Verdict("supported" if supported else "inconclusive", evidence, rule, headline)
 
 
-def missing_metrics(rows: pd.DataFrame, metrics: dict[str, str]) -> list[str]:
-    """The names (values of ``metrics``: metric key → words) of the metrics ``rows`` lack."""
-    return [name for m, name in metrics.items() if not has(rows, m)]
-
-
 def effect_verdict(
     pair: Pair, margin: float, rule: str, evidence: str, headline: str | None = None
 ) -> Verdict:

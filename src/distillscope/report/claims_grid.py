@@ -17,10 +17,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from distillscope.report.aggregate import cell_columns, percent_scale, with_labels
+from distillscope.report.aggregate import cell_columns, with_labels
 from distillscope.report.claimkit import (
     LEARNED_PP,
-    LR_SWEEP,
     MAIN,
     ClaimRule,
     Scoring,
@@ -29,7 +28,6 @@ from distillscope.report.claimkit import (
     both_rollouts,
     decide,
     has,
-    missing_metrics,
     n_values,
     no_effect_verdict,
 )
@@ -40,10 +38,8 @@ from distillscope.report.matching import (
     cell_key,
     cell_means,
     describe_pairs,
-    match_columns,
     match_keys,
     paired,
-    series_over,
 )
 from distillscope.report.stats import (
     ALPHA,
@@ -59,8 +55,6 @@ from distillscope.report.stats import (
     pooled_variance,
     pp,
     seed_variance,
-    spearman,
-    trend,
     versus,
     with_variance,
     within,
@@ -378,83 +372,6 @@ def claim_04_lr_sparsity(s: Scoring) -> Verdict:
     return decide(CLAIM_04_RULE, ev, contradicted, supported, head)
 
 
-# 5 ------------------------------------------------------------------------------------------
-CLAIM_05_RHO = 0.8  # |Spearman ρ| of the metric against LR, per series
-CLAIM_05_RULE = (
-    "Per sweep series (rollout×KL): Spearman ρ of the cell means (over seeds) against LR. "
-    f"Sparsity is the bf16 view; forgetting is −forgetting_pp (skills lost). Supported: in every "
-    f"series ρ(sparsity) ≤ −{CLAIM_05_RHO:g} and ρ(forgetting) ≥ {CLAIM_05_RHO:g}, and OffPD "
-    f"forgets less: forgetting_pp(OffPD) − forgetting_pp(OnPD) > 0 pooled over matched LRs "
-    f"beyond its {CI}. Contradicted: some series' least-squares trend against log10 LR has the "
-    f"opposite sign beyond its interval (α/2 split over the series), or OffPD forgets more "
-    f"beyond a {1 - ALPHA / 2:.1%} interval. Else inconclusive."
-)
-
-
-def claim_05_applicable(s: Scoring) -> bool:
-    """Claim 5 is testable: an LR sweep over ≥ 3 learning rates with forgetting or sparsity."""
-    sweep = s.grid(LR_SWEEP)
-    return n_values(sweep, "optim.lr") >= 3 and (has(sweep, FORGET) or has(sweep, SPARSITY))
-
-
-def claim_05_lacking(s: Scoring) -> list[str]:
-    """Claim 5 needs both measurements and both rollouts."""
-    sweep = s.grid(LR_SWEEP)
-    out = missing_metrics(sweep, {SPARSITY: f"{SPARSITY} (bf16 sparsity)", FORGET: FORGET})
-    if not both_rollouts(sweep):
-        out.append("OnPD and OffPD sweep series (OffPD forgets less)")
-    return [f"{x} in the LR sweep" for x in out]
-
-
-def lr_series(sweep: pd.DataFrame, metric: str) -> list[tuple[str, pd.DataFrame]]:
-    """Sweep series of ``metric`` (cell means against LR) with ≥ 3 learning rates."""
-    return [(k, r) for k, r in series_over(sweep, metric, "optim.lr") if len(r) >= 3]
-
-
-def lr_trend(key: str, runs: pd.DataFrame, metric: str) -> Pair:
-    """Least-squares change of ``metric`` (display units) over the log10-LR range of ``runs``."""
-    x = np.log10(runs["optim.lr"].astype(float).to_numpy())
-    y = pd.to_numeric(runs[metric], errors="coerce").to_numpy(dtype=float)
-    return trend(x, y * percent_scale(metric), key)
-
-
-def sweep_series_runs(sweep: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """The sweep's runs grouped into series (every cell column but the LR)."""
-    match = match_columns(sweep, "optim.lr")
-    varying = [c for c in match if sweep[c].map(str).nunique() > 1]
-    if sweep.empty:
-        return []
-    return [
-        (cell_key(runs.iloc[0], varying), runs)
-        for _, runs in sweep.groupby(match_keys(sweep, match), sort=True)
-        if runs["optim.lr"].nunique() >= 3
-    ]
-
-
-def claim_05_lr_sweep(s: Scoring) -> Verdict:
-    """Claim 5's verdict (``CLAIM_05_RULE``) on the LR sweep."""
-    sweep = s.grid(LR_SWEEP)
-    parts, rhos, trends = [], [], []
-    for metric, name, want in ((SPARSITY, "sparsity", -1), (FORGET, "forgetting_pp", -1)):
-        for key, r in lr_series(sweep, metric):
-            rho = spearman(r["optim.lr"], r["mean"])
-            rhos.append(want * rho >= CLAIM_05_RHO)
-            parts.append(f"{name} [{key}] ρ = {num(rho, 2)}")
-        for key, runs in sweep_series_runs(sweep):
-            trends.append((want, lr_trend(f"{name} [{key}]", runs, metric)))
-    q = pooled_pair(s.pairs(LR_SWEEP, FORGET, ON_VS_OFF.reversed()), "OffPD vs OnPD")
-    parts.append(f"forgetting_pp OffPD − OnPD {pp(q.diff)} pp {interval(q)}")
-    parts += [f"{t.key} change over the LR range {pp(t.a)} pp {interval(t)}" for _, t in trends]
-    head = "; ".join(parts[: len(rhos)][:2]) + f"; OffPD − OnPD forgetting_pp {pp(q.diff)} pp"
-    k = max(len(trends), 1)
-    contradicted = (
-        any(beyond(t, 0.0, ALPHA / (2 * k)) == -w for w, t in trends)
-        or beyond(q, 0.0, ALPHA / 2) == -1
-    )
-    supported = bool(rhos) and all(rhos) and beyond(q, 0.0) == 1
-    return decide(CLAIM_05_RULE, "; ".join(parts), contradicted, supported, head)
-
-
 # 9 ------------------------------------------------------------------------------------------
 CLAIM_09_MARGIN_PP = 3.0  # more coverage gain under forward KL
 CLAIM_09_SIMILAR_PP = 5.0  # "at similar pass@1": forward − reverse pass@1 within ± this
@@ -539,15 +456,6 @@ RULES_GRID = [
         two_lrs_applicable(SPARSITY),
         claim_04_lr_sparsity,
         lacking=rollouts_lacking,
-    ),
-    ClaimRule(
-        5,
-        "Sparsity falls and forgetting rises monotonically with LR; OffPD forgets less at "
-        "matched LR.",
-        "an LR sweep with ≥ 3 learning rates, OnPD and OffPD, forgetting and sparsity",
-        claim_05_applicable,
-        claim_05_lr_sweep,
-        lacking=claim_05_lacking,
     ),
     ClaimRule(
         9,

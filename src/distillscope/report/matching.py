@@ -167,28 +167,6 @@ def match_keys(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
     return frame[list(columns)].apply(lambda col: col.map(str)).agg("|".join, axis=1)
 
 
-def series_over(df: pd.DataFrame, metric: str, x: str) -> list[tuple[str, pd.DataFrame]]:
-    """Cell means of ``metric`` against axis ``x``, one series per setting of the other axes.
-
-    Returns ``[(series name, DataFrame[x, mean, sem, runs] sorted by x), …]`` in display units.
-    """
-    if metric not in df.columns or x not in df.columns:
-        return []
-    df = with_labels(df)
-    match = match_columns(df, x)
-    varying = [c for c in match if df[c].map(str).nunique() > 1]
-    cm = cell_means(df, metric, [*match, x])
-    if cm.empty:
-        return []
-    labels = with_labels(cm)
-    names = [cell_key(labels.loc[i], varying) for i in cm.index]
-    out = []
-    for name in dict.fromkeys(names):
-        rows = cm[[n == name for n in names]].sort_values(x)
-        out.append((name, rows[[x, "mean", "sem", "runs"]].reset_index(drop=True)))
-    return out
-
-
 def describe_pairs(pairs: Sequence[Pair], unit: str = "pp", digits: int = 1) -> str:
     """``forward KL, 1e-05: 72.0 vs 70.1 (Δ +1.9 ± 1.1 pp); …`` for the evidence column."""
     parts = []

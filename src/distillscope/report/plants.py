@@ -19,7 +19,6 @@ from distillscope.report.aggregate import with_labels
 from distillscope.report.claimkit import experiment_rows
 from distillscope.report.claims import CLAIMS
 from distillscope.report.claims_grid import CLAIM_01_MARGIN_PP
-from distillscope.report.claims_spectrum import CLAIM_06_FORWARD_MARGIN_PP, CLAIM_07_MARGIN_PP
 from distillscope.report.matching import LAMBDA
 from distillscope.report.plants_rlvr import claim_11_margin, rlvr_planted
 
@@ -211,58 +210,6 @@ LEVELS = (
     "train/grad_clipped_frac",
     "eval/informativeness",  # claim 18's I per teacher (its ``Claim.plant``)
 )
-
-
-# --- claims 6–8: margin cases
-
-
-def _spectrum_top_lr(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(spectrum-policy rows of the λ-spectrum at its highest LR, their λ, whether it ran at
-    ≥ 2 LRs); a design without spectrum runs has none (its OnPD/OffPD rows are not moved)."""
-    L = with_labels(d)
-    lam = pd.to_numeric(L[LAMBDA], errors="coerce").to_numpy()
-    policy = (_column(L, "rollout.policy") == "spectrum").to_numpy()
-    rows = _experiment(L, "spectrum") & policy & ~np.isnan(lam)
-    lr = pd.to_numeric(L.get("optim.lr", pd.Series(np.nan, index=L.index)), errors="coerce")
-    lrs = lr[rows].dropna().unique()
-    if len(lrs):
-        rows = rows & (lr == lrs.max()).to_numpy()
-    return rows, np.nan_to_num(lam), len(lrs) >= 2
-
-
-def _spectrum_ramp(d: pd.DataFrame, metric: str, kind: str, size: float) -> Offsets:
-    """``metric`` of the ``kind`` spectrum cells at the highest LR rising linearly by ``size``
-    (stored units) from the lowest λ to the highest: the curve's range is exactly ``size``."""
-    rows, lam, _ = _spectrum_top_lr(d)
-    rows = rows & (_column(d, "objective.kind") == kind).to_numpy()
-    if not rows.any() or np.ptp(lam[rows]) == 0:
-        return {metric: np.zeros(len(d))}
-    lo, span = lam[rows].min(), np.ptp(lam[rows])
-    return {metric: np.where(rows, size * (lam - lo) / span, 0.0)}
-
-
-def _claim_06_margin(d: pd.DataFrame) -> Offsets:
-    """Claim 6: forward KL's accuracy range over λ exactly CLAIM_06_FORWARD_MARGIN_PP at the
-    spectrum's highest LR (one pair of cells at the margin, the others inside: the case
-    closest to passing)."""
-    return _spectrum_ramp(d, ACC, "forward_kl", CLAIM_06_FORWARD_MARGIN_PP / 100)
-
-
-def _claim_07_forgetting_margin(d: pd.DataFrame) -> Offsets:
-    """Claim 7: forward KL's forgetting range over λ exactly CLAIM_07_MARGIN_PP (pp)."""
-    return _spectrum_ramp(d, "eval/forgetting_pp", "forward_kl", CLAIM_07_MARGIN_PP)
-
-
-def _claim_07_sparsity_margin(d: pd.DataFrame) -> Offsets:
-    """Claim 7: forward KL's bf16 sparsity range over λ exactly CLAIM_07_MARGIN_PP."""
-    return _spectrum_ramp(d, "eval/sparsity_bf16_tau1e-06", "forward_kl", CLAIM_07_MARGIN_PP / 100)
-
-
-MARGIN_CASES += [
-    MarginCase(6, "forward KL's range over λ at the margin", _claim_06_margin, on_planted=True),
-    MarginCase(7, "forgetting range over λ at the margin", _claim_07_forgetting_margin, True),
-    MarginCase(7, "sparsity range over λ at the margin", _claim_07_sparsity_margin, True),
-]
 
 
 # --- claims 11 and 20 (the RLVR stage): planted effects and a margin case

@@ -32,7 +32,6 @@ from distillscope.report.claims.evidence import ClaimEvidence, Evidence
 from distillscope.report.claims_grid import RULES_GRID
 from distillscope.report.claims_rlvr import RULES_RLVR
 from distillscope.report.claims_robustness import RULES_ROBUSTNESS
-from distillscope.report.claims_spectrum import RULES_SPECTRUM
 from distillscope.report.load import metrics_frame
 from distillscope.report.stats import ALPHA
 from distillscope.report.verdicts import (
@@ -56,7 +55,6 @@ LEGACY: list[ClaimRule] = sorted(
         r
         for r in [
             *RULES_GRID,
-            *RULES_SPECTRUM,
             *RULES_ROBUSTNESS,
             *RULES_RLVR,
         ]

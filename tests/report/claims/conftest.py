@@ -123,6 +123,37 @@ def paper_main(rng: int = 0, **kw) -> pd.DataFrame:
     return pd.DataFrame(cells_table(main_cells(), rng=rng, **kw) + baseline())
 
 
+LAMS = (-1.0, -0.5, 0.0, 0.5, 1.0)
+
+
+def spectrum_table(
+    cell,
+    lrs: tuple[float, ...] = (LOW,),
+    seeds: tuple[int, ...] = SEEDS,
+    seed_sd: float = 0.01,
+    noise: float = 0.002,
+    rng: int = 0,
+    experiment: str = "spectrum",
+) -> pd.DataFrame:
+    """λ-spectrum runs (policy ``spectrum``) for ``cell(kind, λ, lr) -> {metric: value}`` over
+    forward/reverse KL × ``LAMS`` × ``lrs`` × ``seeds``, noise as ``cells_table``; with the
+    baseline's rows."""
+    gen = np.random.default_rng(rng)
+    rows = []
+    for s in seeds:
+        shared = gen.normal(0, seed_sd)
+        for lr in lrs:
+            for kind in (FWD, REV):
+                for lam in LAMS:
+                    vals = {}
+                    for m, v in cell(kind, lam, lr).items():
+                        scale = 1.0 if is_fraction(m) else 100.0
+                        vals[m] = v + scale * (shared + gen.normal(0, noise))
+                    tag = f"-l{lam:+g}"
+                    rows.append(row(experiment, "spectrum", kind, lr, s, lam=lam, tag=tag, **vals))
+    return pd.DataFrame(rows + baseline(seeds=seeds))
+
+
 def judge(df: pd.DataFrame, claim: int) -> ClaimResult:
     """The scorecard's result for ``claim`` (strict: a rule that raises fails the test)."""
     (result,) = score_claims(df, strict=True, claims=[claim])
@@ -134,6 +165,6 @@ def tb() -> SimpleNamespace:
     """The builders and constants of this module."""
     names = (
         "SEEDS LOW HIGH ON OFF FWD REV PAPER_ACC PAPER_FORGET PAPER_SPARSITY row cells_table "
-        "main_cells baseline paper_main judge"
+        "main_cells baseline paper_main judge LAMS spectrum_table"
     ).split()
     return SimpleNamespace(**{n: globals()[n] for n in names})

@@ -44,7 +44,7 @@ def style_runs(df: pd.DataFrame) -> pd.Series:
         style |= df["task.teacher_style_flag"].fillna(False).astype(bool)
     if "task.teacher_instruction" in df.columns:
         text = df["task.teacher_instruction"]
-        style |= text.notna() & (text.map(str).str.strip() != "")
+        style |= text.notna() & (text.astype(str).str.strip() != "")
     return style
 
 

@@ -232,6 +232,10 @@ class Blocks:
             label, float(per.mean()), sd / math.sqrt(len(per)), len(per) - 1.0, len(per), note
         )
 
+    def covariance(self, idx: Sequence[int]) -> np.ndarray:
+        """σ̂² (XᵀX)⁻¹ of the effects of cells ``idx``: their joint sampling covariance."""
+        return self.sigma2 * self._cov[np.ix_(list(idx), list(idx))]
+
     def cell_names(self, idx: Sequence[int]) -> str:
         """Cells ``idx`` named by their varying columns."""
         varying = [c for c in self.by if self.cells[c].map(str).nunique() > 1] or self.by

@@ -104,6 +104,7 @@ class ClaimEvidence:
     ev: Evidence
     experiments: tuple[str, ...]
     dropped: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)  # sentences: rows a rule set aside
 
     def rows(self, *names: str, rlvr: bool = False) -> pd.DataFrame:
         """Finished, labelled runs of the declared experiments ``names`` (RLVR runs only when
@@ -138,12 +139,19 @@ class ClaimEvidence:
         """The untrained student's finished rows (the reference of "the students learned")."""
         return self.ev.baseline()
 
+    def leave_out(self, sentence: str) -> None:
+        """Record ``sentence`` (rows the claim's rule set aside, and why) for the evidence."""
+        if sentence and sentence not in self.left_out:
+            self.left_out.append(sentence)
+
     def note(self) -> str:
-        """The duplicates this claim counted once, for its evidence ("" when none)."""
-        if not self.dropped:
-            return ""
-        shown = ", ".join(self.dropped[:6]) + (" …" if len(self.dropped) > 6 else "")
-        return f"{len(self.dropped)} duplicate row(s) counted once: {shown}"
+        """The duplicates this claim counted once and the rows it left out, for its evidence
+        ("" when none)."""
+        notes = list(self.left_out)
+        if self.dropped:
+            shown = ", ".join(self.dropped[:6]) + (" …" if len(self.dropped) > 6 else "")
+            notes.append(f"{len(self.dropped)} duplicate row(s) counted once: {shown}")
+        return ". ".join(notes)
 
 
 def missing_metric(rows: pd.DataFrame, metric: str, where: str) -> str:

@@ -48,7 +48,7 @@ from distillscope.report.stats import (
     within,
 )
 
-VERDICTS = ("supported", "contradicted", "inconclusive")
+VERDICTS = ("supported", "contradicted", "inconclusive", "not applicable")
 NOT_TESTED = "not tested"
 NOT_IMPLEMENTED = "not implemented"  # the study cannot measure what the claim needs
 ERROR = "error"  # the rule raised: a bug, shown with its message, never a verdict

@@ -75,7 +75,10 @@ CLAIM_11_MARGIN_PP = 2.0  # the on − off gap after RLVR, equivalence: docs/met
 CLAIM_11_ROUTES = 3  # within ±margin, reversed, or smaller than before: level split over them
 CLAIM_11_RULE = (
     "The RLVR stage's runs, each with its distillation cell (rollout × KL × LR, seeds as "
-    "replicates). Per measure (held-out accuracy on the RLVR task and, when it is another task, "
+    "replicates). Premise: an on-policy advantage before RLVR (the OnPD − OffPD gap on the RLVR "
+    "task's held-out accuracy before RLVR > 0 beyond its one-sided "
+    f"{1 - ALPHA:.1%} interval), else not applicable. Per measure (held-out accuracy on the "
+    "RLVR task and, when it is another task, "
     "on the harder variant): the OnPD − OffPD gap before RLVR, after RLVR, and its change "
     "(after − before, from each run's paired change), pooled over matched cells. Power first: "
     "RLVR must have moved the RLVR task (the mean change over every run > 0 beyond its one-sided "
@@ -138,6 +141,16 @@ def claim_11_does_not_survive(s: Scoring) -> Verdict:
     head = parts[0].split(": ", 1)[1].split(", change")[0] if parts else ""
     evidence = "; ".join(parts) + f"; RLVR changed the RLVR task by {pp(moved.diff)} pp "
     evidence += f"{interval(moved)} on average"
+    premise = gap(rows, "rlvr/eval_accuracy_before", "before")
+    if beyond(premise, 0.0) != 1:  # "that advantage": no on-policy advantage, nothing to survive
+        return Verdict(
+            "not applicable",
+            "the premise is absent: no on-policy advantage on the RLVR task before RLVR "
+            f"(gap {pp(premise.diff)} pp {interval(premise)}, not above 0 beyond uncertainty). "
+            + evidence,
+            CLAIM_11_RULE,
+            "premise absent",
+        )
     if beyond(moved, 0.0) != 1:
         return Verdict(
             "inconclusive",

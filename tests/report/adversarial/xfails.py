@@ -14,21 +14,6 @@ PREMISE = "Scorecard III: a missing premise is 'not applicable'"
 BOTH_SIDES = "Scorecard III: decided on both sides of the margin"
 
 KNOWN: dict[str, str] = {
-    "claim05-f-one-seed-cell": ONE_SEED,
-    "claim05-g-nan-metric": MISSING_METRIC,
-    "claim06-a-reverse-flat-at-the-high-lr": STRATA,
-    "claim06-b-reverse-slope-worth-1.6pp": SIZE,
-    "claim06-d-spectrum-only-as-other": NO_FALLBACK,
-    "claim06-f-one-seed-cell": ONE_SEED,
-    "claim06-g-nan-metric": MISSING_METRIC,
-    "claim06-null-flat": BOTH_SIDES,
-    "claim07-d-spectrum-only-as-other": NO_FALLBACK,
-    "claim07-f-one-seed-cell": ONE_SEED,
-    "claim07-g-nan-metric": MISSING_METRIC,
-    "claim08-d-spectrum-only-as-other": NO_FALLBACK,
-    "claim08-f-one-seed-cell": ONE_SEED,
-    "claim08-g-nan-metric": MISSING_METRIC,
-    "claim11-c-no-advantage-before-rlvr": PREMISE,
     "claim11-d-rlvr-runs-only-in-another-experiment": NO_FALLBACK,
     "claim11-e-duplicate-configs": DUPLICATES,
     "claim11-e-duplicate-run-ids": DUPLICATES,

@@ -75,8 +75,8 @@ CLAIM_11_MARGIN_PP = 2.0  # the on − off gap after RLVR, equivalence: docs/met
 CLAIM_11_ROUTES = 3  # within ±margin, reversed, or smaller than before: level split over them
 CLAIM_11_RULE = (
     "The RLVR stage's runs, each with its distillation cell (rollout × KL × LR, seeds as "
-    "replicates). Premise: an on-policy advantage before RLVR (the OnPD − OffPD gap on the RLVR "
-    "task's held-out accuracy before RLVR > 0 beyond its one-sided "
+    "replicates). Premise: an on-policy advantage before RLVR (the OnPD − OffPD gap on the "
+    "RLVR task's held-out accuracy before RLVR > 0 beyond its one-sided "
     f"{1 - ALPHA:.1%} interval), else not applicable. Per measure (held-out accuracy on the "
     "RLVR task and, when it is another task, "
     "on the harder variant): the OnPD − OffPD gap before RLVR, after RLVR, and its change "

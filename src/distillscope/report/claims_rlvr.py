@@ -145,7 +145,7 @@ def claim_11_does_not_survive(s: Scoring) -> Verdict:
     if beyond(premise, 0.0) != 1:  # "that advantage": no on-policy advantage, nothing to survive
         return Verdict(
             "not applicable",
-            "the premise is absent: no on-policy advantage on the RLVR task before RLVR "
+            "the premise is absent: before RLVR, no on-policy advantage on the RLVR task "
             f"(gap {pp(premise.diff)} pp {interval(premise)}, not above 0 beyond uncertainty). "
             + evidence,
             CLAIM_11_RULE,

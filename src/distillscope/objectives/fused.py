@@ -167,6 +167,21 @@ def _fold_gradient(
         torch.addmm(grad_head_V_H, grad_C_V.T, scaled_hidden_C_H, beta=beta, out=grad_head_V_H)
 
 
+def _head_grad_buffer(
+    head_V_H: torch.Tensor, vocab: int, rows: int, dtype: torch.dtype, needed: bool
+) -> torch.Tensor | None:
+    """∂L/∂W's buffer (fp32 or wider, the head's full width): the rows past ``vocab`` stay 0,
+    the rest is overwritten by the first chunk (all 0 when there are no rows); None when the
+    head needs no gradient."""
+    if not needed:
+        return None
+    grad_V_H = torch.empty(head_V_H.shape, dtype=dtype, device=head_V_H.device)
+    grad_V_H[vocab:].zero_()
+    if rows == 0:
+        grad_V_H.zero_()
+    return grad_V_H
+
+
 class _FusedDivergence(torch.autograd.Function):
     """Σ_n w_n D(π_S(·|n), π_T(·|n)) over N rows, chunk by chunk, with closed-form gradients."""
 
@@ -191,12 +206,7 @@ class _FusedDivergence(torch.autograd.Function):
         # ∂L/∂h: every row is written by its chunk. ∂L/∂W: full width (rows past vocab_size
         # stay 0), accumulated in fp32; the first chunk overwrites instead of adding to zeros.
         grad_hidden_N_H = torch.empty_like(student_hidden_N_H) if need_hidden_grad else None
-        grad_head_V_H = None
-        if need_head_grad:
-            grad_head_V_H = torch.empty(student_head_V_H.shape, dtype=dtype, device=device)
-            grad_head_V_H[vocab:].zero_()
-            if rows == 0:
-                grad_head_V_H.zero_()
+        grad_head_V_H = _head_grad_buffer(student_head_V_H, vocab, rows, dtype, need_head_grad)
         # Equal chunks, as few as the bound allows: no small trailing chunk (a matmul with few
         # rows re-reads the whole head for little work), and the buffers shrink to fit.
         chunks = max(1, math.ceil(rows / plan.rows))

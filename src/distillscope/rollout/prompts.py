@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from distillscope.rollout.rollouts import PromptBatch
 from distillscope.tasks.base import Problem, Task, styled
 
 #: The Python RNG stream of a step's prompts (:func:`select_problems`, :func:`step_rng`).
@@ -163,3 +164,13 @@ class PromptEncoder:
         special = self.prompt_format == "testbed"  # chat templates carry their own BOS
         enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=special)
         return enc["input_ids"], enc["attention_mask"]
+
+    def batch(self, problems: list[Problem], device: str) -> PromptBatch:
+        """The prompts on the student's device: the student's, and the teacher's own when it
+        reads another (style flag, another chat template). The sampler moves the teacher's
+        inputs to the teacher's device and its logits back."""
+        ids_B_P, mask_B_P = (t.to(device) for t in self.encode(problems, "student"))
+        if not self.teacher_prompt_differs:
+            return PromptBatch(ids_B_P, mask_B_P)
+        teacher_ids_B_Q, teacher_mask_B_Q = (t.to(device) for t in self.encode(problems, "teacher"))
+        return PromptBatch(ids_B_P, mask_B_P, teacher_ids_B_Q, teacher_mask_B_Q)

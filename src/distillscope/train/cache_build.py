@@ -41,7 +41,7 @@ from distillscope.train.cache_manifest import (
 )
 from distillscope.train.checks import preflight
 from distillscope.train.distributed import ONE_PROCESS
-from distillscope.train.loop import Sampler, _problems, _prompts
+from distillscope.train.loop import Sampler, step_problems
 from distillscope.train.setup import load_models
 from distillscope.train.step import Objective
 from distillscope.train.teacher import TeacherScorer
@@ -127,7 +127,7 @@ def _fill(cfg: RunConfig, seeds: list[int], steps: int, root: Path) -> None:
         sampler = Sampler.of(run, pair)
         scorer = TeacherScorer(run, pair.teacher, objective, root)
         for step in range(steps):
-            prompts = _prompts(encoder, _problems(run, pool, step), run.model.device)
+            prompts = encoder.batch(step_problems(run, pool, step), run.model.device)
             sample = functools.partial(sampler.sample, prompts, step)
             rollouts, _ = scorer.rollouts(step, prompts, sample)
             micro = ONE_PROCESS.micro_batches(rollouts.to(run.model.device), run.optim.grad_accum)

@@ -120,8 +120,8 @@ def distill(
             profiler.at(step)  # eval.profile_steps' profiles, before the step's update
         timer = PhaseTimer()
         # 1. prompts: distinct within the step, drawn from the step's own (seed, step) stream
-        problems = _problems(cfg, pool, step)
-        prompts = _prompts(encoder, problems, cfg.model.device)
+        problems = step_problems(cfg, pool, step)
+        prompts = encoder.batch(problems, cfg.model.device)
         # 2. roll out on rank 0, sent to every rank: trajectories are constants (no gradient
         #    through sampling); a shared teacher-written step comes from the rollout cache when
         #    another run sampled it; under FSDP every rank gathers the student's full weights
@@ -227,7 +227,7 @@ def _adamw(cfg: RunConfig, student: torch.nn.Module) -> torch.optim.AdamW:
 _FUSED_ADAMW_DEVICES = ("cpu", "cuda")
 
 
-def _problems(cfg: RunConfig, pool: list, step: int) -> list:
+def step_problems(cfg: RunConfig, pool: list, step: int) -> list:
     """The step's problems: ``prompts_per_step`` distinct ones from the step's own stream,
     each repeated ``rollouts_per_prompt`` times."""
     problems = select_problems(pool, cfg.rollout.prompts_per_step, cfg.seed, step)
@@ -238,17 +238,6 @@ def _rewards(task, tokenizer, problems: list, rollouts: Rollouts) -> list[float]
     """The task's score of each completion (the reward of ``rollout/reward``)."""
     texts = tokenizer.batch_decode(rollouts.completion_B_T, skip_special_tokens=True)
     return [task.score(p, t) for p, t in zip(problems, texts, strict=True)]
-
-
-def _prompts(encoder: PromptEncoder, problems: list, device: str) -> PromptBatch:
-    """The step's prompts on the student's device: the student's, and the teacher's own when
-    it reads another (style flag, another chat template). The sampler moves the teacher's
-    inputs to the teacher's device and its logits back."""
-    ids_B_P, mask_B_P = (t.to(device) for t in encoder.encode(problems, "student"))
-    if not encoder.teacher_prompt_differs:
-        return PromptBatch(ids_B_P, mask_B_P)
-    teacher_ids_B_Q, teacher_mask_B_Q = (t.to(device) for t in encoder.encode(problems, "teacher"))
-    return PromptBatch(ids_B_P, mask_B_P, teacher_ids_B_Q, teacher_mask_B_Q)
 
 
 @dataclass(frozen=True)

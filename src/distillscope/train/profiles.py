@@ -40,7 +40,7 @@ from distillscope.objectives.divergences import forward_kl_tokens, tempered_log_
 from distillscope.objectives.positions import bin_edges, binned_means
 from distillscope.rollout.policies import StudentPolicy
 from distillscope.rollout.prompts import PromptEncoder, Stream, model_generator, step_rng
-from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec
+from distillscope.rollout.rollouts import Rollouts, SamplingSpec
 from distillscope.rollout.sampler import sample_rollouts
 from distillscope.store import PROFILE_QUANTITIES, ProfileLog
 from distillscope.tasks.base import Problem
@@ -116,7 +116,7 @@ class Profiler:
             vocab_size=pair.vocab_size,
         )
         policy = StudentPolicy(temperature=cfg.rollout.student_temperature, top_p=cfg.rollout.top_p)
-        prompts = _prompts(self.encoder, self.problems, cfg.model.device)
+        prompts = self.encoder.batch(self.problems, cfg.model.device)
         generator = model_generator(pair.student, cfg.seed, step, Stream.PROFILE)
         return sample_rollouts(policy, pair.student, None, prompts, spec, generator)
 
@@ -175,15 +175,6 @@ def _logits(scores: LogitScores | HiddenScores, rows_N: torch.Tensor) -> torch.T
         return hidden.to(head_V_H.dtype) @ head_V_H.T
     logits = scores.logits_B_T_V
     return logits.reshape(-1, logits.shape[-1])[rows_N]
-
-
-def _prompts(encoder: PromptEncoder, problems: list[Problem], device: str) -> PromptBatch:
-    """The probe prompts on the student's device (the teacher's own when it reads another)."""
-    ids_B_P, mask_B_P = (t.to(device) for t in encoder.encode(problems, "student"))
-    if not encoder.teacher_prompt_differs:
-        return PromptBatch(ids_B_P, mask_B_P)
-    teacher_ids_B_Q, teacher_mask_B_Q = (t.to(device) for t in encoder.encode(problems, "teacher"))
-    return PromptBatch(ids_B_P, mask_B_P, teacher_ids_B_Q, teacher_mask_B_Q)
 
 
 @contextmanager

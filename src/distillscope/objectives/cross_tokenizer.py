@@ -182,7 +182,7 @@ def cross_tokenizer_loss(
         [
             loss.detach(),
             reduce_tokens(uld_B_T.detach(), keep_B_T, "token_mean"),
-            reduce_tokens(exact_B_T.float(), keep_B_T, "token_mean"),
+            (exact_B_T & keep_B_T).sum() / keep_B_T.sum().clamp_min(1),  # a ratio of counts
             keep_B_T.sum().float(),
         ]
     ).tolist()  # one device→host transfer

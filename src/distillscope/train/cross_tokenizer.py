@@ -135,6 +135,13 @@ def retokenise(ids: list[int], ended: bool, source, target) -> Retokenised:
     return Retokenised(out, spans_from, spans_to)
 
 
+def same_tokens(ids: list[int], ended: bool, source, target) -> Retokenised:
+    """``ids`` as they are, for a target that shares the source's token→id map: each token is
+    its own span (every position aligns to itself)."""
+    spans = [(k, k + 1) for k in range(len(ids))]
+    return Retokenised(ids, spans, spans)
+
+
 def _padded(rows: list[list[int]], pad: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-padded ``[B, L]`` ids and their mask (int64)."""
     width = max(len(r) for r in rows)
@@ -222,7 +229,13 @@ class CrossTokenizerTeacher:
     """The teacher's side of a cross-tokenizer run, with :class:`~.teacher.TeacherScorer`'s
     interface (:meth:`rollouts`, :meth:`scores`): module docstring."""
 
-    def __init__(self, cfg: RunConfig, pair: ModelPair, objective: Objective) -> None:
+    def __init__(
+        self,
+        cfg: RunConfig,
+        pair: ModelPair,
+        objective: Objective,
+        through_text: bool | None = None,
+    ) -> None:
         refusal = cross_tokenizer_refusal(cfg)
         if refusal is not None:
             raise ValueError(refusal)
@@ -235,6 +248,11 @@ class CrossTokenizerTeacher:
         self.teacher_of_V = torch.full((pair.vocab_size,), -1, dtype=torch.long)
         self.teacher_of_V[self.pairs_M_2[:, 0]] = self.pairs_M_2[:, 1]
         self.teacher_stops = stop_token_ids((self.teacher_tok,), (pair.teacher,))
+        # through the text only when the token→id maps differ (None), or as asked: a shared
+        # tokenizer then gives the exact objective (bench_cross_tokenizer.py measures the text)
+        same = self.student_tok.get_vocab() == self.teacher_tok.get_vocab()
+        text = not same if through_text is None else through_text
+        self.convert = retokenise if text else same_tokens
 
     def rollouts(
         self, step: int, prompts: PromptBatch, roll: Callable[[], Rollouts]
@@ -261,7 +279,7 @@ class CrossTokenizerTeacher:
         generator = model_generator(teacher, cfg.seed, step, Stream.ROLLOUT)
         r_teacher = sample_rollouts(policy, None, teacher, own, spec, generator)
         rows = [
-            retokenise(ids, ended, tok, self.student_tok).ids
+            self.convert(ids, ended, tok, self.student_tok).ids
             for ids, ended in _rows(r_teacher, self.teacher_stops)
         ]
         template = replace(  # both prompts, the teacher's rows' truncation and sources
@@ -283,7 +301,7 @@ class CrossTokenizerTeacher:
         """The teacher's scores of one micro-batch, aligned to the student's positions."""
         r, tau = micro.rollouts, self.objective.options.teacher_temperature
         done = [
-            retokenise(ids, ended, self.student_tok, self.teacher_tok)
+            self.convert(ids, ended, self.student_tok, self.teacher_tok)
             for ids, ended in _rows(r, self.pair.stop_ids)
         ]
         teacher = self.pair.teacher

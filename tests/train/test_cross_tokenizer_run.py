@@ -1,0 +1,116 @@
+"""Cross-tokenizer runs end to end (train/cross_tokenizer.py): a tiny student with the testbed's
+character tokenizer learns from a tiny teacher with a BPE tokenizer, on-policy and off-policy;
+with one shared tokenizer the token-aligned kind is the exact objective; the refusal of a
+mismatch names the opt-in."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from tests.conftest import save_tiny_llama
+from tests.numerics import reorder_tol
+from tests.objectives.test_cross_tokenizer import arithmetic_bpe
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from distillscope.config import ConfigError, load_run_config
+from distillscope.metric_keys import metric_info
+from distillscope.models.tokenizer_files import CROSS_TOKENIZER_OPT_IN, TokenizerMismatchError
+from distillscope.objectives.registry import CROSS_TOKENIZER_KINDS
+from distillscope.store import read_metrics
+from distillscope.train.loop import distill
+from distillscope.train.pair_checks import preflight_pair
+
+
+@pytest.fixture(scope="module")
+def bpe_pair(tmp_path_factory):
+    """(teacher_dir, student_dir): a tiny Llama teacher with the 320-token arithmetic BPE, a
+    tiny testbed-shaped student with the character tokenizer."""
+    root = tmp_path_factory.mktemp("bpe-pair")
+    tok = arithmetic_bpe()
+    torch.manual_seed(1)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+        eos_token_id=tok.eos_token_id,
+    )
+    LlamaForCausalLM(cfg).save_pretrained(root / "teacher")
+    tok.save_pretrained(root / "teacher")
+    return root / "teacher", save_tiny_llama(root / "student", hidden=16, layers=1, seed=2)
+
+
+def run_cfg(pair, **over):
+    teacher, student = pair
+    items = [
+        f"model.teacher={teacher}",
+        f"model.student={student}",
+        "optim.steps=2",
+        "optim.warmup_steps=1",
+        "optim.lr=1e-3",
+        "rollout.prompts_per_step=4",
+        "task.max_new_tokens=8",
+    ] + [f"{k}={v}" for k, v in over.items()]
+    return load_run_config(None, items)
+
+
+@pytest.mark.parametrize(
+    ("policy", "kind", "diagnostic"),
+    [("student", "uld", "kl/k1"), ("teacher", "aligned_forward_kl", "kl/forward_k1")],
+)
+def test_a_bpe_teacher_trains_a_character_student(bpe_pair, tmp_path, policy, kind, diagnostic):
+    cfg = run_cfg(bpe_pair, **{"rollout.policy": policy, "objective.kind": kind})
+    preflight_pair(cfg)  # the opt-in: another tokenizer is accepted
+    distill(cfg, tmp_path)
+    rows = read_metrics(tmp_path)
+    assert [r["step"] for r in rows] == [0, 1]
+    for r in rows:
+        assert not [k for k in r if k != "step" and metric_info(k) is None]  # all registered
+        assert r["train/grad_norm"] > 0 and math.isfinite(r["train/loss"])
+        assert 0 < r["objective/uld_distance"] <= 2  # two distributions: at most 2
+        # some character tokens are BPE tokens of the same span, some are inside longer ones
+        assert 0 < r["objective/aligned_exact_share"] < 1
+        assert math.isfinite(r[diagnostic])
+    if kind == "uld":  # the loss is the distance (a seq_mean of the token values)
+        assert rows[0]["train/loss"] <= 2
+
+
+def test_one_shared_tokenizer_makes_the_aligned_kind_the_exact_objective(tiny_pair, tmp_path):
+    exact = run_cfg(tiny_pair, **{"objective.kind": "forward_kl"})
+    aligned = run_cfg(tiny_pair, **{"objective.kind": "aligned_forward_kl"})
+    distill(exact, tmp_path / "exact")
+    distill(aligned, tmp_path / "aligned")
+    a, b = read_metrics(tmp_path / "exact")[0], read_metrics(tmp_path / "aligned")[0]
+    assert b["objective/aligned_exact_share"] == 1.0
+    # the same rollouts (step 0), the same loss and gradient up to the renormalisation's
+    # logsumexp over the 45-token vocabulary and a different summation order
+    for key in ("train/loss", "train/grad_norm", "kl/k1", "rollout/len_mean"):
+        assert abs(a[key] - b[key]) <= reorder_tol(max(abs(a[key]), 1.0), 45 * 64), key
+
+
+def test_a_mismatch_is_refused_in_one_line_that_names_the_opt_in(bpe_pair):
+    with pytest.raises(TokenizerMismatchError) as err:
+        preflight_pair(run_cfg(bpe_pair))
+    text = str(err.value)
+    assert "\n" not in text and CROSS_TOKENIZER_OPT_IN in text
+    assert CROSS_TOKENIZER_OPT_IN.split("=")[1].split(" | ") == list(CROSS_TOKENIZER_KINDS)
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"rollout.policy": "mix"}, "takes rollout.policy=student or teacher"),
+        ({"eval.profile_steps": "[0]"}, "takes no eval.profile_steps"),
+        ({"rollout.cache_teacher_rollouts": "true", "rollout.policy": "teacher"}, "engine"),
+    ],
+)
+def test_a_cross_tokenizer_run_of_another_shape_is_refused(bpe_pair, over, message):
+    cfg = run_cfg(bpe_pair, **{"objective.kind": "uld", **over})
+    with pytest.raises(ConfigError, match=message):
+        preflight_pair(cfg)

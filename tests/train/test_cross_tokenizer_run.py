@@ -8,13 +8,12 @@ from __future__ import annotations
 import math
 
 import pytest
-import torch
 from tests.conftest import save_tiny_llama
 from tests.numerics import reorder_tol
 from tests.objectives.test_cross_tokenizer import arithmetic_bpe
-from transformers import LlamaConfig, LlamaForCausalLM
+from tests.train.test_distill import tiny_cfg
 
-from distillscope.config import ConfigError, load_run_config
+from distillscope.config import ConfigError
 from distillscope.metric_keys import metric_info
 from distillscope.models.tokenizer_files import CROSS_TOKENIZER_OPT_IN, TokenizerMismatchError
 from distillscope.objectives.registry import CROSS_TOKENIZER_KINDS
@@ -28,36 +27,13 @@ def bpe_pair(tmp_path_factory):
     """(teacher_dir, student_dir): a tiny Llama teacher with the 320-token arithmetic BPE, a
     tiny testbed-shaped student with the character tokenizer."""
     root = tmp_path_factory.mktemp("bpe-pair")
-    tok = arithmetic_bpe()
-    torch.manual_seed(1)
-    cfg = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        tie_word_embeddings=True,
-        eos_token_id=tok.eos_token_id,
-    )
-    LlamaForCausalLM(cfg).save_pretrained(root / "teacher")
-    tok.save_pretrained(root / "teacher")
-    return root / "teacher", save_tiny_llama(root / "student", hidden=16, layers=1, seed=2)
+    teacher = save_tiny_llama(root / "teacher", hidden=32, layers=2, seed=1, tok=arithmetic_bpe())
+    return teacher, save_tiny_llama(root / "student", hidden=16, layers=1, seed=2)
 
 
 def run_cfg(pair, **over):
-    teacher, student = pair
-    items = [
-        f"model.teacher={teacher}",
-        f"model.student={student}",
-        "optim.steps=2",
-        "optim.warmup_steps=1",
-        "optim.lr=1e-3",
-        "rollout.prompts_per_step=4",
-        "task.max_new_tokens=8",
-    ] + [f"{k}={v}" for k, v in over.items()]
-    return load_run_config(None, items)
+    """The tiny run of test_distill, two steps."""
+    return tiny_cfg(pair, **{"optim.steps": 2, "optim.warmup_steps": 1, **over})
 
 
 @pytest.mark.parametrize(

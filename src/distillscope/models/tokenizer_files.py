@@ -25,7 +25,7 @@ CROSS_TOKENIZER_OPT_IN = "objective.kind=uld | aligned_forward_kl | aligned_reve
 
 def mismatch_message(name_a: str, name_b: str, reason: str) -> str:
     """The one line a tokenizer mismatch reads, at preflight and at load alike: it names the
-    opt-in (a cross-tokenizer objective, docs/method.md §2)."""
+    opt-in (a cross-tokenizer objective, docs/scaling.md "A teacher with another tokenizer")."""
     return (
         f"tokenizers of {name_a} and {name_b} differ: {reason}; teacher and student must "
         f"share one tokenizer (docs/method.md §1), or opt in with {CROSS_TOKENIZER_OPT_IN}"

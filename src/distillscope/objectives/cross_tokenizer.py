@@ -1,5 +1,5 @@
-"""Objectives for a teacher whose tokenizer is not the student's (docs/method.md §2
-"Cross-tokenizer teachers"): the student's and the teacher's tokens of one text are aligned
+"""Objectives for a teacher whose tokenizer is not the student's (docs/scaling.md "A teacher
+with another tokenizer"): the student's and the teacher's tokens of one text are aligned
 through their character spans, and the loss compares the two next-token distributions at each
 student position.
 

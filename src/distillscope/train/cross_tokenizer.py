@@ -1,5 +1,5 @@
 """A teacher whose tokenizer is not the student's (``objective.kind`` uld, aligned_forward_kl or
-aligned_reverse_kl; docs/method.md §2 "Cross-tokenizer teachers").
+aligned_reverse_kl; docs/scaling.md "A teacher with another tokenizer").
 
 Each side scores the other's text after re-tokenising it:
 

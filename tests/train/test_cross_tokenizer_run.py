@@ -70,6 +70,24 @@ def test_one_shared_tokenizer_makes_the_aligned_kind_the_exact_objective(tiny_pa
         assert abs(a[key] - b[key]) <= reorder_tol(max(abs(a[key]), 1.0), 45 * 64), key
 
 
+@pytest.mark.parametrize("kind", CROSS_TOKENIZER_KINDS)
+def test_the_fused_path_and_micro_batches_give_the_plain_step(bpe_pair, tmp_path, kind):
+    rows = {}
+    for name, over in (
+        ("plain", {"objective.path": "plain"}),
+        ("fused", {"objective.path": "fused", "objective.chunk_size": 4}),
+        ("accumulated", {"objective.path": "plain", "optim.grad_accum": 3}),
+    ):
+        cfg = run_cfg(bpe_pair, **{"objective.kind": kind, "optim.steps": 1, **over})
+        distill(cfg, tmp_path / name)
+        rows[name] = read_metrics(tmp_path / name)[0]
+    plain = rows["plain"]
+    for name in ("fused", "accumulated"):
+        for key in ("train/loss", "train/grad_norm", "objective/aligned_exact_share", "kl/k1"):
+            tol = reorder_tol(max(abs(plain[key]), 1.0), 320 * 64)
+            assert abs(rows[name][key] - plain[key]) <= tol, (name, key)
+
+
 def test_a_mismatch_is_refused_in_one_line_that_names_the_opt_in(bpe_pair):
     with pytest.raises(TokenizerMismatchError) as err:
         preflight_pair(run_cfg(bpe_pair))

@@ -239,7 +239,8 @@ class CrossTokenizerTeacher:
         refusal = cross_tokenizer_refusal(cfg)
         if refusal is not None:
             raise ValueError(refusal)
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
             raise ValueError(f"objective.kind={cfg.objective.kind} trains in one process")
         self.cfg, self.pair, self.objective = cfg, pair, objective
         self.student_tok, self.teacher_tok = pair.tokenizer, pair.teacher_tokenizer
@@ -309,7 +310,8 @@ class CrossTokenizerTeacher:
         r_teacher = with_completions(r, [d.ids for d in done], 0, r.source).to(device)
         with forward_precision(self.cfg.model), torch.inference_mode():
             logits_B_U_W = completion_logits(teacher, r_teacher, "teacher")
-        logits_B_U_W = logits_B_U_W[..., : len(self.teacher_tok)].clone().float()  # autograd-safe
+        # a clone made outside inference mode may meet the student's tensors in autograd
+        logits_B_U_W = logits_B_U_W[..., : len(self.teacher_tok)].clone()
         return self._aligned(r, done, logits_B_U_W.to(r.completion_B_T.device), r_teacher, tau)
 
     def _aligned(

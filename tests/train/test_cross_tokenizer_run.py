@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
+import torch
 from tests.conftest import save_tiny_llama
 from tests.numerics import reorder_tol
 from tests.objectives.test_cross_tokenizer import arithmetic_bpe
@@ -16,10 +17,23 @@ from tests.train.test_distill import tiny_cfg
 from distillscope.config import ConfigError
 from distillscope.metric_keys import metric_info
 from distillscope.models.tokenizer_files import CROSS_TOKENIZER_OPT_IN, TokenizerMismatchError
+from distillscope.objectives.cross_tokenizer import align_spans
 from distillscope.objectives.registry import CROSS_TOKENIZER_KINDS
+from distillscope.rollout.policy_registry import ROLLOUT_POLICIES
+from distillscope.rollout.prompts import select_problems
+from distillscope.rollout.rollouts import SamplingSpec
+from distillscope.rollout.sampler import sample_rollouts
 from distillscope.store import read_metrics
+from distillscope.tasks import resolve_task, training_problems
+from distillscope.train.cross_tokenizer import (
+    cross_tokenizer_run,
+    load_cross_tokenizer_pair,
+    retokenise,
+    with_completions,
+)
 from distillscope.train.loop import distill
 from distillscope.train.pair_checks import preflight_pair
+from distillscope.train.step import MicroBatch, Objective
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +100,45 @@ def test_the_fused_path_and_micro_batches_give_the_plain_step(bpe_pair, tmp_path
         for key in ("train/loss", "train/grad_norm", "objective/aligned_exact_share", "kl/k1"):
             tol = reorder_tol(max(abs(plain[key]), 1.0), 320 * 64)
             assert abs(rows[name][key] - plain[key]) <= tol, (name, key)
+
+
+def test_the_aligned_scores_are_the_teachers_own_forward(bpe_pair):
+    """Against one unbatched teacher forward per row on its own prompt ⧺ re-tokenised text: the
+    logits at each student position are those at its aligned teacher position j(t), and a row's
+    diagnostic log-probs sum to the teacher's log-likelihood of the text."""
+    cfg = run_cfg(bpe_pair, **{"objective.kind": "aligned_forward_kl"})
+    pair = load_cross_tokenizer_pair(cfg)
+    objective = Objective.from_config(cfg.objective, pair.vocab_size)
+    task = resolve_task(cfg.task)
+    encoder, teacher = cross_tokenizer_run(cfg, task, pair, objective)
+    prompts = encoder.batch(select_problems(training_problems(task), 4, cfg.seed, 0), "cpu")
+    eos, chars = pair.tokenizer.eos_token_id, pair.tokenizer
+    texts = [("12+3=15", True), ("7*8=56", False), ("12 + 3 = 15", True), ("29+9=38", True)]
+    rows = [chars(t, add_special_tokens=False)["input_ids"] + [eos] * e for t, e in texts]
+    template = sample_rollouts(  # the prompts, row sources and shapes the loop gives
+        ROLLOUT_POLICIES["student"].make(cfg.rollout),
+        pair.student,
+        None,
+        prompts,
+        SamplingSpec(1, pair.stop_ids, chars.pad_token_id, pair.vocab_size),
+        torch.Generator().manual_seed(0),
+    )
+    r = with_completions(template, rows, chars.pad_token_id, "student")
+    aligned = teacher.score(MicroBatch(torch.arange(r.batch_size), r))
+    assert aligned.exact_B_T[0, :8].tolist() == [False, False, True, True, True, False, False, True]
+    for b, (ids, (_, ended)) in enumerate(zip(rows, texts, strict=True)):
+        done = retokenise(ids, ended, chars, pair.teacher_tokenizer)
+        prompt = r.teacher_prompt_ids_B_Q[b][r.teacher_prompt_mask_B_Q[b].bool()].tolist()
+        with torch.no_grad():
+            logits_S_W = pair.teacher(torch.tensor([prompt + done.ids])).logits[0]
+        logits_U_W = logits_S_W[len(prompt) - 1 : -1]  # row u predicts teacher token u
+        logp_U = logits_U_W.log_softmax(-1).gather(-1, torch.tensor(done.ids)[:, None])
+        want = float(logp_U.sum())
+        assert abs(float(aligned.token_t1_B_T[b].sum()) - want) <= reorder_tol(abs(want), 320)
+        where = align_spans(done.spans_from, done.spans_to).teacher_position
+        torch.testing.assert_close(
+            aligned.logits_B_T_W[b, : len(ids)], logits_U_W[where], rtol=0, atol=1e-5
+        )
 
 
 def test_a_mismatch_is_refused_in_one_line_that_names_the_opt_in(bpe_pair):

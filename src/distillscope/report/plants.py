@@ -20,7 +20,6 @@ from distillscope.report.claimkit import experiment_rows
 from distillscope.report.claims import CLAIMS
 from distillscope.report.claims_grid import CLAIM_01_MARGIN_PP
 from distillscope.report.matching import LAMBDA
-from distillscope.report.plants_rlvr import claim_11_margin, rlvr_planted
 
 LEARNED_BY = 0.30  # simulated students' accuracy above the untrained student (fraction)
 ACC = "eval/accuracy"
@@ -209,11 +208,4 @@ LEVELS = (
     "eval/teacher_style_share",
     "train/grad_clipped_frac",
     "eval/informativeness",  # claim 18's I per teacher (its ``Claim.plant``)
-)
-
-
-# --- claims 11 and 20 (the RLVR stage): planted effects and a margin case
-PLANTERS.append(rlvr_planted)
-MARGIN_CASES.append(
-    MarginCase(11, "OnPD ahead by the margin before and after RLVR", claim_11_margin)
 )

@@ -29,8 +29,8 @@ from distillscope.report.aggregate import hashable_axes
 from distillscope.report.claimkit import ClaimRule, Scoring
 from distillscope.report.claims import CLAIMS, Claim
 from distillscope.report.claims.evidence import ClaimEvidence, Evidence
+from distillscope.report.claims.spec import Part, Routes
 from distillscope.report.claims_grid import RULES_GRID
-from distillscope.report.claims_rlvr import RULES_RLVR
 from distillscope.report.claims_robustness import RULES_ROBUSTNESS
 from distillscope.report.load import metrics_frame
 from distillscope.report.stats import ALPHA
@@ -39,7 +39,9 @@ from distillscope.report.verdicts import (
     NOT_TESTED,
     SUPPORTED,
     UNDECIDED,
+    Decision,
     decide_part,
+    decide_routes,
     first_reason,
     interval_text,
     worst,
@@ -56,7 +58,6 @@ LEGACY: list[ClaimRule] = sorted(
         for r in [
             *RULES_GRID,
             *RULES_ROBUSTNESS,
-            *RULES_RLVR,
         ]
         if r.id not in _SPECIFIED
     ),
@@ -142,9 +143,9 @@ def _judge(claim: Claim, view: ClaimEvidence, result) -> ClaimResult:
     if all(view.rows(e).empty and view.rows(e, rlvr=True).empty for e in claim.experiments):
         lack = f"needs {claim.needs}; the study has no finished run of {_names(claim)}"
         return result(NOT_TESTED, lack, reason=lack)
-    items = [(p, p.estimate(view)) for p in (*claim.premises, *claim.parts)]
-    k = sum(max(len(xs), 1) for _, xs in items)
-    decided = [(p, xs, decide_part(p, xs, ALPHA / k)) for p, xs in items]
+    items = [(p, _estimates(p, view)) for p in (*claim.premises, *claim.parts)]
+    k = sum(_strata(p, xs) for p, xs in items)
+    decided = [(p, xs, _decide(p, xs, ALPHA / k)) for p, xs in items]
     premises, parts = decided[: len(claim.premises)], decided[len(claim.premises) :]
     text = " | ".join(d.text for _, _, d in decided)
     note = view.note()
@@ -171,6 +172,22 @@ def _judge(claim: Claim, view: ClaimEvidence, result) -> ClaimResult:
     return result(INCONCLUSIVE, evidence, head, why)
 
 
+def _estimates(p: Part | Routes, view: ClaimEvidence) -> list:
+    """A part's estimates per stratum; a multi-route part's, per route."""
+    return [r.estimate(view) for r in p.routes] if isinstance(p, Routes) else p.estimate(view)
+
+
+def _strata(p: Part | Routes, xs: list) -> int:
+    """How many contradiction tests a part adds (a multi-route part: one per stratum)."""
+    return max(len(xs[0]) if isinstance(p, Routes) else len(xs), 1)
+
+
+def _decide(p: Part | Routes, xs: list, alpha_contra: float) -> Decision:
+    if isinstance(p, Routes):
+        return decide_routes(p, xs, alpha_contra)
+    return decide_part(p, xs, alpha_contra)
+
+
 def _names(claim: Claim) -> str:
     return " or ".join(f"`{e}`" for e in claim.experiments)
 
@@ -179,6 +196,8 @@ def headline(decided) -> str:
     """Each part's stratum closest to failing, ``Δ_KL +1.9 pp [−0.4, +4.2]``, joined."""
     parts = []
     for p, xs, _ in decided:
+        if isinstance(p, Routes):  # the first route's estimand stands for the part
+            p, xs = p.routes[0], xs[0]
         x = worst(p, xs)
         if x is not None:
             label = "" if x.label in ("pooled", p.name) else f" [{x.label}]"

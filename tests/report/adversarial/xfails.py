@@ -14,11 +14,6 @@ PREMISE = "Scorecard III: a missing premise is 'not applicable'"
 BOTH_SIDES = "Scorecard III: decided on both sides of the margin"
 
 KNOWN: dict[str, str] = {
-    "claim11-d-rlvr-runs-only-in-another-experiment": NO_FALLBACK,
-    "claim11-e-duplicate-configs": DUPLICATES,
-    "claim11-e-duplicate-run-ids": DUPLICATES,
-    "claim11-f-one-seed-cell": ONE_SEED,
-    "claim11-g-nan-metric": MISSING_METRIC,
     "claim14-f-one-seed-cell": ONE_SEED,
     "claim14-g-nan-metric": MISSING_METRIC,
     "claim15-f-one-seed-cell": ONE_SEED,

@@ -78,6 +78,53 @@ class Part:
 
 
 @dataclass(frozen=True)
+class Routes:
+    """A part that holds by any one of several routes in each stratum: each route a ``Part``
+    with its own estimand, side and margin ("the gap after RLVR is within ±2 pp, or reversed,
+    or smaller than before").
+
+    In a stratum (a label common to the routes' estimates) the part is supported when some
+    route is, each route at α / r (Bonferroni over the r routes), and contradicted when every
+    route is; over strata the quantifier (``EVERY`` or ``POOLED``) combines them as for a part.
+    """
+
+    name: str
+    routes: tuple[Part, ...]
+    quantifier: str = POOLED
+    over: str = ""
+    guard: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.routes) < 2:
+            raise ValueError(f"part {self.name!r}: routes needs at least two routes")
+        if self.quantifier not in (EVERY, POOLED):
+            raise ValueError(f"part {self.name!r}: routes combine over strata by every/pooled")
+
+    @property
+    def unit(self) -> str:
+        return self.routes[0].unit
+
+    @property
+    def published(self) -> float:
+        return self.routes[0].published
+
+    @property
+    def estimand(self) -> str:
+        return "; or ".join(r.estimand for r in self.routes)
+
+    @property
+    def why(self) -> str:
+        return " ".join(r.why for r in self.routes)
+
+    def claimed(self) -> str:
+        """``|Δ| < 2 pp or Δ < 0 pp``: the routes' claimed sides."""
+        return " or ".join(r.claimed() for r in self.routes)
+
+    def quantified(self) -> str:
+        return self.quantifier if self.quantifier == POOLED else f"{self.quantifier} {self.over}"
+
+
+@dataclass(frozen=True)
 class MarginCase:
     """One part of a claim planted exactly at its margin, where "supported" is false.
 
@@ -100,7 +147,7 @@ class Claim:
     source: str  # "[P] §4.1", "[D] §3"
     quote: str  # the seed statement, quoted
     experiments: tuple[str, ...]  # the only experiments it reads (no fallback)
-    parts: tuple[Part, ...]
+    parts: tuple[Part | Routes, ...]
     needs: str  # what a study must contain to test it (shown when it cannot)
     premises: tuple[Part, ...] = ()  # absent (contradicted) → "not applicable"
     #: Trajectory features the claim reads: name → function of a run's metrics.jsonl frame.

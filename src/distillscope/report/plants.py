@@ -77,12 +77,8 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
     on = ((policy == "student").to_numpy() | (lam > 0)) & ~(policy == "teacher").to_numpy()
     teacher = (policy == "teacher").to_numpy()
     pos = _lr_position(d)
-    clip_off = np.zeros(n, bool)
-    if "optim.grad_clip" in d:
-        clip_off = d["optim.grad_clip"].isna().to_numpy()
     acc = np.where(reverse, np.where(teacher, -0.30, -0.10), 0.0)  # reverse KL prefers OnPD
     acc = np.where(reverse & spectrum, -0.37 + 0.0925 * (np.clip(lam, -2, 2) + 2), acc)
-    acc = acc + np.where(reverse & clip_off, -0.15, 0.0)
     typical = {m: noise.get(m, 0.0) for m in noise}
     out: dict[str, np.ndarray] = {ACC: acc, "eval/pass@1": np.zeros(n)}  # similar pass@1
     out["eval/pass@10"] = np.where(reverse, 0.05, 0.15)
@@ -162,10 +158,7 @@ def onpd_forward(d: pd.DataFrame) -> np.ndarray:
 
 #: Every no-effect part of a claim, planted at its margin (the ``margin`` scenario): rule
 #: modules' cases are registered here. Each case's tables are scored for its claim only.
-MARGIN_CASES: list[MarginCase] = [
-    MarginCase(14, "no-clip OnPD +margin (claim 1)", _onpd_margin("no_clip")),
-    MarginCase(15, "sampled OnPD +margin (claim 1)", _onpd_margin("sampled")),
-]
+MARGIN_CASES: list[MarginCase] = []
 
 #: Published effects planted by other modules: functions of the design returning offsets
 #: (stored units) that ``planted_offsets`` adds to its own.

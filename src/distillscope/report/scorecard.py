@@ -29,9 +29,8 @@ from distillscope.report.aggregate import hashable_axes
 from distillscope.report.claimkit import ClaimRule, Scoring
 from distillscope.report.claims import CLAIMS, Claim
 from distillscope.report.claims.evidence import ClaimEvidence, Evidence
-from distillscope.report.claims.spec import Part, Routes
+from distillscope.report.claims.spec import Part, Routes, replayed_ids
 from distillscope.report.claims_grid import RULES_GRID
-from distillscope.report.claims_robustness import RULES_ROBUSTNESS
 from distillscope.report.load import metrics_frame
 from distillscope.report.stats import ALPHA
 from distillscope.report.verdicts import (
@@ -57,7 +56,6 @@ LEGACY: list[ClaimRule] = sorted(
         r
         for r in [
             *RULES_GRID,
-            *RULES_ROBUSTNESS,
         ]
         if r.id not in _SPECIFIED
     ),
@@ -131,6 +129,8 @@ def score_spec(claim: Claim, ev: Evidence, strict: bool = False) -> ClaimResult:
         return result(NOT_IMPLEMENTED, f"no code writes {', '.join(claim.unmeasured)} yet")
     view = ev.for_claim(claim.experiments)
     try:
+        if claim.replays:
+            return _judge_replays(claim, ev, view, result)
         return _judge(claim, view, result)
     except Exception as err:
         if strict:
@@ -170,6 +170,66 @@ def _judge(claim: Claim, view: ClaimEvidence, result) -> ClaimResult:
     if premise_open and not why.startswith(premise_open[0].name):
         why = f"premise {premise_open[0].claimed()} undecided; {why}"
     return result(INCONCLUSIVE, evidence, head, why)
+
+
+def _judge_replays(claim: Claim, ev: Evidence, view: ClaimEvidence, result) -> ClaimResult:
+    """A claim that replays others on an ablation (``spec.REPLAY_RULE``)."""
+    grid = claim.replays[0].grid
+    ablation = sorted({e for r in claim.replays for e in r.ablation.experiments})
+    if all(view.rows(e).empty for e in ablation):
+        lack = f"needs {claim.needs}; the study has no finished run of " + " or ".join(
+            f"`{e}`" for e in ablation
+        )
+        return result(NOT_TESTED, lack, reason=lack)
+    k = max(len(claim.premises), 1)
+    premises = [
+        (p, xs, decide_part(p, xs, ALPHA / k)) for p in claim.premises for xs in [p.estimate(view)]
+    ]
+    got = [(r.main.id, score_spec(r.main, ev), score_spec(r.ablation, ev)) for r in claim.replays]
+    lines = [d.text for _, _, d in premises] + [
+        f"claim {i}: main grid {_said(m)}, {grid} {_said(a)}" for i, m, a in got
+    ]
+    evidence = " | ".join(lines)
+    head = f"{grid}: " + ", ".join(
+        f"claim {i} {'same' if a.verdict == m.verdict else a.verdict}" for i, m, a in got
+    )
+    absent = [p for p, _, d in premises if d.state == CONTRADICTED]
+    if absent:
+        return result(NOT_APPLICABLE, evidence, head, f"premise {absent[0].claimed()} is absent")
+    if any(_reversed(m.verdict, a.verdict) for _, m, a in got):
+        return result(CONTRADICTED, evidence, head)
+    decided = [(i, m, a) for i, m, a in got if m.verdict in (SUPPORTED, CONTRADICTED)]
+    if not decided:
+        why = f"none of claims {replayed_ids(claim.replays)} is decided on the main grid"
+        return result(INCONCLUSIVE, evidence, head, why)
+    untested = [
+        (i, a) for i, _, a in decided if a.verdict not in (SUPPORTED, CONTRADICTED, INCONCLUSIVE)
+    ]
+    if untested:
+        why = "; ".join(
+            f"claim {i} on the {grid}: {a.verdict} ({a.reason or a.evidence})" for i, a in untested
+        )
+        return result(NOT_TESTED, evidence, head, f"needs {claim.needs}; {why}")
+    open_ = [d.reason for _, _, d in premises if d.state != SUPPORTED]
+    open_ += [
+        f"claim {i} on the {grid}: {a.reason}" for i, m, a in decided if a.verdict != m.verdict
+    ]
+    if not open_:
+        return result(SUPPORTED, evidence, head)
+    return result(INCONCLUSIVE, evidence, head, first_reason(open_))
+
+
+def _said(r: ClaimResult) -> str:
+    """A replayed claim's verdict with its reason (undecided) or its headline (decided)."""
+    return f"{r.verdict} ({r.reason or r.headline or '—'})"
+
+
+def _reversed(main: str, ablation: str) -> bool:
+    """Whether an ablation reverses a main-grid conclusion: contradicted there but not on the
+    main grid (decided or not), or supported there but contradicted on the main grid."""
+    if ablation == CONTRADICTED:
+        return main != CONTRADICTED
+    return ablation == SUPPORTED and main == CONTRADICTED
 
 
 def _estimates(p: Part | Routes, view: ClaimEvidence) -> list:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from distillscope.report.claims import CLAIMS, Claim
-from distillscope.report.claims.spec import Part
+from distillscope.report.claims.spec import REPLAY_RULE, Part, replayed_ids
 from distillscope.report.scorecard import LEGACY
 
 DOCS = Path(__file__).resolve().parents[4] / "docs"
@@ -38,6 +38,9 @@ def _claim_text(c: Claim) -> list[str]:
     ]
     lines += [_part_line("Premise", p) for p in c.premises]
     lines += [_part_line("Part", p) for p in c.parts]
+    if c.replays:
+        grid = c.replays[0].grid
+        lines.append(f"   - On the {grid}: {REPLAY_RULE.format(ids=replayed_ids(c.replays))}")
     return lines
 
 

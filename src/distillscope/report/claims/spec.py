@@ -159,6 +159,9 @@ class Claim:
     null_true: bool = False
     #: Metric keys it needs that no code of distillscope writes yet: "not implemented".
     unmeasured: tuple[str, ...] = ()
+    #: Other claims' specifications run again on an ablation (claims 14, 15): the claim holds
+    #: when each conclusion the main grid decides is reached there too (``Replay``).
+    replays: tuple[Replay, ...] = ()
 
     def rule(self) -> str:
         """The rule in words (the report's Rule column; docs/method.md §9), from the parts."""
@@ -167,4 +170,33 @@ class Claim:
             lines.append(f"Premise {p.claimed()} ({p.quantified()}): {p.estimand}. {p.why}")
         for p in self.parts:
             lines.append(f"Part {p.claimed()} ({p.quantified()}): {p.estimand}. {p.why}")
+        if self.replays:
+            lines.append(REPLAY_RULE.format(ids=replayed_ids(self.replays)))
         return " ".join(lines)
+
+
+#: How a claim with replays is decided (``report.scorecard``), in words.
+REPLAY_RULE = (
+    "Replays claims {ids} on the ablation's runs (each claim's own parts and margins). "
+    "Supported: every one of them decided on the main grid reaches the same verdict on the "
+    "ablation (else 'not tested' when one cannot be tested there). Contradicted: one is "
+    "reversed there — contradicted on the ablation but not on the main grid, or supported on "
+    "the ablation but contradicted on the main grid. Else inconclusive."
+)
+
+
+def replayed_ids(replays: tuple[Replay, ...]) -> str:
+    """``1–4`` or ``1 and 2``: the claims replayed."""
+    ids = [r.main.id for r in replays]
+    return f"{ids[0]}–{ids[-1]}" if len(ids) > 2 else " and ".join(map(str, ids))
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A claim's specification run again on an ablation (claims 14 and 15): ``main`` as the
+    main grid decides it, ``ablation`` the same parts and margins reading the ablation's runs
+    (``grid``: its name in words)."""
+
+    main: Claim
+    ablation: Claim
+    grid: str

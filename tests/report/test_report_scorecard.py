@@ -15,11 +15,7 @@ import pytest
 
 from distillscope.metric_keys import METRICS
 from distillscope.report import score_claims, scorecard
-from distillscope.report.claimkit import (
-    NOT_IMPLEMENTED,
-    VERDICTS,
-)
-from distillscope.report.scorecard import CLAIM_IDS, UNMEASURED
+from distillscope.report.scorecard import CLAIM_IDS, NOT_IMPLEMENTED, UNMEASURED, VERDICTS
 from distillscope.report.stats import (
     Pair,
     beyond,

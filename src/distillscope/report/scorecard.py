@@ -13,8 +13,7 @@ Every claim ends as *supported*, *contradicted*, *inconclusive* (always with its
 power, or effect near its margin), *not applicable* (a premise is absent), *not tested* (the
 study lacks an experiment, a metric or seeds; the result names what), *not implemented* (no
 code measures what the claim needs) or *error* (the rule raised: a bug, shown with its
-message). Claims not yet specified in ``report.claims`` run their legacy rule
-(``claimkit.ClaimRule``).
+message).
 """
 
 from __future__ import annotations
@@ -26,11 +25,9 @@ from pathlib import Path
 import pandas as pd
 
 from distillscope.report.aggregate import hashable_axes
-from distillscope.report.claimkit import ClaimRule, Scoring
 from distillscope.report.claims import CLAIMS, Claim
 from distillscope.report.claims.evidence import ClaimEvidence, Evidence
 from distillscope.report.claims.spec import Part, Routes, replayed_ids
-from distillscope.report.claims_grid import RULES_GRID
 from distillscope.report.load import metrics_frame
 from distillscope.report.stats import ALPHA
 from distillscope.report.verdicts import (
@@ -49,25 +46,12 @@ from distillscope.store import run_dir
 
 INCONCLUSIVE, NOT_APPLICABLE = "inconclusive", "not applicable"
 NOT_IMPLEMENTED, ERROR = "not implemented", "error"
-_SPECIFIED = {c.id for c in CLAIMS}
-#: The legacy rules of the claims not yet specified in ``report.claims``.
-LEGACY: list[ClaimRule] = sorted(
-    (
-        r
-        for r in [
-            *RULES_GRID,
-        ]
-        if r.id not in _SPECIFIED
-    ),
-    key=lambda r: r.id,
-)
+#: The verdicts of a claim the study could test (beside not tested / implemented, error).
+VERDICTS = (SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE)
 #: Every claim id the scorecard scores, in order.
-CLAIM_IDS: tuple[int, ...] = tuple(sorted(_SPECIFIED | {r.id for r in LEGACY}))
+CLAIM_IDS: tuple[int, ...] = tuple(c.id for c in CLAIMS)
 #: Per claim, the metric keys it needs that no code of distillscope writes yet.
-UNMEASURED: dict[int, tuple[str, ...]] = {
-    **{r.id: r.unmeasured for r in LEGACY},
-    **{c.id: c.unmeasured for c in CLAIMS},
-}
+UNMEASURED: dict[int, tuple[str, ...]] = {c.id: c.unmeasured for c in CLAIMS}
 
 
 @dataclass(frozen=True)
@@ -102,21 +86,11 @@ def score_claims(
         One ClaimResult per claim, in claim order.
     """
     df = hashable_axes(df)
-    wanted = [c for c in CLAIM_IDS if claims is None or c in claims]
-    specs = [c for c in CLAIMS if c.id in wanted]
+    specs = [c for c in CLAIMS if claims is None or c.id in claims]
     if study_dir is not None:
         df = add_features(df, Path(study_dir), specs)
     ev = Evidence(df)
-    scoring = Scoring(df)
-    by_id = {c.id: c for c in specs}
-    legacy = {r.id: r for r in LEGACY}
-    out = []
-    for cid in wanted:
-        if cid in by_id:
-            out.append(score_spec(by_id[cid], ev, strict))
-        else:
-            out.append(score_legacy(legacy[cid], scoring, strict))
-    return out
+    return [score_spec(c, ev, strict) for c in specs]
 
 
 def score_spec(claim: Claim, ev: Evidence, strict: bool = False) -> ClaimResult:
@@ -265,37 +239,6 @@ def headline(decided) -> str:
                 f"{p.name}{label} {interval_text(x, unit=p.unit).replace(' (95% CI)', '')}"
             )
     return "; ".join(parts)
-
-
-def score_legacy(rule: ClaimRule, scoring: Scoring, strict: bool = False) -> ClaimResult:
-    """A claim not yet specified in ``report.claims``, scored by its legacy rule."""
-    if rule.unmeasured:
-        text = f"no code of distillscope writes {', '.join(rule.unmeasured)} yet"
-        return ClaimResult(rule.id, rule.claim, NOT_IMPLEMENTED, text, "—")
-    try:
-        if not rule.applicable(scoring):
-            text = f"needs {rule.needs}"
-            return ClaimResult(rule.id, rule.claim, NOT_TESTED, text, "—", reason=text)
-        lacking = rule.lacking(scoring) if rule.lacking is not None else []
-        if lacking:
-            text = f"needs {rule.needs}; this study lacks {', '.join(lacking)}"
-            return ClaimResult(rule.id, rule.claim, NOT_TESTED, text, "—", reason=text)
-        v = rule.judge(scoring)
-    except Exception as err:
-        if strict:
-            raise
-        text = f"the rule raised {type(err).__name__}: {err} (a bug in distillscope)"
-        return ClaimResult(rule.id, rule.claim, ERROR, text, "—")
-    reason = _legacy_reason(v.verdict, v.evidence)
-    return ClaimResult(rule.id, rule.claim, v.verdict, v.evidence, v.rule, v.headline, reason)
-
-
-def _legacy_reason(verdict: str, evidence: str) -> str:
-    if verdict != INCONCLUSIVE:
-        return ""
-    if evidence.startswith("no power"):
-        return "lacks power: the students did not learn beyond uncertainty"
-    return "not beyond its margins (a legacy rule: no power analysis)"
 
 
 def add_features(df: pd.DataFrame, study_dir: Path, claims: list[Claim]) -> pd.DataFrame:

@@ -98,27 +98,39 @@ def decide_stratum(part: Part, x: Estimate, alpha_contra: float, alpha: float = 
 
 
 def undecided_reason(part: Part, x: Estimate, alpha: float = ALPHA) -> str:
-    """ "lacks power (…)" or "effect near its margin (…)" for an undecided stratum."""
+    """ "lacks power (…)" or "effect near its margin (…)" for an undecided stratum.
+
+    Near its margin only when the interval straddles the margin (a band's edge) and is
+    narrower than the effect it would need to resolve — half-width and reach both within the
+    published value's distance from the margin; otherwise (a wide interval, as "0 of n vs 0
+    of n" events gives) the design lacks power.
+    """
     band = part.side == WITHIN
     two_sided = band and part.published == 0 and not isinstance(x, RangeEstimate)
     reach = x.reach(alpha, POWER, two_sided)
     distance = part.margin - abs(part.published) if band else abs(part.published - part.margin)
     if math.isnan(reach):
         return NO_VARIANCE
-    if reach > distance:
-        if band:
-            smallest = f"a band of ±{abs(part.published) + reach:.1f} {part.unit}".rstrip()
-        else:
-            sign = 1 if part.side == ABOVE else -1
-            smallest = f"{part.name} beyond {part.margin + sign * reach:+.1f} {part.unit}".rstrip()
-        text = f"{LACKS_POWER} (smallest effect the design decides: {smallest}"
-        if x.seeds >= 2 and distance > 0:
-            seeds = math.ceil(x.seeds * (reach / distance) ** 2)
-            text += f"; ≈ {seeds} seeds would decide the published {part.published:g}"
-        return text + ")"
-    u = f" {part.unit}" if part.unit else ""
     lo, hi = x.bounds(alpha)
-    return f"{NEAR_MARGIN}: {fmt(x.value)}{u} [{fmt(lo)}, {fmt(hi)}] against {part.claimed()}"
+    m = part.margin
+    straddles = (lo < m < hi) or (band and lo < -m < hi)
+    u = f" {part.unit}" if part.unit else ""
+    if straddles and reach <= distance and (hi - lo) / 2 <= distance:
+        return f"{NEAR_MARGIN}: {fmt(x.value)}{u} [{fmt(lo)}, {fmt(hi)}] against {part.claimed()}"
+    if math.isinf(reach):
+        return f"{LACKS_POWER} (no effect is decided with these runs: [{fmt(lo)}, {fmt(hi)}]{u})"
+    if band:
+        smallest = f"a band of ±{abs(part.published) + reach:.1f} {part.unit}".rstrip()
+    else:
+        sign = 1 if part.side == ABOVE else -1
+        smallest = f"{part.name} beyond {m + sign * reach:+.1f} {part.unit}".rstrip()
+    text = f"{LACKS_POWER} (smallest effect the design decides: {smallest}"
+    if x.seeds >= 2 and 0 < distance < reach:
+        seeds = math.ceil(x.seeds * (reach / distance) ** 2)
+        text += f"; ≈ {seeds} seeds would decide the published {part.published:g}"
+    elif (hi - lo) / 2 > distance:
+        text += f"; its interval [{fmt(lo)}, {fmt(hi)}]{u} is wider than that"
+    return text + ")"
 
 
 def decide_part(part: Part, xs: Sequence[Estimate], alpha_contra: float) -> Decision:

@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 
 from distillscope.report.claims.estimate import Estimate, RangeEstimate, not_tested
+from distillscope.report.claims.exact import share_gap
 from distillscope.report.claims.spec import (
     ABOVE,
     ANY,
@@ -101,6 +102,35 @@ def test_reasons_say_lacks_power_or_near_the_margin():
     assert near.reason.startswith("effect near its margin: +6.0 pp")
     flat = decide_stratum(part, _x(6.0, se=0.0), 0.025)
     assert flat.state == UNDECIDED and "no seed variance" in flat.reason
+
+
+def test_no_events_on_either_side_lacks_power_with_the_gap_fisher_decides():
+    # "0 of 27 vs 0 of 27": SE 0 and bounds [−100, +100] — the design lacks power, and the
+    # smallest gap it decides is the least k / 27 that Fisher's one-sided test passes at α
+    part = _part(ABOVE, margin=0.0, published=20.0)
+    x = share_gap("Δ", 0, 27, 0, 27)
+    k = next(
+        k
+        for k in range(28)
+        if stats.fisher_exact([[k, 27 - k], [0, 27]], alternative="greater")[1] <= 0.025
+    )
+    d = decide_stratum(part, x, 0.025)
+    assert d.state == UNDECIDED
+    assert d.reason.startswith(
+        f"lacks power (smallest effect the design decides: Δ beyond +{100 * k / 27:.1f} pp"
+    )
+    assert "near" not in d.reason  # 22.2 pp > the published 20: more runs would decide it
+    # a gap no count decides: 0 of 2 vs 0 of 2
+    assert "no effect is decided" in decide_stratum(part, share_gap("Δ", 0, 2, 0, 2), 0.025).reason
+
+
+def test_near_the_margin_needs_a_straddling_interval_narrower_than_the_distance():
+    part = _part(ABOVE, margin=5.0, published=17.0)
+    # straddles 5 and narrow (half-width 2.2 < 12): near
+    assert decide_stratum(part, _x(6.0, se=1.0), 0.025).reason.startswith("effect near")
+    # below the margin at α but not contradicted at the stricter α_contra: not straddling
+    below = decide_stratum(part, _x(5.0 - T - 0.5, se=1.0), 0.001)
+    assert below.state == UNDECIDED and below.reason.startswith("lacks power")
 
 
 def test_intervals_are_labelled_with_their_real_level():

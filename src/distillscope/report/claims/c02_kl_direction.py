@@ -23,6 +23,7 @@ from distillscope.report.claims.common import (
     STUDENT,
     TEACHER,
     Grid,
+    axes,
     blocks,
     in_pp,
     lr_end,
@@ -39,6 +40,7 @@ from distillscope.report.claims.spec import (
     WITHIN,
     Claim,
     MarginCase,
+    Offsets,
     Part,
 )
 
@@ -83,6 +85,19 @@ def forward_range_at_margin(d: pd.DataFrame, grid: Grid = MAIN_GRID) -> dict[str
     e = grid.experiment
     rows = rows_mask(d, e, **{POLICY: STUDENT, KIND: grid.kind(FORWARD)}) & lr_end(d, e, True)
     return {ACC: np.where(rows, in_pp(ACC, RANGE_PP), 0.0)}
+
+
+#: The planted world's reverse-KL accuracy (fractions, beside forward KL): OnPD −10 pp, OffPD
+#: −30 pp ([P]: forward 71–73%, reverse 35–72%, reverse better on-policy).
+PLANT_REVERSE_ONPD, PLANT_REVERSE_OFFPD = -0.10, -0.30
+
+
+def plant(d: pd.DataFrame) -> Offsets:
+    """Reverse KL ``PLANT_REVERSE_*`` below forward KL in every experiment but the spectrum
+    (claim 6 plants its own curve there)."""
+    a = axes(d)
+    lower = np.where(a.teacher, PLANT_REVERSE_OFFPD, PLANT_REVERSE_ONPD)
+    return {ACC: np.where(a.reverse & ~a.spectrum, lower, 0.0)}
 
 
 def specify(grid: Grid = MAIN_GRID) -> Claim:
@@ -133,6 +148,7 @@ def specify(grid: Grid = MAIN_GRID) -> Claim:
                 published=2.0,
             ),
         ),
+        plant=plant,
         needs="the main grid (`main`) with forward and reverse KL, OnPD and OffPD, and "
         "eval/accuracy",
         margin_cases=(

@@ -23,6 +23,7 @@ from distillscope.report.claims.common import (
     STUDENT,
     TEACHER,
     Grid,
+    axes,
     blocks,
     lr_end,
     matched,
@@ -30,13 +31,31 @@ from distillscope.report.claims.common import (
 )
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, EVERY, POOLED, WITHIN, Claim, MarginCase, Part
+from distillscope.report.claims.spec import (
+    ABOVE,
+    EVERY,
+    POOLED,
+    WITHIN,
+    Claim,
+    MarginCase,
+    Offsets,
+    Part,
+)
 
 LR_MARGIN_PP = 5.0
 LOW_LR_MARGIN_PP = 2.0
 ROLLOUT_MARGIN_PP = 2.0
-#: The planted world's low-LR forgetting (pp) and how much less OffPD forgets (calibration).
-PLANT_LOW_PP, PLANT_OFFPD_LESS_PP = -1.0, 1.0
+#: The planted world's forgetting (pp): −1 at the low LR to −12.6 at the high LR ([P]: ≤ 1.3
+#: and 11.2–14.0), OffPD forgetting 1 pp less (within ±2 pp here, above claim 5's 0).
+PLANT_LOW_PP, PLANT_HIGH_PP, PLANT_OFFPD_LESS_PP = -1.0, 12.6, 1.0
+
+
+def plant(d: pd.DataFrame) -> Offsets:
+    """forgetting_pp (a level) from ``PLANT_LOW_PP`` at each experiment's lowest LR to
+    −``PLANT_HIGH_PP`` at its highest (linear in log LR), OffPD ``PLANT_OFFPD_LESS_PP`` less."""
+    a = axes(d)
+    forget = PLANT_LOW_PP - (PLANT_HIGH_PP + PLANT_LOW_PP) * a.lr_position
+    return {FORGET: forget + np.where(a.policy == TEACHER, PLANT_OFFPD_LESS_PP, 0.0)}
 
 
 def _ends(view: ClaimEvidence, grid: Grid) -> tuple[object, str]:
@@ -138,6 +157,7 @@ def specify(grid: Grid = MAIN_GRID) -> Claim:
         ),
         needs="the main grid (`main`) at two learning rates with OnPD and OffPD and "
         "eval/forgetting_pp",
+        plant=plant,
         margin_cases=(
             MarginCase("low-LR change at the margin", partial(low_lr_at_margin, grid=grid), True),
             MarginCase("rollout effect at the margin", partial(rollout_at_margin, grid=grid), True),

@@ -23,6 +23,7 @@ from distillscope.report.claims.common import (
     STUDENT,
     TEACHER,
     Grid,
+    axes,
     blocks,
     in_pp,
     lr_end,
@@ -31,7 +32,7 @@ from distillscope.report.claims.common import (
 )
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, EVERY, POOLED, Claim, MarginCase, Part
+from distillscope.report.claims.spec import ABOVE, EVERY, POOLED, Claim, MarginCase, Offsets, Part
 
 LR_MARGIN_PP = 10.0
 NONINFERIOR_PP = 1.0
@@ -66,6 +67,20 @@ def offpd_less_sparse_at_margin(d: pd.DataFrame, grid: Grid = MAIN_GRID) -> dict
     e = grid.experiment
     off = rows_mask(d, e, **{POLICY: TEACHER, KIND: grid.kind(FORWARD)}) & lr_end(d, e, True)
     return {SPARSITY: np.where(off, -in_pp(SPARSITY, NONINFERIOR_PP), 0.0)}
+
+
+#: The planted world's sparsity (fractions): bf16 87.5% at the lowest LR to 56% at the highest
+#: ([P]: 85.3–89.6% vs 51.9–60.0%); the fp32 view 30 pp lower.
+PLANT_LOW, PLANT_DROP, PLANT_FP32_SHIFT = 0.875, 0.315, -0.3
+
+
+def plant(d: pd.DataFrame) -> Offsets:
+    """Both sparsity views (levels), falling linearly in log LR within each experiment."""
+    pos = axes(d).lr_position
+    return {
+        f"eval/sparsity_{view}_tau1e-06": PLANT_LOW + shift - PLANT_DROP * pos
+        for view, shift in (("bf16", 0.0), ("fp32", PLANT_FP32_SHIFT))
+    }
 
 
 def specify(grid: Grid = MAIN_GRID) -> Claim:
@@ -106,6 +121,7 @@ def specify(grid: Grid = MAIN_GRID) -> Claim:
         ),
         needs="the main grid (`main`) at two learning rates with OnPD and OffPD and "
         "eval/sparsity_bf16_tau1e-06",
+        plant=plant,
         margin_cases=(
             MarginCase(
                 "OffPD less sparse by the margin",

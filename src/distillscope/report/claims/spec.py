@@ -154,6 +154,8 @@ class Claim:
     features: dict[str, Callable[[pd.DataFrame], float]] = field(default_factory=dict)
     #: The published effects in a design (calibration's "planted" world): offsets per metric.
     plant: Callable[[pd.DataFrame], Offsets] | None = None
+    #: Published effects in units of each metric's seed-noise SD (the study's, else 0.01).
+    plant_sd: Callable[[pd.DataFrame], Offsets] | None = None
     margin_cases: tuple[MarginCase, ...] = ()
     #: A null world (no effect of any axis, students learned) makes the claim true.
     null_true: bool = False

@@ -1,10 +1,9 @@
 """Planted effects and margin cases of the scorecard's calibration (``calibrate``).
 
 ``planted_offsets`` plants the published effects of docs/method.md §9 in a study's design;
-``MARGIN_CASES`` put each no-effect part of a claim exactly at its margin, where "supported"
-is false (``MarginCase``). Offsets are in stored units (fractions, pp), one value per row of
-the design. Rule modules' effects and cases are registered here (``PLANTERS``,
-``MARGIN_CASES``).
+``all_margin_cases`` put each no-effect part of a claim exactly at its margin, where
+"supported" is false (``MarginCase``, from each claim's ``Claim.margin_cases``). Offsets are
+in stored units (fractions, pp), one value per row of the design.
 """
 
 from __future__ import annotations
@@ -15,93 +14,22 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from distillscope.report.aggregate import with_labels
-from distillscope.report.claimkit import experiment_rows
 from distillscope.report.claims import CLAIMS
-from distillscope.report.claims_grid import CLAIM_01_MARGIN_PP
-from distillscope.report.matching import LAMBDA
-from distillscope.report.plants_rlvr import claim_11_margin, rlvr_planted
+from distillscope.report.claims.common import column
 
 LEARNED_BY = 0.30  # simulated students' accuracy above the untrained student (fraction)
 ACC = "eval/accuracy"
-FORGET = "eval/forgetting_pp"
-SPARSITY = "eval/sparsity_bf16_tau1e-06"
-#: Planted forgetting (pp): −1 at the low LR to −12.6 at the high LR ([P]: ≤ 1.3 and
-#: 11.2–14.0), OffPD forgetting this much less (within claim 3's ±2 pp, above claim 5's 0).
-PLANT_LOW_FORGET_PP, PLANT_HIGH_FORGET_PP = -1.0, 12.6
-PLANT_OFFPD_FORGETS_LESS_PP = 1.0
-
-
-def _lr_position(d: pd.DataFrame) -> np.ndarray:
-    """Per row, log-LR position in [0, 1] within its experiment (0 = lowest LR)."""
-    pos = np.zeros(len(d))
-    if "optim.lr" not in d.columns:
-        return pos
-    lr = pd.to_numeric(d["optim.lr"], errors="coerce")
-    exp = d["experiment"].map(str) if "experiment" in d.columns else pd.Series("", index=d.index)
-    for _, idx in d.groupby(exp).groups.items():
-        x = np.log10(lr.loc[idx].to_numpy(dtype=float))
-        span = np.nanmax(x) - np.nanmin(x) if np.isfinite(x).any() else 0.0
-        pos[d.index.get_indexer(idx)] = np.nan_to_num((x - np.nanmin(x)) / span) if span else 0.0
-    return pos
-
-
-def _column(d: pd.DataFrame, column: str) -> pd.Series:
-    """``column`` as strings ("" where the design has no such column)."""
-    return d[column].map(str) if column in d.columns else pd.Series("", index=d.index)
-
-
-def _experiment(d: pd.DataFrame, name: str) -> np.ndarray:
-    """Mask of the rows a rule reads as experiment ``name`` (``claimkit.experiment_rows``: those
-    named so, or every row when none is, so a custom study's grid gets its effects too)."""
-    return d.index.isin(experiment_rows(d, name).index)
 
 
 def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.ndarray]:
-    """Per metric, offsets (stored units) that plant the published effects of §9 in design d.
-
-    Forward KL 72% vs reverse KL 10 pp (OnPD) / 30 pp (OffPD) lower (35–72%); λ-spectrum reverse KL
-    35% → 72% from λ = −2 to +2; forgetting −1 pp (low LR) → −12.6 pp (high LR), OffPD
-    0.5 pp less; bf16 sparsity 87.5% → 56% with LR; pass@10 gain 10 pp larger under forward
-    KL; harder variant +12.5% (relative) on-policy; style share 10% for OnPD + reverse KL vs 70%;
-    95% of steps clipped, reverse-KL norms 2× forward; token probabilities moving ±2 SD per
-    unit λ; without clipping reverse KL −15 pp. The specified claims' effects
-    (``Claim.plant``: claims 16–24 among them) are added.
-    """
-    L = with_labels(d)
-    n = len(d)
-    kind, policy = _column(L, "objective.kind"), _column(L, "rollout.policy")
-    lam = pd.to_numeric(L[LAMBDA], errors="coerce").fillna(0.0).to_numpy()
-    reverse = kind.isin(["reverse_kl", "reverse_sampled"]).to_numpy()
-    exp = _column(L, "experiment")
-    spectrum = (exp == "spectrum").to_numpy()
-    on = ((policy == "student").to_numpy() | (lam > 0)) & ~(policy == "teacher").to_numpy()
-    teacher = (policy == "teacher").to_numpy()
-    pos = _lr_position(d)
-    clip_off = np.zeros(n, bool)
-    if "optim.grad_clip" in d:
-        clip_off = d["optim.grad_clip"].isna().to_numpy()
-    acc = np.where(reverse, np.where(teacher, -0.30, -0.10), 0.0)  # reverse KL prefers OnPD
-    acc = np.where(reverse & spectrum, -0.37 + 0.0925 * (np.clip(lam, -2, 2) + 2), acc)
-    acc = acc + np.where(reverse & clip_off, -0.15, 0.0)
-    typical = {m: noise.get(m, 0.0) for m in noise}
-    out: dict[str, np.ndarray] = {ACC: acc, "eval/pass@1": np.zeros(n)}  # similar pass@1
-    out["eval/pass@10"] = np.where(reverse, 0.05, 0.15)
-    forget = PLANT_LOW_FORGET_PP - (PLANT_HIGH_FORGET_PP + PLANT_LOW_FORGET_PP) * pos
-    out[FORGET] = forget + np.where(policy == "teacher", PLANT_OFFPD_FORGETS_LESS_PP, 0.0)
-    for view, shift in (("bf16", 0.0), ("fp32", -0.3)):
-        out[f"eval/sparsity_{view}_tau1e-06"] = 0.875 + shift - 0.315 * pos
-    out["eval/harder_accuracy"] = np.where(on, 0.05, 0.0)
-    out["eval/harder/pass@10"] = np.where(on, 0.125, 0.0)  # claim 10: +10–15 pp
-    style = (policy == "student").to_numpy() & (kind == "reverse_kl").to_numpy()
-    out["eval/teacher_style_share"] = np.where(style, 0.10, 0.70)
-    out["train/grad_clipped_frac"] = np.full(n, 0.95)
-    out["train/grad_norm_mean"] = np.where(reverse, 1.0, 0.0)  # × typical norm, see _values
-    for key, sgn in (("student", 1.0), ("teacher", -1.0)):
-        m = f"rollout/{key}_token_prob_mean"
-        out[m] = sgn * 2.0 * typical.get(m, 0.01) * np.where(spectrum, lam, 0.0)
-    specs = [c.plant(d) for c in CLAIMS if c.plant is not None]
-    return summed([out, *(plant(d, noise) for plant in PLANTERS), *specs], n)
+    """Per metric, offsets (stored units) that plant the published effects of §9 in design d:
+    every claim's ``Claim.plant`` summed, and its ``Claim.plant_sd`` (effects in units of a
+    metric's seed-noise SD) times ``noise`` (0.01 for a metric without one)."""
+    parts = [c.plant(d) for c in CLAIMS if c.plant is not None]
+    for c in CLAIMS:
+        if c.plant_sd is not None:
+            parts.append({m: noise.get(m, 0.01) * v for m, v in c.plant_sd(d).items()})
+    return summed(parts, len(d))
 
 
 Offsets = dict[str, np.ndarray]
@@ -124,63 +52,18 @@ class MarginCase:
     on_planted: bool = False
 
 
-def _rows(d: pd.DataFrame, experiment: str, **values: str) -> np.ndarray:
-    """Mask of the rows of ``experiment`` (``_experiment``) whose columns equal ``values``
-    (keys with dots written as double underscores: ``rollout__policy="student"``)."""
-    mask = _experiment(d, experiment)
-    for key, value in values.items():
-        mask = mask & (_column(d, key.replace("__", ".")) == value).to_numpy()
-    return mask
-
-
-def _lr_end(d: pd.DataFrame, experiment: str, high: bool) -> np.ndarray:
-    """Mask of the rows of ``experiment`` at its smallest (or largest) LR."""
-    rows = _experiment(d, experiment)
-    lr = pd.to_numeric(d.get("optim.lr", pd.Series(np.nan, index=d.index)), errors="coerce")
-    lrs = lr[rows].dropna()
-    if lrs.empty:
-        return np.zeros(len(d), dtype=bool)
-    return rows & (lr == (lrs.max() if high else lrs.min())).to_numpy()
-
-
-def _onpd_margin(experiment: str) -> Callable[[pd.DataFrame], Offsets]:
-    """Claim 1's margin in ``experiment``: its OnPD runs CLAIM_01_MARGIN_PP more accurate (the
-    robustness claims re-run claim 1 on the no-clip and sampled grids)."""
-
-    def offsets(d: pd.DataFrame) -> Offsets:
-        on = _rows(d, experiment, rollout__policy="student")
-        return {ACC: np.where(on, CLAIM_01_MARGIN_PP / 100, 0.0)}
-
-    return offsets
-
-
 def onpd_forward(d: pd.DataFrame) -> np.ndarray:
     """Mask of the on-policy forward-KL runs (claim 19's; their early entropy is drawn)."""
     return (
-        (_column(d, "rollout.policy") == "student") & (_column(d, "objective.kind") == "forward_kl")
+        (column(d, "rollout.policy") == "student") & (column(d, "objective.kind") == "forward_kl")
     ).to_numpy()
 
 
-#: Every no-effect part of a claim, planted at its margin (the ``margin`` scenario): rule
-#: modules' cases are registered here. Each case's tables are scored for its claim only.
-MARGIN_CASES: list[MarginCase] = [
-    MarginCase(14, "no-clip OnPD +margin (claim 1)", _onpd_margin("no_clip")),
-    MarginCase(15, "sampled OnPD +margin (claim 1)", _onpd_margin("sampled")),
-]
-
-#: Published effects planted by other modules: functions of the design returning offsets
-#: (stored units) that ``planted_offsets`` adds to its own.
-PLANTERS: list[Callable[[pd.DataFrame, dict[str, float]], Offsets]] = []
-
-
 def all_margin_cases() -> list[MarginCase]:
-    """The specified claims' margin cases (``Claim.margin_cases``), then the legacy ones."""
-    spec = [
+    """Every claim's margin cases (``Claim.margin_cases``), in claim order."""
+    return [
         MarginCase(c.id, m.name, m.offsets, m.on_planted) for c in CLAIMS for m in c.margin_cases
     ]
-    specified = {c.id for c in CLAIMS}
-    legacy = [c for c in MARGIN_CASES if c.claim not in specified]
-    return sorted([*spec, *legacy], key=lambda c: c.claim)
 
 
 def margin_cases(claims: Collection[int]) -> list[MarginCase]:
@@ -209,11 +92,4 @@ LEVELS = (
     "eval/teacher_style_share",
     "train/grad_clipped_frac",
     "eval/informativeness",  # claim 18's I per teacher (its ``Claim.plant``)
-)
-
-
-# --- claims 11 and 20 (the RLVR stage): planted effects and a margin case
-PLANTERS.append(rlvr_planted)
-MARGIN_CASES.append(
-    MarginCase(11, "OnPD ahead by the margin before and after RLVR", claim_11_margin)
 )

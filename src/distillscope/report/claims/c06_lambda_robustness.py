@@ -12,7 +12,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import ACC, FORWARD, REVERSE, blocks, in_pp, learned_part
+from distillscope.report.claims.common import (
+    ACC,
+    FORWARD,
+    REVERSE,
+    axes,
+    blocks,
+    in_pp,
+    learned_part,
+)
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
 from distillscope.report.claims.rank import (
@@ -22,7 +30,7 @@ from distillscope.report.claims.rank import (
     mask_of,
     spectrum_rows,
 )
-from distillscope.report.claims.spec import ABOVE, EVERY, WITHIN, Claim, MarginCase, Part
+from distillscope.report.claims.spec import ABOVE, EVERY, WITHIN, Claim, MarginCase, Offsets, Part
 
 SPECTRUM = "spectrum"
 FORWARD_MARGIN_PP = 8.0
@@ -76,6 +84,18 @@ def forward_range_at_margin(d: pd.DataFrame) -> dict[str, np.ndarray]:
     return lam_ramp(d, ACC, FORWARD, in_pp(ACC, FORWARD_MARGIN_PP))
 
 
+#: The planted spectrum ([P]: reverse KL 35% → 72% across λ): reverse-KL accuracy offsets
+#: (fractions) from −37 pp at λ = −2 rising 9.25 pp per unit λ to 0 at λ = +2.
+PLANT_REVERSE_AT_MINUS_2, PLANT_REVERSE_SLOPE = -0.37, 0.0925
+
+
+def plant(d: pd.DataFrame) -> Offsets:
+    """The spectrum's reverse-KL runs on the curve above (forward KL flat)."""
+    a = axes(d)
+    curve = PLANT_REVERSE_AT_MINUS_2 + PLANT_REVERSE_SLOPE * (np.clip(a.lam, -2, 2) + 2)
+    return {ACC: np.where(a.reverse & a.spectrum, curve, 0.0)}
+
+
 CLAIMS = (
     Claim(
         id=6,
@@ -126,6 +146,7 @@ CLAIMS = (
                 over="LR",
             ),
         ),
+        plant=plant,
         needs="the λ-spectrum (`spectrum`) at ≥ 3 values of λ under forward and reverse KL, "
         "eval/accuracy",
         margin_cases=(

@@ -7,11 +7,14 @@ teacher-token probability ≤ −0.8 (``rank``: bounds drawn from the fit).
 
 from __future__ import annotations
 
-from distillscope.report.claims.common import blocks
+import numpy as np
+import pandas as pd
+
+from distillscope.report.claims.common import axes, blocks
 from distillscope.report.claims.estimate import Estimate
 from distillscope.report.claims.evidence import ClaimEvidence
 from distillscope.report.claims.rank import rank_estimates, spectrum_rows
-from distillscope.report.claims.spec import ABOVE, BELOW, EVERY, Claim, Part
+from distillscope.report.claims.spec import ABOVE, BELOW, EVERY, Claim, Offsets, Part
 
 SPECTRUM = "spectrum"
 S_PROB, T_PROB = "rollout/student_token_prob_mean", "rollout/teacher_token_prob_mean"
@@ -37,6 +40,18 @@ _WHY = (
     "likely under the student and less under the teacher, ρ = ±1 by construction of the mix; "
     "0.8 allows one adjacent swap among five λ."
 )
+
+#: The planted spectrum: student-token probability rising, teacher-token probability falling,
+#: 2 seed-noise SDs per unit λ.
+PLANT_SD_PER_LAMBDA = 2.0
+
+
+def plant_sd(d: pd.DataFrame) -> Offsets:
+    """Token probabilities moving ±``PLANT_SD_PER_LAMBDA`` SD per unit λ on the spectrum."""
+    a = axes(d)
+    lam = np.where(a.spectrum, a.lam, 0.0)
+    return {S_PROB: PLANT_SD_PER_LAMBDA * lam, T_PROB: -PLANT_SD_PER_LAMBDA * lam}
+
 
 CLAIMS = (
     Claim(
@@ -72,6 +87,7 @@ CLAIMS = (
                 unit="",
             ),
         ),
+        plant_sd=plant_sd,
         needs=f"the λ-spectrum (`spectrum`) at ≥ 3 values of λ with {S_PROB} and {T_PROB}",
     ),
 )

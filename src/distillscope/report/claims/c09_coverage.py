@@ -16,6 +16,7 @@ from distillscope.report.claims.common import (
     KIND,
     MAIN,
     REVERSE,
+    axes,
     blocks,
     grid_rows,
     in_pp,
@@ -24,7 +25,7 @@ from distillscope.report.claims.common import (
 )
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, POOLED, WITHIN, Claim, MarginCase, Part
+from distillscope.report.claims.spec import ABOVE, POOLED, WITHIN, Claim, MarginCase, Offsets, Part
 
 COVERAGE_PP = 3.0
 SIMILAR_PP = 5.0
@@ -70,6 +71,16 @@ def pass1_at_margin(d: pd.DataFrame) -> dict[str, np.ndarray]:
     return {PASS1: shift, "eval/pass@10": shift}
 
 
+#: The planted pass@10 (fractions above the study's typical value): forward KL +15 pp, reverse
+#: KL +5 pp — 10 pp more coverage at an unchanged pass@1.
+PLANT_FORWARD, PLANT_REVERSE = 0.15, 0.05
+
+
+def plant(d: pd.DataFrame) -> Offsets:
+    """pass@10 ``PLANT_FORWARD`` / ``PLANT_REVERSE`` above typical, pass@1 unchanged."""
+    return {"eval/pass@10": np.where(axes(d).reverse, PLANT_REVERSE, PLANT_FORWARD)}
+
+
 CLAIMS = (
     Claim(
         id=9,
@@ -101,6 +112,7 @@ CLAIMS = (
                 published=0.0,
             ),
         ),
+        plant=plant,
         needs="the main grid (`main`) with forward and reverse KL, eval/pass@1 and eval/pass@10",
         margin_cases=(MarginCase("pass@1 gap at the margin", pass1_at_margin, True),),
     ),

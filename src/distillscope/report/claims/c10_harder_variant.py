@@ -7,6 +7,9 @@ at no LR reversed beyond uncertainty (a guard: it only contradicts).
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
+
 from distillscope.report.claims.c09_coverage import pass_k
 from distillscope.report.claims.common import (
     KIND,
@@ -15,13 +18,14 @@ from distillscope.report.claims.common import (
     POLICY,
     STUDENT,
     TEACHER,
+    axes,
     blocks,
     grid_rows,
     matched,
 )
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, EVERY, Claim, Part
+from distillscope.report.claims.spec import ABOVE, EVERY, Claim, Offsets, Part
 
 GAIN_PP = 5.0
 HARDER = "eval/harder/pass@"
@@ -46,6 +50,20 @@ def gain_per_kl(view: ClaimEvidence) -> list[Estimate]:
 def gain_per_lr(view: ClaimEvidence) -> list[Estimate]:
     """OnPD − OffPD harder pass@K per LR, pooled over matched KL directions."""
     return _gain(view, (LR,), "gain at LR")
+
+
+#: The planted harder variant (fractions, on-policy runs above off-policy): accuracy +5 pp and
+#: pass@10 +12.5 pp ([P]: +10–15% pass@k).
+PLANT_ACC, PLANT_PASS10 = 0.05, 0.125
+
+
+def plant(d: pd.DataFrame) -> Offsets:
+    """On-policy runs (OnPD, or λ > 0) ahead on the harder variant."""
+    on = axes(d).on
+    return {
+        "eval/harder_accuracy": np.where(on, PLANT_ACC, 0.0),
+        "eval/harder/pass@10": np.where(on, PLANT_PASS10, 0.0),
+    }
 
 
 CLAIMS = (
@@ -82,6 +100,7 @@ CLAIMS = (
                 guard=True,
             ),
         ),
+        plant=plant,
         needs="the main grid (`main`) with OnPD and OffPD under both KL directions and the "
         "harder variant's pass@k (eval.harder_task)",
     ),

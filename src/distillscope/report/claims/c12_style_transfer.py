@@ -8,18 +8,22 @@ uncertainty) contradicts, as does OnPD + reverse KL adopting the style.
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
+
 from distillscope.report.claims.common import (
     KIND,
     POLICY,
     REVERSE,
     STUDENT,
+    axes,
     blocks,
     stratum_name,
     style_runs,
 )
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, ONLY, Claim, Part
+from distillscope.report.claims.spec import ABOVE, ONLY, Claim, Offsets, Part
 
 STYLE = "style"
 SHARE = "eval/teacher_style_share"
@@ -51,6 +55,17 @@ def others_minus_resister(view: ClaimEvidence) -> list[Estimate]:
     ]
 
 
+#: The planted style shares (levels, fractions): OnPD + reverse KL 10%, every other run 70%.
+PLANT_RESISTS, PLANT_ADOPTS = 0.10, 0.70
+
+
+def plant(d: pd.DataFrame) -> Offsets:
+    """OnPD + reverse KL at ``PLANT_RESISTS``, the rest at ``PLANT_ADOPTS``."""
+    a = axes(d)
+    resists = (a.policy == STUDENT).to_numpy() & (a.kind == REVERSE).to_numpy()
+    return {SHARE: np.where(resists, PLANT_RESISTS, PLANT_ADOPTS)}
+
+
 CLAIMS = (
     Claim(
         id=12,
@@ -75,6 +90,7 @@ CLAIMS = (
                 over="OnPD + reverse KL against each other configuration",
             ),
         ),
+        plant=plant,
         needs="the `style` experiment: style runs (task.teacher_style_flag or "
         "task.teacher_instruction) of all four rollout × KL configurations with "
         "eval/teacher_style_share",

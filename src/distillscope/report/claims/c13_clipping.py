@@ -8,19 +8,21 @@ over matched rollout × LR cells of the seed-blocked fit, above 0.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from distillscope.report.claims.common import (
     FORWARD,
     KIND,
     MAIN,
     REVERSE,
+    axes,
     blocks,
     grid_rows,
     matched,
 )
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part
+from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Offsets, Part
 
 CLIPPED = "train/grad_clipped_frac"
 NORM = "train/grad_norm_mean"
@@ -41,6 +43,20 @@ def norm_gap(view: ClaimEvidence) -> list[Estimate]:
     if isinstance(b, str):
         return [not_tested("Δ norm", b)]
     return matched(b, KIND, REVERSE, FORWARD, (), "Δ norm")
+
+
+#: The planted clipping: 95% of steps clipped (a level) and reverse-KL mean norms 2× forward
+#: (an offset of 1 × the typical norm: calibrate scales train/grad_norm_mean).
+PLANT_CLIPPED, PLANT_REVERSE_NORM = 0.95, 1.0
+
+
+def plant(d: pd.DataFrame) -> Offsets:
+    """Every run clipped ``PLANT_CLIPPED`` of its steps; reverse KL's norms raised."""
+    reverse = axes(d).reverse
+    return {
+        CLIPPED: np.full(len(d), PLANT_CLIPPED),
+        NORM: np.where(reverse, PLANT_REVERSE_NORM, 0.0),
+    }
 
 
 CLAIMS = (
@@ -80,6 +96,7 @@ CLAIMS = (
                 unit="",
             ),
         ),
+        plant=plant,
         needs="the main grid (`main`) with both KL directions, train/grad_clipped_frac and "
         "train/grad_norm_mean",
     ),

@@ -8,6 +8,7 @@ function is usually a one-line call of these.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,7 @@ from distillscope.report.aggregate import cell_columns, percent_scale, with_labe
 from distillscope.report.claims.estimate import Blocks, Estimate, not_tested, seed_level
 from distillscope.report.claims.evidence import ClaimEvidence, missing_metric, task_column
 from distillscope.report.claims.spec import ABOVE, POOLED, Part
-from distillscope.report.matching import cell_key, match_columns
+from distillscope.report.matching import LAMBDA, cell_key, match_columns
 
 ACC = "eval/accuracy"
 FORGET = "eval/forgetting_pp"
@@ -48,23 +49,53 @@ def style_runs(df: pd.DataFrame) -> pd.Series:
     return style
 
 
-def plain(df: pd.DataFrame) -> pd.DataFrame:
-    """Drop ablation rows: teacher-style prompts, clipping switched off, regulated objectives."""
+def plain(df: pd.DataFrame, clipped: bool = True) -> pd.DataFrame:
+    """Drop ablation rows: teacher-style prompts, clipping switched off (or, with ``clipped``
+    false, switched on: the no-clip ablation's own runs), regulated objectives."""
     out = df[~style_runs(df)]
     if "optim.grad_clip" in out.columns:
-        out = out[out["optim.grad_clip"].notna()]
+        out = out[out["optim.grad_clip"].notna() == clipped]
+    elif not clipped:
+        out = out.iloc[0:0]
     if "objective.regulation" in out.columns:
         out = out[out["objective.regulation"].isin(["none"]) | out["objective.regulation"].isna()]
     return out
 
 
+@dataclass(frozen=True)
+class Grid:
+    """Where a main-grid claim reads its runs: an experiment's plain OnPD/OffPD × forward/
+    reverse KL runs. The ablations that replay claims 1–4 (claims 14, 15) read other grids of
+    the same shape: ``clipped`` false reads the runs without gradient clipping (`no_clip`);
+    ``kinds`` maps the objective kinds that estimate a KL direction to it (`sampled`:
+    ``forward_sampled`` → ``forward_kl``)."""
+
+    experiment: str = MAIN
+    clipped: bool = True
+    kinds: tuple[tuple[str, str], ...] = ()
+    name: str = "main grid"  # in words, for the evidence
+
+    def rows(self, view: ClaimEvidence) -> pd.DataFrame:
+        """The grid's runs, their kinds named as the KL direction they estimate."""
+        rows = plain(view.rows(self.experiment), self.clipped)
+        if POLICY not in rows.columns or KIND not in rows.columns:
+            return rows.iloc[0:0]
+        if self.kinds:
+            rows = rows.assign(**{KIND: rows[KIND].map(lambda k: dict(self.kinds).get(k, k))})
+        return rows[rows[POLICY].isin([STUDENT, TEACHER]) & rows[KIND].isin([FORWARD, REVERSE])]
+
+    def kind(self, direction: str) -> str:
+        """The design's objective kind of KL ``direction`` (``forward_sampled`` for
+        ``forward_kl`` on the sampled grid)."""
+        return next((k for k, v in self.kinds if v == direction), direction)
+
+
+MAIN_GRID = Grid()
+
+
 def grid_rows(view: ClaimEvidence, experiment: str) -> pd.DataFrame:
-    """The plain OnPD/OffPD × forward/reverse KL runs of ``experiment`` (the main grid's shape:
-    also the no-clip and sampled sub-grids' when their kinds are mapped by the caller)."""
-    rows = plain(view.rows(experiment))
-    if POLICY not in rows.columns or KIND not in rows.columns:
-        return rows.iloc[0:0]
-    return rows[rows[POLICY].isin([STUDENT, TEACHER]) & rows[KIND].isin([FORWARD, REVERSE])]
+    """The plain OnPD/OffPD × forward/reverse KL runs of ``experiment`` (``Grid``)."""
+    return Grid(experiment).rows(view)
 
 
 def cell_by(rows: pd.DataFrame) -> list[str]:
@@ -186,19 +217,79 @@ def lr_end(d: pd.DataFrame, experiment: str, high: bool) -> np.ndarray:
     return rows & (lr == (lrs.max() if high else lrs.min())).to_numpy()
 
 
+@dataclass(frozen=True)
+class Axes:
+    """A design's rows as the planted world sees them (calibration's ``Claim.plant``)."""
+
+    kind: pd.Series  # objective.kind as strings ("" when absent)
+    policy: pd.Series  # rollout.policy as strings
+    lam: np.ndarray  # λ (0 where unknown)
+    reverse: np.ndarray  # reverse KL, full-vocabulary or sampled
+    spectrum: np.ndarray  # rows of the `spectrum` experiment
+    teacher: np.ndarray  # OffPD rows
+    on: np.ndarray  # on-policy rows: OnPD, or λ > 0 on the spectrum
+    lr_position: np.ndarray  # log-LR position in [0, 1] within the row's experiment
+
+
+def column(d: pd.DataFrame, name: str) -> pd.Series:
+    """``name`` as strings ("" where the design has no such column)."""
+    return d[name].map(str) if name in d.columns else pd.Series("", index=d.index)
+
+
+def lr_position(d: pd.DataFrame) -> np.ndarray:
+    """Per row, log-LR position in [0, 1] within its experiment (0 = lowest LR)."""
+    pos = np.zeros(len(d))
+    if LR not in d.columns:
+        return pos
+    lr = pd.to_numeric(d[LR], errors="coerce")
+    exp = column(d, "experiment") if "experiment" in d.columns else pd.Series("", index=d.index)
+    for _, idx in d.groupby(exp).groups.items():
+        x = np.log10(lr.loc[idx].to_numpy(dtype=float))
+        span = np.nanmax(x) - np.nanmin(x) if np.isfinite(x).any() else 0.0
+        pos[d.index.get_indexer(idx)] = np.nan_to_num((x - np.nanmin(x)) / span) if span else 0.0
+    return pos
+
+
+def axes(d: pd.DataFrame) -> Axes:
+    """The design's ``Axes``."""
+    labelled = with_labels(d)
+    kind, policy = column(labelled, KIND), column(labelled, POLICY)
+    lam = pd.to_numeric(labelled[LAMBDA], errors="coerce").fillna(0.0).to_numpy()
+    teacher = (policy == TEACHER).to_numpy()
+    return Axes(
+        kind,
+        policy,
+        lam,
+        kind.isin([REVERSE, "reverse_sampled"]).to_numpy(),
+        (column(labelled, "experiment") == "spectrum").to_numpy(),
+        teacher,
+        ((policy == STUDENT).to_numpy() | (lam > 0)) & ~teacher,
+        lr_position(d),
+    )
+
+
 def in_pp(metric: str, value: float) -> float:
     """A display-unit offset (pp for fractions) in the metric's stored units."""
     return value / percent_scale(metric)
 
 
-def learned_part(experiment: str) -> Part:
+def grid_learned(grid: Grid) -> Part:
+    """The premise "the students of ``grid`` learned" (the main grid: its plain runs)."""
+    return learned_part(MAIN) if grid == MAIN_GRID else learned_part(grid.experiment, grid)
+
+
+def learned_part(experiment: str, grid: Grid | None = None) -> Part:
     """The premise "the students of ``experiment`` learned": their accuracy − the untrained
-    student's ≥ LEARNED_PP, seed-blocked (``learned``)."""
+    student's ≥ LEARNED_PP, seed-blocked (``learned``); over ``grid``'s runs when given."""
+
+    def rows(view: ClaimEvidence) -> pd.DataFrame:
+        return plain(view.rows(experiment)) if grid is None else grid.rows(view)
+
     return Part(
         "gain",
-        f"accuracy of `{experiment}`'s plain runs − the untrained student's, per seed (the "
-        "seed as replicate)",
-        lambda view: learned(view, plain(view.rows(experiment)), experiment),
+        f"accuracy of `{experiment}`'s {'plain' if grid is None else grid.name} runs − the "
+        "untrained student's, per seed (the seed as replicate)",
+        lambda view: learned(view, rows(view), experiment),
         POOLED,
         ABOVE,
         LEARNED_PP,

@@ -88,24 +88,33 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ["tests/report/test_calibrate_guards.py"],
     ),
     # the scorecard: its runner, the decisions on both sides of a margin, the seed-blocked
-    # estimates, and three claim modules (each guarded by its own tables and the runner's)
+    # estimates, the evidence a claim may read, and three claim modules (each guarded by its
+    # own tables, its guards and the runner's)
     "scorecard": (
         "src/distillscope/report/scorecard.py",
         [f"tests/report/claims/test_c0{k}_{n}.py" for k, n in CLAIM_TESTS]
-        + ["tests/report/test_report_scorecard.py"],
+        + ["tests/report/test_report_scorecard.py", "tests/report/test_scorecard_guards.py"],
     ),
     "verdicts": (
         "src/distillscope/report/verdicts.py",
-        ["tests/report/claims/test_verdicts.py", "tests/report/claims/test_c01_no_rollout_gain.py"],
+        ["tests/report/claims/test_verdicts.py", "tests/report/claims/test_verdicts_guards.py"]
+        + ["tests/report/claims/test_c01_no_rollout_gain.py"],
     ),
     "estimate": (
         "src/distillscope/report/claims/estimate.py",
-        ["tests/report/claims/test_estimate.py", "tests/report/claims/test_c03_lr_forgetting.py"],
+        ["tests/report/claims/test_estimate.py", "tests/report/claims/test_estimate_guards.py"]
+        + ["tests/report/claims/test_c03_lr_forgetting.py"],
+    ),
+    "evidence": (
+        "src/distillscope/report/claims/evidence.py",
+        ["tests/report/claims/test_evidence.py", "tests/report/claims/test_evidence_guards.py"]
+        + ["tests/report/claims/test_c01_no_rollout_gain.py"],
     ),
     **{
         f"c0{k}": (
             f"src/distillscope/report/claims/c0{k}_{n}.py",
-            [f"tests/report/claims/test_c0{k}_{n}.py", "tests/report/claims/test_evidence.py"],
+            [f"tests/report/claims/test_c0{k}_{n}.py", f"tests/report/claims/test_c0{k}_guards.py"]
+            + ["tests/report/claims/test_evidence.py"],
         )
         for k, n in CLAIM_TESTS
     },

@@ -93,7 +93,13 @@ def test_the_fit_is_the_balanced_two_way_closed_form():
     # the joint covariance gives the same SE for any contrast
     w = np.array([1.0, -0.5, -0.5])
     assert w @ b.covariance([0, 1, 2]) @ w == pytest.approx(x.se**2)
-    assert b.covariance([0, 1])[0, 0] - b.covariance([0, 1])[0, 1] == pytest.approx(sigma2 / 3)
+    ac = b.covariance([0, 2])  # cells a and c only
+    assert ac.shape == (2, 2) and [1, -1] @ ac @ [1, -1] == pytest.approx(2 * sigma2 / 3)
+    rest = b.difference(b.mask(c__x="b") | b.mask(c__x="c"), b.mask(c__x="a"), "rest − a")
+    assert rest.value == pytest.approx(-x.value) and rest.se == pytest.approx(x.se)
+    lvl = b.level(b.mask(c__x="a") | b.mask(c__x="b"), "L")
+    assert (lvl.label, lvl.note, lvl.seeds) == ("L", "", 3)
+    assert lvl.value == pytest.approx(100 * Y[:2].mean())
 
 
 def test_a_range_of_cells_on_the_fit():
@@ -107,6 +113,8 @@ def test_a_range_of_cells_on_the_fit():
     assert list(x.diffs) == pytest.approx(pairs)
     assert list(x.ses) == pytest.approx([math.sqrt(2 * sigma2 / 3)] * 3)
     assert x.se == pytest.approx(math.sqrt(2 * sigma2 / 3)) and x.note == "" and not x.missing
+    two = b.range(b.mask(c__x="a") | b.mask(c__x="c"), "a, c")
+    assert two.value == pytest.approx(means[0] - means[2]) and two.missing == ""
     one = b.range(b.mask(c__x="a"), "range")
     assert one.missing == "fewer than 2 cells for range" and one.label == "range"
     thin = Blocks(_rows(np.where([[0, 0, 0], [0, 1, 1], [0, 0, 0]], np.nan, Y)), ACC, ["c.x"])
@@ -130,6 +138,10 @@ def test_a_missing_seed_leaves_its_pairs_and_is_named():
     y[1, 1] = np.nan
     two = Blocks(_rows(y), ACC, ["c.x"])
     assert two.seed_note() == "seed(s) 43, 44 missing in some cell: left those pairs"
+    y4 = np.column_stack([Y, Y[:, 0] + 0.01])  # a fourth seed, 45
+    y4[2, 2] = y4[1, 3] = np.nan  # 44 and 45 each miss one cell; 42 and 43 are complete
+    four = Blocks(_rows(y4, seeds=(*SEEDS, 45)), ACC, ["c.x"]).level(np.ones(3, bool), "L")
+    assert four.note == "seed(s) 44, 45 missing in some cell: left out" and four.seeds == 2
 
 
 def test_one_degree_of_freedom_still_gives_an_se():
@@ -152,7 +164,7 @@ def test_a_thin_cell_blocks_only_the_estimates_that_read_it():
     y = Y.copy()
     y[2, 1:] = np.nan  # cell c has one seed
     b = Blocks(_rows(y), ACC, ["c.x"])
-    assert b.thin == [2]
+    assert b.thin == [2] and b.cells["mean"].tolist()[2] == pytest.approx(100 * Y[2, 0])
     ab = b.difference(b.mask(c__x="a"), b.mask(c__x="b"), "a − b")
     assert not ab.missing and ab.seeds == 3
     ac = b.difference(b.mask(c__x="a"), b.mask(c__x="c"), "a − c")

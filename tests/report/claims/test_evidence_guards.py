@@ -47,9 +47,15 @@ def test_baseline_and_rlvr_rows_are_told_apart():
     df = _table()
     assert is_baseline(df).tolist() == [False, False, True, True, True, False, False, False]
     assert is_rlvr(df).tolist() == [False] * 6 + [True, False]
-    assert not is_baseline(df.drop(columns=["experiment"])).any()
-    assert not is_baseline(df.drop(columns=["run_id"])).any()  # no id: no baseline
-    assert not is_rlvr(df.drop(columns=["parent_run"])).any()
+    gapped = df.set_axis(range(10, 18))  # a filtered table's index has gaps
+    for cut, mask in (
+        ("experiment", is_baseline),
+        ("run_id", is_baseline),  # no id: no baseline
+        ("parent_run", is_rlvr),
+    ):
+        m = mask(gapped.drop(columns=[cut]))
+        assert m.index.equals(gapped.index) and m.tolist() == [False] * 8, cut
+    assert Evidence(df.drop(columns=["experiment"])).baseline().empty
     ev = Evidence(df)
     assert ev.baseline()["run_id"].tolist() == ["baseline-1"]  # finished, once
     assert ev.for_claim(["main"]).baseline()["run_id"].tolist() == ["baseline-1"]
@@ -77,6 +83,22 @@ def test_duplicates_are_listed_once_however_often_the_rows_are_read():
     other = ev.for_claim(["main"])  # another claim of the same scoring: its own list
     assert other.dropped == [] and other.rows("main").shape == view.rows("main").shape
     assert other.dropped == ["m1 (main)", "m2 (main)"]
+
+
+@pytest.mark.parametrize(("copies", "more"), [(6, ""), (7, " …")])
+def test_the_note_lists_up_to_six_duplicates(copies, more):
+    rows = [_run(f"a{i}", seed=i) for i in range(copies)]
+    rows += [_run(f"b{i}", seed=i) for i in range(copies)]
+    view = Evidence(pd.DataFrame(rows)).for_claim(["main"])
+    view.rows("main")
+    shown = ", ".join(f"b{i} (main)" for i in range(6))
+    assert view.note() == f"{copies} duplicate row(s) counted once: {shown}{more}"
+
+
+def test_a_duplicate_without_a_run_id_is_named_by_its_experiment():
+    df = pd.DataFrame([_run("a"), _run("b")]).drop(columns=["run_id"])
+    view = Evidence(df).for_claim(["main"])
+    assert len(view.rows("main")) == 1 and view.dropped == ["? (main)"]
 
 
 def test_the_note_shows_six_duplicates_and_the_rows_left_out():

@@ -1,0 +1,153 @@
+"""Guards of the generic runner (report/scorecard.py ``score_spec``, ``_judge``, ``headline``) on
+made-up specifications whose parts return fixed estimates: which verdict each combination of
+part decisions gives, the reason and headline a reader sees, the contradiction level split over
+every stratum of the claim, and what a rule that raises or reads unmeasured keys becomes.
+
+Estimates have ν = ∞ and SE 1, so a bound is value ± z (z.975 = 1.960; at α / k for the
+contradictions: z(1 − 0.025/2) = 2.241, z(1 − 0.025/4) = 2.498).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from distillscope.report.claims.estimate import Estimate, not_tested
+from distillscope.report.claims.evidence import Evidence
+from distillscope.report.claims.spec import ABOVE, EVERY, POOLED, Claim, Part
+from distillscope.report.scorecard import headline, score_spec
+from distillscope.report.verdicts import decide_part
+
+NEEDS = "the main grid"
+
+
+def _x(value: float, label: str = "pooled", se: float = 1.0) -> Estimate:
+    return Estimate(label, value, se, math.inf, 3)
+
+
+def _part(name: str, *xs: Estimate, quantifier: str = POOLED, unit: str = "pp") -> Part:
+    over = "" if quantifier == POOLED else "cell"
+    return Part(name, "e", lambda view: list(xs), quantifier, ABOVE, 5.0, "w", 17.0, over, unit)
+
+
+def _claim(*parts: Part, premises: tuple[Part, ...] = (), **kw) -> Claim:
+    spec = {"experiments": ("main", "other"), "needs": NEEDS, **kw}
+    return Claim(1, "T", "[P] §1", "q", parts=parts, premises=premises, **spec)
+
+
+def _ev(**extra) -> Evidence:
+    row = {"run_id": "m1", "experiment": "main", "status": "done", "seed": 1, **extra}
+    return Evidence(pd.DataFrame([row]))
+
+
+def _score(*parts: Part, premises: tuple[Part, ...] = (), ev: Evidence | None = None, **kw):
+    return score_spec(_claim(*parts, premises=premises, **kw), ev or _ev(), strict=True)
+
+
+GOOD, NEAR, BAD = _x(9.0), _x(6.0), _x(-10.0)
+GAIN = "gain"
+
+
+def test_every_part_supported_is_supported_with_its_headline():
+    r = _score(_part("A", GOOD), _part("B", _x(8.0, "s2")))
+    assert (r.verdict, r.reason, r.id, r.claim) == ("supported", "", 1, "T")
+    assert r.headline == "A +9.0 pp [+7.0, +11.0]; B [s2] +8.0 pp [+6.0, +10.0]"
+    assert r.evidence == (
+        "A +9.0 pp [+7.0, +11.0] (95% CI) → A > 5 pp | "
+        "B [s2] +8.0 pp [+6.0, +10.0] (95% CI) → B > 5 pp"
+    )
+    assert r.rule == _claim(_part("A"), _part("B")).rule()
+
+
+def test_one_contradicted_part_contradicts_whatever_the_others_lack():
+    r = _score(_part("A", GOOD), _part("B", BAD), _part("C", not_tested("pooled", "m")))
+    assert r.verdict == "contradicted" and r.reason == ""
+    assert r.headline.startswith("A +9.0 pp") and "B -10.0 pp" in r.headline
+
+
+def test_what_the_parts_lack_is_named_once():
+    gone = [not_tested("s1", "m1"), not_tested("s2", "m1")]
+    r = _score(_part("A", GOOD), _part("B", *gone, quantifier=EVERY), _part("C", gone[0]))
+    assert r.verdict == "not tested"
+    assert r.reason == f"needs {NEEDS}; lacks m1"
+    r = _score(_part("B", not_tested("s", "m2")), _part("C", gone[0]))
+    assert r.reason == f"needs {NEEDS}; lacks m2; m1"
+    assert r.headline == "A +9.0 pp [+7.0, +11.0]"  # a part with no value heads nothing
+
+
+def test_an_absent_premise_makes_it_not_applicable_never_supported():
+    r = _score(_part("A", GOOD), premises=(_part(GAIN, _x(1.0)),))
+    assert r.verdict == "not applicable" and r.reason == "premise gain > 5 pp is absent"
+    assert r.headline == "A +9.0 pp [+7.0, +11.0]; gain +1.0 pp [-1.0, +3.0]"
+    assert r.evidence.startswith("gain +1.0 pp [-1.0, +3.0] (95% CI) → contradicts gain > 5 pp |")
+
+
+def test_undecided_reasons_put_power_first_and_name_an_open_premise():
+    weak = _x(8.0, se=6.0)  # reach 16.8 > 12: lacks power
+    r = _score(_part("A", NEAR), _part("B", weak))
+    assert r.verdict == "inconclusive" and r.reason.startswith("B: lacks power (smallest")
+    r = _score(_part("A", GOOD), premises=(_part(GAIN, NEAR),))
+    assert r.verdict == "inconclusive"
+    assert r.reason == "gain: effect near its margin: +6.0 pp [+4.0, +8.0] against gain > 5 pp"
+    r = _score(_part("A", NEAR), premises=(_part(GAIN, weak),))
+    assert r.reason.startswith("gain: lacks power")  # the premise's own reason: no prefix
+    r = _score(_part("A", weak), premises=(_part(GAIN, NEAR),))
+    assert r.reason.startswith("premise gain > 5 pp undecided; A: lacks power (smallest")
+
+
+def test_a_claim_without_any_run_of_its_experiments_is_not_tested():
+    lack = f"needs {NEEDS}; the study has no finished run of `main` or `other`"
+    r = _score(_part("A", GOOD), ev=_ev(experiment="lr_sweep"))
+    assert (r.verdict, r.evidence, r.reason, r.headline) == ("not tested", lack, lack, "")
+    rlvr = _score(_part("A", GOOD), ev=_ev(experiment="other", parent_run="m0"))
+    assert rlvr.verdict == "supported"  # RLVR runs of a declared experiment are runs
+
+
+# contradicted at α/2 (4.89 < 5) but not at α/4; contradicted at α (4.86) but not at α/2
+AT_HALF, AT_ONE = _x(5.0 - 2.35), _x(5.0 - 2.1)
+
+
+def test_contradiction_is_split_over_every_stratum_of_the_claim():
+    # k = 1 stratum of A + 1 for B, which has none: α / 2 each
+    r = _score(_part("A", AT_HALF), _part("B"))
+    assert r.verdict == "contradicted"
+    r = _score(_part("A", AT_ONE), _part("B"))
+    assert r.verdict == "not tested"  # undecided at α / 2; B has no stratum
+    # premises count too: k = 2
+    r = _score(_part("A", AT_ONE), premises=(_part(GAIN, GOOD),))
+    assert r.verdict == "inconclusive"
+
+
+def test_the_evidence_ends_with_the_rows_counted_once():
+    # the declared experiments' duplicates, whether or not a part reads them
+    df = pd.DataFrame([{"run_id": "m1", "experiment": "main", "status": "done", "seed": 1}] * 2)
+    r = score_spec(_claim(_part("A", GOOD)), Evidence(df), strict=True)
+    assert r.evidence == (
+        "A +9.0 pp [+7.0, +11.0] (95% CI) → A > 5 pp. 1 duplicate row(s) counted once: m1 (main)"
+    )
+
+
+def test_unmeasured_keys_and_rules_that_raise():
+    r = _score(_part("A", GOOD), unmeasured=("eval/x", "eval/y"))
+    assert r.verdict == "not implemented" and r.evidence == "no code writes eval/x, eval/y yet"
+    assert r.rule == _claim(_part("A")).rule() and r.reason == ""
+
+    def broken(view):
+        raise ValueError("boom")
+
+    claim = _claim(Part("A", "e", broken, POOLED, ABOVE, 5.0, "w", 17.0))
+    r = score_spec(claim, _ev())
+    assert r.verdict == "error" and r.headline == ""
+    assert r.evidence == "the rule raised ValueError: boom (a bug in distillscope)"
+    with pytest.raises(ValueError, match="boom"):
+        score_spec(claim, _ev(), strict=True)
+
+
+def test_the_headline_shows_each_parts_worst_stratum():
+    a = _part("A", _x(9.0, "s1"), _x(7.0, "s2"), quantifier=EVERY)
+    b = _part("B", _x(9.0, "B"), unit="")
+    c = _part("C", not_tested("s", "m"))
+    decided = [(p, p.estimate(None), decide_part(p, p.estimate(None), 0.025)) for p in (a, b, c)]
+    assert headline(decided) == "A [s2] +7.0 pp [+5.0, +9.0]; B +9.0 [+7.0, +11.0]"

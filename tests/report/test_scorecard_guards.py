@@ -72,9 +72,9 @@ def test_what_the_parts_lack_is_named_once():
     r = _score(_part("A", GOOD), _part("B", *gone, quantifier=EVERY), _part("C", gone[0]))
     assert r.verdict == "not tested"
     assert r.reason == f"needs {NEEDS}; lacks m1"
+    assert r.headline == "A +9.0 pp [+7.0, +11.0]"  # a part with no value heads nothing
     r = _score(_part("B", not_tested("s", "m2")), _part("C", gone[0]))
     assert r.reason == f"needs {NEEDS}; lacks m2; m1"
-    assert r.headline == "A +9.0 pp [+7.0, +11.0]"  # a part with no value heads nothing
 
 
 def test_an_absent_premise_makes_it_not_applicable_never_supported():

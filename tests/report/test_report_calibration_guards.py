@@ -15,12 +15,10 @@ import pytest
 from distillscope.report import calibrate as cal_mod
 from distillscope.report.calibrate import (
     NO_EFFECT_CLAIMS,
-    SPECIFIED,
     calibrate,
     planned_table,
 )
 from distillscope.report.plants import margin_cases
-from distillscope.report.scorecard import CLAIM_IDS
 from distillscope.study.spec import expand, load_spec
 from distillscope.study.table import plan_row
 
@@ -84,21 +82,14 @@ def test_false_rate_is_the_worst_scenario_not_the_best(monkeypatch):
 def test_each_side_is_false_where_the_claim_says_the_opposite(monkeypatch):
     # claim 2 (specified, an effect claim): under the null its effect is absent, so
     # "contradicted" is right and "supported" false; with the published effects planted the
-    # claim is true and "contradicted" is false. A legacy effect rule contradicts only on the
-    # opposite sign: under the null both of its decisions are false.
-    legacy = [c for c in CLAIM_IDS if c not in SPECIFIED and c not in NO_EFFECT_CLAIMS][:1]
+    # claim is true and "contradicted" is false.
     null = ["supported"] * 3 + ["contradicted"] * 4 + ["inconclusive"] * 13
     planted = ["supported"] * 15 + ["contradicted"] * 2 + ["inconclusive"] * 3
-    _scripted(
-        monkeypatch, {"null": {2: null, **dict.fromkeys(legacy, null)}, "planted": {2: planted}}
-    )
-    cal = calibrate(_design(), draws=DRAWS, seed=0, claims=(2, *legacy))
+    _scripted(monkeypatch, {"null": {2: null}, "planted": {2: planted}})
+    cal = calibrate(_design(), draws=DRAWS, seed=0, claims=(2,))
     assert cal["false_support"]["2"] == pytest.approx(3 / DRAWS)
     assert cal["false_contradiction"]["2"] == pytest.approx(2 / DRAWS)
     assert cal["false_rate"]["2"] == pytest.approx(3 / DRAWS)
-    for c in map(str, legacy):
-        assert cal["false_contradiction"][c] == pytest.approx(4 / DRAWS)
-        assert cal["false_rate"][c] == pytest.approx(4 / DRAWS)
 
 
 @pytest.mark.parametrize("claim", NO_EFFECT_CLAIMS)

@@ -107,7 +107,12 @@ def test_claim_24_counts_diverged_main_grid_runs(synth):
 
 def test_claim_24_null_degenerate_reversed_and_missing(synth):
     flat = _spectrum(synth, _flat(0.6), lrs=(synth.LOW, synth.HIGH), spread=0.03)
-    assert _claims(flat, (24,))[24].verdict == "inconclusive"
+    r = _claims(flat, (24,))[24]
+    assert r.verdict == "inconclusive"
+    # no collapse on either side ("0/n vs 0/n"): the design lacks power, it is not "near"
+    assert "reverse KL 0/27, forward KL 0/27" in r.evidence, r.evidence
+    assert r.reason.startswith("Δ collapse: lacks power (smallest effect the design decides: ")
+    assert "near" not in r.reason
     df = pd.DataFrame(flat)
     for fill in (0.0, 0.5):
         assert _claims(df.assign(**{"eval/accuracy": fill}), (24,))[24].verdict == "inconclusive"

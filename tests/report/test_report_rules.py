@@ -1,5 +1,5 @@
-"""How the scorecard rules are built: keyed on config values, one Scoring per table, one
-verdict helper, and scipy's statistics checked against independent references."""
+"""How the scorecard rules are built: keyed on config values, one fit per experiment and metric
+per table, and scipy's statistics checked against independent references."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import distillscope.report.claimkit as claimkit
 import distillscope.report.claims.common as common
 from distillscope.report import score_claims
-from distillscope.report.claimkit import MAIN, Scoring, decide, effect_verdict
+from distillscope.report.grids import main_grid
 from distillscope.report.matching import FORWARD_VS_REVERSE, ON_VS_OFF, paired
-from distillscope.report.stats import Pair, fisher_greater, spearman, t_quantile, trend
+from distillscope.report.stats import fisher_greater, spearman, t_quantile, trend
 
 # the module, not the function of the same name that distillscope.report exports
 aggregate = importlib.import_module("distillscope.report.aggregate")
@@ -40,7 +39,7 @@ def test_rules_choose_rows_by_values_not_by_reader_names(synth, monkeypatch):
 
 
 def test_a_contrast_pairs_matched_cells_by_value(synth):
-    m = claimkit.main_grid(_main(synth))
+    m = main_grid(_main(synth))
     pairs = paired(m, "eval/accuracy", ON_VS_OFF)
     assert len(pairs) == 4  # KL × LR cells
     flipped = paired(m, "eval/accuracy", ON_VS_OFF.reversed())
@@ -64,20 +63,6 @@ def test_one_scoring_fits_each_experiment_and_metric_once(synth, monkeypatch):
     assert fits == [(24, "eval/accuracy")]  # claims 1 and 2 share the main grid's fit
     score_claims(df.iloc[:-4], strict=True, claims=[1, 2])
     assert fits[1:] == [(21, "eval/accuracy")]  # a new table (the baseline and 3 runs fewer)
-    s = Scoring(df)
-    assert s.pairs(MAIN, "eval/accuracy", ON_VS_OFF) is s.pairs(MAIN, "eval/accuracy", ON_VS_OFF)
-
-
-def test_one_verdict_helper_for_beyond_the_margin_or_against_the_claim():
-    up = Pair("x", 72.0, 1.0, 60.0, 1.0, 2.0, 2.0)  # Δ +12 pp, lower bound +8.1
-    assert effect_verdict(up, 8.0, "rule", "ev").verdict == "supported"
-    assert effect_verdict(up, 9.5, "rule", "ev").verdict == "inconclusive"
-    down = Pair("x", 60.0, 1.0, 72.0, 1.0, 2.0, 2.0)
-    assert effect_verdict(down, 8.0, "rule", "ev").verdict == "contradicted"
-    one_seed = Pair("x", 90.0, math.nan, 10.0, math.nan)
-    assert effect_verdict(one_seed, 5.0, "rule", "ev").verdict == "inconclusive"
-    both = decide("rule", "ev", contradicted=True, supported=True)
-    assert (both.verdict, both.evidence, both.rule) == ("contradicted", "ev", "rule")
 
 
 def test_t_quantiles_match_tabulated_values():

@@ -15,11 +15,7 @@ import pytest
 
 from distillscope.metric_keys import METRICS
 from distillscope.report import score_claims, scorecard
-from distillscope.report.claimkit import (
-    NOT_IMPLEMENTED,
-    VERDICTS,
-)
-from distillscope.report.scorecard import CLAIM_IDS, UNMEASURED
+from distillscope.report.scorecard import CLAIM_IDS, NOT_IMPLEMENTED, UNMEASURED, VERDICTS
 from distillscope.report.stats import (
     Pair,
     beyond,
@@ -210,6 +206,15 @@ def test_claim_14_reruns_the_main_conclusions_on_the_no_clip_grid(synth):
     assert "claim 3" in one_lr[14].evidence and "claim 4" in one_lr[14].evidence
 
 
+def test_claim_14_at_claim_1s_margin_on_the_no_clip_grid_is_not_supported(synth):
+    # the main grid decides claim 1 (supported); without clipping OnPD is 5 pp ahead (claim
+    # 1's margin): the conclusion is not carried, so claim 14 is not supported
+    gain = {k: v + (0.05 if k[0] == "student" else 0.0) for k, v in synth.PAPER_ACC.items()}
+    (r,) = score_claims(_with_no_clip(synth, gain), strict=True, claims=[14])
+    assert "claim 1: main grid supported" in r.evidence
+    assert r.verdict != "supported", r.evidence
+
+
 def test_claim_15_reruns_claims_1_and_2_on_the_sampled_grid(synth):
     rows = synth.grid("main", synth.main_cells(synth.PAPER_ACC))
     flat = {
@@ -217,9 +222,12 @@ def test_claim_15_reruns_claims_1_and_2_on_the_sampled_grid(synth):
         for (p, k, lr) in synth.PAPER_ACC
     }
     df = pd.DataFrame([*rows, *synth.grid("sampled", flat), synth.baseline_row()])
-    # claim 2 (its legacy rule) was supported on the main grid; flat sampled estimators do not
-    # reach it
-    assert _verdicts(df)[15] == "inconclusive"
+    # claim 2 was supported on the main grid; flat sampled estimators reverse it (Δ_KL 0 pp,
+    # wholly below its 5 pp margin): the conclusion does not hold with sampled estimators
+    (r,) = score_claims(df, strict=True, claims=[15])
+    assert r.verdict == "contradicted", r.evidence
+    assert "claim 2: main grid supported" in r.evidence
+    assert "sampled-estimator grid contradicted" in r.evidence
     same = {
         (p, k.replace("_kl", "_sampled"), lr): {"eval/accuracy": a}
         for (p, k, lr), a in synth.PAPER_ACC.items()

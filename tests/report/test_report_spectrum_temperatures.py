@@ -21,8 +21,8 @@ from distillscope.report.aggregate import (
     spectrum_temperatures,
     spectrum_temperatures_text,
 )
-from distillscope.report.claimkit import spectrum_grid
 from distillscope.report.figures import likelihood_figure, spectrum_figure
+from distillscope.report.grids import spectrum_grid
 from distillscope.report.scorecard import score_claims
 from distillscope.report.tables import experiment_tables, main_table
 

@@ -14,8 +14,7 @@ import pandas as pd
 import pytest
 
 from distillscope.report.calibrate import draw, planned_table, setup
-from distillscope.report.claimkit import NOT_IMPLEMENTED, NOT_TESTED
-from distillscope.report.scorecard import score_claims
+from distillscope.report.scorecard import NOT_IMPLEMENTED, NOT_TESTED, score_claims
 from distillscope.safeyaml import load_yaml_file
 from distillscope.study.run_study import run_study
 from distillscope.study.spec import StudySpec, expand, preset_path

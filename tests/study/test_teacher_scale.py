@@ -10,7 +10,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from distillscope.report import score_claims
-from distillscope.report.claimkit import NOT_IMPLEMENTED
+from distillscope.report.scorecard import NOT_IMPLEMENTED
 from distillscope.store import read_metrics
 from distillscope.study.run_study import run_study
 from distillscope.study.spec import StudySpec

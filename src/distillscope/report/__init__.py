@@ -10,7 +10,6 @@ a laptop. It imports nothing from training, rollouts, objectives, models or torc
 from __future__ import annotations
 
 from distillscope.report.aggregate import aggregate
-from distillscope.report.claimkit import ClaimRule, Scoring, Verdict
 from distillscope.report.claims import CLAIMS, Claim
 from distillscope.report.load import Study, load_study
 from distillscope.report.render import write_report
@@ -20,10 +19,7 @@ __all__ = [
     "CLAIMS",
     "Claim",
     "ClaimResult",
-    "ClaimRule",
-    "Scoring",
     "Study",
-    "Verdict",
     "aggregate",
     "load_study",
     "score_claims",

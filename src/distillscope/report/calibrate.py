@@ -28,9 +28,8 @@ support* is "supported" where the claim is false: under null (a claim that state
 under margin (a part at its margin) and on the degenerate tables. A *false contradiction* is
 "contradicted" where the claim is true: under planted (the published effects), under null for
 the claims a null table makes true (``no_effect``: ``Claim.null_true``), and on the degenerate
-tables. Under null, "contradicted" is right for a specified effect claim (its effect is
-absent); a legacy rule (one not yet in ``report.claims``) contradicts only on the opposite
-sign, so there it stays false. A rule's false-verdict rate is the worst of the two; its power
+tables. Under null, "contradicted" is right for an effect claim (its effect is absent). A
+rule's false-verdict rate is the worst of the two; its power
 is its "supported" rate under the planted effects. Seeded and deterministic; torch-free.
 """
 
@@ -75,14 +74,8 @@ from distillscope.store import atomic_write_text
 SCENARIOS = ("null", "zeros", "constant", "margin", "planted")
 NULL_SCENARIOS = ("null", "zeros", "constant")
 DEGENERATE = ("zeros", "constant")
-SPECIFIED = frozenset(c.id for c in CLAIMS)
-#: Legacy claims that a null table (no axis effect, students learned) makes true: "supported"
-#: is right there (the robustness claims whose conclusions carry over, and claim 11: with no
-#: on-policy advantage there is none to survive RLVR); specified claims say so themselves.
-LEGACY_NO_EFFECT = (7, 11, 14, 15)
-NO_EFFECT_CLAIMS = tuple(
-    sorted({c.id for c in CLAIMS if c.null_true} | (set(LEGACY_NO_EFFECT) - SPECIFIED))
-)
+#: The claims a null table (no axis effect, students learned) makes true (``Claim.null_true``).
+NO_EFFECT_CLAIMS = tuple(c.id for c in CLAIMS if c.null_true)
 MARGIN = "margin"  # the scenario that plants each no-effect claim's effect at its margin
 #: Measured columns that describe a run's design rather than an outcome: kept as the study
 #: recorded them, never simulated (claim 22 sizes its teachers by the teacher's parameters).
@@ -284,12 +277,11 @@ def false_support(claim: int, scenario: str, verdict: str) -> bool:
 
 def false_contradiction(claim: int, scenario: str, verdict: str) -> bool:
     """Whether "contradicted" is false here: the claim is true (planted; null for a no-effect
-    claim), nothing can be decided (degenerate), or a legacy rule's opposite-sign test fired
-    under the null."""
+    claim) or nothing can be decided (degenerate)."""
     if verdict != "contradicted":
         return False
     if scenario == "null":
-        return claim in NO_EFFECT_CLAIMS or claim not in SPECIFIED
+        return claim in NO_EFFECT_CLAIMS
     return scenario in ("planted", *DEGENERATE)
 
 

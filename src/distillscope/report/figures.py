@@ -27,12 +27,12 @@ from distillscope.report.aggregate import (
     spectrum_temperatures_text,
     with_labels,
 )
-from distillscope.report.claimkit import (
+from distillscope.report.claims.common import plain as plain_rows
+from distillscope.report.grids import (
     experiment_rows,
     has,
     main_grid,
     n_values,
-    plain_rows,
     spectrum_grid,
 )
 from distillscope.report.matching import cell_means

@@ -1,10 +1,9 @@
 """Planted effects and margin cases of the scorecard's calibration (``calibrate``).
 
 ``planted_offsets`` plants the published effects of docs/method.md §9 in a study's design;
-``MARGIN_CASES`` put each no-effect part of a claim exactly at its margin, where "supported"
-is false (``MarginCase``). Offsets are in stored units (fractions, pp), one value per row of
-the design. Rule modules' effects and cases are registered here (``PLANTERS``,
-``MARGIN_CASES``).
+``all_margin_cases`` put each no-effect part of a claim exactly at its margin, where
+"supported" is false (``MarginCase``, from each claim's ``Claim.margin_cases``). Offsets are
+in stored units (fractions, pp), one value per row of the design.
 """
 
 from __future__ import annotations
@@ -16,11 +15,9 @@ import numpy as np
 import pandas as pd
 
 from distillscope.report.aggregate import with_labels
-from distillscope.report.claimkit import experiment_rows
 from distillscope.report.claims import CLAIMS
-from distillscope.report.claims_grid import CLAIM_01_MARGIN_PP
+from distillscope.report.grids import experiment_rows
 from distillscope.report.matching import LAMBDA
-from distillscope.report.plants_rlvr import claim_11_margin, rlvr_planted
 
 LEARNED_BY = 0.30  # simulated students' accuracy above the untrained student (fraction)
 ACC = "eval/accuracy"
@@ -52,7 +49,7 @@ def _column(d: pd.DataFrame, column: str) -> pd.Series:
 
 
 def _experiment(d: pd.DataFrame, name: str) -> np.ndarray:
-    """Mask of the rows a rule reads as experiment ``name`` (``claimkit.experiment_rows``: those
+    """Mask of the rows a rule reads as experiment ``name`` (``grids.experiment_rows``: those
     named so, or every row when none is, so a custom study's grid gets its effects too)."""
     return d.index.isin(experiment_rows(d, name).index)
 
@@ -78,12 +75,8 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
     on = ((policy == "student").to_numpy() | (lam > 0)) & ~(policy == "teacher").to_numpy()
     teacher = (policy == "teacher").to_numpy()
     pos = _lr_position(d)
-    clip_off = np.zeros(n, bool)
-    if "optim.grad_clip" in d:
-        clip_off = d["optim.grad_clip"].isna().to_numpy()
     acc = np.where(reverse, np.where(teacher, -0.30, -0.10), 0.0)  # reverse KL prefers OnPD
     acc = np.where(reverse & spectrum, -0.37 + 0.0925 * (np.clip(lam, -2, 2) + 2), acc)
-    acc = acc + np.where(reverse & clip_off, -0.15, 0.0)
     typical = {m: noise.get(m, 0.0) for m in noise}
     out: dict[str, np.ndarray] = {ACC: acc, "eval/pass@1": np.zeros(n)}  # similar pass@1
     out["eval/pass@10"] = np.where(reverse, 0.05, 0.15)
@@ -101,7 +94,7 @@ def planted_offsets(d: pd.DataFrame, noise: dict[str, float]) -> dict[str, np.nd
         m = f"rollout/{key}_token_prob_mean"
         out[m] = sgn * 2.0 * typical.get(m, 0.01) * np.where(spectrum, lam, 0.0)
     specs = [c.plant(d) for c in CLAIMS if c.plant is not None]
-    return summed([out, *(plant(d, noise) for plant in PLANTERS), *specs], n)
+    return summed([out, *specs], n)
 
 
 Offsets = dict[str, np.ndarray]
@@ -124,36 +117,6 @@ class MarginCase:
     on_planted: bool = False
 
 
-def _rows(d: pd.DataFrame, experiment: str, **values: str) -> np.ndarray:
-    """Mask of the rows of ``experiment`` (``_experiment``) whose columns equal ``values``
-    (keys with dots written as double underscores: ``rollout__policy="student"``)."""
-    mask = _experiment(d, experiment)
-    for key, value in values.items():
-        mask = mask & (_column(d, key.replace("__", ".")) == value).to_numpy()
-    return mask
-
-
-def _lr_end(d: pd.DataFrame, experiment: str, high: bool) -> np.ndarray:
-    """Mask of the rows of ``experiment`` at its smallest (or largest) LR."""
-    rows = _experiment(d, experiment)
-    lr = pd.to_numeric(d.get("optim.lr", pd.Series(np.nan, index=d.index)), errors="coerce")
-    lrs = lr[rows].dropna()
-    if lrs.empty:
-        return np.zeros(len(d), dtype=bool)
-    return rows & (lr == (lrs.max() if high else lrs.min())).to_numpy()
-
-
-def _onpd_margin(experiment: str) -> Callable[[pd.DataFrame], Offsets]:
-    """Claim 1's margin in ``experiment``: its OnPD runs CLAIM_01_MARGIN_PP more accurate (the
-    robustness claims re-run claim 1 on the no-clip and sampled grids)."""
-
-    def offsets(d: pd.DataFrame) -> Offsets:
-        on = _rows(d, experiment, rollout__policy="student")
-        return {ACC: np.where(on, CLAIM_01_MARGIN_PP / 100, 0.0)}
-
-    return offsets
-
-
 def onpd_forward(d: pd.DataFrame) -> np.ndarray:
     """Mask of the on-policy forward-KL runs (claim 19's; their early entropy is drawn)."""
     return (
@@ -161,26 +124,11 @@ def onpd_forward(d: pd.DataFrame) -> np.ndarray:
     ).to_numpy()
 
 
-#: Every no-effect part of a claim, planted at its margin (the ``margin`` scenario): rule
-#: modules' cases are registered here. Each case's tables are scored for its claim only.
-MARGIN_CASES: list[MarginCase] = [
-    MarginCase(14, "no-clip OnPD +margin (claim 1)", _onpd_margin("no_clip")),
-    MarginCase(15, "sampled OnPD +margin (claim 1)", _onpd_margin("sampled")),
-]
-
-#: Published effects planted by other modules: functions of the design returning offsets
-#: (stored units) that ``planted_offsets`` adds to its own.
-PLANTERS: list[Callable[[pd.DataFrame, dict[str, float]], Offsets]] = []
-
-
 def all_margin_cases() -> list[MarginCase]:
-    """The specified claims' margin cases (``Claim.margin_cases``), then the legacy ones."""
-    spec = [
+    """Every claim's margin cases (``Claim.margin_cases``), in claim order."""
+    return [
         MarginCase(c.id, m.name, m.offsets, m.on_planted) for c in CLAIMS for m in c.margin_cases
     ]
-    specified = {c.id for c in CLAIMS}
-    legacy = [c for c in MARGIN_CASES if c.claim not in specified]
-    return sorted([*spec, *legacy], key=lambda c: c.claim)
 
 
 def margin_cases(claims: Collection[int]) -> list[MarginCase]:
@@ -209,11 +157,4 @@ LEVELS = (
     "eval/teacher_style_share",
     "train/grad_clipped_frac",
     "eval/informativeness",  # claim 18's I per teacher (its ``Claim.plant``)
-)
-
-
-# --- claims 11 and 20 (the RLVR stage): planted effects and a margin case
-PLANTERS.append(rlvr_planted)
-MARGIN_CASES.append(
-    MarginCase(11, "OnPD ahead by the margin before and after RLVR", claim_11_margin)
 )

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from distillscope.report.aggregate import cell_columns, done, with_labels
-from distillscope.report.claimkit import is_rlvr
+from distillscope.report.claims.evidence import is_rlvr
 from distillscope.report.curves import seed_mean_curve, smooth
 from distillscope.report.figures import (
     MARKERS,

@@ -13,8 +13,7 @@ Every claim ends as *supported*, *contradicted*, *inconclusive* (always with its
 power, or effect near its margin), *not applicable* (a premise is absent), *not tested* (the
 study lacks an experiment, a metric or seeds; the result names what), *not implemented* (no
 code measures what the claim needs) or *error* (the rule raised: a bug, shown with its
-message). Claims not yet specified in ``report.claims`` run their legacy rule
-(``claimkit.ClaimRule``).
+message).
 """
 
 from __future__ import annotations
@@ -26,12 +25,9 @@ from pathlib import Path
 import pandas as pd
 
 from distillscope.report.aggregate import hashable_axes
-from distillscope.report.claimkit import ClaimRule, Scoring
 from distillscope.report.claims import CLAIMS, Claim
 from distillscope.report.claims.evidence import ClaimEvidence, Evidence
-from distillscope.report.claims_grid import RULES_GRID
-from distillscope.report.claims_rlvr import RULES_RLVR
-from distillscope.report.claims_robustness import RULES_ROBUSTNESS
+from distillscope.report.claims.spec import Part, Routes, replayed_ids
 from distillscope.report.load import metrics_frame
 from distillscope.report.stats import ALPHA
 from distillscope.report.verdicts import (
@@ -39,7 +35,9 @@ from distillscope.report.verdicts import (
     NOT_TESTED,
     SUPPORTED,
     UNDECIDED,
+    Decision,
     decide_part,
+    decide_routes,
     first_reason,
     interval_text,
     worst,
@@ -48,27 +46,12 @@ from distillscope.store import run_dir
 
 INCONCLUSIVE, NOT_APPLICABLE = "inconclusive", "not applicable"
 NOT_IMPLEMENTED, ERROR = "not implemented", "error"
-_SPECIFIED = {c.id for c in CLAIMS}
-#: The legacy rules of the claims not yet specified in ``report.claims``.
-LEGACY: list[ClaimRule] = sorted(
-    (
-        r
-        for r in [
-            *RULES_GRID,
-            *RULES_ROBUSTNESS,
-            *RULES_RLVR,
-        ]
-        if r.id not in _SPECIFIED
-    ),
-    key=lambda r: r.id,
-)
+#: The verdicts of a claim the study could test (beside not tested / implemented, error).
+VERDICTS = (SUPPORTED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE)
 #: Every claim id the scorecard scores, in order.
-CLAIM_IDS: tuple[int, ...] = tuple(sorted(_SPECIFIED | {r.id for r in LEGACY}))
+CLAIM_IDS: tuple[int, ...] = tuple(c.id for c in CLAIMS)
 #: Per claim, the metric keys it needs that no code of distillscope writes yet.
-UNMEASURED: dict[int, tuple[str, ...]] = {
-    **{r.id: r.unmeasured for r in LEGACY},
-    **{c.id: c.unmeasured for c in CLAIMS},
-}
+UNMEASURED: dict[int, tuple[str, ...]] = {c.id: c.unmeasured for c in CLAIMS}
 
 
 @dataclass(frozen=True)
@@ -103,21 +86,11 @@ def score_claims(
         One ClaimResult per claim, in claim order.
     """
     df = hashable_axes(df)
-    wanted = [c for c in CLAIM_IDS if claims is None or c in claims]
-    specs = [c for c in CLAIMS if c.id in wanted]
+    specs = [c for c in CLAIMS if claims is None or c.id in claims]
     if study_dir is not None:
         df = add_features(df, Path(study_dir), specs)
     ev = Evidence(df)
-    scoring = Scoring(df)
-    by_id = {c.id: c for c in specs}
-    legacy = {r.id: r for r in LEGACY}
-    out = []
-    for cid in wanted:
-        if cid in by_id:
-            out.append(score_spec(by_id[cid], ev, strict))
-        else:
-            out.append(score_legacy(legacy[cid], scoring, strict))
-    return out
+    return [score_spec(c, ev, strict) for c in specs]
 
 
 def score_spec(claim: Claim, ev: Evidence, strict: bool = False) -> ClaimResult:
@@ -130,6 +103,8 @@ def score_spec(claim: Claim, ev: Evidence, strict: bool = False) -> ClaimResult:
         return result(NOT_IMPLEMENTED, f"no code writes {', '.join(claim.unmeasured)} yet")
     view = ev.for_claim(claim.experiments)
     try:
+        if claim.replays:
+            return _judge_replays(claim, ev, view, result)
         return _judge(claim, view, result)
     except Exception as err:
         if strict:
@@ -142,9 +117,9 @@ def _judge(claim: Claim, view: ClaimEvidence, result) -> ClaimResult:
     if all(view.rows(e).empty and view.rows(e, rlvr=True).empty for e in claim.experiments):
         lack = f"needs {claim.needs}; the study has no finished run of {_names(claim)}"
         return result(NOT_TESTED, lack, reason=lack)
-    items = [(p, p.estimate(view)) for p in (*claim.premises, *claim.parts)]
-    k = sum(max(len(xs), 1) for _, xs in items)
-    decided = [(p, xs, decide_part(p, xs, ALPHA / k)) for p, xs in items]
+    items = [(p, _estimates(p, view)) for p in (*claim.premises, *claim.parts)]
+    k = sum(_strata(p, xs) for p, xs in items)
+    decided = [(p, xs, _decide(p, xs, ALPHA / k)) for p, xs in items]
     premises, parts = decided[: len(claim.premises)], decided[len(claim.premises) :]
     text = " | ".join(d.text for _, _, d in decided)
     note = view.note()
@@ -171,6 +146,82 @@ def _judge(claim: Claim, view: ClaimEvidence, result) -> ClaimResult:
     return result(INCONCLUSIVE, evidence, head, why)
 
 
+def _judge_replays(claim: Claim, ev: Evidence, view: ClaimEvidence, result) -> ClaimResult:
+    """A claim that replays others on an ablation (``spec.REPLAY_RULE``)."""
+    grid = claim.replays[0].grid
+    ablation = sorted({e for r in claim.replays for e in r.ablation.experiments})
+    if all(view.rows(e).empty for e in ablation):
+        lack = f"needs {claim.needs}; the study has no finished run of " + " or ".join(
+            f"`{e}`" for e in ablation
+        )
+        return result(NOT_TESTED, lack, reason=lack)
+    k = max(len(claim.premises), 1)
+    premises = [
+        (p, xs, decide_part(p, xs, ALPHA / k)) for p in claim.premises for xs in [p.estimate(view)]
+    ]
+    got = [(r.main.id, score_spec(r.main, ev), score_spec(r.ablation, ev)) for r in claim.replays]
+    lines = [d.text for _, _, d in premises] + [
+        f"claim {i}: main grid {_said(m)}, {grid} {_said(a)}" for i, m, a in got
+    ]
+    evidence = " | ".join(lines)
+    head = f"{grid}: " + ", ".join(
+        f"claim {i} {'same' if a.verdict == m.verdict else a.verdict}" for i, m, a in got
+    )
+    absent = [p for p, _, d in premises if d.state == CONTRADICTED]
+    if absent:
+        return result(NOT_APPLICABLE, evidence, head, f"premise {absent[0].claimed()} is absent")
+    if any(_reversed(m.verdict, a.verdict) for _, m, a in got):
+        return result(CONTRADICTED, evidence, head)
+    decided = [(i, m, a) for i, m, a in got if m.verdict in (SUPPORTED, CONTRADICTED)]
+    if not decided:
+        why = f"none of claims {replayed_ids(claim.replays)} is decided on the main grid"
+        return result(INCONCLUSIVE, evidence, head, why)
+    untested = [
+        (i, a) for i, _, a in decided if a.verdict not in (SUPPORTED, CONTRADICTED, INCONCLUSIVE)
+    ]
+    if untested:
+        why = "; ".join(
+            f"claim {i} on the {grid}: {a.verdict} ({a.reason or a.evidence})" for i, a in untested
+        )
+        return result(NOT_TESTED, evidence, head, f"needs {claim.needs}; {why}")
+    open_ = [d.reason for _, _, d in premises if d.state != SUPPORTED]
+    open_ += [
+        f"claim {i} on the {grid}: {a.reason}" for i, m, a in decided if a.verdict != m.verdict
+    ]
+    if not open_:
+        return result(SUPPORTED, evidence, head)
+    return result(INCONCLUSIVE, evidence, head, first_reason(open_))
+
+
+def _said(r: ClaimResult) -> str:
+    """A replayed claim's verdict with its reason (undecided) or its headline (decided)."""
+    return f"{r.verdict} ({r.reason or r.headline or '—'})"
+
+
+def _reversed(main: str, ablation: str) -> bool:
+    """Whether an ablation reverses a main-grid conclusion: contradicted there but not on the
+    main grid (decided or not), or supported there but contradicted on the main grid."""
+    if ablation == CONTRADICTED:
+        return main != CONTRADICTED
+    return ablation == SUPPORTED and main == CONTRADICTED
+
+
+def _estimates(p: Part | Routes, view: ClaimEvidence) -> list:
+    """A part's estimates per stratum; a multi-route part's, per route."""
+    return [r.estimate(view) for r in p.routes] if isinstance(p, Routes) else p.estimate(view)
+
+
+def _strata(p: Part | Routes, xs: list) -> int:
+    """How many contradiction tests a part adds (a multi-route part: one per stratum)."""
+    return max(len(xs[0]) if isinstance(p, Routes) else len(xs), 1)
+
+
+def _decide(p: Part | Routes, xs: list, alpha_contra: float) -> Decision:
+    if isinstance(p, Routes):
+        return decide_routes(p, xs, alpha_contra)
+    return decide_part(p, xs, alpha_contra)
+
+
 def _names(claim: Claim) -> str:
     return " or ".join(f"`{e}`" for e in claim.experiments)
 
@@ -179,6 +230,8 @@ def headline(decided) -> str:
     """Each part's stratum closest to failing, ``Δ_KL +1.9 pp [−0.4, +4.2]``, joined."""
     parts = []
     for p, xs, _ in decided:
+        if isinstance(p, Routes):  # the first route's estimand stands for the part
+            p, xs = p.routes[0], xs[0]
         x = worst(p, xs)
         if x is not None:
             label = "" if x.label in ("pooled", p.name) else f" [{x.label}]"
@@ -186,37 +239,6 @@ def headline(decided) -> str:
                 f"{p.name}{label} {interval_text(x, unit=p.unit).replace(' (95% CI)', '')}"
             )
     return "; ".join(parts)
-
-
-def score_legacy(rule: ClaimRule, scoring: Scoring, strict: bool = False) -> ClaimResult:
-    """A claim not yet specified in ``report.claims``, scored by its legacy rule."""
-    if rule.unmeasured:
-        text = f"no code of distillscope writes {', '.join(rule.unmeasured)} yet"
-        return ClaimResult(rule.id, rule.claim, NOT_IMPLEMENTED, text, "—")
-    try:
-        if not rule.applicable(scoring):
-            text = f"needs {rule.needs}"
-            return ClaimResult(rule.id, rule.claim, NOT_TESTED, text, "—", reason=text)
-        lacking = rule.lacking(scoring) if rule.lacking is not None else []
-        if lacking:
-            text = f"needs {rule.needs}; this study lacks {', '.join(lacking)}"
-            return ClaimResult(rule.id, rule.claim, NOT_TESTED, text, "—", reason=text)
-        v = rule.judge(scoring)
-    except Exception as err:
-        if strict:
-            raise
-        text = f"the rule raised {type(err).__name__}: {err} (a bug in distillscope)"
-        return ClaimResult(rule.id, rule.claim, ERROR, text, "—")
-    reason = _legacy_reason(v.verdict, v.evidence)
-    return ClaimResult(rule.id, rule.claim, v.verdict, v.evidence, v.rule, v.headline, reason)
-
-
-def _legacy_reason(verdict: str, evidence: str) -> str:
-    if verdict != INCONCLUSIVE:
-        return ""
-    if evidence.startswith("no power"):
-        return "lacks power: the students did not learn beyond uncertainty"
-    return "not beyond its margins (a legacy rule: no power analysis)"
 
 
 def add_features(df: pd.DataFrame, study_dir: Path, claims: list[Claim]) -> pd.DataFrame:

@@ -27,7 +27,7 @@ from distillscope.report.aggregate import (
     spectrum_temperatures,
     with_labels,
 )
-from distillscope.report.claimkit import main_grid
+from distillscope.report.grids import main_grid
 from distillscope.report.scorecard import ClaimResult
 
 # (column, header) of the main cell table — docs/method.md §8's headline measurements.

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from distillscope.report.claims.estimate import Estimate, RangeEstimate
-from distillscope.report.claims.spec import ABOVE, ANY, BELOW, WITHIN, Part
+from distillscope.report.claims.spec import ABOVE, ANY, BELOW, WITHIN, Part, Routes
 from distillscope.report.stats import ALPHA
 
 SUPPORTED, CONTRADICTED, UNDECIDED, NOT_TESTED = (
@@ -104,27 +104,39 @@ def decide_stratum(part: Part, x: Estimate, alpha_contra: float, alpha: float = 
 
 
 def undecided_reason(part: Part, x: Estimate, alpha: float = ALPHA) -> str:
-    """ "lacks power (…)" or "effect near its margin (…)" for an undecided stratum."""
+    """ "lacks power (…)" or "effect near its margin (…)" for an undecided stratum.
+
+    Near its margin only when the interval straddles the margin (a band's edge) and is
+    narrower than the effect it would need to resolve — half-width and reach both within the
+    published value's distance from the margin; otherwise (a wide interval, as "0 of n vs 0
+    of n" events gives) the design lacks power.
+    """
     band = part.side == WITHIN
     two_sided = band and part.published == 0 and not isinstance(x, RangeEstimate)
     reach = x.reach(alpha, POWER, two_sided)
     distance = part.margin - abs(part.published) if band else abs(part.published - part.margin)
     if math.isnan(reach):
         return NO_VARIANCE
-    if reach > distance:
-        if band:
-            smallest = f"a band of ±{abs(part.published) + reach:.1f} {part.unit}".rstrip()
-        else:
-            sign = 1 if part.side == ABOVE else -1
-            smallest = f"{part.name} beyond {part.margin + sign * reach:+.1f} {part.unit}".rstrip()
-        text = f"{LACKS_POWER} (smallest effect the design decides: {smallest}"
-        if x.seeds >= 2 and distance > 0:
-            seeds = math.ceil(x.seeds * (reach / distance) ** 2)
-            text += f"; ≈ {seeds} seeds would decide the published {part.published:g}"
-        return text + ")"
-    u = f" {part.unit}" if part.unit else ""
     lo, hi = x.bounds(alpha)
-    return f"{NEAR_MARGIN}: {fmt(x.value)}{u} [{fmt(lo)}, {fmt(hi)}] against {part.claimed()}"
+    m = part.margin
+    straddles = (lo < m < hi) or (band and lo < -m < hi)
+    u = f" {part.unit}" if part.unit else ""
+    if straddles and reach <= distance and (hi - lo) / 2 <= distance:
+        return f"{NEAR_MARGIN}: {fmt(x.value)}{u} [{fmt(lo)}, {fmt(hi)}] against {part.claimed()}"
+    if math.isinf(reach):
+        return f"{LACKS_POWER} (no effect is decided with these runs: [{fmt(lo)}, {fmt(hi)}]{u})"
+    if band:
+        smallest = f"a band of ±{abs(part.published) + reach:.1f} {part.unit}".rstrip()
+    else:
+        sign = 1 if part.side == ABOVE else -1
+        smallest = f"{part.name} beyond {m + sign * reach:+.1f} {part.unit}".rstrip()
+    text = f"{LACKS_POWER} (smallest effect the design decides: {smallest}"
+    if x.seeds >= 2 and 0 < distance < reach:
+        seeds = math.ceil(x.seeds * (reach / distance) ** 2)
+        text += f"; ≈ {seeds} seeds would decide the published {part.published:g}"
+    elif (hi - lo) / 2 > distance:
+        text += f"; its interval [{fmt(lo)}, {fmt(hi)}]{u} is wider than that"
+    return text + ")"
 
 
 def decide_part(part: Part, xs: Sequence[Estimate], alpha_contra: float) -> Decision:
@@ -134,24 +146,65 @@ def decide_part(part: Part, xs: Sequence[Estimate], alpha_contra: float) -> Deci
     k = max(len(xs), 1)
     alpha = ALPHA / k if part.quantifier == ANY else ALPHA
     ds = [decide_stratum(part, x, alpha_contra, alpha) for x in xs]
-    states = [d.state for d in ds]
-    text = "; ".join(d.text for d in ds)
     if not ds:
         return Decision(NOT_TESTED, f"{part.name}: no stratum", f"{part.name}: no stratum")
     if part.quantifier == ANY:
+        states = [d.state for d in ds]
+        text = "; ".join(d.text for d in ds)
         if SUPPORTED in states:
             return Decision(SUPPORTED, text)
         if all(s == CONTRADICTED for s in states):
             return Decision(CONTRADICTED, text)
-    elif CONTRADICTED in states:
+    return combine(part.name, ds, part.guard, veto=part.quantifier != ANY)
+
+
+def combine(name: str, ds: Sequence[Decision], guard: bool = False, veto: bool = True) -> Decision:
+    """Strata decisions that must all hold: contradicted when any is (``veto``), else not
+    tested when any is, else supported when all are (or the part is a guard, which only
+    vetoes), else undecided with the reason that matters most."""
+    states = [d.state for d in ds]
+    text = "; ".join(d.text for d in ds)
+    if veto and CONTRADICTED in states:
         return Decision(CONTRADICTED, text)
     missing = [d.reason for d in ds if d.state == NOT_TESTED]
     if missing:
         return Decision(NOT_TESTED, text, "; ".join(dict.fromkeys(missing)))
-    if all(s == SUPPORTED for s in states) or part.guard:  # a guard only vetoes
+    if all(s == SUPPORTED for s in states) or guard:  # a guard only vetoes
         return Decision(SUPPORTED, text)
     reasons = [d.reason for d in ds if d.state == UNDECIDED]
-    return Decision(UNDECIDED, text, f"{part.name}: {first_reason(reasons)}")
+    return Decision(UNDECIDED, text, f"{name}: {first_reason(reasons)}")
+
+
+def decide_routes(part: Routes, xss: Sequence[Sequence[Estimate]], alpha_contra: float) -> Decision:
+    """A multi-route part (``spec.Routes``) over its strata. ``xss[r]``: route r's estimates,
+    one per stratum label. In a stratum each route is decided at α / r (the part holds when
+    any does: a union, Bonferroni) and contradicts at ``alpha_contra`` (the part is
+    contradicted only when every route is: an intersection); strata combine as ``combine``."""
+    alpha = ALPHA / len(part.routes)
+    labels = list(dict.fromkeys(x.label for xs in xss for x in xs))
+    if not labels:
+        return Decision(NOT_TESTED, f"{part.name}: no stratum", f"{part.name}: no stratum")
+    ds = []
+    for label in labels:
+        got = [
+            decide_stratum(route, x, alpha_contra, alpha)
+            for route, xs in zip(part.routes, xss, strict=True)
+            for x in xs
+            if x.label == label
+        ]
+        states = [d.state for d in got]
+        text = " or ".join(d.text for d in got)
+        if SUPPORTED in states:
+            ds.append(Decision(SUPPORTED, text))
+        elif len(got) == len(part.routes) and all(s == CONTRADICTED for s in states):
+            ds.append(Decision(CONTRADICTED, text))
+        elif NOT_TESTED in states or len(got) < len(part.routes):
+            lack = [d.reason for d in got if d.state == NOT_TESTED] or [f"a route for {label}"]
+            ds.append(Decision(NOT_TESTED, text, "; ".join(dict.fromkeys(lack))))
+        else:
+            reasons = [d.reason for d in got if d.state == UNDECIDED]
+            ds.append(Decision(UNDECIDED, text, first_reason(reasons)))
+    return combine(part.name, ds, part.guard)
 
 
 def first_reason(reasons: Sequence[str]) -> str:

@@ -1,26 +1,8 @@
-"""The adversarial cases the scorecard does not yet score right, with issue 33's reason.
+"""The adversarial cases the scorecard does not yet score right, with the issue's reason.
 
 Each runs as ``pytest.mark.xfail(strict=True)``: the moment the scorecard gets it right the
-suite fails until its line here is removed. Keys are case ids (``claimNN-name``).
+suite fails until its line here is removed. Keys are case ids (``claimNN-name``); values say
+which issue-33 failure class the case belongs to. Empty: every case is scored right.
 """
 
-DUPLICATES = "Scorecard III: rows with the same run id or resolved config count once"
-ONE_SEED = "Scorecard III: a cell with fewer than 2 seeds makes its part 'not tested'"
-MISSING_METRIC = "Scorecard III: a missing metric makes its part 'not tested' by name"
-NO_FALLBACK = "Scorecard III: a claim reads only its declared experiments (no fallback)"
-SIZE = "Scorecard III: an effect smaller than its margin contradicts"
-STRATA = "Scorecard III: every stratum of the quantifier is judged (no pooling away)"
-PREMISE = "Scorecard III: a missing premise is 'not applicable'"
-BOTH_SIDES = "Scorecard III: decided on both sides of the margin"
-
-KNOWN: dict[str, str] = {
-    "claim11-d-rlvr-runs-only-in-another-experiment": NO_FALLBACK,
-    "claim11-e-duplicate-configs": DUPLICATES,
-    "claim11-e-duplicate-run-ids": DUPLICATES,
-    "claim11-f-one-seed-cell": ONE_SEED,
-    "claim11-g-nan-metric": MISSING_METRIC,
-    "claim14-f-one-seed-cell": ONE_SEED,
-    "claim14-g-nan-metric": MISSING_METRIC,
-    "claim15-f-one-seed-cell": ONE_SEED,
-    "claim15-g-nan-metric": MISSING_METRIC,
-}
+KNOWN: dict[str, str] = {}

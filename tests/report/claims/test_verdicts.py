@@ -8,13 +8,24 @@ import pytest
 from scipy import stats
 
 from distillscope.report.claims.estimate import Estimate, RangeEstimate, not_tested
-from distillscope.report.claims.spec import ABOVE, ANY, BELOW, EVERY, POOLED, WITHIN, Part
+from distillscope.report.claims.exact import share_gap
+from distillscope.report.claims.spec import (
+    ABOVE,
+    ANY,
+    BELOW,
+    EVERY,
+    POOLED,
+    WITHIN,
+    Part,
+    Routes,
+)
 from distillscope.report.verdicts import (
     CONTRADICTED,
     NOT_TESTED,
     SUPPORTED,
     UNDECIDED,
     decide_part,
+    decide_routes,
     decide_stratum,
     interval_text,
 )
@@ -93,7 +104,64 @@ def test_reasons_say_lacks_power_or_near_the_margin():
     assert flat.state == UNDECIDED and "no seed variance" in flat.reason
 
 
+def test_no_events_on_either_side_lacks_power_with_the_gap_fisher_decides():
+    # "0 of 27 vs 0 of 27": SE 0 and bounds [−100, +100] — the design lacks power, and the
+    # smallest gap it decides is the least k / 27 that Fisher's one-sided test passes at α
+    part = _part(ABOVE, margin=0.0, published=20.0)
+    x = share_gap("Δ", 0, 27, 0, 27)
+    k = next(
+        k
+        for k in range(28)
+        if stats.fisher_exact([[k, 27 - k], [0, 27]], alternative="greater")[1] <= 0.025
+    )
+    d = decide_stratum(part, x, 0.025)
+    assert d.state == UNDECIDED
+    assert d.reason.startswith(
+        f"lacks power (smallest effect the design decides: Δ beyond +{100 * k / 27:.1f} pp"
+    )
+    assert "near" not in d.reason  # 22.2 pp > the published 20: more runs would decide it
+    # a gap no count decides: 0 of 2 vs 0 of 2
+    assert "no effect is decided" in decide_stratum(part, share_gap("Δ", 0, 2, 0, 2), 0.025).reason
+
+
+def test_near_the_margin_needs_a_straddling_interval_narrower_than_the_distance():
+    part = _part(ABOVE, margin=5.0, published=17.0)
+    # straddles 5 and narrow (half-width 2.2 < 12): near
+    assert decide_stratum(part, _x(6.0, se=1.0), 0.025).reason.startswith("effect near")
+    # below the margin at α but not contradicted at the stricter α_contra: not straddling
+    below = decide_stratum(part, _x(5.0 - T - 0.5, se=1.0), 0.001)
+    assert below.state == UNDECIDED and below.reason.startswith("lacks power")
+
+
 def test_intervals_are_labelled_with_their_real_level():
     text = interval_text(_x(1.0))
     assert text.endswith("(95% CI)") and "98%" not in text
     assert "no interval" in interval_text(Estimate("s", 1.0, math.nan, math.nan, 1))
+
+
+def _routes() -> Routes:
+    within = Part("after", "d", lambda v: [], EVERY, WITHIN, 2.0, "w", 0.0, over="m")
+    below = Part("after", "d", lambda v: [], EVERY, BELOW, 0.0, "w", -10.0, over="m")
+    return Routes("fades", (within, below), EVERY, over="m")
+
+
+def test_routes_hold_by_any_route_at_a_split_level_and_fail_only_when_every_route_fails():
+    t3 = stats.t.ppf(1 - 0.025 / 2, 10)  # each of 2 routes at α / 2
+    r = _routes()
+    # reversed beyond the split level: the BELOW route holds (the band does not)
+    assert decide_routes(r, [[_x(-t3 - 0.01)], [_x(-t3 - 0.01)]], 0.025).state == SUPPORTED
+    # at the plain level but not at α / 2: undecided
+    assert decide_routes(r, [[_x(-T - 0.01)], [_x(-T - 0.01)]], 0.025).state == UNDECIDED
+    # above the band: both routes contradicted
+    up = _x(2.0 + T + 0.01)
+    assert decide_routes(r, [[up], [up]], 0.025).state == CONTRADICTED
+    # below the band: the band is contradicted but the reversed route holds
+    down = _x(-2.0 - t3 - 0.01)
+    assert decide_routes(r, [[down], [down]], 0.025).state == SUPPORTED
+    # every stratum must hold: one contradicted stratum contradicts the part
+    a, b = _x(-t3 - 1, label="m1"), _x(2.0 + T + 1, label="m2")
+    assert decide_routes(r, [[a, b], [a, b]], 0.025).state == CONTRADICTED
+    # a route not tested in a stratum (and none holding): not tested
+    gap = not_tested("m1", "rlvr/harder_accuracy")
+    d = decide_routes(r, [[gap], [_x(0.0, label="m1")]], 0.025)
+    assert d.state == NOT_TESTED and "harder" in d.reason

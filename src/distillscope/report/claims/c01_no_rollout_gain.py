@@ -8,19 +8,21 @@ applies only when the students learned.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 
 from distillscope.report.claims.common import (
     ACC,
-    MAIN,
+    MAIN_GRID,
     POLICY,
     STUDENT,
     TEACHER,
+    Grid,
     blocks,
-    grid_rows,
+    grid_learned,
     in_pp,
-    learned_part,
     rows_mask,
     stratum_name,
     tasks_of,
@@ -33,9 +35,9 @@ MARGIN_PP = 5.0
 NAME = "Δ_best"
 
 
-def best_on_minus_best_off(view: ClaimEvidence) -> list[Estimate]:
+def best_on_minus_best_off(view: ClaimEvidence, grid: Grid = MAIN_GRID) -> list[Estimate]:
     """Best OnPD − best OffPD configuration's accuracy, per task, averaged over tasks."""
-    b = blocks(view, MAIN, grid_rows(view, MAIN), ACC)
+    b = blocks(view, grid.experiment, grid.rows(view), ACC)
     if isinstance(b, str):
         return [not_tested(NAME, b)]
     if b.thin:  # the best configuration is chosen among every cell: each needs its seeds
@@ -63,27 +65,29 @@ def best_on_minus_best_off(view: ClaimEvidence) -> list[Estimate]:
     return [Estimate(x.label, x.value, x.se, x.dof, x.seeds, note, x.missing)]
 
 
-def onpd_at_margin(d: pd.DataFrame) -> dict[str, np.ndarray]:
-    """The main grid's OnPD runs MARGIN_PP more accurate: "no gain" false at its margin."""
-    return {ACC: np.where(rows_mask(d, MAIN, **{POLICY: STUDENT}), in_pp(ACC, MARGIN_PP), 0.0)}
+def onpd_at_margin(d: pd.DataFrame, grid: Grid = MAIN_GRID) -> dict[str, np.ndarray]:
+    """The grid's OnPD runs MARGIN_PP more accurate: "no gain" false at its margin."""
+    on = rows_mask(d, grid.experiment, **{POLICY: STUDENT})
+    return {ACC: np.where(on, in_pp(ACC, MARGIN_PP), 0.0)}
 
 
-CLAIMS = (
-    Claim(
+def specify(grid: Grid = MAIN_GRID) -> Claim:
+    """Claim 1 reading ``grid`` (the main grid; claims 14 and 15 replay it on an ablation)."""
+    return Claim(
         id=1,
         title="Rollout policy gives no consistent in-distribution gain (best mean over tasks "
         "72% OnPD vs 73% OffPD).",
         source="[P] §4.2",
         quote="rollout policy does not necessarily play a central role … best mean over the 3 "
         "tasks: 72% OnPD vs 73% OffPD",
-        experiments=(MAIN,),
-        premises=(learned_part(MAIN),),
+        experiments=(grid.experiment,),
+        premises=(grid_learned(grid),),
         parts=(
             Part(
                 NAME,
                 "per task, the best OnPD configuration's accuracy (over KL × LR) − the best "
                 "OffPD configuration's, on the main grid's cell + seed fit, averaged over tasks",
-                best_on_minus_best_off,
+                partial(best_on_minus_best_off, grid=grid),
                 POOLED,
                 WITHIN,
                 MARGIN_PP,
@@ -95,7 +99,11 @@ CLAIMS = (
         ),
         needs="the main grid (`main`) with OnPD and OffPD runs and eval/accuracy, and the "
         "untrained-student baseline",
-        margin_cases=(MarginCase("OnPD +margin in the main grid", onpd_at_margin),),
+        margin_cases=(
+            MarginCase(f"OnPD +margin in the {grid.name}", partial(onpd_at_margin, grid=grid)),
+        ),
         null_true=True,
-    ),
-)
+    )
+
+
+CLAIMS = (specify(),)

@@ -8,6 +8,8 @@ cells inside 5 pp.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 
@@ -15,13 +17,13 @@ from distillscope.report.claims.common import (
     ACC,
     FORWARD,
     KIND,
-    MAIN,
+    MAIN_GRID,
     POLICY,
     REVERSE,
     STUDENT,
     TEACHER,
+    Grid,
     blocks,
-    grid_rows,
     in_pp,
     lr_end,
     matched,
@@ -44,21 +46,21 @@ KL_MARGIN_PP = 5.0
 RANGE_PP = 5.0
 
 
-def _fit(view: ClaimEvidence):
-    return blocks(view, MAIN, grid_rows(view, MAIN), ACC)
+def _fit(view: ClaimEvidence, grid: Grid):
+    return blocks(view, grid.experiment, grid.rows(view), ACC)
 
 
-def kl_effect(view: ClaimEvidence) -> list[Estimate]:
+def kl_effect(view: ClaimEvidence, grid: Grid = MAIN_GRID) -> list[Estimate]:
     """Forward − reverse KL accuracy, pooled over matched rollout × LR cells."""
-    b = _fit(view)
+    b = _fit(view, grid)
     if isinstance(b, str):
         return [not_tested("Δ_KL", b)]
     return matched(b, KIND, FORWARD, REVERSE, (), "Δ_KL")
 
 
-def kl_beats_rollout(view: ClaimEvidence) -> list[Estimate]:
+def kl_beats_rollout(view: ClaimEvidence, grid: Grid = MAIN_GRID) -> list[Estimate]:
     """Δ_KL − Δ_ro and Δ_KL + Δ_ro (both > 0 ⇔ Δ_KL > |Δ_ro|), as contrasts of one fit."""
-    b = _fit(view)
+    b = _fit(view, grid)
     if isinstance(b, str):
         return [not_tested("Δ_KL ∓ Δ_ro", b)]
     kl = matched_weights(b, KIND, FORWARD, REVERSE).get("pooled")
@@ -68,34 +70,36 @@ def kl_beats_rollout(view: ClaimEvidence) -> list[Estimate]:
     return [b.contrast(kl - ro, "Δ_KL − Δ_ro"), b.contrast(kl + ro, "Δ_KL + Δ_ro")]
 
 
-def forward_range(view: ClaimEvidence) -> list[Estimate]:
-    """max − min of forward KL's cells (every rollout × LR cell of the main grid)."""
-    b = _fit(view)
+def forward_range(view: ClaimEvidence, grid: Grid = MAIN_GRID) -> list[Estimate]:
+    """max − min of forward KL's cells (every rollout × LR cell of the grid)."""
+    b = _fit(view, grid)
     if isinstance(b, str):
         return [not_tested("forward range", b)]
     return [b.range(b.mask(**{KIND: FORWARD}), "forward range")]
 
 
-def forward_range_at_margin(d: pd.DataFrame) -> dict[str, np.ndarray]:
+def forward_range_at_margin(d: pd.DataFrame, grid: Grid = MAIN_GRID) -> dict[str, np.ndarray]:
     """Forward KL's OnPD cells at the high LR raised by RANGE_PP (the range at its margin)."""
-    rows = rows_mask(d, MAIN, **{POLICY: STUDENT, KIND: FORWARD}) & lr_end(d, MAIN, True)
+    e = grid.experiment
+    rows = rows_mask(d, e, **{POLICY: STUDENT, KIND: grid.kind(FORWARD)}) & lr_end(d, e, True)
     return {ACC: np.where(rows, in_pp(ACC, RANGE_PP), 0.0)}
 
 
-CLAIMS = (
-    Claim(
+def specify(grid: Grid = MAIN_GRID) -> Claim:
+    """Claim 2 reading ``grid`` (the main grid; claims 14 and 15 replay it on an ablation)."""
+    return Claim(
         id=2,
         title="KL direction matters more than rollout: forward KL 71–73% in every rollout × LR "
         "cell; reverse KL 35–72%.",
         source="[P] §4.2",
         quote="Forward KL: 71–73% in every combination of rollout and LR; reverse KL: 35% to 72%",
-        experiments=(MAIN,),
+        experiments=(grid.experiment,),
         parts=(
             Part(
                 "Δ_KL",
                 "forward − reverse KL accuracy, pooled over matched rollout × LR cells of the "
                 "main grid's cell + seed fit",
-                kl_effect,
+                partial(kl_effect, grid=grid),
                 POOLED,
                 ABOVE,
                 KL_MARGIN_PP,
@@ -107,7 +111,7 @@ CLAIMS = (
                 "Δ_KL ∓ Δ_ro",
                 "Δ_KL − Δ_ro and Δ_KL + Δ_ro (Δ_ro = OnPD − OffPD pooled over matched KL × LR "
                 "cells), contrasts of the same fit",
-                kl_beats_rollout,
+                partial(kl_beats_rollout, grid=grid),
                 EVERY,
                 ABOVE,
                 0.0,
@@ -120,7 +124,7 @@ CLAIMS = (
                 "forward range",
                 "max − min of forward KL's main-grid cells (every rollout × LR), pairs of "
                 "cells on the fit",
-                forward_range,
+                partial(forward_range, grid=grid),
                 POOLED,
                 WITHIN,
                 RANGE_PP,
@@ -132,7 +136,13 @@ CLAIMS = (
         needs="the main grid (`main`) with forward and reverse KL, OnPD and OffPD, and "
         "eval/accuracy",
         margin_cases=(
-            MarginCase("forward KL's range at the margin", forward_range_at_margin, True),
+            MarginCase(
+                "forward KL's range at the margin",
+                partial(forward_range_at_margin, grid=grid),
+                True,
+            ),
         ),
-    ),
-)
+    )
+
+
+CLAIMS = (specify(),)

@@ -8,19 +8,22 @@ rollout × KL cells) above 10 pp, and OffPD − OnPD not below −1 pp in every 
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 
 from distillscope.report.claims.common import (
+    FORWARD,
     KIND,
     LR,
-    MAIN,
+    MAIN_GRID,
     POLICY,
     SPARSITY,
     STUDENT,
     TEACHER,
+    Grid,
     blocks,
-    grid_rows,
     in_pp,
     lr_end,
     matched,
@@ -34,51 +37,53 @@ LR_MARGIN_PP = 10.0
 NONINFERIOR_PP = 1.0
 
 
-def _fit(view: ClaimEvidence):
-    rows = grid_rows(view, MAIN)
+def _fit(view: ClaimEvidence, grid: Grid):
+    rows = grid.rows(view)
     if LR not in rows.columns or rows[LR].dropna().nunique() < 2:
-        return "main-grid runs at two learning rates"
-    return blocks(view, MAIN, rows, SPARSITY)
+        return f"{grid.name} runs at two learning rates"
+    return blocks(view, grid.experiment, rows, SPARSITY)
 
 
-def lr_effect(view: ClaimEvidence) -> list[Estimate]:
+def lr_effect(view: ClaimEvidence, grid: Grid = MAIN_GRID) -> list[Estimate]:
     """Sparsity at the smallest LR − at the largest, pooled over matched rollout × KL cells."""
-    b = _fit(view)
+    b = _fit(view, grid)
     if isinstance(b, str):
         return [not_tested("Δ_LR", b)]
     lrs = sorted(b.cells[LR].unique())
     return matched(b, LR, lrs[0], lrs[-1], (), "Δ_LR")
 
 
-def offpd_minus_onpd(view: ClaimEvidence) -> list[Estimate]:
+def offpd_minus_onpd(view: ClaimEvidence, grid: Grid = MAIN_GRID) -> list[Estimate]:
     """OffPD − OnPD sparsity in every matched KL × LR pair."""
-    b = _fit(view)
+    b = _fit(view, grid)
     if isinstance(b, str):
         return [not_tested("OffPD − OnPD", b)]
     return matched(b, POLICY, TEACHER, STUDENT, (KIND, LR), "OffPD − OnPD")
 
 
-def offpd_less_sparse_at_margin(d: pd.DataFrame) -> dict[str, np.ndarray]:
+def offpd_less_sparse_at_margin(d: pd.DataFrame, grid: Grid = MAIN_GRID) -> dict[str, np.ndarray]:
     """OffPD − OnPD sparsity exactly −NONINFERIOR_PP in one pair (forward KL, high LR)."""
-    off = rows_mask(d, MAIN, **{POLICY: TEACHER, KIND: "forward_kl"}) & lr_end(d, MAIN, True)
+    e = grid.experiment
+    off = rows_mask(d, e, **{POLICY: TEACHER, KIND: grid.kind(FORWARD)}) & lr_end(d, e, True)
     return {SPARSITY: np.where(off, -in_pp(SPARSITY, NONINFERIOR_PP), 0.0)}
 
 
-CLAIMS = (
-    Claim(
+def specify(grid: Grid = MAIN_GRID) -> Claim:
+    """Claim 4 reading ``grid`` (the main grid; claim 14 replays it on the no-clip grid)."""
+    return Claim(
         id=4,
         title="LR governs sparsity: 85.3–89.6% (low LR) vs 51.9–60.0% (high LR); OffPD at least "
         "as sparse as OnPD in every matched pair.",
         source="[P] §4.3",
         quote="update sparsity 85.3–89.6% at the low LR vs 51.9–60.0% at the high LR … OffPD at "
         "least as sparse in every matched comparison",
-        experiments=(MAIN,),
+        experiments=(grid.experiment,),
         parts=(
             Part(
                 "Δ_LR",
                 "bf16 sparsity (τ = 1e-6) at the smallest − the largest LR, pooled over matched "
                 "rollout × KL cells of the main grid's cell + seed fit",
-                lr_effect,
+                partial(lr_effect, grid=grid),
                 POOLED,
                 ABOVE,
                 LR_MARGIN_PP,
@@ -89,7 +94,7 @@ CLAIMS = (
             Part(
                 "OffPD − OnPD",
                 "bf16 sparsity of OffPD − OnPD in each matched KL × LR pair",
-                offpd_minus_onpd,
+                partial(offpd_minus_onpd, grid=grid),
                 EVERY,
                 ABOVE,
                 -NONINFERIOR_PP,
@@ -102,7 +107,13 @@ CLAIMS = (
         needs="the main grid (`main`) at two learning rates with OnPD and OffPD and "
         "eval/sparsity_bf16_tau1e-06",
         margin_cases=(
-            MarginCase("OffPD less sparse by the margin", offpd_less_sparse_at_margin, True),
+            MarginCase(
+                "OffPD less sparse by the margin",
+                partial(offpd_less_sparse_at_margin, grid=grid),
+                True,
+            ),
         ),
-    ),
-)
+    )
+
+
+CLAIMS = (specify(),)

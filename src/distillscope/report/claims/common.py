@@ -8,6 +8,7 @@ function is usually a one-line call of these.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -48,23 +49,53 @@ def style_runs(df: pd.DataFrame) -> pd.Series:
     return style
 
 
-def plain(df: pd.DataFrame) -> pd.DataFrame:
-    """Drop ablation rows: teacher-style prompts, clipping switched off, regulated objectives."""
+def plain(df: pd.DataFrame, clipped: bool = True) -> pd.DataFrame:
+    """Drop ablation rows: teacher-style prompts, clipping switched off (or, with ``clipped``
+    false, switched on: the no-clip ablation's own runs), regulated objectives."""
     out = df[~style_runs(df)]
     if "optim.grad_clip" in out.columns:
-        out = out[out["optim.grad_clip"].notna()]
+        out = out[out["optim.grad_clip"].notna() == clipped]
+    elif not clipped:
+        out = out.iloc[0:0]
     if "objective.regulation" in out.columns:
         out = out[out["objective.regulation"].isin(["none"]) | out["objective.regulation"].isna()]
     return out
 
 
+@dataclass(frozen=True)
+class Grid:
+    """Where a main-grid claim reads its runs: an experiment's plain OnPD/OffPD × forward/
+    reverse KL runs. The ablations that replay claims 1–4 (claims 14, 15) read other grids of
+    the same shape: ``clipped`` false reads the runs without gradient clipping (`no_clip`);
+    ``kinds`` maps the objective kinds that estimate a KL direction to it (`sampled`:
+    ``forward_sampled`` → ``forward_kl``)."""
+
+    experiment: str = MAIN
+    clipped: bool = True
+    kinds: tuple[tuple[str, str], ...] = ()
+    name: str = "main grid"  # in words, for the evidence
+
+    def rows(self, view: ClaimEvidence) -> pd.DataFrame:
+        """The grid's runs, their kinds named as the KL direction they estimate."""
+        rows = plain(view.rows(self.experiment), self.clipped)
+        if POLICY not in rows.columns or KIND not in rows.columns:
+            return rows.iloc[0:0]
+        if self.kinds:
+            rows = rows.assign(**{KIND: rows[KIND].map(lambda k: dict(self.kinds).get(k, k))})
+        return rows[rows[POLICY].isin([STUDENT, TEACHER]) & rows[KIND].isin([FORWARD, REVERSE])]
+
+    def kind(self, direction: str) -> str:
+        """The design's objective kind of KL ``direction`` (``forward_sampled`` for
+        ``forward_kl`` on the sampled grid)."""
+        return next((k for k, v in self.kinds if v == direction), direction)
+
+
+MAIN_GRID = Grid()
+
+
 def grid_rows(view: ClaimEvidence, experiment: str) -> pd.DataFrame:
-    """The plain OnPD/OffPD × forward/reverse KL runs of ``experiment`` (the main grid's shape:
-    also the no-clip and sampled sub-grids' when their kinds are mapped by the caller)."""
-    rows = plain(view.rows(experiment))
-    if POLICY not in rows.columns or KIND not in rows.columns:
-        return rows.iloc[0:0]
-    return rows[rows[POLICY].isin([STUDENT, TEACHER]) & rows[KIND].isin([FORWARD, REVERSE])]
+    """The plain OnPD/OffPD × forward/reverse KL runs of ``experiment`` (``Grid``)."""
+    return Grid(experiment).rows(view)
 
 
 def cell_by(rows: pd.DataFrame) -> list[str]:
@@ -191,14 +222,23 @@ def in_pp(metric: str, value: float) -> float:
     return value / percent_scale(metric)
 
 
-def learned_part(experiment: str) -> Part:
+def grid_learned(grid: Grid) -> Part:
+    """The premise "the students of ``grid`` learned" (the main grid: its plain runs)."""
+    return learned_part(MAIN) if grid == MAIN_GRID else learned_part(grid.experiment, grid)
+
+
+def learned_part(experiment: str, grid: Grid | None = None) -> Part:
     """The premise "the students of ``experiment`` learned": their accuracy − the untrained
-    student's ≥ LEARNED_PP, seed-blocked (``learned``)."""
+    student's ≥ LEARNED_PP, seed-blocked (``learned``); over ``grid``'s runs when given."""
+
+    def rows(view: ClaimEvidence) -> pd.DataFrame:
+        return plain(view.rows(experiment)) if grid is None else grid.rows(view)
+
     return Part(
         "gain",
-        f"accuracy of `{experiment}`'s plain runs − the untrained student's, per seed (the "
-        "seed as replicate)",
-        lambda view: learned(view, plain(view.rows(experiment)), experiment),
+        f"accuracy of `{experiment}`'s {'plain' if grid is None else grid.name} runs − the "
+        "untrained student's, per seed (the seed as replicate)",
+        lambda view: learned(view, rows(view), experiment),
         POOLED,
         ABOVE,
         LEARNED_PP,

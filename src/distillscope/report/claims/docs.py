@@ -4,8 +4,8 @@
 
 Each document keeps a marked block (``<!-- claims:begin -->`` … ``<!-- claims:end -->`` in
 docs/method.md, ``<!-- claim-table:begin -->`` … ``<!-- claim-table:end -->`` in
-docs/scorecard.md) that is exactly the rendering of the specifications (``report.claims``) and,
-for the claims not yet specified, of their legacy rules; a test fails when either drifts.
+docs/scorecard.md) that is exactly the rendering of the specifications (``report.claims``); a
+test fails when either drifts.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 
 from distillscope.report.claims import CLAIMS, Claim
-from distillscope.report.claims.spec import Part
-from distillscope.report.scorecard import LEGACY
+from distillscope.report.claims.spec import REPLAY_RULE, Part, replayed_ids
 
 DOCS = Path(__file__).resolve().parents[4] / "docs"
 BLOCKS = {
@@ -38,30 +37,22 @@ def _claim_text(c: Claim) -> list[str]:
     ]
     lines += [_part_line("Premise", p) for p in c.premises]
     lines += [_part_line("Part", p) for p in c.parts]
+    if c.replays:
+        grid = c.replays[0].grid
+        lines.append(f"   - On the {grid}: {REPLAY_RULE.format(ids=replayed_ids(c.replays))}")
     return lines
 
 
 def method_claims() -> str:
     """The numbered claim list of docs/method.md §9."""
-    specs = {c.id: c for c in CLAIMS}
-    legacy = {r.id: r for r in LEGACY}
-    lines = []
-    for cid in sorted({*specs, *legacy}):
-        if cid in specs:
-            lines += _claim_text(specs[cid])
-        else:
-            r = legacy[cid]
-            lines.append(f"{cid}. **{r.claim}** (rule: `{r.judge.__module__.split('.')[-1]}`)")
-    return "\n".join(lines) + "\n"
+    return "\n".join(line for c in CLAIMS for line in _claim_text(c)) + "\n"
 
 
 def scorecard_table() -> str:
     """The claim table of docs/scorecard.md: claim, finding, what a study must contain."""
-    specs = {c.id: (c.title, c.needs, c.source) for c in CLAIMS}
-    legacy = {r.id: (r.claim, r.needs, "") for r in LEGACY}
     rows = ["| claim | finding | source | a study must contain |", "|---|---|---|---|"]
-    for cid, (title, needs, source) in sorted({**legacy, **specs}.items()):
-        rows.append(f"| {cid} | {title} | {source or '—'} | {needs} |")
+    for c in CLAIMS:
+        rows.append(f"| {c.id} | {c.title} | {c.source or '—'} | {c.needs} |")
     return "\n".join(rows) + "\n"
 
 

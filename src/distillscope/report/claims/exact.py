@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from scipy import stats
 
 from distillscope.report.claims.estimate import Estimate
-from distillscope.report.stats import fisher_greater
+from distillscope.report.stats import ALPHA, fisher_greater
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,8 @@ class Exact(Estimate):
     p_below: float = math.nan  # one-sided p of "the estimand < 0"
     floor: float = -math.inf  # the bound shown when the test is not significant
     ceiling: float = math.inf
+    #: The smallest distance from 0 the test decides at α with this design (NaN: use the SE).
+    decides: float = math.nan
 
     def bounds(self, alpha: float) -> tuple[float, float]:
         """The value on a side whose exact test is significant at ``alpha``, else the range's
@@ -46,6 +48,13 @@ class Exact(Estimate):
     def decidable(self) -> bool:
         return math.isfinite(self.value)
 
+    def reach(self, alpha: float, power: float = 0.8, two_sided: bool = False) -> float:
+        """``decides`` when the test gives it (an exact test's SE is no guide: "0 of n vs 0 of
+        n" has SE 0 and decides nothing), else the normal approximation's."""
+        if not math.isnan(self.decides):
+            return self.decides
+        return super().reach(alpha, power, two_sided)
+
 
 def count(label: str, n: int, note: str = "") -> Estimate:
     """A number of runs, known exactly: decided by the count itself."""
@@ -53,8 +62,12 @@ def count(label: str, n: int, note: str = "") -> Estimate:
 
 
 def share_gap(label: str, hit_a: int, n_a: int, hit_b: int, n_b: int, note: str = "") -> Estimate:
-    """Share of group a with the event − share of group b, in pp, with Fisher's exact bounds."""
+    """Share of group a with the event − share of group b, in pp, with Fisher's exact bounds.
+    ``decides``: the smallest gap "a more often" reaches significance at ``ALPHA`` with b's
+    count fixed, 100 · (k / n_a − hit_b / n_b) for the least such k (∞ when none does)."""
     pa, pb = hit_a / n_a, hit_b / n_b
+    ks = [k for k in range(hit_b, n_a + 1) if fisher_greater(k, n_a, hit_b, n_b) <= ALPHA]
+    decides = 100.0 * (ks[0] / n_a - pb) if ks else math.inf
     se = 100.0 * math.sqrt(pa * (1 - pa) / n_a + pb * (1 - pb) / n_b)
     return Exact(
         label,
@@ -68,6 +81,7 @@ def share_gap(label: str, hit_a: int, n_a: int, hit_b: int, n_b: int, note: str 
         fisher_greater(hit_b, n_b, hit_a, n_a),
         -100.0,
         100.0,
+        decides,
     )
 
 

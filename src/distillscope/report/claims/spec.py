@@ -78,6 +78,53 @@ class Part:
 
 
 @dataclass(frozen=True)
+class Routes:
+    """A part that holds by any one of several routes in each stratum: each route a ``Part``
+    with its own estimand, side and margin ("the gap after RLVR is within ±2 pp, or reversed,
+    or smaller than before").
+
+    In a stratum (a label common to the routes' estimates) the part is supported when some
+    route is, each route at α / r (Bonferroni over the r routes), and contradicted when every
+    route is; over strata the quantifier (``EVERY`` or ``POOLED``) combines them as for a part.
+    """
+
+    name: str
+    routes: tuple[Part, ...]
+    quantifier: str = POOLED
+    over: str = ""
+    guard: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.routes) < 2:
+            raise ValueError(f"part {self.name!r}: routes needs at least two routes")
+        if self.quantifier not in (EVERY, POOLED):
+            raise ValueError(f"part {self.name!r}: routes combine over strata by every/pooled")
+
+    @property
+    def unit(self) -> str:
+        return self.routes[0].unit
+
+    @property
+    def published(self) -> float:
+        return self.routes[0].published
+
+    @property
+    def estimand(self) -> str:
+        return "; or ".join(r.estimand for r in self.routes)
+
+    @property
+    def why(self) -> str:
+        return " ".join(r.why for r in self.routes)
+
+    def claimed(self) -> str:
+        """``|Δ| < 2 pp or Δ < 0 pp``: the routes' claimed sides."""
+        return " or ".join(r.claimed() for r in self.routes)
+
+    def quantified(self) -> str:
+        return self.quantifier if self.quantifier == POOLED else f"{self.quantifier} {self.over}"
+
+
+@dataclass(frozen=True)
 class MarginCase:
     """One part of a claim planted exactly at its margin, where "supported" is false.
 
@@ -100,7 +147,7 @@ class Claim:
     source: str  # "[P] §4.1", "[D] §3"
     quote: str  # the seed statement, quoted
     experiments: tuple[str, ...]  # the only experiments it reads (no fallback)
-    parts: tuple[Part, ...]
+    parts: tuple[Part | Routes, ...]
     needs: str  # what a study must contain to test it (shown when it cannot)
     premises: tuple[Part, ...] = ()  # absent (contradicted) → "not applicable"
     #: Trajectory features the claim reads: name → function of a run's metrics.jsonl frame.
@@ -112,6 +159,9 @@ class Claim:
     null_true: bool = False
     #: Metric keys it needs that no code of distillscope writes yet: "not implemented".
     unmeasured: tuple[str, ...] = ()
+    #: Other claims' specifications run again on an ablation (claims 14, 15): the claim holds
+    #: when each conclusion the main grid decides is reached there too (``Replay``).
+    replays: tuple[Replay, ...] = ()
 
     def rule(self) -> str:
         """The rule in words (the report's Rule column; docs/method.md §9), from the parts."""
@@ -120,4 +170,33 @@ class Claim:
             lines.append(f"Premise {p.claimed()} ({p.quantified()}): {p.estimand}. {p.why}")
         for p in self.parts:
             lines.append(f"Part {p.claimed()} ({p.quantified()}): {p.estimand}. {p.why}")
+        if self.replays:
+            lines.append(REPLAY_RULE.format(ids=replayed_ids(self.replays)))
         return " ".join(lines)
+
+
+#: How a claim with replays is decided (``report.scorecard``), in words.
+REPLAY_RULE = (
+    "Replays claims {ids} on the ablation's runs (each claim's own parts and margins). "
+    "Supported: every one of them decided on the main grid reaches the same verdict on the "
+    "ablation (else 'not tested' when one cannot be tested there). Contradicted: one is "
+    "reversed there — contradicted on the ablation but not on the main grid, or supported on "
+    "the ablation but contradicted on the main grid. Else inconclusive."
+)
+
+
+def replayed_ids(replays: tuple[Replay, ...]) -> str:
+    """``1–4`` or ``1 and 2``: the claims replayed."""
+    ids = [r.main.id for r in replays]
+    return f"{ids[0]}–{ids[-1]}" if len(ids) > 2 else " and ".join(map(str, ids))
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A claim's specification run again on an ablation (claims 14 and 15): ``main`` as the
+    main grid decides it, ``ablation`` the same parts and margins reading the ablation's runs
+    (``grid``: its name in words)."""
+
+    main: Claim
+    ablation: Claim
+    grid: str

@@ -93,7 +93,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "scorecard": (
         "src/distillscope/report/scorecard.py",
         [f"tests/report/claims/test_c0{k}_{n}.py" for k, n in CLAIM_TESTS]
-        + ["tests/report/test_report_scorecard.py", "tests/report/test_scorecard_guards.py"],
+        + ["tests/report/test_report_scorecard.py", "tests/report/test_scorecard_guards.py"]
+        + ["tests/report/claims/test_c11_rlvr_survival.py"],  # a part with several routes
     ),
     "verdicts": (
         "src/distillscope/report/verdicts.py",
@@ -124,11 +125,6 @@ MODULES: dict[str, tuple[str, list[str]]] = {
 #: resume decision, not its provenance strings.
 ONLY = {
     "run_study": ["*x__unfinished__*", "*x_study_status__*", "*x_prepare__*"],
-    # the spec runner only: the legacy rules' path is being removed (score_legacy)
-    "scorecard": [
-        f"*x_{f}__mutmut_*"
-        for f in ("score_claims", "score_spec", "_judge", "_names", "headline", "add_features")
-    ],
     # the calibration's bookkeeping; draw/setup/_effects are guarded by the slow tests of
     # test_report_calibrate and test_report_calibration_guards (minutes per mutant)
     "calibrate": [

@@ -161,12 +161,21 @@ LACKS = "lacks power (smallest effect the design decides: "
             _x(8.0, 6.0, seeds=2),
             "Δ beyond +21.8 pp; ≈ 4 seeds would decide the published 17)",
         ),
-        # no seed count, or a published value on the margin: no number of seeds to offer
+        # no seed count, or a published value on the margin: no number of seeds to offer (on
+        # the margin, an interval of ±3.9 is wider than the distance 0 it would resolve)
         (_part(ABOVE), _x(8.0, 6.0, seeds=0), "Δ beyond +21.8 pp)"),
-        (_part(WITHIN, 2.0, 2.0), _x(0.0, 2.0), "a band of ±7.6 pp)"),
+        (
+            _part(WITHIN, 2.0, 2.0),
+            _x(0.0, 2.0),
+            "a band of ±7.6 pp; its interval [-3.9, +3.9] pp is wider than that)",
+        ),
         # a unitless part ends its number at the parenthesis
         (_part(ABOVE, unit=""), _x(8.0, 6.0, seeds=0), "Δ beyond +21.8)"),
-        (_part(WITHIN, 2.0, 2.0, unit=""), _x(0.0, 2.0), "a band of ±7.6)"),
+        (
+            _part(WITHIN, 2.0, 2.0, unit=""),
+            _x(0.0, 2.0),
+            "a band of ±7.6; its interval [-3.9, +3.9] is wider than that)",
+        ),
     ],
 )
 def test_lacking_power_gives_the_smallest_effect_decided_and_the_seeds_needed(part, x, reason):

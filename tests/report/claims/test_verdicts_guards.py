@@ -14,7 +14,16 @@ import pytest
 from scipy import stats
 
 from distillscope.report.claims.estimate import Estimate, RangeEstimate, not_tested
-from distillscope.report.claims.spec import ABOVE, ANY, BELOW, EVERY, POOLED, WITHIN, Part
+from distillscope.report.claims.spec import (
+    ABOVE,
+    ANY,
+    BELOW,
+    EVERY,
+    POOLED,
+    WITHIN,
+    Part,
+    Routes,
+)
 from distillscope.report.verdicts import (
     CONTRADICTED,
     NO_VARIANCE,
@@ -24,6 +33,7 @@ from distillscope.report.verdicts import (
     UNDECIDED,
     Decision,
     decide_part,
+    decide_routes,
     decide_stratum,
     first_reason,
     fmt,
@@ -266,3 +276,93 @@ def test_the_interval_shown_is_the_one_decided():
     d = decide_part(_part(ABOVE, quantifier=ANY), [_x(EDGE, label="a"), _x(0.0, label="b")], 0.0025)
     assert f"[{EDGE - q:+.1f}, {EDGE + q:+.1f}] (97.5% CI)" in d.text
     assert interval_text(_x(1.0), alpha=0.025 / 3).endswith("(98.33% CI)")
+
+
+@pytest.mark.parametrize(
+    ("part", "x", "near"),
+    [
+        # straddling a margin needs the margin strictly inside the interval
+        (_part(ABOVE), _x(5.0), True),
+        (_part(ABOVE, published=17.0, margin=4.0), _x(6.0), False),  # lo 4.04 > 4: not astride
+        (_part(ABOVE, 2.0), _x(-0.5), False),  # astride −2 only: not a band's edge
+        (_part(WITHIN, 5.0, 0.0), _x(-5.0), True),  # astride the band's lower edge
+        # narrow and astride, but the published value only 1 pp from the margin: 0.84 ≤ 1
+        (_part(ABOVE, 5.0, 6.0), _x(5.2, 0.3), True),
+    ],
+)
+def test_near_its_margin_needs_a_narrow_interval_astride_the_margin(part, x, near):
+    assert undecided_reason(part, x).startswith("effect near its margin") == near
+
+
+@pytest.mark.parametrize(
+    ("side", "value", "edge"),
+    [
+        (ABOVE, 9.0, lambda lo, hi: lo),  # m = lo: lo < m fails
+        (ABOVE, 9.0, lambda lo, hi: hi),  # m = hi: m < hi fails
+        (WITHIN, -9.0, lambda lo, hi: -lo),  # −m = lo
+        (WITHIN, -9.0, lambda lo, hi: -hi),  # −m = hi
+    ],
+)
+def test_a_bound_on_the_margin_is_not_astride_it(side, value, edge):
+    x = _x(value)
+    m = edge(*x.bounds(0.025))
+    part = _part(side, m, m + 12.0 if side == ABOVE else 0.0)
+    assert undecided_reason(part, x).startswith(LACKS)
+
+
+def test_the_seeds_and_the_width_are_offered_only_when_they_say_something():
+    x = _x(-2.5)  # hi −0.54 < 0: not astride a margin at 0
+    on_reach = _part(ABOVE, 0.0, x.reach(0.025))  # distance = reach: more seeds add nothing
+    assert undecided_reason(on_reach, x) == LACKS + "Δ beyond +2.8 pp)"
+    wide = Estimate("s", 0.0, 6.0, INF, 0)  # no seed count; half-width 1.96·6 = 11.76
+    lo, hi = wide.bounds(0.025)
+    at = _part(ABOVE, 0.0, hi)  # the half-width exactly the distance: not wider
+    assert undecided_reason(at, wide) == LACKS + "Δ beyond +16.8 pp)"
+    beyond = _part(ABOVE, 0.0, 10.0)
+    assert undecided_reason(beyond, wide) == (
+        LACKS + "Δ beyond +16.8 pp; its interval [-11.8, +11.8] pp is wider than that)"
+    )
+
+
+def _route(name: str, side: str = ABOVE, margin: float = 5.0) -> Part:
+    return Part(name, "d", lambda v: [], POOLED, side, margin, "why", 17.0)
+
+
+def test_a_guard_only_vetoes():
+    guard = Part("g", "d", lambda v: [], EVERY, ABOVE, 5.0, "w", 17.0, "x", guard=True)
+    assert decide_part(guard, [_x(6.0)], 0.0025).state == SUPPORTED  # undecided: no veto
+    assert decide_part(guard, [_x(-10.0)], 0.0025).state == CONTRADICTED
+
+
+def test_routes_hold_by_any_route_and_fail_only_by_all():
+    g = Routes("G", (_route("a"), _route("b", BELOW, 0.0)))
+    good, bad, open_ = _x(20.0), _x(-10.0), _x(EDGE)  # for b: bad holds, good fails
+    assert decide_routes(g, [[good], [good]], 0.0025).state == SUPPORTED
+    both = decide_routes(g, [[_x(-10.0)], [_x(20.0)]], 0.0025)
+    assert both.state == CONTRADICTED
+    assert both.text == (
+        "a [s] -10.0 pp [-12.2, -7.8] (97.5% CI) → contradicts a > 5 pp or "
+        "b [s] +20.0 pp [+17.8, +22.2] (97.5% CI) → contradicts b < 0 pp"
+    )
+    # each route decided at α / 2: 7.1 − 2.24 < 5, so route a is open here
+    d = decide_routes(g, [[open_], [_x(20.0)]], 0.0025)
+    assert d.state == UNDECIDED and d.reason.startswith("G: ")
+    assert "effect near its margin" in d.reason or "lacks power" in d.reason
+    assert decide_routes(g, [[bad], [_x(2.0)]], 0.0025).state == UNDECIDED
+    guarded = Routes("G", g.routes, guard=True)
+    assert decide_routes(guarded, [[open_], [_x(20.0)]], 0.0025).state == SUPPORTED
+
+
+def test_routes_name_what_a_stratum_lacks():
+    g = Routes("G", (_route("a"), _route("b", BELOW, 0.0)), EVERY, "cell")
+    s1, s2 = _x(EDGE, label="s1"), _x(EDGE, label="s2")
+    d = decide_routes(g, [[s1, s2], [_x(20.0, label="s1")]], 0.0025)
+    assert d.state == NOT_TESTED and d.reason == "a route for s2"
+    d = decide_routes(g, [[not_tested("s1", "m1")], [not_tested("s1", "m2")]], 0.0025)
+    assert d.reason == "m1; m2"
+    d = decide_routes(g, [[not_tested("s1", "m1")], [not_tested("s1", "m1")]], 0.0025)
+    assert d.reason == "m1"
+    empty = decide_routes(g, [[], []], 0.0025)
+    assert empty == Decision(NOT_TESTED, "G: no stratum", "G: no stratum")
+    with pytest.raises(ValueError):  # one list of estimates per route
+        decide_routes(g, [[s1]], 0.0025)

@@ -16,9 +16,10 @@ import pytest
 
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import Evidence
-from distillscope.report.claims.spec import ABOVE, EVERY, POOLED, Claim, Part
+from distillscope.report.claims.spec import ABOVE, EVERY, POOLED, Claim, Part, Replay
 from distillscope.report.scorecard import (
     CLAIM_IDS,
+    ClaimResult,
     add_features,
     headline,
     score_claims,
@@ -196,3 +197,82 @@ def test_score_claims_scores_the_asked_claims_in_order(tmp_path):
     rs = score_claims(df, tmp_path, strict=True, claims=[3, 1])
     assert [r.id for r in rs] == [1, 3] and {r.verdict for r in rs} == {"not tested"}
     assert [r.id for r in score_claims(df, claims=None)] == list(CLAIM_IDS)
+
+
+GRID = "no-clip grid"
+
+
+def _replayed(i: int, experiment: str, x: Estimate | None) -> Claim:
+    parts = (_part("A", x),) if x is not None else ()
+    return Claim(i, f"T{i}", "[P] §1", "q", (experiment,), parts, NEEDS)
+
+
+def _replay(*pairs, premises: tuple[Part, ...] = (), rows=("main", "no_clip")) -> ClaimResult:
+    """Claim 14 replaying claims 1, 2, … whose parts give ``pairs`` [(main x, ablation x)]."""
+    replays = tuple(
+        Replay(_replayed(i, "main", m), _replayed(i, "no_clip", a), GRID)
+        for i, (m, a) in enumerate(pairs, 1)
+    )
+    claim = Claim(
+        14, "T14", "[P] §1", "q", ("main", "no_clip"), (), NEEDS, premises, replays=replays
+    )
+    df = pd.DataFrame([{"run_id": e, "experiment": e, "status": "done", "seed": 1} for e in rows])
+    return score_spec(claim, Evidence(df), strict=True)
+
+
+def test_a_replay_holds_when_every_decided_claim_is_the_same_on_the_ablation():
+    r = _replay((GOOD, GOOD), (BAD, BAD))
+    assert (r.verdict, r.reason) == ("supported", "")
+    assert r.headline == f"{GRID}: claim 1 same, claim 2 same"
+    assert r.evidence.startswith(
+        f"claim 1: main grid supported (A +9.0 pp [+7.0, +11.0]), {GRID} supported (A +9.0 pp"
+    )
+    assert _replay((GOOD, GOOD), (None, None)).evidence.endswith(
+        f"claim 2: main grid supported (—), {GRID} supported (—)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("main", "ablation", "verdict"),
+    [
+        (GOOD, BAD, "contradicted"),  # reversed on the ablation
+        (BAD, GOOD, "contradicted"),
+        (NEAR, BAD, "contradicted"),  # contradicted there, not on the main grid
+        (BAD, NEAR, "inconclusive"),  # a conclusion not reached there is not reversed
+        (GOOD, NEAR, "inconclusive"),
+    ],
+)
+def test_a_replay_is_contradicted_only_by_a_reversal(main, ablation, verdict):
+    r = _replay((GOOD, GOOD), (main, ablation))
+    assert r.verdict == verdict
+    if verdict == "inconclusive":
+        assert r.reason.startswith(f"claim 2 on the {GRID}: A: effect near its margin")
+        assert r.headline == f"{GRID}: claim 1 same, claim 2 inconclusive"
+
+
+def test_a_replay_says_why_it_cannot_decide():
+    r = _replay((NEAR, NEAR), (NEAR, GOOD))
+    assert (r.verdict, r.reason) == (
+        "inconclusive",
+        "none of claims 1 and 2 is decided on the main grid",
+    )
+    gone = not_tested("pooled", "m")
+    r = _replay((GOOD, gone), (GOOD, GOOD))
+    assert r.verdict == "not tested"
+    assert r.reason == (
+        f"needs {NEEDS}; claim 1 on the {GRID}: not tested (needs {NEEDS}; lacks m)"
+    )
+    lack = f"needs {NEEDS}; the study has no finished run of `no_clip`"
+    r = _replay((GOOD, GOOD), rows=("main",))
+    assert (r.verdict, r.evidence, r.reason) == ("not tested", lack, lack)
+
+
+def test_a_replay_reads_its_premises():
+    r = _replay((GOOD, GOOD), premises=(_part(GAIN, _x(1.0)),))
+    assert r.verdict == "not applicable" and r.reason == "premise gain > 5 pp is absent"
+    assert r.evidence.startswith("gain +1.0 pp [-1.0, +3.0] (95% CI) → contradicts gain > 5 pp |")
+    r = _replay((GOOD, GOOD), premises=(_part(GAIN, NEAR),))
+    assert r.verdict == "inconclusive" and r.reason.startswith("gain: effect near its margin")
+    # one premise: contradicted at α (4.86 < 5), which two tests would not allow
+    assert _replay((GOOD, GOOD), premises=(_part(GAIN, AT_ONE),)).verdict == "not applicable"
+    assert _replay((GOOD, GOOD), premises=(_part(GAIN, GOOD),)).verdict == "supported"

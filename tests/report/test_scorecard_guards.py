@@ -276,3 +276,36 @@ def test_a_replay_reads_its_premises():
     # one premise: contradicted at α (4.86 < 5), which two tests would not allow
     assert _replay((GOOD, GOOD), premises=(_part(GAIN, AT_ONE),)).verdict == "not applicable"
     assert _replay((GOOD, GOOD), premises=(_part(GAIN, GOOD),)).verdict == "supported"
+
+
+def test_a_replay_heads_every_verdict_with_the_claims_it_replays():
+    contra = _replay((GOOD, GOOD), (GOOD, BAD))
+    assert contra.headline == f"{GRID}: claim 1 same, claim 2 contradicted"
+    none = _replay((NEAR, NEAR))
+    assert none.headline == f"{GRID}: claim 1 same"
+    assert none.evidence.startswith("claim 1: main grid inconclusive (A: effect near")
+    gone = not_tested("pooled", "m")
+    untested = _replay((GOOD, gone), (BAD, gone))
+    assert untested.headline == f"{GRID}: claim 1 not tested, claim 2 not tested"
+    lacks = f"not tested (needs {NEEDS}; lacks m)"
+    assert untested.reason == (
+        f"needs {NEEDS}; claim 1 on the {GRID}: {lacks}; claim 2 on the {GRID}: {lacks}"
+    )
+    absent = _replay((GOOD, GOOD), premises=(_part(GAIN, _x(1.0)),))
+    assert absent.headline == f"{GRID}: claim 1 same"
+
+
+def test_a_replays_premises_split_the_contradiction_level_and_its_lack_names_each_ablation():
+    # two premises: each contradicts at α / 2 only (4.86 < 5 at α, not at α / 2)
+    r = _replay((GOOD, GOOD), premises=(_part(GAIN, AT_ONE), _part("g2", GOOD)))
+    assert r.verdict == "inconclusive"
+    replays = (
+        Replay(_replayed(1, "main", GOOD), _replayed(1, "no_clip", GOOD), GRID),
+        Replay(_replayed(2, "main", GOOD), _replayed(2, "sampled", GOOD), GRID),
+    )
+    claim = Claim(
+        14, "T", "[P] §1", "q", ("main", "no_clip", "sampled"), (), NEEDS, replays=replays
+    )
+    row = {"run_id": "m", "experiment": "main", "status": "done", "seed": 1}
+    r = score_spec(claim, Evidence(pd.DataFrame([row])), strict=True)
+    assert r.reason == f"needs {NEEDS}; the study has no finished run of `no_clip` or `sampled`"

@@ -16,7 +16,7 @@ import pytest
 
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import Evidence
-from distillscope.report.claims.spec import ABOVE, EVERY, POOLED, Claim, Part, Replay
+from distillscope.report.claims.spec import ABOVE, EVERY, POOLED, Claim, Part, Replay, Routes
 from distillscope.report.scorecard import (
     CLAIM_IDS,
     ClaimResult,
@@ -309,3 +309,12 @@ def test_a_replays_premises_split_the_contradiction_level_and_its_lack_names_eac
     row = {"run_id": "m", "experiment": "main", "status": "done", "seed": 1}
     r = score_spec(claim, Evidence(pd.DataFrame([row])), strict=True)
     assert r.reason == f"needs {NEEDS}; the study has no finished run of `no_clip` or `sampled`"
+
+
+def test_a_multi_route_part_counts_its_strata_once_and_heads_by_its_first_route():
+    a, b = _part("a", _x(20.0)), _part("b", _x(30.0))
+    routes = Routes("R", (a, b))  # two routes, one stratum: one contradiction test
+    # k = 1 (R) + 1 (A): A contradicts at α / 2 (4.89 < 5), not at α / 3
+    r = _score(routes, _part("A", AT_HALF))
+    assert r.verdict == "contradicted"
+    assert r.headline.startswith("a +20.0 pp [+18.0, +22.0]; A ")

@@ -7,7 +7,7 @@
 For each module, mutmut (the ``dev`` extra) plants one small change at a time — an operator,
 a constant, a comparison, a dropped argument — and runs the tests listed for that module (of
 those, only the tests that reach the mutated function). A mutant no test notices *survives*.
-Each module runs in its own copy of src/ and tests/ under ``--workdir`` (default
+Each module runs in its own copy of src/, tests/ and docs/ under ``--workdir`` (default
 ``$TMPDIR/distillscope-mutate``), so the working tree is never touched and no ``mutants/``
 directory appears in it. Prints one Markdown row per module (mutants, killed, timeouts,
 survived, score, minutes) and writes each module's surviving mutants, as diffs, to
@@ -88,24 +88,35 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ["tests/report/test_calibrate_guards.py"],
     ),
     # the scorecard: its runner, the decisions on both sides of a margin, the seed-blocked
-    # estimates, and three claim modules (each guarded by its own tables and the runner's)
+    # estimates, the evidence a claim may read, and three claim modules (each guarded by its
+    # own tables, its guards and the runner's)
     "scorecard": (
         "src/distillscope/report/scorecard.py",
         [f"tests/report/claims/test_c0{k}_{n}.py" for k, n in CLAIM_TESTS]
-        + ["tests/report/test_report_scorecard.py"],
+        + ["tests/report/test_report_scorecard.py", "tests/report/test_scorecard_guards.py"]
+        + ["tests/report/claims/test_c11_rlvr_survival.py"],  # a part with several routes
     ),
     "verdicts": (
         "src/distillscope/report/verdicts.py",
-        ["tests/report/claims/test_verdicts.py", "tests/report/claims/test_c01_no_rollout_gain.py"],
+        ["tests/report/claims/test_verdicts.py", "tests/report/claims/test_verdicts_guards.py"]
+        + ["tests/report/claims/test_c01_no_rollout_gain.py"],
     ),
     "estimate": (
         "src/distillscope/report/claims/estimate.py",
-        ["tests/report/claims/test_estimate.py", "tests/report/claims/test_c03_lr_forgetting.py"],
+        ["tests/report/claims/test_estimate.py", "tests/report/claims/test_estimate_guards.py"]
+        + ["tests/report/claims/test_c03_lr_forgetting.py"],
+    ),
+    "evidence": (
+        "src/distillscope/report/claims/evidence.py",
+        ["tests/report/claims/test_evidence.py", "tests/report/claims/test_evidence_guards.py"]
+        + ["tests/report/claims/test_c01_no_rollout_gain.py"],
     ),
     **{
         f"c0{k}": (
             f"src/distillscope/report/claims/c0{k}_{n}.py",
-            [f"tests/report/claims/test_c0{k}_{n}.py", "tests/report/claims/test_evidence.py"],
+            [f"tests/report/claims/test_c0{k}_{n}.py", f"tests/report/claims/test_c0{k}_guards.py"]
+            + ["tests/report/claims/test_docs.py"]  # the docs are rendered from the spec
+            + ["tests/report/claims/test_specs_guards.py"],  # specify() runs at import
         )
         for k, n in CLAIM_TESTS
     },
@@ -131,7 +142,7 @@ WITH_SLOW = {"run_study"}
 
 def _setup_cfg(module: str, tests: list[str], slow: bool, timeout: float = 5.0) -> str:
     # a mutant that loops forever is stopped at `timeout`× its tests' clean time (mutmut: 15×)
-    lines = ["[mutmut]", "source_paths=src", f"only_mutate={module}"]
+    lines = ["[mutmut]", "source_paths=src", f"only_mutate={module}", "also_copy=docs"]
     lines.append(f"timeout_multiplier={timeout}")
     lines.append("pytest_add_cli_args_test_selection=" + "\n\t".join(tests))
     args = ["-q", "-p", "no:cacheprovider", "-x"] + ([] if slow else ["-m", "not slow"])
@@ -181,7 +192,7 @@ def run_module(name: str, workdir: Path, children: int, timeout: float = 5.0) ->
     work = workdir / name
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    for part in ("src", "tests"):
+    for part in ("src", "tests", "docs"):  # docs/: test_docs renders them
         shutil.copytree(ROOT / part, work / part, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", work / "pyproject.toml")
     (work / "setup.cfg").write_text(_setup_cfg(module, tests, name in WITH_SLOW, timeout))

@@ -42,7 +42,12 @@ LACKS_POWER, NEAR_MARGIN = "lacks power", "effect near its margin"
 NO_VARIANCE = "no seed variance (every seed gave the same value): the design decides nothing"
 ONE_RUN = "one run per condition: an observation, not a test"
 POWER = 0.8
-CI_LABEL = f"{1 - 2 * ALPHA:.0%} CI"  # two one-sided (1 − α) bounds
+
+
+def ci_label(alpha: float = ALPHA) -> str:
+    """The two-sided level of two one-sided (1 − alpha) bounds: ``95% CI`` at α = 0.025,
+    ``97.5% CI`` at α / 2 (an ``any`` part of two strata), never rounded up to a whole %."""
+    return f"{100 * (1 - 2 * alpha):.4g}% CI"
 
 
 @dataclass(frozen=True)
@@ -60,12 +65,13 @@ def fmt(value: float, digits: int = 1) -> str:
 
 
 def interval_text(x: Estimate, alpha: float = ALPHA, unit: str = "pp") -> str:
-    """``+1.9 pp [−0.4, +4.2] (95% CI)``, or what made an interval impossible."""
+    """``+1.9 pp [−0.4, +4.2] (95% CI)`` (the level of ``alpha``), or what made an interval
+    impossible."""
     lo, hi = x.bounds(alpha)
     u = f" {unit}" if unit else ""
     if math.isnan(lo):
         return f"{fmt(x.value)}{u} [no interval: {'SE 0' if x.se == 0 else 'no SE'}]"
-    return f"{fmt(x.value)}{u} [{fmt(lo)}, {fmt(hi)}] ({CI_LABEL})"
+    return f"{fmt(x.value)}{u} [{fmt(lo)}, {fmt(hi)}] ({ci_label(alpha)})"
 
 
 def decide_stratum(part: Part, x: Estimate, alpha_contra: float, alpha: float = ALPHA) -> Decision:

@@ -40,12 +40,12 @@ def _var_se(var: float, dof: float) -> float:
 def test_components_recovered_without_per_item_data():
     """Binomial evaluation noise at the metric's level (no eval_items): seed and training SDs.
 
-    C = 4 cells × S = 300 seeds. The seed variance's estimate has SE ≈ √(2/(S−1)) ·
+    C = 20 cells × S = 60 seeds. The seed variance's estimate has SE ≈ √(2/(S−1)) ·
     (σ_β² + σ²/C), the residual's √(2/ν) σ² with ν = (C−1)(S−1); bounds are 4 SEs.
     """
     rng = np.random.default_rng(0)
-    cells, seeds, seed_sd, train_sd, items, samples = 4, 300, 0.02, 0.015, 200, 2
-    df = _study(cells, seeds, seed_sd, train_sd, np.array([0.0, 0.01, 0.02, 0.03]), rng)
+    cells, seeds, seed_sd, train_sd, items, samples = 20, 60, 0.02, 0.015, 200, 2
+    df = _study(cells, seeds, seed_sd, train_sd, np.linspace(0.0, 0.1, cells), rng)
     succ = rng.binomial(items * samples, df["_true"].clip(0, 1))
     df["eval/accuracy"] = succ / (items * samples)
     df["eval/accuracy_samples"] = samples
@@ -109,3 +109,23 @@ def test_no_sampling_and_pp_scale():
     assert none.eval_var() == 0.0 and none.run_var() == pytest.approx(0.05)
     pp = Components(0.0, 0.0, 100, 1, None, level=0.5, scale=100.0)
     assert pp.eval_var() == pytest.approx(100.0**2 * 0.25 / 100)
+
+
+def test_absorbed_fit_matches_dense_least_squares():
+    """The cell-absorbed two-way fit gives the dense least-squares residual variance on an
+    unbalanced design (seeds missing in some cells); an exactly additive table leaves none."""
+    from distillscope.report.noise import seed_and_residual
+
+    rng = np.random.default_rng(2)
+    cell = np.array([0, 0, 0, 1, 1, 2, 2, 2, 3, 3])
+    seed = np.array([0, 1, 2, 0, 2, 0, 1, 2, 1, 2])
+    y = rng.normal(size=len(cell))
+    x = np.zeros((len(y), 4 + 2))
+    x[np.arange(len(y)), cell] = 1.0
+    x[seed == 1, 4], x[seed == 2, 5] = 1.0, 1.0
+    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    rss = float(((y - x @ beta) ** 2).sum())
+    _, sigma2 = seed_and_residual(cell, seed, y)
+    assert sigma2 == pytest.approx(rss / (len(y) - 6), rel=1e-9)
+    additive = np.array([0.1, 0.2, 0.3, 0.4])[cell] + np.array([0.0, 1.0, -1.0])[seed]
+    assert seed_and_residual(cell, seed, additive)[1] == pytest.approx(0.0, abs=1e-24)

@@ -22,11 +22,11 @@ exactly from the binomial pmf. A metric in percentage points scales it by 100².
 Estimators (``estimate_noise``), over the study's finished runs without the untrained-student
 baseline, in stored units:
 
-- **seed_sd**: the least-squares two-way fit y = cell + seed gives seed effects b̂ (seed 0 the
-  reference) with covariance σ̂² V (V the seed block of (XᵀX)⁻¹, padded by the reference's zero)
-  and residual variance σ̂² = RSS / ν. With H = I − 11ᵀ/S the centring matrix,
-  E[b̂ᵀHb̂] = (S − 1) seed_sd² + σ² tr(HV), so seed_sd² = max(b̂ᵀHb̂ − σ̂² tr(HV), 0) / (S − 1)
-  (for a balanced design: (MS_seed − MS_resid) / C, the ANOVA estimator).
+- **seed_sd**: the least-squares two-way fit y = cell + seed gives centred seed effects b̂ with
+  covariance σ̂² A⁺ (``seed_and_residual``) and residual variance σ̂² = RSS / ν; as
+  E[b̂ᵀb̂] = rank(A) seed_sd² + σ² tr(A⁺), seed_sd² = max(b̂ᵀb̂ − σ̂² tr(A⁺), 0) / rank(A)
+  (rank(A) = S − 1 for a connected design; balanced: (MS_seed − MS_resid) / C, the ANOVA
+  estimator).
 - **eval_var**: from ``eval_items.parquet`` when the study's runs have it (``p_items``: each
   item's success rate over the runs' samples, pooled over runs: by Jensen an upper bound of the
   within-run mean p(1 − p)); otherwise binomial at the metric's mean level p̄ over its items
@@ -38,8 +38,9 @@ baseline, in stored units:
   is in the seed term. Drawing β, τ and an independent per-run evaluation noise at these values
   reproduces both the seed and the residual variance of the study whenever the floor does not
   bind; when it binds (evaluation noise mostly shared) it overstates a run's own variance.
-- **fallbacks**: fewer than 2 seeds, or no residual degrees of freedom: seed_sd = 0 and the
-  residual is ``default_sd`` (3 pp for fractions and pp, else 5% of the metric's typical size).
+- **fallbacks**: one seed: seed_sd = 0. No residual degrees of freedom (every cell one run), or
+  runs that all agree (a design before it runs): seed_sd = 0 and the residual is ``default_sd``
+  (3 pp for fractions and pp, else 5% of the metric's typical size).
 Torch-free.
 """
 
@@ -64,6 +65,7 @@ DEFAULT_REL_SD = 0.05  # other units: this fraction of the metric's typical size
 #: Items per block when neither per-item data nor a results column says (config defaults).
 FALLBACK_ITEMS = {"accuracy": 200, "harder": 200, "coverage": 100, "harder_coverage": 100}
 SKILL_ITEMS = 100  # items per skill of the testbed's suite (eval.skill_items' default)
+RANK_TOL = 1e-9  # eigenvalues of the seed system below this (relative) are its null space
 SKILLS = "skill/"  # prefix of the skill blocks; skills_after and forgetting read all of them
 
 
@@ -170,13 +172,15 @@ def estimate_noise(df: pd.DataFrame, study_dir: Path | None = None) -> dict[str,
     rows = done(df)
     rows = rows[~is_baseline(rows)]
     items = _item_tables(rows, study_dir)
+    cell, seed = cell_and_seed_codes(rows)
     out = {}
     for metric in metric_columns(rows):
         y = pd.to_numeric(rows[metric], errors="coerce")
-        if not y.notna().any():
+        ok = y.notna().to_numpy()
+        if not ok.any():
             continue
-        seed_sd, resid = seed_and_residual(rows[y.notna()], y[y.notna()])
-        if math.isnan(resid):
+        seed_sd, resid = seed_and_residual(cell[ok], seed[ok], y[ok].to_numpy(dtype=float))
+        if math.isnan(resid) or resid + seed_sd == 0.0:  # no estimate: the default residual
             seed_sd, resid = 0.0, default_sd(metric, float(y.median())) ** 2
         ev = _evaluation(metric, rows, items)
         train_sd = math.sqrt(max(resid - ev.eval_var(), 0.0))
@@ -190,34 +194,46 @@ def default_sd(metric: str, typical: float) -> float:
     return DEFAULT_SD.get(unit(metric), DEFAULT_REL_SD * max(abs(typical), 1e-3))
 
 
-def seed_and_residual(rows: pd.DataFrame, y: pd.Series) -> tuple[float, float]:
-    """(seed_sd, residual variance σ̂²) of the two-way cell + seed fit of ``y`` (module
-    docstring); (0, σ̂²) with one seed; (0, NaN) without residual degrees of freedom."""
-    cells = cell_columns(rows)
-    keys = [rows[col].map(str) for col in cells] or [pd.Series("", rows.index)]
-    ci = rows.groupby(keys, sort=False).ngroup().to_numpy()
-    seeds = rows[SEED].map(str) if SEED in rows else pd.Series("", rows.index)
-    si, seed_ids = pd.factorize(seeds)
-    c, s, n = int(ci.max()) + 1 if len(ci) else 0, len(seed_ids), len(y)
-    x = np.zeros((n, c + max(s - 1, 0)))  # (runs, cells + seeds − 1): seed 0 the reference
-    x[np.arange(n), ci] = 1.0
-    for k in range(1, s):
-        x[si == k, c + k - 1] = 1.0
-    yv = y.to_numpy(dtype=float)
-    xtx_inv = np.linalg.pinv(x.T @ x)
-    beta = xtx_inv @ x.T @ yv
-    dof = n - (int(np.linalg.matrix_rank(x)) if n else 0)
+def cell_and_seed_codes(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(cell code, seed code) of each row: cells by ``cell_columns``, seeds by ``seed``."""
+    keys = [rows[col].map(str) for col in cell_columns(rows)] or [pd.Series("", rows.index)]
+    cell = rows.groupby(keys, sort=False).ngroup().to_numpy()
+    seed = pd.factorize(rows[SEED].map(str) if SEED in rows else pd.Series("", rows.index))[0]
+    return cell, seed
+
+
+def seed_and_residual(cell: np.ndarray, seed: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(seed_sd, residual variance σ̂²) of the two-way fit y = μ_cell + β_seed (module
+    docstring); (0, σ̂²) with one seed; (0, NaN) without residual degrees of freedom.
+
+    Solved by absorbing the cells: with N the cells × seeds counts, the seed effects solve
+    A β = r, A = diag(n_s) − Nᵀ diag(1/n_c) N, r = Y_s − Nᵀ (Y_c / n_c) (Y: sums), β̂ = A⁺ r
+    (centred within each connected part of the design); μ̂_c = (Y_c − (N β̂)_c)/n_c; rank(X) =
+    C + rank(A). Cov β̂ = σ² A⁺, so E[β̂ᵀβ̂] = rank(A) seed_sd² + σ² tr(A⁺):
+    seed_sd² = max(β̂ᵀβ̂ − σ̂² tr(A⁺), 0) / rank(A).
+    """
+    _, cell = np.unique(cell, return_inverse=True)  # (runs,) codes 0 … C − 1
+    _, seed = np.unique(seed, return_inverse=True)
+    c, s = int(cell.max()) + 1, int(seed.max()) + 1
+    counts = np.zeros((c, s))  # (cells, seeds)
+    np.add.at(counts, (cell, seed), 1.0)
+    n_c, n_s = counts.sum(axis=1), counts.sum(axis=0)
+    y_c, y_s = np.bincount(cell, y, c), np.bincount(seed, y, s)
+    a = np.diag(n_s) - counts.T @ (counts / n_c[:, None])  # (seeds, seeds)
+    w, v = np.linalg.eigh(a)  # A is symmetric, positive semi-definite; its null space: 1 per part
+    keep = w > RANK_TOL * max(float(w.max()), 1.0)
+    a_pinv = (v[:, keep] / w[keep]) @ v[:, keep].T
+    rank_a = int(keep.sum())
+    beta = a_pinv @ (y_s - counts.T @ (y_c / n_c))
+    mu = (y_c - counts @ beta) / n_c
+    dof = len(y) - c - rank_a
     if dof <= 0:
         return 0.0, math.nan
-    resid = yv - x @ beta
+    resid = y - mu[cell] - beta[seed]
     sigma2 = float(resid @ resid) / dof
-    if s < 2:
+    if rank_a == 0:
         return 0.0, sigma2
-    b = np.concatenate([[0.0], beta[c:]])  # (S,) seed effects relative to seed 0
-    v = np.zeros((s, s))
-    v[1:, 1:] = xtx_inv[c:, c:]
-    h = np.eye(s) - 1.0 / s
-    var_seed = (float(b @ h @ b) - sigma2 * float(np.trace(h @ v))) / (s - 1)
+    var_seed = (float(beta @ beta) - sigma2 * float(np.trace(a_pinv))) / rank_a
     return math.sqrt(max(var_seed, 0.0)), sigma2
 
 
@@ -313,3 +329,32 @@ def _item_tables(rows: pd.DataFrame, study_dir: Path | None) -> pd.DataFrame | N
         if table is not None and len(table):
             frames.append(table[["block", "item", "score"]].assign(run=run_id))
     return pd.concat(frames, ignore_index=True) if frames else None
+
+
+def draw_noise(
+    comps: dict[str, Components], seeds: np.ndarray, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """One table's noise per metric of ``comps`` for runs of seed codes ``seeds`` (0 … S − 1):
+    a seed effect β_s ~ N(0, seed_sd²) drawn once per seed and shared by its cells, training
+    noise N(0, train_sd²) per run, and evaluation noise per run: c_i ~ Binomial(n, p_i) on each
+    of the block's I items, scale · mean_i (f_k(c_i) − (1 − (1 − p_i)^k)). Metrics of one block
+    (same items, samples and p) read the same draws, as pass@1 and pass@10 read one sampler pass.
+    """
+    n_seeds = int(seeds.max()) + 1 if len(seeds) else 0
+    counts: dict[tuple, np.ndarray] = {}
+    out = {}
+    for metric, comp in comps.items():
+        v = rng.normal(0.0, comp.seed_sd, n_seeds)[seeds] + rng.normal(
+            0.0, comp.train_sd, len(seeds)
+        )
+        if comp.items > 0 and comp.samples > 0:
+            p = np.resize(comp.probabilities(), comp.items)  # (items,)
+            key = (comp.block, comp.items, comp.samples, p.tobytes())
+            if key not in counts:
+                counts[key] = rng.binomial(comp.samples, p, (len(seeds), comp.items))
+            k = min(comp.k, comp.samples)
+            expected = 1.0 - (1.0 - p) ** k  # (items,)
+            dev = pass_k_table(comp.samples, k)[counts[key]] - expected  # (runs, items)
+            v = v + comp.scale * dev.mean(axis=1)
+        out[metric] = v
+    return out

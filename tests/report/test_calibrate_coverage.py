@@ -6,12 +6,12 @@ shared by the cells of its seed, training noise 1 pp and binomial evaluation noi
 4 samples (1.77 pp). Two-sided 90% intervals (two one-sided 95% bounds), R = 300 tables; a
 coverage's Monte Carlo SE is √(0.9 · 0.1 / 300) = 1.7 pp, and the bounds are 3 SEs.
 
-Measured (seed 0; seed 5): blocked contrast (cell 1 − cell 0, paired by seed) 90.7%; 91.0%,
-blocked level (the mean of the 4 cells, per-seed means on S − 1 dof) 88.3%; 92.3%; unpaired
-level (cell SEMs combined as independent, Welch–Satterthwaite dof) 65.3%; 66.3%: its SE ignores that the cells of a seed share
-σ_β² (true SE² = σ_β²/S + σ_ε²/(CS) = 2.01 pp², the unpaired estimate ≈ (σ_β² + σ_ε²)/(CS) =
-0.66 pp²: 1.75× too small); the unpaired contrast over-covers (98.3%; 99.3%): it counts the shared
-seed effect, which cancels, as noise.
+Measured (seed 0; seed 5): blocked contrast (cell 1 − cell 0, paired by seed) 90.7%; 91.0%;
+blocked level (the mean of the 4 cells, per-seed means on S − 1 dof) 88.3%; 92.3%. Unpaired
+level (cell SEMs combined as independent, Welch–Satterthwaite dof) 65.3%; 66.3%: its SE ignores
+that the cells of a seed share σ_β² (true SE² = σ_β²/S + σ_ε²/(CS) = 2.01 pp², the unpaired
+estimate ≈ (σ_β² + σ_ε²)/(CS) = 0.66 pp²: 1.75× too small). The unpaired contrast over-covers
+(98.3%; 99.3%): it counts the shared seed effect, which cancels, as noise.
 """
 
 from __future__ import annotations

@@ -15,17 +15,17 @@ from distillscope.cli import app
 from distillscope.report import calibrate as calibrate_module
 from distillscope.report import score_claims
 from distillscope.report.calibrate import (
-    CALIBRATION_FILE,
     calibrate,
     noise_model,
     planned_table,
     simulate,
     tables,
 )
+from distillscope.report.calibration_run import UNSCORED
 from distillscope.report.claims.c01_no_rollout_gain import MARGIN_PP as CLAIM_01_MARGIN_PP
+from distillscope.report.load import CALIBRATION_FILE, load_study
 from distillscope.report.noise import Components
 from distillscope.report.plants import all_margin_cases, margin_offsets
-from distillscope.report.scorecard import CLAIM_IDS
 from distillscope.study.spec import PRESETS_DIR, expand, load_spec
 from distillscope.study.table import plan_row
 
@@ -132,22 +132,27 @@ def test_report_cli_prints_false_verdict_rates(tmp_path):
     shutil.copy(PRESETS_DIR / "quick.yaml", root / "study.yaml")
     simulate(_design("quick"), "planted", seed=0).to_parquet(root / "results.parquet")
     runner = CliRunner()
-    result = runner.invoke(app, ["report", str(root)])
+    result = runner.invoke(app, ["report", str(root), "--no-calibrate"])
     assert result.exit_code == 0, result.output
     md = (root / "report" / "report.md").read_text()
     assert "False-verdict rate" in md and "| not calibrated |" in md
-    assert "✓ supported" in md
+    assert "✓ supported" in md and not (root / CALIBRATION_FILE).exists()
 
-    result = runner.invoke(app, ["report", str(root), "--calibrate", "--draws", "2"])
+    result = runner.invoke(app, ["report", str(root), "--draws", "2"])  # on by default
     assert result.exit_code == 0, result.output
     cal = json.loads((root / CALIBRATION_FILE).read_text())
-    assert cal["draws"] == 2 and set(cal["false_rate"]) == {str(c) for c in CLAIM_IDS}
+    tested = [r.id for r in score_claims(load_study(root).scored) if r.verdict not in UNSCORED]
+    assert cal["draws"] == 2 and set(cal["false_rate"]) == {str(c) for c in tested}
     md = (root / "report" / "report.md").read_text()
     html = (root / "report" / "report.html").read_text()
     rate = cal["false_rate"]["2"]
     shown = f"{100 * rate:.1f}% (2 draws)"
     assert shown in md and shown in html
     assert "| not calibrated |" not in md
+    assert "Seed SD (pp)" in md and "false support" in md  # components; rates in the summary
+    stamp = (root / CALIBRATION_FILE).stat().st_mtime_ns
+    assert runner.invoke(app, ["report", str(root), "--draws", "2"]).exit_code == 0
+    assert (root / CALIBRATION_FILE).stat().st_mtime_ns == stamp  # the same design: cached
 
 
 def test_margin_cases_put_each_no_effect_part_at_its_margin():

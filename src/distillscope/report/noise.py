@@ -341,6 +341,8 @@ def draw_noise(
     noise N(0, train_sd²) per run, and evaluation noise per run: c_i ~ Binomial(n, p_i) on each
     of the block's I items, scale · mean_i (f_k(c_i) − (1 − (1 − p_i)^k)). Metrics of one block
     (same items, samples and p) read the same draws, as pass@1 and pass@10 read one sampler pass.
+    The binomial is drawn at the study's own p_i: a planted effect moves a run's mean, not the
+    variance of its evaluation.
     """
     n_seeds = int(seeds.max()) + 1 if len(seeds) else 0
     counts: dict[tuple, np.ndarray] = {}

@@ -37,6 +37,7 @@ from distillscope.store import atomic_write_text
 
 REPORT_DRAWS = 40  # synthetic tables per scenario when the report calibrates by default
 GROUPS = 4  # claim groups, shared out to the processes as each finishes (balances their cost)
+IN_PROCESS_TABLES = 50  # fewer tables than this: scored here (starting a worker costs ~2 s)
 PROGRESS_AFTER_S = 2.0  # a progress line when the calibration takes longer than this
 UNSCORED = ("not tested", "not implemented", "error")
 #: Keys of a calibration merged from the groups' results, per claim.
@@ -52,7 +53,9 @@ def ensure_calibration(
 ) -> Path:
     """Write ``study_dir``/calibration.json unless the one there has this design's key; returns
     its path. ``say`` receives the progress lines; ``workers`` processes (default: the CPUs, at
-    most ``GROUPS``)."""
+    most ``GROUPS``; 1 scores in this process, as for fewer than ``IN_PROCESS_TABLES`` tables).
+    The workers are spawned: a script that calls this needs an ``if __name__ == "__main__"``
+    guard, or ``workers=1``."""
     study = load_study(Path(study_dir))
     path = study.root / CALIBRATION_FILE
     df = study.scored
@@ -71,7 +74,9 @@ def ensure_calibration(
     )  # fmt: skip
     timer.start()
     try:
-        result = _run(df, prepared, draws, seed, claims, workers)
+        result = _run(
+            df, prepared, draws, seed, claims, 1 if n_tables < IN_PROCESS_TABLES else workers
+        )
     finally:
         timer.cancel()
     seconds = time.monotonic() - start

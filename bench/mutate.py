@@ -130,7 +130,7 @@ ONLY = {
     # test_report_calibrate and test_report_calibration_guards (minutes per mutant)
     "calibrate": [
         f"*x_{f}__mutmut_*"
-        for f in ("noise_model", "_default_sd", "_typical", "planned_table", "design", "_false")
+        for f in ("noise_model", "run_sds", "_typical", "planned_table", "design", "_false")
         + ("_claim_ids", "_scored", "_runs", "calibrate", "_tables_of", "tables")
     ],
 }

@@ -3,8 +3,9 @@
     PYTHONPATH=src python bench/scorecard_calibration.py --preset paper --draws 100
     PYTHONPATH=src python bench/scorecard_calibration.py --draws 200 --claims 3,4,8,12
 
-Builds the preset's planned runs plus a baseline row with the default seed noise (3 pp for
-accuracies and pp-valued metrics: ``report.calibrate.DEFAULT_SD``), runs ``calibrate`` and
+Builds the preset's planned runs plus a baseline row with the default noise (a residual of
+3 pp for accuracies and pp-valued metrics, ``report.noise.DEFAULT_SD``, or the binomial
+evaluation noise at the planned item and sample counts where larger), runs ``calibrate`` and
 prints a Markdown table: per claim its worst false-support rate (null for an effect claim, a
 part planted at its margin, degenerate tables), its worst false-contradiction rate (planted
 published effects, null for a no-effect claim, degenerate tables) and its power ("supported"

@@ -39,6 +39,7 @@ from distillscope.report.verdicts import (
     NOT_TESTED,
     SUPPORTED,
     UNDECIDED,
+    ci_label,
     decide_part,
     first_reason,
     interval_text,
@@ -89,6 +90,7 @@ def score_claims(
     study_dir: Path | None = None,
     strict: bool = False,
     claims: Collection[int] | None = None,
+    alpha: float = ALPHA,
 ) -> list[ClaimResult]:
     """Score docs/method.md §9 claims against a results table (one row per run).
 
@@ -98,6 +100,8 @@ def score_claims(
             ``runs/*/metrics.jsonl``; nothing else is read.
         strict: re-raise a rule's exception (tests); otherwise the verdict is "error".
         claims: the ids to score (default: all).
+        alpha: each test's one-sided level (``ALPHA``; α / K at each look of
+            ``study --until-decided``). Legacy rules keep ``ALPHA``.
 
     Returns:
         One ClaimResult per claim, in claim order.
@@ -114,13 +118,15 @@ def score_claims(
     out = []
     for cid in wanted:
         if cid in by_id:
-            out.append(score_spec(by_id[cid], ev, strict))
+            out.append(score_spec(by_id[cid], ev, strict, alpha))
         else:
             out.append(score_legacy(legacy[cid], scoring, strict))
     return out
 
 
-def score_spec(claim: Claim, ev: Evidence, strict: bool = False) -> ClaimResult:
+def score_spec(
+    claim: Claim, ev: Evidence, strict: bool = False, alpha: float = ALPHA
+) -> ClaimResult:
     """One specified claim scored on the evidence (see the module docstring)."""
 
     def result(verdict: str, evidence: str, head: str = "", reason: str = "") -> ClaimResult:
@@ -130,7 +136,7 @@ def score_spec(claim: Claim, ev: Evidence, strict: bool = False) -> ClaimResult:
         return result(NOT_IMPLEMENTED, f"no code writes {', '.join(claim.unmeasured)} yet")
     view = ev.for_claim(claim.experiments)
     try:
-        return _judge(claim, view, result)
+        return _judge(claim, view, result, alpha)
     except Exception as err:
         if strict:
             raise
@@ -138,18 +144,18 @@ def score_spec(claim: Claim, ev: Evidence, strict: bool = False) -> ClaimResult:
         return result(ERROR, text)
 
 
-def _judge(claim: Claim, view: ClaimEvidence, result) -> ClaimResult:
+def _judge(claim: Claim, view: ClaimEvidence, result, alpha: float = ALPHA) -> ClaimResult:
     if all(view.rows(e).empty and view.rows(e, rlvr=True).empty for e in claim.experiments):
         lack = f"needs {claim.needs}; the study has no finished run of {_names(claim)}"
         return result(NOT_TESTED, lack, reason=lack)
     items = [(p, p.estimate(view)) for p in (*claim.premises, *claim.parts)]
     k = sum(max(len(xs), 1) for _, xs in items)
-    decided = [(p, xs, decide_part(p, xs, ALPHA / k)) for p, xs in items]
+    decided = [(p, xs, decide_part(p, xs, alpha / k, alpha)) for p, xs in items]
     premises, parts = decided[: len(claim.premises)], decided[len(claim.premises) :]
     text = " | ".join(d.text for _, _, d in decided)
     note = view.note()
     evidence = f"{text}. {note}" if note else text
-    head = headline(parts + premises)
+    head = headline(parts + premises, alpha)
     absent = [p for p, _, d in premises if d.state == CONTRADICTED]
     if absent:
         why = f"premise {absent[0].claimed()} is absent"
@@ -175,15 +181,17 @@ def _names(claim: Claim) -> str:
     return " or ".join(f"`{e}`" for e in claim.experiments)
 
 
-def headline(decided) -> str:
-    """Each part's stratum closest to failing, ``Δ_KL +1.9 pp [−0.4, +4.2]``, joined."""
+def headline(decided, alpha: float = ALPHA) -> str:
+    """Each part's stratum closest to failing, ``Δ_KL +1.9 pp [−0.4, +4.2]``, joined (the
+    interval at ``alpha`` each side)."""
     parts = []
     for p, xs, _ in decided:
         x = worst(p, xs)
         if x is not None:
             label = "" if x.label in ("pooled", p.name) else f" [{x.label}]"
             parts.append(
-                f"{p.name}{label} {interval_text(x, unit=p.unit).replace(' (95% CI)', '')}"
+                f"{p.name}{label} "
+                f"{interval_text(x, alpha, p.unit).replace(f' ({ci_label(alpha)})', '')}"
             )
     return "; ".join(parts)
 

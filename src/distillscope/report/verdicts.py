@@ -42,7 +42,11 @@ LACKS_POWER, NEAR_MARGIN = "lacks power", "effect near its margin"
 NO_VARIANCE = "no seed variance (every seed gave the same value): the design decides nothing"
 ONE_RUN = "one run per condition: an observation, not a test"
 POWER = 0.8
-CI_LABEL = f"{1 - 2 * ALPHA:.0%} CI"  # two one-sided (1 − α) bounds
+
+
+def ci_label(alpha: float = ALPHA) -> str:
+    """``95% CI`` for two one-sided (1 − α) bounds (``98.3% CI`` at α / 3)."""
+    return f"{100 * (1 - 2 * alpha):.1f}".rstrip("0").rstrip(".") + "% CI"
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ def interval_text(x: Estimate, alpha: float = ALPHA, unit: str = "pp") -> str:
     u = f" {unit}" if unit else ""
     if math.isnan(lo):
         return f"{fmt(x.value)}{u} [no interval: {'SE 0' if x.se == 0 else 'no SE'}]"
-    return f"{fmt(x.value)}{u} [{fmt(lo)}, {fmt(hi)}] ({CI_LABEL})"
+    return f"{fmt(x.value)}{u} [{fmt(lo)}, {fmt(hi)}] ({ci_label(alpha)})"
 
 
 def decide_stratum(part: Part, x: Estimate, alpha_contra: float, alpha: float = ALPHA) -> Decision:
@@ -121,12 +125,14 @@ def undecided_reason(part: Part, x: Estimate, alpha: float = ALPHA) -> str:
     return f"{NEAR_MARGIN}: {fmt(x.value)}{u} [{fmt(lo)}, {fmt(hi)}] against {part.claimed()}"
 
 
-def decide_part(part: Part, xs: Sequence[Estimate], alpha_contra: float) -> Decision:
+def decide_part(
+    part: Part, xs: Sequence[Estimate], alpha_contra: float, level: float = ALPHA
+) -> Decision:
     """A part over its strata by its quantifier: ``every`` / ``only`` / ``pooled`` (supported
     when every stratum is, contradicted when any is), ``any`` (supported when some stratum is
-    at α / k, contradicted when every one is)."""
+    at α / k, contradicted when every one is); α = ``level``."""
     k = max(len(xs), 1)
-    alpha = ALPHA / k if part.quantifier == ANY else ALPHA
+    alpha = level / k if part.quantifier == ANY else level
     ds = [decide_stratum(part, x, alpha_contra, alpha) for x in xs]
     states = [d.state for d in ds]
     text = "; ".join(d.text for d in ds)

@@ -6,12 +6,14 @@
 
 Synthetic tables keep the study's exact design (the same rows: experiments, cells, seeds,
 baseline, and the measured columns that describe the design, ``DESIGN_METRICS``: each run's
-teacher size) and replace every other metric by a model value plus Gaussian seed noise:
+teacher size) and replace every other metric by a model value plus the study's own error
+structure (:mod:`distillscope.report.noise`, docs/method.md §9 "Statistics"):
 
-- **noise**: per metric, the pooled within-cell standard deviation of the study's finished runs,
-  √(Σ (nᵢ − 1) sᵢ² / Σ (nᵢ − 1)) over cells with nᵢ ≥ 2 seeds; a metric with no such cell gets
-  ``DEFAULT_SD`` for its unit (3 pp for fractions, 3 pp for pp-valued metrics, else 5% of its
-  typical size).
+- **noise**: per metric, a seed effect drawn once per seed and shared by every cell of that seed
+  (seed_sd, the seed term of a cell + seed fit), training noise per run (train_sd) and per-item
+  binomial evaluation noise at the study's item and sample counts (from the runs'
+  ``eval_items.parquet``, else binomial at the metric's level); every component estimated from
+  the study (``noise_model``; its fallbacks: ``noise.default_sd``).
 - **null**: no axis has any effect; every run's accuracy is ``LEARNED_BY`` above the untrained
   student, so that no-effect claims have power.
 - **zeros** / **constant**: degenerate tables (every value 0; every value the same, no noise).
@@ -37,7 +39,6 @@ is its "supported" rate under the planted effects. Seeded and deterministic; tor
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ import pandas as pd
 
 from distillscope.metric_keys import unit
 from distillscope.report.aggregate import (
-    cell_columns,
+    SEED,
     done,
     hashable_axes,
     metric_columns,
@@ -57,6 +58,7 @@ from distillscope.report.claims.c16_length_exploitation import F_ADV, F_DROP, F_
 from distillscope.report.claims.c19_incoherent_rollouts import EARLY as EARLY_ENTROPY
 from distillscope.report.claims.evidence import is_baseline
 from distillscope.report.load import CALIBRATION_FILE, load_study
+from distillscope.report.noise import Components, default_sd, draw_noise, estimate_noise
 from distillscope.report.plants import (
     ACC,
     LEARNED_BY,
@@ -88,9 +90,6 @@ MARGIN = "margin"  # the scenario that plants each no-effect claim's effect at i
 #: recorded them, never simulated (claim 22 sizes its teachers by the teacher's parameters).
 DESIGN_METRICS = ("model/teacher_params",)
 DEFAULT_DRAWS = 200
-#: Seed-noise standard deviation by unit when no cell has two seeds (stored units).
-DEFAULT_SD = {"fraction": 0.03, "pp": 3.0}
-DEFAULT_REL_SD = 0.05  # other units: this fraction of the metric's typical size
 #: Trajectory features of OPD runs (claim 16) with their null value and noise.
 TRAJ = {
     F_DROP: (0.0, 2.0),  # pp, the reward's peak quarter − its last
@@ -101,31 +100,28 @@ TRAJ = {
 }
 
 
-def noise_model(df: pd.DataFrame, metrics: list[str]) -> dict[str, float]:
-    """Per-metric seed noise (SD, stored units) pooled over the study's cells with ≥ 2 seeds."""
+def noise_model(
+    df: pd.DataFrame, metrics: list[str], study_dir: Path | None = None
+) -> dict[str, Components]:
+    """Per metric, its variance components (stored units): ``noise.estimate_noise`` of the
+    study (per-item outcomes from ``study_dir`` when given); a trajectory feature ``TRAJ``'s
+    SD as training noise; a metric the study lacks gets ``noise.default_sd`` of its typical size."""
     rows = done(df)
-    rows = rows[~is_baseline(rows)]
-    cells = cell_columns(rows)
+    found = estimate_noise(df, study_dir)
     out = {}
     for m in metrics:
         if m in TRAJ:
-            out[m] = TRAJ[m][1]
-            continue
-        sd = math.nan
-        if m in rows.columns and cells:
-            vals = pd.to_numeric(rows[m], errors="coerce")
-            g = vals.groupby([rows[c].map(str) for c in cells])
-            var, n = g.var(ddof=1), g.count()
-            ok = (n >= 2) & var.notna()
-            ok = ok if float(var[ok].sum()) > 0 else ok & False  # all-equal seeds: no estimate
-            if ok.any():
-                sd = math.sqrt(float((var[ok] * (n[ok] - 1)).sum() / (n[ok] - 1).sum()))
-        out[m] = sd if not math.isnan(sd) else _default_sd(m, _typical(rows, m))
+            out[m] = Components(0.0, TRAJ[m][1], 0, 0, None)
+        else:
+            sd = default_sd(m, _typical(rows[~is_baseline(rows)], m))
+            out[m] = found.get(m, Components(0.0, sd, 0, 0, None))
     return out
 
 
-def _default_sd(metric: str, typical: float) -> float:
-    return DEFAULT_SD.get(unit(metric), DEFAULT_REL_SD * max(abs(typical), 1e-3))
+def run_sds(noise: dict[str, Components]) -> dict[str, float]:
+    """Per metric, a run's total SD √(seed_sd² + train_sd² + eval_var): the scale of planted
+    effects that are set in SDs."""
+    return {m: c.run_var() ** 0.5 for m, c in noise.items()}
 
 
 def _typical(rows: pd.DataFrame, metric: str) -> float:
@@ -190,21 +186,25 @@ def draw(
     d: pd.DataFrame,
     scenario: str,
     metrics: list[str],
-    noise: dict[str, float],
+    noise: dict[str, Components],
     typical: dict[str, float],
     rng: np.random.Generator,
     case: MarginCase | None = None,
 ) -> pd.DataFrame:
-    """One synthetic results table of design ``d`` under ``scenario`` (see module docstring);
-    under ``margin``, ``case`` says which claim's part sits at its margin (default: every
-    null-based case at once)."""
+    """One synthetic results table of design ``d`` under ``scenario`` (see module docstring):
+    model values plus ``noise.draw_noise`` (a seed effect shared by the cells of each seed,
+    training noise, per-item binomial evaluation noise); under ``margin``, ``case`` says which
+    claim's part sits at its margin (default: every null-based case at once)."""
     out = d.copy()
     base = is_baseline(out).to_numpy()
     opd = out["objective.kind"].map(str).eq("opd").to_numpy() if "objective.kind" in out else None
-    planted, levels = _effects(d, scenario, noise, case)
+    planted, levels = _effects(d, scenario, run_sds(noise), case)
+    degenerate = scenario in DEGENERATE
+    seeds = pd.factorize(out[SEED].map(str) if SEED in out else pd.Series("", out.index))[0]
+    drawn = {} if degenerate else draw_noise({m: noise[m] for m in metrics}, seeds, rng)
     values = {}
     for m in metrics:
-        if scenario in ("zeros", "constant"):
+        if degenerate:
             level = 0.0 if scenario == "zeros" else typical[m]
             values[m] = np.full(len(d), level)
             continue
@@ -216,11 +216,11 @@ def draw(
                 v = typical[m] * (1.0 + planted[m])
             else:
                 v = v + planted[m]
-        v = v + rng.normal(0.0, noise[m], len(d))
+        v = v + drawn[m]
         if unit(m) == "fraction":
             v = np.clip(v, 0.0, 1.0)
         values[m] = v
-    if ACC in values and scenario not in ("zeros", "constant"):
+    if ACC in values and not degenerate:
         values[ACC] = np.where(base, typical[ACC] - LEARNED_BY, values[ACC])
     for m in TRAJ:
         if m in values and opd is not None:
@@ -230,8 +230,11 @@ def draw(
     return out.assign(**values)
 
 
-def setup(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, float], dict[str, float]]:
-    """(design, metrics, noise SD, typical value) of a study's table: what ``draw`` needs."""
+def setup(
+    df: pd.DataFrame, study_dir: Path | None = None
+) -> tuple[pd.DataFrame, list[str], dict[str, Components], dict[str, float]]:
+    """(design, metrics, noise components, typical value) of a study's table: what ``draw``
+    needs; ``study_dir`` supplies the runs' per-item outcomes."""
     d = design(df)
     metrics = [
         m
@@ -244,7 +247,7 @@ def setup(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, float], 
         metrics.append(EARLY_ENTROPY)
     finished_runs = done(df)
     finished_runs = finished_runs[~is_baseline(finished_runs)]
-    noise = noise_model(df, metrics)
+    noise = noise_model(df, metrics, study_dir)
     typical = {m: _typical(finished_runs, m) for m in metrics}
     if ACC in typical:
         typical[ACC] = float(np.clip(typical[ACC], LEARNED_BY + 0.1, 0.9))
@@ -266,9 +269,11 @@ def _effects(
     return case.offsets(d), False
 
 
-def simulate(df: pd.DataFrame, scenario: str, seed: int = 0) -> pd.DataFrame:
-    """One synthetic table with the design and noise of ``df`` under ``scenario``."""
-    d, metrics, noise, typical = setup(df)
+def simulate(
+    df: pd.DataFrame, scenario: str, seed: int = 0, study_dir: Path | None = None
+) -> pd.DataFrame:
+    """One synthetic table with the design and error structure of ``df`` under ``scenario``."""
+    d, metrics, noise, typical = setup(df, study_dir)
     return draw(d, scenario, metrics, noise, typical, np.random.default_rng(seed))
 
 
@@ -323,18 +328,21 @@ def calibrate(
     seed: int = 0,
     claims: Collection[int] | None = None,
     on_table: Callable[[], None] | None = None,
+    study_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Verdict rates of every rule on ``draws`` synthetic tables per scenario (JSON-ready).
 
-    Returns ``{"draws", "seed", "noise", "rates": {scenario: {claim: {verdict: rate}}},
+    Returns ``{"draws", "seed", "noise": {metric: Components.summary()}, "rates": {scenario:
+    {claim: {verdict: rate}}},
     "false_rate": {claim: worst false rate over its false scenarios}, "power": {claim:
     supported rate under "planted"}}`` with claims as strings (the margin scenario holds the
     no-effect claims only); the degenerate scenarios are drawn once (they have no noise), so
     :func:`tables` tables in all. ``claims`` restricts the rules scored (default: all);
-    ``on_table`` is called after each table is scored (progress).
+    ``on_table`` is called after each table is scored (progress); ``study_dir`` supplies the
+    runs' per-item outcomes.
     """
     ids = _claim_ids(claims)
-    d, metrics, noise, typical = setup(df)
+    d, metrics, noise, typical = setup(df, study_dir)
     rng = np.random.default_rng(seed)
     rates: dict[str, dict[str, dict[str, float]]] = {}
     for scenario in SCENARIOS:
@@ -357,7 +365,8 @@ def calibrate(
     contra = _worst(rates, ids, false_contradiction)
     false_rate = {c: max(support[c], contra[c]) for c in support}
     power = {str(c): rates["planted"][str(c)].get("supported", 0.0) for c in ids}
-    out = {"draws": draws, "seed": seed, "noise": noise, "rates": rates}
+    summary = {m: c.summary() for m, c in noise.items()}
+    out = {"draws": draws, "seed": seed, "noise": summary, "rates": rates}
     out |= {"false_support": support, "false_contradiction": contra}
     return {**out, "false_rate": false_rate, "power": power}
 

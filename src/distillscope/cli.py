@@ -288,10 +288,12 @@ def study_cmd(
             raise ValueError("usage: distillscope study status DIR")
         _print_status(Path(args[1]), study_runs(Path(args[1])))
         return
+    from distillscope.study.planner import parse_noise_from
     from distillscope.study.sequential import parse_flags
 
     plan = args[:1] == ["plan"]
     args, policy = parse_flags(args[1:] if plan else args)  # --until-decided, --max-seeds N
+    args, noise_from = parse_noise_from(args)  # plan: the noise of a finished study
     # flags read from the arguments: study takes 10 options already
     rehearse, overwrite = "--rehearse" in args, "--overwrite" in args
     args = [a for a in args if a not in ("--rehearse", "--overwrite")]
@@ -318,7 +320,7 @@ def study_cmd(
         if plan:
             from distillscope.cli_study import plan_study  # rehearsal: torch, once checked
 
-            if plan_study(files, overrides, preset, chosen, rehearse, describe_error):
+            if plan_study(files, overrides, preset, chosen, rehearse, describe_error, noise_from):
                 raise typer.Exit(2)
             return
         _study(files, overrides, preset, out, running, report, chosen, overwrite, policy)

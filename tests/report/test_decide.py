@@ -6,7 +6,10 @@ import json
 
 import pandas as pd
 
-from distillscope.report.decide import claim_states, level, procedure
+from distillscope.report.decide import claim_states, level, procedure, would_decide
+from distillscope.report.load import load_study
+from distillscope.report.power import CONTRAST, LEVEL, part_profiles
+from distillscope.report.scorecard import ClaimResult
 from distillscope.report.stats import ALPHA
 from distillscope.report.verdicts import ci_label
 from distillscope.store import SEQUENTIAL_FILE
@@ -64,3 +67,25 @@ def test_the_procedure_in_words():
     )
     assert lines[2].startswith("Look 2 (not finished) at α = 0.008333: seeds added main +2")
     assert ci_label(ALPHA) == "95% CI" and ci_label(ALPHA / 3) == "98.3% CI"
+
+
+def test_a_part_profile_reads_kind_and_metric_off_the_estimator():
+    profiles = part_profiles(_clipping_table(0.35), [13])
+    share, gap = profiles[(13, "clipped share")], profiles[(13, "Δ norm")]
+    assert (share.kind, share.metric, share.dof(3)) == (LEVEL, "train/grad_clipped_frac", 2)
+    # the reverse − forward contrast of a cell + seed fit over 4 cells: ν = 12 − 4 − 2 = 6
+    assert (gap.kind, gap.metric, gap.dof(3)) == (CONTRAST, "train/grad_norm_mean", 6)
+
+
+def test_an_underpowered_claim_says_what_would_decide_it(tmp_path):
+    table = _clipping_table(0.35)
+    table["time/run_s"] = 20.0
+    table.to_parquet(tmp_path / "results.parquet")
+    study = load_study(tmp_path)
+    result = ClaimResult(13, "clipping", "inconclusive", "", "", reason="Δ norm: lacks power")
+    (line,) = would_decide(study, [result])
+    # both parts read training metrics (no evaluation samples): seeds only
+    assert line == (
+        "Claim 13 would be decided (80% power at the published values) with 2 seeds. "
+        "An added seed is 4 runs × 20 s of training (≈ 1.3 min; time/run_s)."
+    )

@@ -17,6 +17,7 @@ planned design with the noise of the study in ``source``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -122,8 +123,10 @@ def would_decide(study: Study, lacking: list[ClaimResult]) -> list[str]:
         for samples in options:
             need = [seeds_to_decide(p, prof, noise[prof.metric], samples) for p, prof in planned]
             if all(n is not None for n in need):
-                count = samples or "the study's"
-                at = f" at {count} samples per item" if sampled else ""
+                own = {noise[prof.metric].samples for _, prof in planned}
+                count = samples or (own.pop() if len(own) == 1 else "the study's")
+                plural = "" if count == 1 else "s"
+                at = f" at {count} sample{plural} per item" if sampled else ""
                 shown.append(f"{max(need)} seeds{at}")
         skipped = [p.name for p in claim.parts if p not in [q for q, _ in planned]]
         text = f"Claim {r.id} would be decided (80% power at the published values) with "
@@ -169,7 +172,7 @@ def plan_rows(designs: Mapping[str, Any], source: Path, alpha: float = ALPHA) ->
             items, samples = d.counts.get(c.block, (None, None))
             pl = plan_part(part, prof, c, d.seeds, items, samples, alpha)
             shown = samples if c.items else ""
-            power = "n/a" if pl.power != pl.power else f"{pl.power:.0%}"
+            power = "n/a" if math.isnan(pl.power) else f"{pl.power:.0%}"
             rows.append(
                 [claim.id, part.name, prof.kind, prof.metric, d.seeds, shown, f"{pl.se:.2f}",
                  power, pl.smallest]

@@ -250,14 +250,15 @@ def _next_look(spec: StudySpec, state: dict[str, Any]) -> str:
 
 
 def look_line(state: dict[str, Any], k: int) -> str:
-    """``look 2 of ≤ 3 at α = 0.0083: added main: 44, 45 — done; 1 claim lacks power``."""
+    """One look in a line: ``look 2 of ≤ 3 at α = 0.008333: added main: 44, 45 — seeds main 4;
+    claims lacking power: 1`` (``— running`` until it is scored)."""
     look = state["looks"][k - 1]
     added = "; ".join(f"{e}: {', '.join(map(str, s))}" for e, s in look["added"].items())
     text = f"look {k} of ≤ {state['max_looks']} at α = {state['alpha']:.4g}"
     text += f": added {added}" if added else ": the study's own seeds"
     if look["done"]:
         seeds = ", ".join(f"{e} {n}" for e, n in look["seeds"].items())
-        text += f" — seeds {seeds}; {len(look['lacking'])} claims lacked power"
+        text += f" — seeds {seeds}; claims lacking power: {len(look['lacking'])}"
     else:
         text += " — running"
     return text

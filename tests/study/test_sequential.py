@@ -4,8 +4,9 @@ The false-rate simulation runs the scorecard's own decision (``report.verdicts.d
 on seed-blocked paired contrasts whose true effect sits exactly at an ``above`` margin (where
 "supported" and "contradicted" are both false verdicts at the boundary), adding 2 seeds per
 look from 2 to 6 while the decision says "lacks power": 20,000 sequences, Monte Carlo SE
-√(α(1 − α)/20,000) = 0.11 pp at α = 2.5%. Measured: false support 1.9% with every look at
-α / 3 (Bonferroni over the K = 3 planned looks), 5.3% with every look at α (naive).
+√(α(1 − α)/20,000) = 0.11 pp at α = 2.5%. Measured: false support 1.9% and false
+contradiction 1.9% with every look at α / 3 (Bonferroni over the K = 3 planned looks); 5.3%
+each with every look at α (naive).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from distillscope.cli import app
 from distillscope.config import ConfigError
 from distillscope.report.claims import estimate as estimate_mod
 from distillscope.report.claims.estimate import Estimate
@@ -177,6 +180,20 @@ def test_a_resume_with_another_budget_is_refused(tmp_path):
         sq.run_until_decided(_spec(max_seeds=8), tmp_path, fake.run, fake.judge, ALPHA)
 
 
+def test_study_status_lists_the_looks_and_the_flags_are_checked_first(tmp_path):
+    fake = FakeStudy(tmp_path, fail_at_look=2)
+    with pytest.raises(KeyboardInterrupt):
+        sq.run_until_decided(_spec(), tmp_path, fake.run, fake.judge, ALPHA)
+    res = CliRunner().invoke(app, ["study", "status", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "look 2 of ≤ 3 at α = 0.008333: added main: 44, 45 — running" in res.output
+    res = CliRunner().invoke(app, ["study", "--preset", "smoke", "--max-seeds", "4"])
+    assert res.exit_code == 2 and "--max-seeds goes with --until-decided" in res.output
+    only = ["study", "--until-decided", "--only", "main", "--executor", "sequential"]
+    res = CliRunner().invoke(app, only)
+    assert res.exit_code == 2 and "--until-decided runs the whole study" in res.output
+
+
 def test_an_rlvr_stage_stands_for_its_source_experiment():
     spec = _spec(rlvr={"from": "main"})
     states = [sq.ClaimState(11, "inconclusive", True, ("rlvr", "nowhere"))]
@@ -245,6 +262,7 @@ def test_bonferroni_over_the_looks_keeps_the_sequences_false_rates_at_alpha(monk
     k = sq.max_looks(_spec())
     support, contra = _sequences(ALPHA / k)
     assert support <= ALPHA + mc and contra <= ALPHA + mc
-    naive, _ = _sequences(ALPHA)  # every look at α: the sequence's false support inflates
-    assert naive > ALPHA + mc
-    assert (round(support, 3), round(naive, 3)) == (0.019, 0.053)  # the docstring's numbers
+    naive, naive_contra = _sequences(ALPHA)  # every look at α: the sequence's rates inflate
+    assert naive > ALPHA + mc and naive_contra > ALPHA + mc
+    rates = [round(r, 3) for r in (support, contra, naive, naive_contra)]
+    assert rates == [0.019, 0.019, 0.053, 0.053]  # the docstring's numbers

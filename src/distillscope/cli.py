@@ -253,7 +253,8 @@ def study_cmd(
         "`status DIR` shows a study's progress; `plan …` checks a study and prints its runs; "
         "`plan --rehearse …` runs each distinct configuration 2 steps on tiny model copies; "
         "--overwrite replaces another study's spec in --out (its unchanged runs resume); "
-        "--until-decided [--max-seeds N] adds seeds where claims lack power (docs/studies.md)",
+        "--until-decided [--max-seeds N] adds seeds where claims lack power (docs/studies.md); "
+        "--no-calibrate writes the report without calibrating its scorecard",
     ),
     preset: str = typer.Option(None, help="smoke | quick | paper | paper-llama | paper-qwen"),
     out: Path = typer.Option(None, help="study directory (default distillscope-runs/<time>)"),
@@ -296,7 +297,8 @@ def study_cmd(
     args, noise_from = parse_noise_from(args)  # plan: the noise of a finished study
     # flags read from the arguments: study takes 10 options already
     rehearse, overwrite = "--rehearse" in args, "--overwrite" in args
-    args = [a for a in args if a not in ("--rehearse", "--overwrite")]
+    calibrate = "--no-calibrate" not in args  # the report's calibration (`report --help`)
+    args = [a for a in args if a not in ("--rehearse", "--overwrite", "--no-calibrate")]
     if rehearse and not plan:
         raise ValueError("--rehearse goes with plan: distillscope study plan --rehearse …")
     unknown = [a for a in args if a.startswith("-") and "=" not in a]
@@ -323,7 +325,7 @@ def study_cmd(
             if plan_study(files, overrides, preset, chosen, rehearse, describe_error, noise_from):
                 raise typer.Exit(2)
             return
-        _study(files, overrides, preset, out, running, report, chosen, overwrite, policy)
+        _study(files, overrides, preset, out, running, report, chosen, overwrite, calibrate, policy)
 
 
 def _rehearse_or_exit(runs: list) -> None:
@@ -343,6 +345,7 @@ def _study(
     report: bool,
     only: list[str] | None,
     overwrite: bool = False,
+    calibrate: bool = True,
     policy: UntilDecided | None = None,
 ) -> None:
     from datetime import datetime
@@ -416,7 +419,7 @@ def _study(
     if total and failed == total:
         raise typer.Exit(1)  # nothing to report on
     if report:
-        _write_report(out)
+        _write_report(out, calibrate)
 
 
 @app.command("config")
@@ -455,26 +458,17 @@ def presets_cmd(
 def report_cmd(
     study_dir: Path = typer.Argument(..., help="a study directory"),
     calibrate: bool = typer.Option(
-        False, help="first measure each scorecard rule's false-verdict rate by simulation"
+        True,
+        help="first measure each scorecard rule's false-verdict rates and power by "
+        "simulating the study's error structure (cached in calibration.json per design)",
     ),
-    draws: int = typer.Option(200, min=1, help="with --calibrate: synthetic tables per scenario"),
+    draws: int = typer.Option(None, min=1, help="synthetic tables per scenario (default 40)"),
 ) -> None:
     """Write STUDY_DIR/report/ (HTML, Markdown, figures, scorecard) from the results store."""
-    if calibrate:
-        from distillscope.report.calibrate import tables, write_calibration
-
-        if not (study_dir / "results.parquet").is_file():
-            raise FileNotFoundError(
-                f"{study_dir} has no results.parquet; run `distillscope study` first"
-            )
-        with _progress() as bar:
-            task = bar.add_task(f"calibrating ({draws} draws per scenario)", total=tables(draws))
-            path = write_calibration(study_dir, draws, on_table=lambda: bar.advance(task))
-        console.print(f"calibration: {path}")
-    _write_report(study_dir)
+    _write_report(study_dir, calibrate, draws)
 
 
-def _write_report(study_dir: Path) -> None:
+def _write_report(study_dir: Path, calibrate: bool = True, draws: int | None = None) -> None:
     from distillscope.report import write_report
 
     if not (study_dir / "results.parquet").is_file():
@@ -482,6 +476,14 @@ def _write_report(study_dir: Path) -> None:
             f"{study_dir} has no results.parquet; run `distillscope study` first"
         )
     _warn_if_spec_replaced(study_dir)
+    if calibrate:
+        from distillscope.report.calibration_run import REPORT_DRAWS, ensure_calibration
+
+        log_file = study_dir / PROGRESS_FILE
+        log = ProgressLog(
+            "report", 1, "table", err_console, log_file if log_file.is_file() else None
+        )
+        ensure_calibration(study_dir, draws or REPORT_DRAWS, say=log.note)
     paths = write_report(study_dir)
     console.print(f"report: {paths['html']}")
 

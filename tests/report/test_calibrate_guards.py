@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from distillscope.report import calibrate as cal
+from distillscope.report.noise import default_sd
 from distillscope.report.plants import margin_cases
 from distillscope.report.scorecard import CLAIM_IDS
 
@@ -186,42 +187,70 @@ def _cells(values: dict[str, list[float]], metric: str = "eval/accuracy") -> pd.
     return pd.DataFrame(rows)
 
 
-def test_noise_is_the_pooled_within_cell_sd():
-    # cell a: 0.1, 0.3 (s² = 0.02, 1 dof); cell b: 0.2, 0.4, 0.9 (s² = 0.13, 2 dof); cell c alone
-    df = _cells({"a": [0.1, 0.3], "b": [0.2, 0.4, 0.9], "c": [0.5]})
-    noise = cal.noise_model(df, ["eval/accuracy"])
-    assert noise["eval/accuracy"] == pytest.approx(math.sqrt((0.02 + 2 * 0.13) / 3))
+def _dense_residual(cells: list[str], seeds: list[int], y: list[float]) -> float:
+    """σ̂² = RSS/ν of the dense least-squares cell + seed fit (an independent reference)."""
+    c, s = sorted(set(cells)), sorted(set(seeds))
+    x = np.array(
+        [
+            [ci == k for k in c] + [si == k for k in s[1:]]
+            for ci, si in zip(cells, seeds, strict=True)
+        ]
+    )
+    beta, *_ = np.linalg.lstsq(x.astype(float), np.array(y), rcond=None)
+    rss = float(((np.array(y) - x @ beta) ** 2).sum())
+    return rss / (len(y) - np.linalg.matrix_rank(x.astype(float)))
+
+
+def test_noise_is_the_study_variance_components():
+    # cell a: 0.1, 0.3; cell b: 0.2, 0.4, 0.9; cell c: 0.5 (seeds 0, 1, 2 in order): a metric
+    # without evaluation sampling keeps the two-way fit's whole residual as training noise
+    metric = "train/grad_norm_mean"
+    df = _cells({"a": [0.1, 0.3], "b": [0.2, 0.4, 0.9], "c": [0.5]}, metric)
+    comp = cal.noise_model(df, [metric])[metric]
+    ref = _dense_residual(
+        ["a", "a", "b", "b", "b", "c"], [0, 1, 0, 1, 2, 0], [0.1, 0.3, 0.2, 0.4, 0.9, 0.5]
+    )
+    assert comp.train_sd**2 == pytest.approx(ref) and comp.eval_var() == 0.0
+    acc = cal.noise_model(_cells({"a": [0.1, 0.3], "b": [0.2, 0.4, 0.9]}), ["eval/accuracy"])
+    a = acc["eval/accuracy"]  # evaluation binomial at the mean level (no per-item data)
+    assert (a.items, a.samples, a.p_items) == (200, 1, None)
+    assert a.eval_var() == pytest.approx(0.38 * 0.62 / 200)
 
 
 def test_noise_falls_back_to_defaults():
-    equal = _cells({"a": [0.4, 0.4], "b": [0.7, 0.7]})
-    assert cal.noise_model(equal, ["eval/accuracy"]) == {"eval/accuracy": 0.03}
+    def run_sd(df, metric):
+        return math.sqrt(cal.noise_model(df, [metric])[metric].run_var())
+
+    equal = _cells({"a": [0.4, 0.4], "b": [0.7, 0.7]})  # no variance: 3 pp, or the binomial
+    eval_sd = math.sqrt(0.55 * 0.45 / 200)  # when larger (200 items × 1 sample at 55%)
+    assert run_sd(equal, "eval/accuracy") == pytest.approx(max(0.03, eval_sd))
     single = _cells({"a": [0.4], "b": [0.7]})
-    assert cal.noise_model(single, ["eval/accuracy"]) == {"eval/accuracy": 0.03}
-    pp = _cells({"a": [1.0], "b": [2.0]}, "eval/forgetting_pp")
-    assert cal.noise_model(pp, ["eval/forgetting_pp"]) == {"eval/forgetting_pp": 3.0}
+    assert run_sd(single, "eval/accuracy") == pytest.approx(max(0.03, eval_sd))
     count = _cells({"a": [40.0], "b": [80.0], "c": [100.0]}, "train/steps_done")
-    assert cal.noise_model(count, ["train/steps_done"]) == {"train/steps_done": pytest.approx(4.0)}
-    assert cal.noise_model(equal, ["train/steps_done"]) == {"train/steps_done": pytest.approx(0.05)}
-    assert cal.noise_model(equal, ["traj/reward_drop_pp"]) == {"traj/reward_drop_pp": 2.0}
+    assert run_sd(count, "train/steps_done") == pytest.approx(4.0)  # 5% of the median
+    assert run_sd(equal, "train/steps_done") == pytest.approx(0.05)  # absent: 5% of 1
+    assert run_sd(equal, "traj/reward_drop_pp") == 2.0
     both = cal.noise_model(equal, ["traj/len_rise_z", "eval/accuracy"])  # a trajectory key first
-    assert both == {"traj/len_rise_z": 1.0, "eval/accuracy": 0.03}
+    assert list(both) == ["traj/len_rise_z", "eval/accuracy"]
+    assert both["traj/len_rise_z"].train_sd == 1.0
 
 
 def test_noise_reads_non_numeric_values_as_missing():
-    df = _cells({"a": [0.1, 0.3], "b": [0.2, 0.4, 0.9]})
-    df["eval/accuracy"] = df["eval/accuracy"].astype(object)
-    df.loc[df["run_id"] == "b-2", "eval/accuracy"] = "n/a"  # cell b: 0.2, 0.4 (s² = 0.02)
-    assert cal.noise_model(df, ["eval/accuracy"]) == {
-        "eval/accuracy": pytest.approx(math.sqrt(0.02))
-    }
+    metric = "train/grad_norm_mean"
+    df = _cells({"a": [0.1, 0.3], "b": [0.2, 0.4, 0.9]}, metric)
+    df[metric] = df[metric].astype(object)
+    df.loc[df["run_id"] == "b-2", metric] = "n/a"  # cell b: 0.2, 0.4
+    comp = cal.noise_model(df, [metric])[metric]
+    assert comp.train_sd**2 == pytest.approx(
+        _dense_residual(["a", "a", "b", "b"], [0, 1, 0, 1], [0.1, 0.3, 0.2, 0.4])
+    )
 
 
 def test_default_sd_by_unit():
-    assert cal._default_sd("eval/accuracy", 0.5) == 0.03
-    assert cal._default_sd("eval/forgetting_pp", 7.0) == 3.0
-    assert cal._default_sd("train/steps_done", -200.0) == pytest.approx(10.0)
-    assert cal._default_sd("train/steps_done", 0.0) == pytest.approx(0.05e-3)
+    assert default_sd("eval/accuracy", 0.5) == 0.03
+    assert default_sd("eval/forgetting_pp", 7.0) == 3.0
+    assert default_sd("train/steps_done", -200.0) == pytest.approx(10.0)
+    assert default_sd("train/steps_done", 0.0) == pytest.approx(0.05e-3)
 
 
 def test_typical_values():

@@ -5,6 +5,8 @@ lower I, smaller gain) is found."""
 
 from __future__ import annotations
 
+import math
+
 from distillscope.report.calibrate import DESIGN_METRICS, calibrate, planned_table, simulate
 from distillscope.report.claims.c21_22_regulation import SIZE as TEACHER_PARAMS
 from distillscope.study.spec import expand, load_spec
@@ -28,7 +30,13 @@ def test_teacher_sizes_are_design_not_simulated():
         assert (runs[TEACHER_PARAMS] == runs["model.teacher"].map(SIZES)).all(), scenario
 
 
+#: The 5% false-rate target, plus two binomial SEs of a rate measured on ``DRAWS`` tables: a
+#: rule at its nominal 5% (claim 22's null is at its one-sided α) passes this 97.7% of the time.
+DRAWS = 10
+TARGET = 0.05 + 2 * math.sqrt(0.05 * 0.95 / DRAWS)
+
+
 def test_claims_18_and_22_meet_the_targets_on_the_teacher_scale_design():
-    cal = calibrate(_design(), draws=10, seed=0, claims=(18, 22))
-    assert cal["false_rate"]["18"] <= 0.05 and cal["false_rate"]["22"] <= 0.05, cal["rates"]
+    cal = calibrate(_design(), draws=DRAWS, seed=0, claims=(18, 22))
+    assert cal["false_rate"]["18"] <= TARGET and cal["false_rate"]["22"] <= TARGET, cal["rates"]
     assert cal["power"]["18"] >= 0.8 and cal["power"]["22"] >= 0.8, cal["rates"]["planted"]

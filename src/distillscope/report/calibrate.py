@@ -38,7 +38,6 @@ is its "supported" rate under the planted effects. Seeded and deterministic; tor
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -57,7 +56,6 @@ from distillscope.report.claims import CLAIMS
 from distillscope.report.claims.c16_length_exploitation import F_ADV, F_DROP, F_EOS, F_LEN
 from distillscope.report.claims.c19_incoherent_rollouts import EARLY as EARLY_ENTROPY
 from distillscope.report.claims.evidence import is_baseline
-from distillscope.report.load import CALIBRATION_FILE, load_study
 from distillscope.report.noise import Components, default_sd, draw_noise, estimate_noise
 from distillscope.report.plants import (
     ACC,
@@ -72,7 +70,6 @@ from distillscope.report.plants import (
     summed,
 )
 from distillscope.report.scorecard import CLAIM_IDS, score_claims
-from distillscope.store import atomic_write_text
 
 SCENARIOS = ("null", "zeros", "constant", "margin", "planted")
 NULL_SCENARIOS = ("null", "zeros", "constant")
@@ -230,12 +227,16 @@ def draw(
     return out.assign(**values)
 
 
-def setup(
-    df: pd.DataFrame, study_dir: Path | None = None
-) -> tuple[pd.DataFrame, list[str], dict[str, Components], dict[str, float]]:
+#: What ``draw`` needs of a study: (design, metrics, noise components, typical values).
+Setup = tuple[pd.DataFrame, list[str], dict[str, Components], dict[str, float]]
+
+
+def setup(df: pd.DataFrame, study_dir: Path | None = None) -> Setup:
     """(design, metrics, noise components, typical value) of a study's table: what ``draw``
-    needs; ``study_dir`` supplies the runs' per-item outcomes."""
+    needs; ``study_dir`` supplies the runs' per-item outcomes. The design's text columns are
+    plain Python objects: the rules read them ~20% faster than Arrow strings."""
     d = design(df)
+    d = d.astype({c: object for c in d.columns if isinstance(d[c].dtype, pd.StringDtype)})
     metrics = [
         m
         for m in metric_columns(df)
@@ -329,6 +330,7 @@ def calibrate(
     claims: Collection[int] | None = None,
     on_table: Callable[[], None] | None = None,
     study_dir: Path | None = None,
+    prepared: Setup | None = None,
 ) -> dict[str, Any]:
     """Verdict rates of every rule on ``draws`` synthetic tables per scenario (JSON-ready).
 
@@ -339,10 +341,10 @@ def calibrate(
     no-effect claims only); the degenerate scenarios are drawn once (they have no noise), so
     :func:`tables` tables in all. ``claims`` restricts the rules scored (default: all);
     ``on_table`` is called after each table is scored (progress); ``study_dir`` supplies the
-    runs' per-item outcomes.
+    runs' per-item outcomes; ``prepared``: ``setup(df, study_dir)`` when the caller has it.
     """
     ids = _claim_ids(claims)
-    d, metrics, noise, typical = setup(df, study_dir)
+    d, metrics, noise, typical = prepared or setup(df, study_dir)
     rng = np.random.default_rng(seed)
     rates: dict[str, dict[str, dict[str, float]]] = {}
     for scenario in SCENARIOS:
@@ -394,17 +396,3 @@ def tables(draws: int, claims: Collection[int] | None = None) -> int:
     """How many synthetic tables :func:`calibrate` scores for ``draws`` per scenario."""
     ids = _claim_ids(claims)
     return sum(_tables_of(s, draws) * len(_runs(s, ids, draws)) for s in SCENARIOS)
-
-
-def write_calibration(
-    study_dir: Path,
-    draws: int = DEFAULT_DRAWS,
-    seed: int = 0,
-    on_table: Callable[[], None] | None = None,
-) -> Path:
-    """Calibrate the scorecard against the study in ``study_dir``; writes calibration.json."""
-    study = load_study(Path(study_dir))
-    path = study.root / CALIBRATION_FILE
-    result = calibrate(study.scored, draws, seed, on_table=on_table)
-    atomic_write_text(path, json.dumps(result, indent=1))
-    return path

@@ -65,6 +65,8 @@ DEFAULT_REL_SD = 0.05  # other units: this fraction of the metric's typical size
 #: Items per block when neither per-item data nor a results column says (config defaults).
 FALLBACK_ITEMS = {"accuracy": 200, "harder": 200, "coverage": 100, "harder_coverage": 100}
 SKILL_ITEMS = 100  # items per skill of the testbed's suite (eval.skill_items' default)
+#: A residual variance this small relative to the mean square is float rounding: the runs agree.
+ROUNDING = 1e-20
 RANK_TOL = 1e-9  # eigenvalues of the seed system below this (relative) are its null space
 SKILLS = "skill/"  # prefix of the skill blocks; skills_after and forgetting read all of them
 
@@ -180,7 +182,7 @@ def estimate_noise(df: pd.DataFrame, study_dir: Path | None = None) -> dict[str,
         if not ok.any():
             continue
         seed_sd, resid = seed_and_residual(cell[ok], seed[ok], y[ok].to_numpy(dtype=float))
-        if math.isnan(resid) or resid + seed_sd == 0.0:  # no estimate: the default residual
+        if math.isnan(resid) or resid + seed_sd**2 <= ROUNDING * float(np.mean(y[ok] ** 2)):
             seed_sd, resid = 0.0, default_sd(metric, float(y.median())) ** 2
         ev = _evaluation(metric, rows, items)
         train_sd = math.sqrt(max(resid - ev.eval_var(), 0.0))

@@ -32,7 +32,14 @@ from distillscope.report.load import Study, load_study
 from distillscope.report.profiles import profile_figures
 from distillscope.report.rlvr_figures import rlvr_figure
 from distillscope.report.scorecard import ClaimResult, score_claims
-from distillscope.report.summary import UNTESTED, SummaryGroup, summary_groups, summary_sentence
+from distillscope.report.summary import (
+    UNTESTED,
+    SummaryGroup,
+    calibration_sentence,
+    noise_table,
+    summary_groups,
+    summary_sentence,
+)
 from distillscope.report.tables import (
     Table,
     experiment_tables,
@@ -56,10 +63,10 @@ HOW_TO_READ = (
     "lies wholly on the other side; a claim is supported when every part in every stratum is, "
     "contradicted when any part is, 'not applicable' when a premise is absent, and otherwise "
     "'inconclusive' with its reason (lacks power, with the smallest effect the design decides "
-    "and the seeds that would decide it, or an effect near its margin). Beside each verdict is its "
-    "rule's false-verdict rate, measured by `distillscope report DIR --calibrate` on synthetic "
-    "tables of this study's design and seed noise, with its power: how often it says "
-    "'supported' when the published effects are planted (until then the column says so). "
+    "and the seeds that would decide it, or an effect near its margin). Beside each verdict are "
+    "its rule's false-support and false-contradiction rates, measured by `distillscope report` on "
+    "synthetic tables of this study's design and error structure (section 'Calibration'), and "
+    "its power: how often it says 'supported' when the published effects are planted. "
     "'Not tested' "
     "means this study lacks the runs or measurements the claim needs; 'not implemented' that "
     "distillscope cannot yet measure them; 'error' that the rule failed (a bug). Only finished "
@@ -277,11 +284,14 @@ def split_main_figure(figures: list[FigureInfo]) -> tuple[FigureInfo | None, lis
     return main, [f for f in figures if f is not main]
 
 
-def _html_summary(claims: list[ClaimResult], main_figure: FigureInfo | None) -> list[str]:
-    """The summary in words (verdict groups, headline per decided claim) and the main figure."""
+def _html_summary(
+    claims: list[ClaimResult], main_figure: FigureInfo | None, calibration: dict | None = None
+) -> list[str]:
+    """The summary in words (verdict groups, headline per decided claim with its calibrated
+    rates) and the main figure."""
     parts = ["<h2>Summary of findings</h2>", f"<p>{esc(summary_sentence(claims))}</p>"]
     parts.append('<ul class="findings">')
-    parts += [_html_group(g) for g in summary_groups(claims)]
+    parts += [_html_group(g) for g in summary_groups(claims, calibration)]
     parts.append("</ul>")
     if main_figure is not None:
         parts += [f"<p>{esc(MAIN_FIGURE_LEAD)}</p>", _html_figure(main_figure)]
@@ -342,7 +352,7 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
         shown = f"<code>{esc(value)}</code>" if key == "Command" else esc(value)
         parts.append(f"<dt>{esc(key)}</dt><dd>{shown}</dd>")
     parts.append("</dl>")
-    parts += _html_summary(claims, main_figure)
+    parts += _html_summary(claims, main_figure, study.calibration)
     parts += ["<h2>How to read this report</h2>", f"<p>{esc(HOW_TO_READ)}</p>"]
     parts += ["<h2>Runs</h2>", html_table(t["status"])]
     if t["problems"] is not None:
@@ -354,7 +364,15 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
         "<h2>Scorecard of the published claims</h2>",
         f'<p class="counts">{summary}</p>',
         html_scorecard(t["scorecard"]),
+        "<h3>Calibration</h3>",
+        f"<p>{esc(calibration_sentence(study.calibration))}</p>",
     ]
+    noise = noise_table(study.calibration)
+    if noise is not None:
+        parts.append(
+            f"<details><summary>noise components ({len(noise.rows)} metrics)</summary>"
+            f"{html_table(noise)}</details>"
+        )
     parts += decide.html(study, claims, esc)
     if t["main"] is not None:
         parts += [
@@ -428,13 +446,16 @@ def render_markdown(
         # and a hostile command would stay raw in the file.
         shown = md_escape(value)
         parts.append(f"- **{md_escape(key)}**: {shown}")
-    parts += ["", *_md_summary(claims, main_figure, out_dir)]
+    parts += ["", *_md_summary(claims, main_figure, out_dir, study.calibration)]
     parts += ["## How to read this report", "", md_escape(HOW_TO_READ), ""]
     parts += ["## Runs", "", md_table(t["status"]), ""]
     if t["problems"] is not None:
         parts += ["### Failed and diverged runs", "", md_table(t["problems"]), ""]
     summary = ", ".join(f"{v}: {n}" for v, n in verdict_counts(claims).items())
     parts += ["## Scorecard of the published claims", "", summary, "", md_table(t["scorecard"]), ""]
+    parts += ["### Calibration", "", md_escape(calibration_sentence(study.calibration)), ""]
+    noise = noise_table(study.calibration)
+    parts += [md_table(noise), ""] if noise is not None else []
     parts += decide.markdown(study, claims, md_escape)
     if t["main"] is not None:
         parts += [
@@ -480,11 +501,14 @@ def _md_figure(f: FigureInfo, out_dir: Path) -> list[str]:
 
 
 def _md_summary(
-    claims: list[ClaimResult], main_figure: FigureInfo | None, out_dir: Path
+    claims: list[ClaimResult],
+    main_figure: FigureInfo | None,
+    out_dir: Path,
+    calibration: dict | None = None,
 ) -> list[str]:
     """The summary in words as Markdown: one bullet per verdict group, then the main figure."""
     parts = ["## Summary of findings", "", md_escape(summary_sentence(claims)), ""]
-    for group in summary_groups(claims):
+    for group in summary_groups(claims, calibration):
         mark = VERDICT_MARK.get(group.verdict, "")
         head = f"**{mark} {md_escape(group.label)} ({len(group.items)}):**"
         if group.verdict in UNTESTED:  # compact: one line of numbered names

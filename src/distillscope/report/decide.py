@@ -69,7 +69,8 @@ def procedure(state: dict[str, Any]) -> list[str]:
     k, a = state["max_looks"], state["alpha"]
     out = [
         f"Seeds added until decided: while a claim lacked power, the experiments it reads got "
-        f"{state['block']} more seeds (up to {state['max_seeds']}); at most {k} looks, each "
+        f"up to {state['block']} more seeds per look (at most {state['max_seeds']} in all); "
+        f"at most {k} looks, each "
         f"testing at α = {state['nominal_alpha']:g} / {k} = {a:.4g} one-sided (Bonferroni over "
         f"the planned looks), so the false rates of the whole sequence stay ≤ "
         f"{state['nominal_alpha']:g}. Looks made: {len(state['looks'])}."

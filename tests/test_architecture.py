@@ -77,7 +77,8 @@ ALLOWED: dict[str, set[str]] = {
     # `distillscope teacher-cache`, registered the same way
     "cli_teacher_cache": {"config", "safeyaml", "study", "train"},
     # study plan (and --rehearse on the testbed's tiny copies), study --overwrite's changes
-    "cli_study": {"cli_output", "config", "study", "testbed"},
+    # (and study plan's power per claim part, from the report's noise components)
+    "cli_study": {"cli_output", "config", "report", "study", "testbed"},
     "cli": {
         "cli_analyze",
         "cli_output",

@@ -39,6 +39,7 @@ from distillscope.store import PROGRESS_FILE
 
 if TYPE_CHECKING:
     from distillscope.study.executors import ExecutorSpec
+    from distillscope.study.spec import UntilDecided
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0])
 console = Console()
@@ -252,6 +253,7 @@ def study_cmd(
         "`status DIR` shows a study's progress; `plan …` checks a study and prints its runs; "
         "`plan --rehearse …` runs each distinct configuration 2 steps on tiny model copies; "
         "--overwrite replaces another study's spec in --out (its unchanged runs resume); "
+        "--until-decided [--max-seeds N] adds seeds where claims lack power (docs/studies.md); "
         "--no-calibrate writes the report without calibrating its scorecard",
     ),
     preset: str = typer.Option(None, help="smoke | quick | paper | paper-llama | paper-qwen"),
@@ -287,8 +289,12 @@ def study_cmd(
             raise ValueError("usage: distillscope study status DIR")
         _print_status(Path(args[1]), study_runs(Path(args[1])))
         return
+    from distillscope.study.planner import parse_noise_from
+    from distillscope.study.sequential import parse_flags
+
     plan = args[:1] == ["plan"]
-    args = args[1:] if plan else args
+    args, policy = parse_flags(args[1:] if plan else args)  # --until-decided, --max-seeds N
+    args, noise_from = parse_noise_from(args)  # plan: the noise of a finished study
     # flags read from the arguments: study takes 10 options already
     rehearse, overwrite = "--rehearse" in args, "--overwrite" in args
     calibrate = "--no-calibrate" not in args  # the report's calibration (`report --help`)
@@ -316,10 +322,10 @@ def study_cmd(
         if plan:
             from distillscope.cli_study import plan_study  # rehearsal: torch, once checked
 
-            if plan_study(files, overrides, preset, chosen, rehearse, describe_error):
+            if plan_study(files, overrides, preset, chosen, rehearse, describe_error, noise_from):
                 raise typer.Exit(2)
             return
-        _study(files, overrides, preset, out, running, report, chosen, overwrite, calibrate)
+        _study(files, overrides, preset, out, running, report, chosen, overwrite, calibrate, policy)
 
 
 def _rehearse_or_exit(runs: list) -> None:
@@ -340,15 +346,19 @@ def _study(
     only: list[str] | None,
     overwrite: bool = False,
     calibrate: bool = True,
+    policy: UntilDecided | None = None,
 ) -> None:
     from datetime import datetime
 
     from distillscope.config import check_machine
     from distillscope.study.preflight import preflight_runs
     from distillscope.study.run_study import run_study, select, study_status
+    from distillscope.study.sequential import run_until_decided, with_policy
     from distillscope.study.spec import expand, load_spec
 
-    study = load_spec(files[0] if files else preset or "quick", overrides)
+    study = with_policy(load_spec(files[0] if files else preset or "quick", overrides), policy)
+    if study.until_decided is not None and only:
+        raise ValueError("--until-decided runs the whole study: drop --only")
     out = out or Path("distillscope-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     runs = select(study, expand(study), only)
     for r in runs:  # devices and dtypes this machine has, before any run starts
@@ -383,15 +393,21 @@ def _study(
         ids = {r.run_id for r in runs}
         done = [i for s in ("done", "diverged") for i in finished.get(s, []) if i in ids]
         bar.update(runs_bar, completed=len(done))
-        run_study(
-            study,
-            out,
-            executor,
-            on_run_done=on_run_done,
-            on_step=on_step,
-            only=only,
-            overwrite=overwrite,
-        )
+        run = functools.partial(
+            run_study, out=out, executor=executor, on_run_done=on_run_done, on_step=on_step,
+            only=only, overwrite=overwrite,
+        )  # fmt: skip
+        if study.until_decided is None:
+            run(study)
+        else:  # look, add seeds where claims lack power, look again (study.sequential)
+            from distillscope.report.decide import claim_states
+            from distillscope.report.stats import ALPHA
+
+            def on_look(line: str, total: int) -> None:
+                console.print(line, highlight=False)
+                bar.update(runs_bar, total=total)
+
+            run_until_decided(study, out, run, claim_states, ALPHA, on_look)
     console.print(f"results table: {out / 'results.parquet'}")
     from distillscope.study.baseline import BASELINE
 
@@ -500,6 +516,7 @@ def _print_status(out: Path, runs: list) -> None:
 
     from distillscope.safeyaml import clip
     from distillscope.study.run_study import INTERRUPTED
+    from distillscope.study.sequential import look_lines
 
     rows = []
     for r in runs:
@@ -510,6 +527,8 @@ def _print_status(out: Path, runs: list) -> None:
     print_table(console, f"study {out}: {len(runs)} runs", columns, rows, numeric=[2])
     counts = Counter(r.state for r in runs)
     console.print(", ".join(f"{n} {state}" for state, n in sorted(counts.items())), markup=False)
+    for line in look_lines(out):  # study --until-decided: the looks made so far
+        console.print(line, markup=False)
     if counts[INTERRUPTED]:
         console.print(
             f"{INTERRUPTED}: no study process holds {out}; rerun the study with --out {out} "

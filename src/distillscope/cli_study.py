@@ -92,11 +92,13 @@ def plan_study(
     only: list[str] | None,
     rehearse: bool,
     describe: Callable[[BaseException], str],
+    noise_from: Path | None = None,
 ) -> int:
     """``study plan``: the runs each experiment would execute, after the same checks as a
-    study (models, tasks, devices); nothing is written. ``rehearse``: each distinct
-    configuration trained and evaluated on tiny model copies instead. Returns the number of
-    rehearsed configurations that failed (0 without ``rehearse``)."""
+    study (models, tasks, devices), then each claim part's power (:func:`print_power`);
+    nothing is written. ``rehearse``: each distinct configuration trained and evaluated on
+    tiny model copies instead. Returns the number of rehearsed configurations that failed (0
+    without ``rehearse``)."""
     from collections import Counter
 
     from distillscope.config import check_machine
@@ -122,4 +124,24 @@ def plan_study(
         )
     columns = ("experiment", "runs", "tasks", "steps", "teachers")
     print_table(console, f"study {study.name}: {len(runs)} runs", columns, rows, numeric=[1])
+    print_power(study, noise_from)
     return 0
+
+
+def print_power(study: StudySpec, noise_from: Path | None) -> None:
+    """Per part of each claim the design tests: its power at the published value and the
+    smallest effect it decides at 80% power (``report.power``), with the noise components of
+    ``noise_from`` (a finished study), else of the shipped record ``report.decide.RECORD``."""
+    from distillscope.report.decide import RECORD, plan_rows
+    from distillscope.report.stats import ALPHA
+    from distillscope.study.planner import designs
+
+    source = noise_from or RECORD
+    if not (source / "results.parquet").is_file():
+        raise FileNotFoundError(
+            f"{source} has no results.parquet; pass --noise-from DIR, a finished study's directory"
+        )
+    rows = plan_rows(designs(study), source)
+    columns = ("claim", "part", "kind", "metric", "seeds", "samples", "SE", "power", "decides")
+    title = f"power at the published values (noise of {source}; α = {ALPHA:g} one-sided)"
+    print_table(console, title, columns, rows, numeric=[0, 4, 5, 6, 7])

@@ -59,6 +59,7 @@ LOCK_FILE = ".lock"
 STUDY_SPEC_FILE = "study.yaml"
 RESULTS_FILE = "results.parquet"
 PROVENANCE_FILE = "provenance.json"
+SEQUENTIAL_FILE = "sequential.json"  # the looks of study --until-decided (study.sequential)
 RUNS_DIR = "runs"
 ROLLOUT_CACHE_DIR = "rollout-cache"
 

@@ -7,6 +7,7 @@ import json
 import math
 import shutil
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner

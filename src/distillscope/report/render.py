@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from distillscope import __version__
+from distillscope.report import decide
 from distillscope.report.analysis import analysis_figures, analysis_tables, split_analysis
 from distillscope.report.curves import training_figures
 from distillscope.report.figures import (
@@ -144,7 +145,7 @@ def write_report(study_dir: Path) -> dict[str, Path]:
     fig_dir.mkdir(parents=True, exist_ok=True)
     for old in fig_dir.glob("*.png"):  # a re-report must not show figures whose data is gone
         old.unlink()
-    claims = score_claims(study.scored, study.root)
+    claims = score_claims(study.scored, study.root, alpha=decide.level(study.root))
     figures = _figures(study, fig_dir) + analysis_figures(study, fig_dir)
     html_path, md_path = out / "report.html", out / "report.md"
     html_path.write_text(render_html(study, claims, figures), encoding="utf-8")
@@ -372,6 +373,7 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
             f"<details><summary>noise components ({len(noise.rows)} metrics)</summary>"
             f"{html_table(noise)}</details>"
         )
+    parts += decide.html(study, claims, esc)
     if t["main"] is not None:
         parts += [
             "<h2>Main grid: rollout × KL direction × learning rate</h2>",
@@ -454,6 +456,7 @@ def render_markdown(
     parts += ["### Calibration", "", md_escape(calibration_sentence(study.calibration)), ""]
     noise = noise_table(study.calibration)
     parts += [md_table(noise), ""] if noise is not None else []
+    parts += decide.markdown(study, claims, md_escape)
     if t["main"] is not None:
         parts += [
             "## Main grid: rollout × KL direction × learning rate",

@@ -36,6 +36,7 @@ from distillscope.report.verdicts import (
     SUPPORTED,
     UNDECIDED,
     Decision,
+    ci_label,
     decide_part,
     decide_routes,
     first_reason,
@@ -72,6 +73,7 @@ def score_claims(
     study_dir: Path | None = None,
     strict: bool = False,
     claims: Collection[int] | None = None,
+    alpha: float = ALPHA,
 ) -> list[ClaimResult]:
     """Score docs/method.md §9 claims against a results table (one row per run).
 
@@ -81,6 +83,10 @@ def score_claims(
             ``runs/*/metrics.jsonl``; nothing else is read.
         strict: re-raise a rule's exception (tests); otherwise the verdict is "error".
         claims: the ids to score (default: all).
+        alpha: each test's one-sided level (``ALPHA``; α / K at each look of
+            ``study --until-decided``).
+        alpha: each test's one-sided level (``ALPHA``; α / K at each look of
+            ``study --until-decided``). Legacy rules keep ``ALPHA``.
 
     Returns:
         One ClaimResult per claim, in claim order.
@@ -90,10 +96,12 @@ def score_claims(
     if study_dir is not None:
         df = add_features(df, Path(study_dir), specs)
     ev = Evidence(df)
-    return [score_spec(c, ev, strict) for c in specs]
+    return [score_spec(c, ev, strict, alpha) for c in specs]
 
 
-def score_spec(claim: Claim, ev: Evidence, strict: bool = False) -> ClaimResult:
+def score_spec(
+    claim: Claim, ev: Evidence, strict: bool = False, alpha: float = ALPHA
+) -> ClaimResult:
     """One specified claim scored on the evidence (see the module docstring)."""
 
     def result(verdict: str, evidence: str, head: str = "", reason: str = "") -> ClaimResult:
@@ -104,8 +112,8 @@ def score_spec(claim: Claim, ev: Evidence, strict: bool = False) -> ClaimResult:
     view = ev.for_claim(claim.experiments)
     try:
         if claim.replays:
-            return _judge_replays(claim, ev, view, result)
-        return _judge(claim, view, result)
+            return _judge_replays(claim, ev, view, result, alpha)
+        return _judge(claim, view, result, alpha)
     except Exception as err:
         if strict:
             raise
@@ -113,18 +121,18 @@ def score_spec(claim: Claim, ev: Evidence, strict: bool = False) -> ClaimResult:
         return result(ERROR, text)
 
 
-def _judge(claim: Claim, view: ClaimEvidence, result) -> ClaimResult:
+def _judge(claim: Claim, view: ClaimEvidence, result, alpha: float = ALPHA) -> ClaimResult:
     if all(view.rows(e).empty and view.rows(e, rlvr=True).empty for e in claim.experiments):
         lack = f"needs {claim.needs}; the study has no finished run of {_names(claim)}"
         return result(NOT_TESTED, lack, reason=lack)
     items = [(p, _estimates(p, view)) for p in (*claim.premises, *claim.parts)]
     k = sum(_strata(p, xs) for p, xs in items)
-    decided = [(p, xs, _decide(p, xs, ALPHA / k)) for p, xs in items]
+    decided = [(p, xs, _decide(p, xs, alpha / k, alpha)) for p, xs in items]
     premises, parts = decided[: len(claim.premises)], decided[len(claim.premises) :]
     text = " | ".join(d.text for _, _, d in decided)
     note = view.note()
     evidence = f"{text}. {note}" if note else text
-    head = headline(parts + premises)
+    head = headline(parts + premises, alpha)
     absent = [p for p, _, d in premises if d.state == CONTRADICTED]
     if absent:
         why = f"premise {absent[0].claimed()} is absent"
@@ -146,7 +154,9 @@ def _judge(claim: Claim, view: ClaimEvidence, result) -> ClaimResult:
     return result(INCONCLUSIVE, evidence, head, why)
 
 
-def _judge_replays(claim: Claim, ev: Evidence, view: ClaimEvidence, result) -> ClaimResult:
+def _judge_replays(
+    claim: Claim, ev: Evidence, view: ClaimEvidence, result, alpha: float = ALPHA
+) -> ClaimResult:
     """A claim that replays others on an ablation (``spec.REPLAY_RULE``)."""
     grid = claim.replays[0].grid
     ablation = sorted({e for r in claim.replays for e in r.ablation.experiments})
@@ -157,9 +167,14 @@ def _judge_replays(claim: Claim, ev: Evidence, view: ClaimEvidence, result) -> C
         return result(NOT_TESTED, lack, reason=lack)
     k = max(len(claim.premises), 1)
     premises = [
-        (p, xs, decide_part(p, xs, ALPHA / k)) for p in claim.premises for xs in [p.estimate(view)]
+        (p, xs, decide_part(p, xs, alpha / k, alpha))
+        for p in claim.premises
+        for xs in [p.estimate(view)]
     ]
-    got = [(r.main.id, score_spec(r.main, ev), score_spec(r.ablation, ev)) for r in claim.replays]
+    got = [
+        (r.main.id, *(score_spec(c, ev, alpha=alpha) for c in (r.main, r.ablation)))
+        for r in claim.replays
+    ]
     lines = [d.text for _, _, d in premises] + [
         f"claim {i}: main grid {_said(m)}, {grid} {_said(a)}" for i, m, a in got
     ]
@@ -216,18 +231,19 @@ def _strata(p: Part | Routes, xs: list) -> int:
     return max(len(xs[0]) if isinstance(p, Routes) else len(xs), 1)
 
 
-def _decide(p: Part | Routes, xs: list, alpha_contra: float) -> Decision:
+def _decide(p: Part | Routes, xs: list, alpha_contra: float, level: float = ALPHA) -> Decision:
     if isinstance(p, Routes):
-        return decide_routes(p, xs, alpha_contra)
-    return decide_part(p, xs, alpha_contra)
+        return decide_routes(p, xs, alpha_contra, level)
+    return decide_part(p, xs, alpha_contra, level)
 
 
 def _names(claim: Claim) -> str:
     return " or ".join(f"`{e}`" for e in claim.experiments)
 
 
-def headline(decided) -> str:
-    """Each part's stratum closest to failing, ``Δ_KL +1.9 pp [−0.4, +4.2]``, joined."""
+def headline(decided, alpha: float = ALPHA) -> str:
+    """Each part's stratum closest to failing, ``Δ_KL +1.9 pp [−0.4, +4.2]``, joined (the
+    interval at ``alpha`` each side)."""
     parts = []
     for p, xs, _ in decided:
         if isinstance(p, Routes):  # the first route's estimand stands for the part
@@ -236,7 +252,8 @@ def headline(decided) -> str:
         if x is not None:
             label = "" if x.label in ("pooled", p.name) else f" [{x.label}]"
             parts.append(
-                f"{p.name}{label} {interval_text(x, unit=p.unit).replace(' (95% CI)', '')}"
+                f"{p.name}{label} "
+                f"{interval_text(x, alpha, p.unit).replace(f' ({ci_label(alpha)})', '')}"
             )
     return "; ".join(parts)
 

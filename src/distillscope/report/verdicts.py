@@ -139,12 +139,14 @@ def undecided_reason(part: Part, x: Estimate, alpha: float = ALPHA) -> str:
     return text + ")"
 
 
-def decide_part(part: Part, xs: Sequence[Estimate], alpha_contra: float) -> Decision:
+def decide_part(
+    part: Part, xs: Sequence[Estimate], alpha_contra: float, level: float = ALPHA
+) -> Decision:
     """A part over its strata by its quantifier: ``every`` / ``only`` / ``pooled`` (supported
     when every stratum is, contradicted when any is), ``any`` (supported when some stratum is
-    at α / k, contradicted when every one is)."""
+    at α / k, contradicted when every one is); α = ``level``."""
     k = max(len(xs), 1)
-    alpha = ALPHA / k if part.quantifier == ANY else ALPHA
+    alpha = level / k if part.quantifier == ANY else level
     ds = [decide_stratum(part, x, alpha_contra, alpha) for x in xs]
     if not ds:
         return Decision(NOT_TESTED, f"{part.name}: no stratum", f"{part.name}: no stratum")
@@ -175,12 +177,14 @@ def combine(name: str, ds: Sequence[Decision], guard: bool = False, veto: bool =
     return Decision(UNDECIDED, text, f"{name}: {first_reason(reasons)}")
 
 
-def decide_routes(part: Routes, xss: Sequence[Sequence[Estimate]], alpha_contra: float) -> Decision:
+def decide_routes(
+    part: Routes, xss: Sequence[Sequence[Estimate]], alpha_contra: float, level: float = ALPHA
+) -> Decision:
     """A multi-route part (``spec.Routes``) over its strata. ``xss[r]``: route r's estimates,
     one per stratum label. In a stratum each route is decided at α / r (the part holds when
     any does: a union, Bonferroni) and contradicts at ``alpha_contra`` (the part is
     contradicted only when every route is: an intersection); strata combine as ``combine``."""
-    alpha = ALPHA / len(part.routes)
+    alpha = level / len(part.routes)
     labels = list(dict.fromkeys(x.label for xs in xss for x in xs))
     if not labels:
         return Decision(NOT_TESTED, f"{part.name}: no stratum", f"{part.name}: no stratum")

@@ -138,6 +138,27 @@ class RLVRStage(BaseModel):
         return overrides
 
 
+class UntilDecided(BaseModel):
+    """Seeds added until the claims are decided (:mod:`distillscope.study.sequential`).
+
+    ```yaml
+    until_decided: {max_seeds: 6, block: 2}
+    ```
+
+    After each look (the study run and scored), every claim left inconclusive for lack of power
+    gets ``block`` more seeds in the experiments it reads, up to ``max_seeds`` per experiment;
+    each look tests at α / K, K the most looks the budget allows (docs/studies.md).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    max_seeds: int = Field(6, ge=2, description="the most seeds an experiment reaches")
+    block: int = Field(2, ge=1, description="seeds added to an experiment per look")
+    looks: list[dict[str, list[int]]] = Field(
+        default_factory=list,
+        description="the seeds each later look added, per experiment (the study writes them)",
+    )
+
+
 class StudySpec(BaseModel):
     """A whole study: a base RunConfig (as a mapping), its experiments, and optional RLVR
     stages, each following one of them (``rlvr``: one stage, or a list of stages with distinct
@@ -150,6 +171,9 @@ class StudySpec(BaseModel):
     experiments: list[Experiment] = Field(min_length=1, description="sub-grids of the study")
     rlvr: RLVRStage | list[RLVRStage] | None = Field(
         None, description="RLVR follow-up of one experiment's runs (or a list of such stages)"
+    )
+    until_decided: UntilDecided | None = Field(
+        None, description="add seeds where claims lack power, look by look (study.sequential)"
     )
 
     @property
@@ -174,6 +198,13 @@ class StudySpec(BaseModel):
             if stage.name in seen:
                 raise ValueError(f"rlvr.name {stage.name!r} names two RLVR stages")
             seen.append(stage.name)
+        for look in self.until_decided.looks if self.until_decided else []:
+            unknown = [e for e in look if e not in names]
+            if unknown:
+                raise ValueError(
+                    f"until_decided.looks names experiment {clip(unknown[0], 60)!r}, which "
+                    f"this study does not have (experiments: {names})"
+                )
         return self
 
 
@@ -273,32 +304,47 @@ def expand(spec: StudySpec) -> list[PlannedRun]:
     _check_label_columns(spec)
     runs: list[PlannedRun] = []
     for exp in spec.experiments:
-        names = list(exp.axes)
-        choices = [_axis_choices(exp.axes[n]) for n in names]
-        for combo in itertools.product(*choices):
-            settings: dict[str, Any] = dict(exp.overrides)
-            axes: dict[str, Any] = {}
-            labels: dict[str, str] = {}
-            for name, (label, value) in zip(names, combo, strict=True):
-                if isinstance(value, dict):  # a bundle: several settings that move together
-                    settings.update(value)
-                    axes[name] = label
-                    continue
-                settings[name] = value
-                axes[name] = value
-                if label is not None:
-                    labels[label_column(name)] = label
-            dotted = [f"{k}={json.dumps(v)}" for k, v in settings.items()]
-            cfg = run_config_from_dict(
-                apply_overrides(spec.base, dotted), f"study {spec.name}, experiment {exp.name}"
+        runs += _expand_experiment(spec, exp)
+    # seeds added look by look come after the spec's own runs, so that no baseline id moves
+    by_name = {e.name: e for e in spec.experiments}
+    for look in spec.until_decided.looks if spec.until_decided else []:
+        for name, seeds in look.items():
+            exp = by_name[name]
+            runs += _expand_experiment(
+                spec, exp.model_copy(update={"axes": {**exp.axes, "seed": seeds}})
             )
-            runs.append(PlannedRun(run_id(exp.name, axes, cfg), exp.name, axes, labels, cfg))
     for stage in spec.stages:
         runs += rlvr_runs(spec, stage, runs)
     ids = [r.run_id for r in runs]
     dup = {i for i in ids if ids.count(i) > 1}
     if dup:
         raise ConfigError(f"study {spec.name}: runs {sorted(dup)[:3]} are planned twice")
+    return runs
+
+
+def _expand_experiment(spec: StudySpec, exp: Experiment) -> list[PlannedRun]:
+    """The runs of one experiment: its axes crossed, each config validated and given an id."""
+    runs = []
+    names = list(exp.axes)
+    choices = [_axis_choices(exp.axes[n]) for n in names]
+    for combo in itertools.product(*choices):
+        settings: dict[str, Any] = dict(exp.overrides)
+        axes: dict[str, Any] = {}
+        labels: dict[str, str] = {}
+        for name, (label, value) in zip(names, combo, strict=True):
+            if isinstance(value, dict):  # a bundle: several settings that move together
+                settings.update(value)
+                axes[name] = label
+                continue
+            settings[name] = value
+            axes[name] = value
+            if label is not None:
+                labels[label_column(name)] = label
+        dotted = [f"{k}={json.dumps(v)}" for k, v in settings.items()]
+        cfg = run_config_from_dict(
+            apply_overrides(spec.base, dotted), f"study {spec.name}, experiment {exp.name}"
+        )
+        runs.append(PlannedRun(run_id(exp.name, axes, cfg), exp.name, axes, labels, cfg))
     return runs
 
 

@@ -1,0 +1,123 @@
+"""Which teacher each prompt of a run with several teachers reads (``model.teachers``, routed by
+``model.route``; docs/teachers.md), and each teacher's own one-teacher config.
+
+Torch-free, so that a run checks its routes before any model loads (:func:`check_routes`, called
+by the loop right after its preflight):
+
+- ``by: column`` — a task-file column names each row's teacher; every row of the file is
+  checked, and a row naming no teacher of ``model.teachers`` is one line naming the file, the
+  row and the value;
+- ``by: task`` — every prompt reads the teacher named like the run's task (``task.name``): a
+  study with a ``task.name`` axis gives each task its own teacher;
+- ``by: mixture`` — each prompt draws its teacher with probability w_i / Σ w from a uniform
+  u = sha256(seed, prompt) / 2⁶⁴: the same prompt reads the same teacher at every step and in
+  every run of one seed, whatever else the run varies.
+
+Every prompt's rollouts of one prompt group share its teacher, since they share the prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from distillscope.config import ConfigError, RunConfig, run_config_from_dict, served_url
+from distillscope.tasks.base import Problem, Task
+from distillscope.train.cache_manifest import MANIFEST, read_manifest
+
+
+def teacher_names(cfg: RunConfig) -> list[str]:
+    """The names of ``model.teachers`` in the order written ([] for a one-teacher run)."""
+    return list(cfg.model.teachers or {})
+
+
+def teacher_config(cfg: RunConfig, name: str) -> RunConfig:
+    """Teacher ``name``'s one-teacher config: ``model.teacher`` its directory or URL — or, for a
+    teacher-cache directory (it holds ``manifest.json``), the teacher the cache was built from
+    and ``model.teacher_cache`` the directory — and every other field ``cfg``'s. It is
+    validated as a one-teacher run is (a served teacher scores student-written rollouts only,
+    at temperature 1, …); an error is one line starting ``model.teachers.<name>``."""
+    spec = cfg.model.teachers[name]
+    data = cfg.model_dump(mode="json")
+    model = data["model"]
+    model.update(teacher=spec, teachers=None, route=None)
+    if (Path(spec) / MANIFEST).is_file():
+        built = read_manifest(Path(spec))["identity"].get("model.teacher", spec)
+        model.update(teacher=built, teacher_cache=spec)
+    # the settings of the other kind of teacher do not apply to this one
+    drop = ("teacher_dtype", "teacher_device") if served_url(spec) else ("teacher_server",)
+    for field in drop:
+        model.pop(field)
+    return run_config_from_dict(data, f"model.teachers.{name}")
+
+
+def primary_config(cfg: RunConfig) -> RunConfig:
+    """The config whose teacher the run's model pair holds: ``cfg`` itself, or with several
+    teachers the first one's (:func:`teacher_config`)."""
+    names = teacher_names(cfg)
+    return teacher_config(cfg, names[0]) if names else cfg
+
+
+def check_routes(cfg: RunConfig, task: Task) -> None:
+    """ConfigError in one line, before any model loads, unless every prompt of ``task`` has a
+    teacher: each teacher's config valid (:func:`teacher_config`), a task route's teacher
+    named like the task, every row of a column route's task file naming a teacher. A run of
+    several teachers that write rollouts samples on the built-in sampler only."""
+    names = teacher_names(cfg)
+    if not names:
+        return
+    for name in names:
+        teacher_config(cfg, name)
+    route, listed = cfg.model.route, ", ".join(names)
+    if cfg.rollout.engine != "builtin" and cfg.rollout.policy != "student":
+        raise ConfigError(
+            f"model.teachers: rollout.policy={cfg.rollout.policy} samples with each prompt's "
+            "teacher on the built-in sampler; set rollout.engine=builtin"
+        )
+    if route.by == "task" and cfg.task.name not in names:
+        raise ConfigError(
+            f"model.route.by=task: no teacher named task.name={cfg.task.name} in "
+            f"model.teachers ({listed})"
+        )
+    if route.by != "column":
+        return
+    rows = getattr(task, "problems", None)
+    if rows is None:
+        raise ConfigError(
+            f"model.route.by=column reads a task file's column; task.name={task.name} has no rows"
+        )
+    for problem in rows():
+        where = problem.meta.get("source", task.name)
+        extra = problem.meta.get("extra", {})
+        if route.column not in extra:
+            raise ConfigError(f"{where}: no column {route.column!r} (model.route.column)")
+        if str(extra[route.column]) not in names:
+            raise ConfigError(
+                f"{where}: column {route.column!r} names teacher "
+                f"{str(extra[route.column])[:40]!r}, not one of model.teachers ({listed})"
+            )
+
+
+def routes(cfg: RunConfig, problems: list[Problem]) -> list[str]:
+    """The teacher name of each problem (module doc); [] for a one-teacher run."""
+    route = cfg.model.route
+    if route is None:
+        return []
+    if route.by == "task":
+        return [cfg.task.name] * len(problems)
+    if route.by == "column":
+        return [str(p.meta["extra"][route.column]) for p in problems]
+    return [mixture_teacher(cfg.seed, p.prompt, route.weights) for p in problems]
+
+
+def mixture_teacher(seed: int, prompt: str, weights: dict[str, float]) -> str:
+    """The teacher a mixture gives ``prompt``: the first name whose cumulative weight share
+    exceeds u = sha256(seed ⧺ prompt)[:8] / 2⁶⁴ ∈ [0, 1)."""
+    digest = hashlib.sha256(f"{seed}\0{prompt}".encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2**64
+    total, cumulative = sum(weights.values()), 0.0
+    for name, weight in weights.items():
+        cumulative += weight / total
+        if u < cumulative:
+            return name
+    return name  # u within rounding of 1: the last teacher

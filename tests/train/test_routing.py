@@ -4,7 +4,9 @@ inside a mixture."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections import Counter
 
 import pytest
 import torch
@@ -13,8 +15,11 @@ from tests.train.conftest import random_rollouts
 from tests.train.test_distill import strip_timings
 
 from distillscope.config import load_run_config
+from distillscope.eval.evaluate import evaluate
 from distillscope.models.load import load_model
 from distillscope.store import read_metrics
+from distillscope.tasks import resolve_task
+from distillscope.tasks.pools import evaluation_problems
 from distillscope.train.loop import distill
 from distillscope.train.routed import RoutedStep, RoutedTeachers, routed_rollouts
 from distillscope.train.step import Objective, micro_batches
@@ -84,7 +89,7 @@ def two_teachers(tiny_pair):
 def test_each_row_is_scored_by_its_own_teacher(tiny_pair, two_teachers, topk):
     cfg = _routed(tiny_pair[1], *tiny_pair, **{"objective.teacher_topk": topk})
     objective = Objective.from_config(cfg.objective, V)
-    scorers = {n: TeacherScorer(cfg, m, objective) for n, m in zip("ab", two_teachers)}
+    scorers = {n: TeacherScorer(cfg, m, objective) for n, m in zip("ab", two_teachers, strict=True)}
     route = ["a", "b", "b", "a", "b", "a"]
     rollouts = random_rollouts(6, V, seed=3, width=6)
     micro = micro_batches(rollouts, 2)
@@ -128,3 +133,43 @@ def test_a_served_teacher_inside_a_mixture(tiny_pair, tmp_path):
     assert 0 < mixed["teacher/b/share"] < 1 and mixed["teacher/b/seconds"] > 0  # served rows
     assert mixed["teacher/a/share"] + mixed["teacher/b/share"] == 1.0
     assert all(math.isfinite(mixed[f"teacher/{n}/loss"]) for n in "ab")
+
+
+def test_a_column_route_trains_each_row_with_its_teacher_and_evaluates_per_teacher(
+    tiny_pair, tmp_path
+):
+    teacher, student = tiny_pair
+    rows = [
+        {
+            "question": f"q{i}",
+            "options": ["x", "y"],
+            "answer": "AB"[i % 2],
+            "teacher": "ab"[i % 3 > 0],
+        }
+        for i in range(40)
+    ]
+    task = tmp_path / "routed.jsonl"
+    task.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    items = [
+        *_items(student, **{"rollout.policy": "teacher"}),
+        f"model.teachers={{a: '{teacher}', b: '{student}'}}",
+        "model.route={by: column}",
+        "task.name=mcq",
+        f"task.file={task}",
+        "task.prompt_format=testbed",
+        "eval.items=8",
+        "eval.coverage_items=0",
+        "eval.skill_items=0",
+    ]
+    cfg = load_run_config(None, items)
+    out = evaluate(cfg, tmp_path / "run", distill(cfg, tmp_path / "run"))
+    first = read_metrics(tmp_path / "run")[0]
+    routed = [n for n in "ab" if f"teacher/{n}/share" in first]
+    assert routed and all(math.isfinite(first[f"teacher/{n}/loss"]) for n in routed)
+    e = cfg.eval
+    held = evaluation_problems(resolve_task(cfg.task), e.eval_seed, e.items, cfg.task.eval_fraction)
+    counts = Counter(p.meta["extra"]["teacher"] for p in held)
+    assert {k.split("/")[2] for k in out if k.startswith("eval/teacher/")} == set(counts)
+    # the items' accuracies, weighted by their teachers' item counts, make up eval/accuracy
+    mean = sum(out[f"eval/teacher/{n}/accuracy"] * c for n, c in counts.items()) / e.items
+    assert mean == pytest.approx(out["eval/accuracy"], abs=1e-12)

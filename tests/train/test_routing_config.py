@@ -9,12 +9,12 @@ from collections import Counter
 import pytest
 
 from distillscope.config import ConfigError, load_run_config
+from distillscope.config.model import mixture_teacher
 from distillscope.store_versions import ADDED_FIELDS, skipped_fields
 from distillscope.tasks import resolve_task
 from distillscope.tasks.base import Problem
 from distillscope.train.routing import (
     check_routes,
-    mixture_teacher,
     primary_config,
     routes,
     teacher_config,

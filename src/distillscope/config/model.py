@@ -4,8 +4,9 @@ optional LoRA adapters."""
 
 from __future__ import annotations
 
+import hashlib
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -102,6 +103,30 @@ class RouteConfig(_Section):
         if mixture and (not self.weights or any(w <= 0 for w in self.weights.values())):
             raise ValueError("model.route.weights: give each teacher a weight > 0")
         return self
+
+    def teacher_of(self, problem: Any, task: str, seed: int) -> str:
+        """The teacher ``problem`` (a :class:`~distillscope.tasks.base.Problem` of task
+        ``task``) reads: its row's column, the teacher named ``task``, or the mixture's draw
+        (:func:`mixture_teacher`) for its prompt under ``seed``."""
+        if self.by == "task":
+            return task
+        if self.by == "column":
+            return str(problem.meta["extra"][self.column])
+        return mixture_teacher(seed, problem.prompt, self.weights)
+
+
+def mixture_teacher(seed: int, prompt: str, weights: dict[str, float]) -> str:
+    """The teacher a mixture gives ``prompt``: the first name whose cumulative weight share
+    exceeds u = sha256(seed ⧺ prompt)[:8] / 2⁶⁴ ∈ [0, 1) — the same in every step and every
+    run of one seed, whatever else the run varies."""
+    digest = hashlib.sha256(f"{seed}\0{prompt}".encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2**64
+    total, cumulative = sum(weights.values()), 0.0
+    for name, weight in weights.items():
+        cumulative += weight / total
+        if u < cumulative:
+            return name
+    return name  # u within rounding of 1: the last teacher
 
 
 def check_teachers(teachers: dict[str, str], route: RouteConfig) -> None:

@@ -111,6 +111,7 @@ def evaluate(
         Stream.EVAL_ACCURACY,
     )
     out.update(_accuracy(acc, e.samples_per_item))
+    out.update(_routed_accuracy(cfg, held_out[: e.items], acc))  # model.teachers by column/task
     if e.style:
         out.update(_style_share(acc, e.style_language))
     if e.coverage_items:
@@ -223,6 +224,18 @@ def _accuracy(acc: Samples, n: int) -> dict[str, float]:
         "eval/len_mean": sum(flat_len) / len(flat_len),
         "eval/truncated_frac": sum(x for row in acc.truncated for x in row) / len(flat_len),
     }
+
+
+def _routed_accuracy(cfg: RunConfig, problems: list, acc: Samples) -> dict[str, float]:
+    """``eval/teacher/<name>/accuracy``: the accuracy over the items routed to each teacher of
+    ``model.teachers`` (routes by column or task; a mixture routes training prompts only)."""
+    route = cfg.model.route
+    if route is None or route.by == "mixture":
+        return {}
+    by_teacher: dict[str, list[float]] = {}
+    for problem, row in zip(problems, acc.scores, strict=True):
+        by_teacher.setdefault(route.teacher_of(problem, cfg.task.name, cfg.seed), []).extend(row)
+    return {f"eval/teacher/{n}/accuracy": sum(s) / len(s) for n, s in by_teacher.items()}
 
 
 def _style_share(acc: Samples, language: str | None) -> dict[str, float]:

@@ -18,7 +18,6 @@ Every prompt's rollouts of one prompt group share its teacher, since they share 
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from distillscope.config import ConfigError, RunConfig, run_config_from_dict, served_url
@@ -103,21 +102,4 @@ def routes(cfg: RunConfig, problems: list[Problem]) -> list[str]:
     route = cfg.model.route
     if route is None:
         return []
-    if route.by == "task":
-        return [cfg.task.name] * len(problems)
-    if route.by == "column":
-        return [str(p.meta["extra"][route.column]) for p in problems]
-    return [mixture_teacher(cfg.seed, p.prompt, route.weights) for p in problems]
-
-
-def mixture_teacher(seed: int, prompt: str, weights: dict[str, float]) -> str:
-    """The teacher a mixture gives ``prompt``: the first name whose cumulative weight share
-    exceeds u = sha256(seed ⧺ prompt)[:8] / 2⁶⁴ ∈ [0, 1)."""
-    digest = hashlib.sha256(f"{seed}\0{prompt}".encode()).digest()
-    u = int.from_bytes(digest[:8], "big") / 2**64
-    total, cumulative = sum(weights.values()), 0.0
-    for name, weight in weights.items():
-        cumulative += weight / total
-        if u < cumulative:
-            return name
-    return name  # u within rounding of 1: the last teacher
+    return [route.teacher_of(p, cfg.task.name, cfg.seed) for p in problems]

@@ -337,6 +337,24 @@ METRICS: tuple[MetricKey, ...] = (
         ("time/run_s", "seconds", "training wall time of the run", "lower"),
         ("time/teacher_saved_s", "seconds", "time/teacher_saved summed over the run", "higher"),
         (
+            "time/teacher_forward_s",
+            "seconds",
+            "time/teacher_forward summed over the run (the teachers' scoring)",
+            "lower",
+        ),
+        (
+            "teacher/{name}/seconds_s",
+            "seconds",
+            "teacher/{name}/seconds summed over the run",
+            "lower",
+        ),
+        (
+            "teacher/{name}/informativeness_run",
+            "—",
+            "teacher {name}'s I: teacher/{name}/informativeness over steps, weighted by groups",
+            "higher",
+        ),
+        (
             "eval/informativeness",
             "—",
             "the run's I: opd/informativeness over steps, weighted by their groups",

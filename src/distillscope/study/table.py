@@ -125,8 +125,29 @@ def train_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
         "train/steps_done": float(len(rows)),
         "time/run_s": sum(r.get("time/step", 0.0) for r in rows),
         "time/teacher_saved_s": sum(r.get("time/teacher_saved", 0.0) for r in rows),
+        "time/teacher_forward_s": sum(r.get("time/teacher_forward", 0.0) for r in rows),
         "eval/informativeness": informativeness_summary(rows),
+        **teacher_summary(rows),
     }
+
+
+def teacher_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Per routed teacher of a run (its ``teacher/<name>/…`` step keys): its seconds summed over
+    the run (``…/seconds_s``) and its I over the steps as :func:`informativeness_summary` weighs
+    them (``…/informativeness_run``)."""
+    names = sorted({k.split("/")[1] for r in rows for k in r if k.startswith("teacher/")})
+    out = {}
+    for name in names:
+        key = f"teacher/{name}/"
+        out[key + "seconds_s"] = sum(r.get(key + "seconds", 0.0) for r in rows)
+        own = [
+            {"opd/informativeness": r[key + "informativeness"]}
+            | {"opd/informativeness_groups": r.get(key + "informativeness_groups", 1.0)}
+            for r in rows
+            if key + "informativeness" in r
+        ]
+        out[key + "informativeness_run"] = informativeness_summary(own)
+    return out
 
 
 def informativeness_summary(rows: list[dict[str, Any]]) -> float:

@@ -4,13 +4,17 @@ loads; every prompt routed to a teacher (train/routing.py, torch-free)."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from distillscope.config import ConfigError, load_run_config
 from distillscope.config.model import mixture_teacher
+from distillscope.safeyaml import load_yaml
 from distillscope.store_versions import ADDED_FIELDS, skipped_fields
+from distillscope.study.spec import StudySpec, expand
 from distillscope.tasks import resolve_task
 from distillscope.tasks.base import Problem
 from distillscope.train.routing import (
@@ -142,3 +146,28 @@ def test_a_column_route_needs_a_task_with_rows_and_the_builtin_sampler():
     cfg = _cfg(TWO, MIXTURE, "rollout.policy=teacher", "rollout.engine=vllm")
     with pytest.raises(ConfigError, match="set rollout.engine=builtin"):
         check_routes(cfg, resolve_task(cfg.task))
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "teachers.md"
+
+
+def _yaml_block(first_line: str) -> str:
+    """The docs' fenced YAML block that starts with ``first_line``."""
+    found = re.search(rf"```yaml\n({re.escape(first_line)}\n.*?)```", DOC.read_text(), re.S)
+    return found.group(1)
+
+
+def test_the_docs_worked_example_and_its_study_axis_validate(tmp_path):
+    path = tmp_path / "two-teachers.yaml"
+    path.write_text(_yaml_block("# two-teachers.yaml"))
+    cfg = load_run_config(path)
+    check_routes(cfg, resolve_task(cfg.task))  # the testbed teachers exist, the names route
+    assert cfg.model.teachers == {"large": "testbed:teacher", "small": "testbed:teacher-small"}
+    assert teacher_config(cfg, "small").model.teacher == "testbed:teacher-small"
+    axes = load_yaml(_yaml_block("axes:"), "docs/teachers.md")
+    spec = StudySpec.model_validate(
+        {"name": "teachers", "base": {}, "experiments": [{"name": "axis", **axes}]}
+    )
+    runs = expand(spec)
+    teachers = sorted(str(r.config.model.teachers or r.config.model.teacher) for r in runs)
+    assert len(runs) == 3 and len(set(teachers)) == 3  # three distinct cells

@@ -20,8 +20,10 @@ from distillscope.models.load import load_model
 from distillscope.store import read_metrics
 from distillscope.tasks import resolve_task
 from distillscope.tasks.pools import evaluation_problems
+from distillscope.train.cache_build import build_teacher_cache
 from distillscope.train.loop import distill
-from distillscope.train.routed import RoutedStep, RoutedTeachers, routed_rollouts
+from distillscope.train.routed import RoutedStep, RoutedTeachers, routed_rollouts, routed_scores
+from distillscope.train.scoring import TeacherTopK
 from distillscope.train.step import Objective, micro_batches
 from distillscope.train.teacher import TeacherScorer
 
@@ -173,3 +175,60 @@ def test_a_column_route_trains_each_row_with_its_teacher_and_evaluates_per_teach
     # the items' accuracies, weighted by their teachers' item counts, make up eval/accuracy
     mean = sum(out[f"eval/teacher/{n}/accuracy"] * c for n, c in counts.items()) / e.items
     assert mean == pytest.approx(out["eval/accuracy"], abs=1e-12)
+
+
+def test_a_cached_teacher_inside_a_mixture_gives_the_live_run(tmp_path):
+    """A teacher cache of the testbed teacher routed beside the live testbed teacher: every row
+    reads the same bits as in the live one-teacher top-k run (tests/train/
+    test_teacher_cache_built.py: a cache replays them exactly)."""
+    run = [
+        "rollout.policy=teacher",
+        "objective.teacher_topk=4",
+        "optim.steps=2",
+        "optim.grad_accum=2",
+        "rollout.prompts_per_step=4",
+        "task.max_new_tokens=8",
+        "checkpoint_every=0",
+    ]
+    built = tmp_path / "cache"
+    build_teacher_cache([load_run_config(None, run)], built, "test")
+    distill(load_run_config(None, run), tmp_path / "live")
+    teachers = f"model.teachers={{live: testbed:teacher, cached: '{built}'}}"
+    mixture = "model.route={by: mixture, weights: {live: 1, cached: 1}}"
+    distill(load_run_config(None, [*run, teachers, mixture]), tmp_path / "mixed")
+    live, mixed = read_metrics(tmp_path / "live"), read_metrics(tmp_path / "mixed")
+    assert _own(strip_timings(mixed)) == strip_timings(live)
+    assert any(0 < r.get("teacher/cached/share", 0) < 1 for r in mixed)  # both teachers read
+
+
+def test_routed_top_k_scores_pad_a_narrower_cached_batch():
+    g = torch.Generator().manual_seed(0)
+
+    def topk(width: int) -> TeacherTopK:
+        folded = torch.randn(2, width, 5, generator=g).log_softmax(-1)
+        ids = torch.randint(0, V, (2, width, 4), generator=g)
+        token = torch.randn(2, width, generator=g)
+        return TeacherTopK(ids, folded, token, token.clone())
+
+    narrow, wide = topk(3), topk(5)
+    out = routed_scores({"cached": narrow, "live": wide}, ["cached", "live"])
+    assert out.ids_B_T_K.shape == (2, 5, 4) and out.folded_B_T_K1.shape == (2, 5, 5)
+    assert torch.equal(out.folded_B_T_K1[0, :3], narrow.folded_B_T_K1[0])
+    assert torch.equal(out.folded_B_T_K1[1], wide.folded_B_T_K1[1])
+    # past the cached batch's completion: masked positions, a finite uniform fold
+    assert torch.allclose(out.folded_B_T_K1[0, 3:].exp().sum(-1), torch.ones(2))
+    assert out.ids_B_T_K[0, 3:].eq(0).all() and out.token_t1_B_T[0, 3:].eq(0).all()
+
+
+def test_a_routed_run_leaves_the_shared_cache_true_to_each_teacher(tiny_pair, tmp_path):
+    """A routed run's teacher scores are of mixed batches: it stores rollouts only, so a
+    one-teacher run reading the same cache afterwards gets its own run's numbers."""
+    teacher, student = tiny_pair
+    over = {"rollout.policy": "teacher", "rollout.cache_teacher_rollouts": True}
+    cache = tmp_path / "cache"
+    distill(_routed(student, teacher, student, **over), tmp_path / "routed", rollout_cache=cache)
+    one = load_run_config(None, [*_items(student, **over), f"model.teacher={teacher}"])
+    distill(one, tmp_path / "after", rollout_cache=cache)
+    distill(one, tmp_path / "alone")
+    after, alone = read_metrics(tmp_path / "after"), read_metrics(tmp_path / "alone")
+    assert strip_timings(after) == strip_timings(alone)

@@ -14,9 +14,11 @@ from distillscope.config import ConfigError, load_run_config
 from distillscope.config.model import mixture_teacher
 from distillscope.safeyaml import load_yaml
 from distillscope.store_versions import ADDED_FIELDS, skipped_fields
+from distillscope.study.preflight import preflight_runs
 from distillscope.study.spec import StudySpec, expand
 from distillscope.tasks import resolve_task
 from distillscope.tasks.base import Problem
+from distillscope.train import preflight
 from distillscope.train.routing import (
     check_routes,
     primary_config,
@@ -171,3 +173,18 @@ def test_the_docs_worked_example_and_its_study_axis_validate(tmp_path):
     runs = expand(spec)
     teachers = sorted(str(r.config.model.teachers or r.config.model.teacher) for r in runs)
     assert len(runs) == 3 and len(set(teachers)) == 3  # three distinct cells
+
+
+def test_each_teachers_inputs_are_checked_before_anything_runs(
+    tmp_path, tiny_pair, padded_qwen_pair
+):
+    teacher, student = tiny_pair
+    ours = [f"model.student={student}", MIXTURE]
+    missing = _cfg(*ours, f"model.teachers={{a: '{teacher}', b: '{tmp_path / 'nope'}'}}")
+    with pytest.raises(ValueError, match="nope") as err:
+        preflight(missing)
+    assert "\n" not in str(err.value)
+    other = _cfg(*ours, f"model.teachers={{a: '{teacher}', b: '{padded_qwen_pair[0]}'}}")
+    with pytest.raises(ValueError, match="tokenizers of"):
+        preflight_runs([other])
+    preflight_runs([_cfg(*ours, f"model.teachers={{a: '{teacher}', b: '{student}'}}")])

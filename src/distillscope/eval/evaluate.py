@@ -134,7 +134,9 @@ def evaluate(
 def teacher_params(cfg: RunConfig) -> float:
     """The parameter count of the run's teacher (``model/teacher_params``: what sizes teachers
     for claim 22), from its safetensors headers; NaN when they cannot be read (e.g. a teacher
-    stored only as pickled weights)."""
+    stored only as pickled weights) or the run has several teachers (``model.teachers``)."""
+    if cfg.model.teachers is not None:
+        return math.nan
     try:
         return float(parameter_count(resolve_model_path(cfg.model.teacher)))
     except (OSError, ValueError, KeyError):

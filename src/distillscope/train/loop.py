@@ -55,7 +55,6 @@ from distillscope.train.lora import merged_student, plain_weights, trainable_par
 from distillscope.train.precision import forward_precision
 from distillscope.train.profiles import Profiler
 from distillscope.train.routed import run_teachers, teacher_losses
-from distillscope.train.routing import check_routes
 from distillscope.train.run import DivergedError, PhaseTimer, Run, max_norm, set_lr
 from distillscope.train.scoring import TeacherScores
 from distillscope.train.setup import load_models, make_policy
@@ -97,7 +96,6 @@ def distill(
     logged step (progress bars).
     """
     task = preflight(cfg)  # a bad path or task file fails before anything is written
-    check_routes(cfg, task)  # model.teachers: every prompt has a teacher (.routing)
     profile_steps = set(cfg.eval.profile_steps)  # rank 0 profiles; under FSDP every rank gathers
     run = Run.claim(cfg, run_dir, overwrite, on_step)  # the launcher's processes; rank 0 claims
     cfg, ranks = run.cfg, run.ranks  # this rank's device; the run directory keeps the config

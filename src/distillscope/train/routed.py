@@ -7,7 +7,10 @@ routes its rows; every teacher with at least one routed row in the step then
 
 - writes the whole step's rollouts (teacher-writing policies: OffPD, λ-spectrum, mixing,
   interleaving) from the step's own generator, and each row is kept from its teacher's batch;
-- scores each whole micro-batch, and each row's scores are kept from its teacher's.
+- scores each whole micro-batch, and each row's scores are kept from its teacher's. A cached
+  teacher (``teacher-cache build``) reads its scores of its own batch instead, whose rows it
+  was routed are those of the step; a live one scores the step's rows, never through the shared
+  rollout cache, which keeps only a teacher's scores of its own batch.
 
 Working on whole batches keeps every teacher's computation that of a one-teacher run, so a run
 whose teachers are all the same model gives the one-teacher run's results bit for bit. The cost
@@ -19,6 +22,7 @@ loaded once however many names it has (docs/teachers.md).
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
@@ -119,7 +123,12 @@ class RoutedStep:
         each, saved_s = {}, 0.0
         for name in self.active():
             start = time.perf_counter()
-            scores, saved = self.teachers.scorers[name].scores(step, prompts, batches)
+            scorer = self.teachers.scorers[name]
+            if scorer.cfg.model.teacher_cache is None:
+                # live: the shared rollout cache keeps a teacher's scores of its own batch only
+                scores, saved = map(scorer.score, batches), 0.0
+            else:  # a built cache: its scores of its own batch, whose rows it was routed
+                scores, saved = scorer.scores(step, prompts, batches)
             each[name] = iter(scores)
             self._took(name, start)
             saved_s += saved
@@ -240,11 +249,11 @@ def routed_rollouts(batches: dict[str, Rollouts], route: list[str], pad_id: int)
 
 
 def _pad(t_B_T: torch.Tensor, width: int, fill: float) -> torch.Tensor:
-    """``t_B_T`` with ``fill`` columns on the right up to ``width``."""
+    """``t_B_T`` (``[B, T, …]``) with ``fill`` positions after the last up to ``width``."""
     extra = width - t_B_T.shape[1]
     if not extra:
         return t_B_T
-    pad = t_B_T.new_full((t_B_T.shape[0], extra), fill)
+    pad = t_B_T.new_full((t_B_T.shape[0], extra, *t_B_T.shape[2:]), fill)
     return torch.cat([t_B_T, pad], dim=1)
 
 
@@ -259,9 +268,15 @@ def routed_scores(parts: dict[str, TeacherScores], route: list[str]) -> TeacherS
         return first
     every = [parts[n] for n in names]
     owner_B = _owner_B(route, names, _device_of(first))
-    if isinstance(first, TeacherTopK):
+    if isinstance(first, TeacherTopK):  # a cached teacher's batch may be narrower: padded
+        width = max(s.ids_B_T_K.shape[1] for s in every)
+        k1 = first.folded_B_T_K1.shape[-1]
+        fills = {"ids_B_T_K": 0, "folded_B_T_K1": -math.log(k1)}  # masked: a uniform fold
         return TeacherTopK(
-            *(_select([getattr(s, t) for s in every], owner_B) for t in TeacherTopK.TENSORS)
+            *(
+                _select([_pad(getattr(s, t), width, fills.get(t, 0.0)) for s in every], owner_B)
+                for t in TeacherTopK.TENSORS
+            )
         )
     if isinstance(first, HiddenScores):
         return replace(first, hidden_B_T_H=_select([s.hidden_B_T_H for s in every], owner_B))

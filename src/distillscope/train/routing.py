@@ -50,6 +50,12 @@ def teacher_config(cfg: RunConfig, name: str) -> RunConfig:
     return run_config_from_dict(data, f"model.teachers.{name}")
 
 
+def teacher_configs(cfg: RunConfig) -> list[RunConfig]:
+    """Each teacher's one-teacher config (:func:`teacher_config`); ``[cfg]`` for one teacher."""
+    names = teacher_names(cfg)
+    return [teacher_config(cfg, name) for name in names] if names else [cfg]
+
+
 def primary_config(cfg: RunConfig) -> RunConfig:
     """The config whose teacher the run's model pair holds: ``cfg`` itself, or with several
     teachers the first one's (:func:`teacher_config`)."""
@@ -59,14 +65,13 @@ def primary_config(cfg: RunConfig) -> RunConfig:
 
 def check_routes(cfg: RunConfig, task: Task) -> None:
     """ConfigError in one line, before any model loads, unless every prompt of ``task`` has a
-    teacher: each teacher's config valid (:func:`teacher_config`), a task route's teacher
-    named like the task, every row of a column route's task file naming a teacher. A run of
-    several teachers that write rollouts samples on the built-in sampler only."""
+    teacher: a task route's teacher named like the task, every row of a column route's task
+    file naming a teacher. A run of several teachers that write rollouts samples on the
+    built-in sampler only. (Each teacher's own inputs: the preflight, via
+    :func:`teacher_configs`.)"""
     names = teacher_names(cfg)
     if not names:
         return
-    for name in names:
-        teacher_config(cfg, name)
     route, listed = cfg.model.route, ", ".join(names)
     if cfg.rollout.engine != "builtin" and cfg.rollout.policy != "student":
         raise ConfigError(

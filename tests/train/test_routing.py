@@ -13,6 +13,7 @@ import torch
 from tests.conftest import served_teacher
 from tests.train.conftest import random_rollouts
 from tests.train.test_distill import strip_timings
+from tests.train.test_teacher_cache_built import RUN as CACHED_RUN
 
 from distillscope.config import load_run_config
 from distillscope.eval.evaluate import evaluate
@@ -181,15 +182,7 @@ def test_a_cached_teacher_inside_a_mixture_gives_the_live_run(tmp_path):
     """A teacher cache of the testbed teacher routed beside the live testbed teacher: every row
     reads the same bits as in the live one-teacher top-k run (tests/train/
     test_teacher_cache_built.py: a cache replays them exactly)."""
-    run = [
-        "rollout.policy=teacher",
-        "objective.teacher_topk=4",
-        "optim.steps=2",
-        "optim.grad_accum=2",
-        "rollout.prompts_per_step=4",
-        "task.max_new_tokens=8",
-        "checkpoint_every=0",
-    ]
+    run = CACHED_RUN  # the built-cache tests' two steps of OffPD with a top-4 teacher
     built = tmp_path / "cache"
     build_teacher_cache([load_run_config(None, run)], built, "test")
     distill(load_run_config(None, run), tmp_path / "live")

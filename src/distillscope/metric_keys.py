@@ -361,6 +361,7 @@ METRICS: tuple[MetricKey, ...] = (
             "higher",
         ),
         ("model/teacher_params", "count", "parameters of the run's teacher", "none"),
+        ("model/student_params", "count", "parameters of the run's student", "none"),
         (
             "eval/teacher/{name}/accuracy",
             "fraction",

@@ -5,8 +5,11 @@ runs by ``model.teacher``, routed teachers by name."""
 from __future__ import annotations
 
 import pandas as pd
+from tests.conftest import save_tiny_llama
 
+from distillscope.report import score_claims
 from distillscope.report.aggregate import cell_columns
+from distillscope.report.claimkit import NOT_IMPLEMENTED, NOT_TESTED
 from distillscope.report.render import write_report
 from distillscope.report.teachers import COLUMNS, teacher_table
 from distillscope.study.run_study import run_study
@@ -71,3 +74,30 @@ def test_one_teacher_gives_no_section():
         {"status": ["done", "done"], "model.teacher": ["t", "t"], "eval/accuracy": [0.5, 0.7]}
     )
     assert teacher_table(df) is None
+
+
+def test_claim_28_reads_a_study_of_two_students_and_two_teachers(tiny_pair, tmp_path):
+    """Two students × two teachers × two seeds in a `student_scale` experiment: each run records
+    both models' sizes, and claim 28 finds its interaction contrast (not "not tested")."""
+    teacher, student = tiny_pair
+    other_teacher = save_tiny_llama(tmp_path / "teacher-b", hidden=24, layers=1, seed=3)
+    other_student = save_tiny_llama(tmp_path / "student-b", hidden=20, layers=1, seed=4)
+    spec = _spec(teacher, student).model_dump()
+    spec["experiments"] = [
+        {
+            "name": "student_scale",
+            "axes": {
+                "model.student": [str(student), str(other_student)],
+                "model.teacher": [str(teacher), str(other_teacher)],
+                "seed": [42, 43],
+            },
+        }
+    ]
+    study = tmp_path / "study"
+    df = pd.read_parquet(run_study(StudySpec.model_validate(spec), study))
+    runs = df[df["experiment"] == "student_scale"]
+    assert set(runs["status"]) == {"done"} and len(runs) == 8
+    assert runs.groupby("model.student")["model/student_params"].nunique().eq(1).all()
+    assert runs["model/student_params"].nunique() == 2
+    (result,) = score_claims(df, study, strict=True, claims=[28])
+    assert result.verdict not in (NOT_TESTED, NOT_IMPLEMENTED), result.evidence

@@ -102,6 +102,7 @@ def evaluate(
     )
     out: dict[str, float] = split_record("split", held_out, train_pool, task.name)
     out["model/teacher_params"] = teacher_params(cfg)
+    out["model/student_params"] = params_of(cfg.model.student)
     acc = blocks.draw(
         "accuracy",
         task,
@@ -135,10 +136,15 @@ def teacher_params(cfg: RunConfig) -> float:
     """The parameter count of the run's teacher (``model/teacher_params``: what sizes teachers
     for claim 22), from its safetensors headers; NaN when they cannot be read (e.g. a teacher
     stored only as pickled weights) or the run has several teachers (``model.teachers``)."""
-    if cfg.model.teachers is not None:
-        return math.nan
+    return math.nan if cfg.model.teachers is not None else params_of(cfg.model.teacher)
+
+
+def params_of(spec: str) -> float:
+    """The parameter count of model ``spec`` (a directory or ``testbed:…``) from its
+    safetensors headers: ``model/teacher_params``, ``model/student_params`` (claim 28 sizes the
+    students by it); NaN when they cannot be read."""
     try:
-        return float(parameter_count(resolve_model_path(cfg.model.teacher)))
+        return float(parameter_count(resolve_model_path(spec)))
     except (OSError, ValueError, KeyError):
         return math.nan
 

@@ -74,9 +74,10 @@ def planned_row(run: PlannedRun) -> dict[str, Any]:
     """:func:`plan_row` plus placeholders (:data:`PLANNED`) for what the run's config makes it
     measure beyond the metrics every run has (``report.calibrate.TYPICAL``): an RLVR run's
     before/after accuracies (after = before + :data:`PLANNED_RLVR_GAIN`), pass@k for k > 10 up
-    to ``eval.coverage_samples``, and its teacher's and student's sizes (``model/teacher_params``,
-    ``model/student_params``, NaN when unreadable) — so that a scorecard calibrated on a design before it runs finds what the
-    RLVR, OPD and teacher rules read."""
+    to ``eval.coverage_samples``, and its teacher's and student's sizes
+    (``model/teacher_params``, ``model/student_params``, NaN when unreadable) — so that a
+    scorecard calibrated on a design before it runs finds what the RLVR, OPD and teacher rules
+    read."""
     from distillscope.eval.evaluate import params_of, teacher_params  # torch: a planned design
 
     cfg = run.config

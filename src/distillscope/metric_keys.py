@@ -19,7 +19,8 @@ updates; the diagnostics (``kl/``, likelihoods) are its first update's, of the p
 Keys with ``{…}`` are families: ``{k}`` a pass@k sample count, ``{n}`` the samples per item,
 ``{skill}`` a skill of the testbed suite, ``{task}`` an lm-eval task or group, ``{phase}`` a
 phase of the step, ``{view}`` fp32/bf16, ``{tau}`` the threshold written as ``1e-06``,
-``{measure}`` an RLVR measure (``eval_accuracy``, ``harder_accuracy``).
+``{measure}`` an RLVR measure (``eval_accuracy``, ``harder_accuracy``), ``{name}`` a teacher of
+``model.teachers``.
 """
 
 from __future__ import annotations
@@ -190,6 +191,29 @@ METRICS: tuple[MetricKey, ...] = (
             "prompt groups with correct and incorrect student rollouts (I's sample)",
             "none",
         ),
+        (
+            "teacher/{name}/loss",
+            "—",
+            "the loss on the rows routed to teacher {name} alone (several teachers; each "
+            "micro-batch's value already weighted by its share of those rows)",
+            "lower",
+            "sum",
+        ),
+        ("teacher/{name}/share", "fraction", "share of the step's rows routed to {name}", "none"),
+        (
+            "teacher/{name}/seconds",
+            "seconds",
+            "teacher {name}'s time this step: sampling its batch and scoring (cache reads too)",
+            "lower",
+        ),
+        ("teacher/{name}/reward", "fraction", "mean reward of the rows routed to {name}", "higher"),
+        ("teacher/{name}/informativeness", "—", "opd/informativeness of {name}'s rows", "higher"),
+        (
+            "teacher/{name}/informativeness_groups",
+            "count",
+            "opd/informativeness_groups of {name}'s rows",
+            "none",
+        ),
         ("time/{phase}", "seconds", "wall time of one phase of the step", "lower"),
         ("time/step", "seconds", "wall time of the whole step", "lower"),
         ("time/teacher_saved", "seconds", "rollout + teacher forward read from cache", "higher"),
@@ -327,12 +351,38 @@ METRICS: tuple[MetricKey, ...] = (
         ("time/run_s", "seconds", "training wall time of the run", "lower"),
         ("time/teacher_saved_s", "seconds", "time/teacher_saved summed over the run", "higher"),
         (
+            "time/teacher_forward_s",
+            "seconds",
+            "time/teacher_forward summed over the run (the teachers' scoring)",
+            "lower",
+        ),
+        (
+            "teacher/{name}/seconds_s",
+            "seconds",
+            "teacher/{name}/seconds summed over the run",
+            "lower",
+        ),
+        (
+            "teacher/{name}/informativeness_run",
+            "—",
+            "teacher {name}'s I: teacher/{name}/informativeness over steps, weighted by groups",
+            "higher",
+        ),
+        (
             "eval/informativeness",
             "—",
             "the run's I: opd/informativeness over steps, weighted by their groups",
             "higher",
         ),
         ("model/teacher_params", "count", "parameters of the run's teacher", "none"),
+        ("model/student_params", "count", "parameters of the run's student", "none"),
+        (
+            "eval/teacher/{name}/accuracy",
+            "fraction",
+            "eval/accuracy on the held-out items routed to teacher {name} (routes by column or "
+            "task)",
+            "higher",
+        ),
     ),
 )
 

@@ -69,6 +69,8 @@ ADDED_FIELDS: dict[str, Added] = {
     "eval.harder_samples_per_item": Added(1, 2),
     "eval.skill_samples_per_item": Added(1, 2),
     "model.teacher_cache": Added(None, 2),  # a teacher cache built once, read as the teacher
+    "model.teachers": Added(None, 2),  # several teachers routed per prompt (one before)
+    "model.route": Added(None, 2),  # their routing
 }
 
 #: Entries of a teacher-rollout cache key added after caches existed (train/teacher.py).
@@ -86,6 +88,7 @@ EVALUATION_KEY_ADDED: dict[str, Added] = {
     "eval.samples_per_item": ADDED_FIELDS["eval.samples_per_item"],
     "eval.harder_samples_per_item": ADDED_FIELDS["eval.harder_samples_per_item"],
     "eval.skill_samples_per_item": ADDED_FIELDS["eval.skill_samples_per_item"],
+    "model.route": ADDED_FIELDS["model.route"],  # eval/teacher/<name>/accuracy reads it
 }
 
 

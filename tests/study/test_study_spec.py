@@ -9,6 +9,7 @@ from distillscope.config import (
     RLVRConfig,
     TeacherServerConfig,
 )
+from distillscope.config.model import RouteConfig
 from distillscope.study.spec import StudySpec, expand, load_spec, run_id
 
 
@@ -127,6 +128,8 @@ def test_fields_added_later_leave_earlier_ids_and_fingerprints_alone():
         "model.lora": LoraConfig(),
         "model.teacher_server": TeacherServerConfig(timeout_s=5.0),
         "model.teacher_cache": "/caches/teacher",
+        "model.teachers": {"a": "/m/a", "b": "/m/b"},
+        "model.route": RouteConfig(by="task"),
         "rlvr": RLVRConfig(parent="main_x"),
         "log": LogConfig(trackers=["tensorboard"]),
         "rollout.engine": "vllm",

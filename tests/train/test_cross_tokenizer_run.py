@@ -161,3 +161,17 @@ def test_a_cross_tokenizer_run_of_another_shape_is_refused(bpe_pair, over, messa
     cfg = run_cfg(bpe_pair, **{"objective.kind": "uld", **over})
     with pytest.raises(ConfigError, match=message):
         preflight_pair(cfg)
+
+
+def test_a_cross_tokenizer_run_with_routed_teachers_is_refused(bpe_pair):
+    teacher = str(bpe_pair[0])
+    cfg = run_cfg(
+        bpe_pair,
+        **{
+            "objective.kind": "aligned_forward_kl",
+            "model.teachers": f"{{a: '{teacher}', b: '{teacher}'}}",
+            "model.route": "{by: mixture, weights: {a: 1, b: 1}}",
+        },
+    )
+    with pytest.raises(ConfigError, match="reads the one model.teacher, not model.teachers"):
+        preflight_pair(cfg)

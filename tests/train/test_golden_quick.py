@@ -137,8 +137,13 @@ def run_all(runs: Path) -> dict:
 
 
 #: Keys recorded since the fixture was written, which it cannot hold: the evaluation protocol
-#: (samples per item) a run used.
-ADDED_SINCE_FIXTURE = ("eval/accuracy_samples", "eval/harder_samples", "eval/skill_samples")
+#: (samples per item) a run used, and the student's size.
+ADDED_SINCE_FIXTURE = (
+    "eval/accuracy_samples",
+    "eval/harder_samples",
+    "eval/skill_samples",
+    "model/student_params",
+)
 
 
 def _numbers(row: dict) -> dict:

@@ -1,9 +1,12 @@
 """``model``: the student, the teacher (a local model or an OpenAI-compatible server,
-docs/scaling.md) and the student's optional LoRA adapters."""
+docs/scaling.md), several teachers routed per prompt (docs/teachers.md) and the student's
+optional LoRA adapters."""
 
 from __future__ import annotations
 
-from typing import Literal
+import hashlib
+import re
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -52,24 +55,98 @@ def served_url(spec: str) -> bool:
     return spec.startswith(("http://", "https://"))
 
 
-def _check_server_url(url: str) -> None:
-    """ValueError unless a served teacher's URL is http(s) with a host and no credentials,
-    query or fragment."""
+def _check_server_url(url: str, field: str = "model.teacher") -> None:
+    """ValueError unless a served teacher's URL (of ``field``) is http(s) with a host and no
+    credentials, query or fragment."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
     if parts.username is not None or parts.password is not None:
         raise ValueError(
-            "model.teacher: a server URL must not carry credentials; use "
+            f"{field}: a server URL must not carry credentials; use "
             "model.teacher_server.api_key_env"
         )
     try:
         parts.port  # noqa: B018  (raises on a port that is not a number)
     except ValueError:
-        raise ValueError(f"model.teacher: {quote(url, 60)} has a bad port") from None
+        raise ValueError(f"{field}: {quote(url, 60)} has a bad port") from None
     if not parts.hostname or parts.query or parts.fragment:
+        raise ValueError(f"{field}: {quote(url, 60)} is not a server URL (http(s)://HOST:PORT/v1)")
+
+
+#: A routed teacher's name: it becomes part of metric keys (``teacher/<name>/loss``).
+TEACHER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
+
+
+class RouteConfig(_Section):
+    """How each prompt of a run with ``model.teachers`` finds its teacher (docs/teachers.md):
+    a task-file column naming it, the task (the teacher named like the run's task), or a fixed
+    mixture drawn per prompt from the run's seed."""
+
+    by: Literal["column", "task", "mixture"] = Field(
+        description="column: a task-file column names each row's teacher; task: the teacher "
+        "named like task.name; mixture: drawn per prompt with model.route.weights"
+    )
+    column: str = Field("teacher", description="by=column: the task-file column")
+    weights: dict[str, Float] | None = Field(
+        None, description="by=mixture: teacher name → weight (> 0; normalised)"
+    )
+
+    @model_validator(mode="after")
+    def _weights(self) -> RouteConfig:
+        mixture = self.by == "mixture"
+        self._ignored("model.route", {"column": self.by == "column"}, f"model.route.by={self.by}")
+        if mixture != (self.weights is not None):
+            raise ValueError(
+                "model.route.weights is set with model.route.by=mixture, and only then"
+            )
+        if mixture and (not self.weights or any(w <= 0 for w in self.weights.values())):
+            raise ValueError("model.route.weights: give each teacher a weight > 0")
+        return self
+
+    def teacher_of(self, problem: Any, task: str, seed: int) -> str:
+        """The teacher ``problem`` (a :class:`~distillscope.tasks.base.Problem` of task
+        ``task``) reads: its row's column, the teacher named ``task``, or the mixture's draw
+        (:func:`mixture_teacher`) for its prompt under ``seed``."""
+        if self.by == "task":
+            return task
+        if self.by == "column":
+            return str(problem.meta["extra"][self.column])
+        return mixture_teacher(seed, problem.prompt, self.weights)
+
+
+def mixture_teacher(seed: int, prompt: str, weights: dict[str, float]) -> str:
+    """The teacher a mixture gives ``prompt``: the first name whose cumulative weight share
+    exceeds u = sha256(seed ⧺ prompt)[:8] / 2⁶⁴ ∈ [0, 1) — the same in every step and every
+    run of one seed, whatever else the run varies."""
+    digest = hashlib.sha256(f"{seed}\0{prompt}".encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2**64
+    total, cumulative = sum(weights.values()), 0.0
+    for name, weight in weights.items():
+        cumulative += weight / total
+        if u < cumulative:
+            return name
+    return name  # u within rounding of 1: the last teacher
+
+
+def check_teachers(teachers: dict[str, str], route: RouteConfig) -> None:
+    """ValueError (one line naming the field) unless every name is a metric-key-safe word, every
+    URL a server URL, and the mixture's weights name teachers of ``teachers``."""
+    if not teachers:
+        raise ValueError("model.teachers: name at least one teacher")
+    for name, spec in teachers.items():
+        if not TEACHER_NAME.fullmatch(name):
+            raise ValueError(
+                f"model.teachers: name {quote(name, 40)} must be letters, digits, _ . - "
+                "(up to 40, first a letter or digit)"
+            )
+        if served_url(spec):
+            _check_server_url(spec, f"model.teachers.{name}")
+    unknown = sorted(set(route.weights or {}) - set(teachers))
+    if unknown:
         raise ValueError(
-            f"model.teacher: {quote(url, 60)} is not a server URL (http(s)://HOST:PORT/v1)"
+            f"model.route.weights names {quote(unknown[0], 40)}, not one of model.teachers "
+            f"({', '.join(teachers)})"
         )
 
 
@@ -117,6 +194,27 @@ class ModelConfig(_Section):
         "rollouts and top-k scores an off-policy run reads instead of model.teacher's; null = "
         "none (docs/scaling.md)",
     )
+    teachers: dict[str, str] | None = Field(
+        None,
+        description="several teachers, name → HF directory, testbed:teacher, server URL or "
+        "teacher-cache directory, each prompt routed by model.route (replaces model.teacher; "
+        "docs/teachers.md); null = the one model.teacher",
+    )
+    route: RouteConfig | None = Field(
+        None,
+        description="with model.teachers: {by: column, column} | {by: task} | {by: mixture, "
+        "weights}; null = one teacher",
+    )
+
+    @model_validator(mode="after")
+    def _routed(self) -> ModelConfig:
+        if (self.teachers is None) != (self.route is None):
+            raise ValueError("model.teachers and model.route are set together (docs/teachers.md)")
+        if self.teachers is not None:
+            check_teachers(self.teachers, self.route)
+            setting = "model.teachers (each teacher's value names it)"
+            self._ignored("model", {"teacher": False, "teacher_cache": False}, setting)
+        return self
 
     @model_validator(mode="after")
     def _served(self) -> ModelConfig:
@@ -126,9 +224,13 @@ class ModelConfig(_Section):
             _check_server_url(self.teacher)
             if self.teacher_cache is not None:
                 raise ValueError("model.teacher_cache is built from a local model.teacher")
-        reads = {"teacher_dtype": not served, "teacher_device": not served}
+        specs = list(self.teachers.values()) if self.teachers else [self.teacher]
+        local, any_served = not all(map(served_url, specs)), any(map(served_url, specs))
+        reads = {"teacher_dtype": local, "teacher_device": local}
         setting = f"a {'served' if served else 'local'} model.teacher"
-        self._ignored("model", {**reads, "teacher_server": served}, setting)
+        if self.teachers:
+            setting = "model.teachers" + (" (all served)" if not local else " (none served)")
+        self._ignored("model", {**reads, "teacher_server": any_served}, setting)
         return self
 
     def server(self) -> TeacherServerConfig:

@@ -102,6 +102,7 @@ def evaluate(
     )
     out: dict[str, float] = split_record("split", held_out, train_pool, task.name)
     out["model/teacher_params"] = teacher_params(cfg)
+    out["model/student_params"] = params_of(cfg.model.student)
     acc = blocks.draw(
         "accuracy",
         task,
@@ -111,6 +112,7 @@ def evaluate(
         Stream.EVAL_ACCURACY,
     )
     out.update(_accuracy(acc, e.samples_per_item))
+    out.update(_routed_accuracy(cfg, held_out[: e.items], acc))  # model.teachers by column/task
     if e.style:
         out.update(_style_share(acc, e.style_language))
     if e.coverage_items:
@@ -133,9 +135,16 @@ def evaluate(
 def teacher_params(cfg: RunConfig) -> float:
     """The parameter count of the run's teacher (``model/teacher_params``: what sizes teachers
     for claim 22), from its safetensors headers; NaN when they cannot be read (e.g. a teacher
-    stored only as pickled weights)."""
+    stored only as pickled weights) or the run has several teachers (``model.teachers``)."""
+    return math.nan if cfg.model.teachers is not None else params_of(cfg.model.teacher)
+
+
+def params_of(spec: str) -> float:
+    """The parameter count of model ``spec`` (a directory or ``testbed:…``) from its
+    safetensors headers: ``model/teacher_params``, ``model/student_params`` (claim 28 sizes the
+    students by it); NaN when they cannot be read."""
     try:
-        return float(parameter_count(resolve_model_path(cfg.model.teacher)))
+        return float(parameter_count(resolve_model_path(spec)))
     except (OSError, ValueError, KeyError):
         return math.nan
 
@@ -223,6 +232,18 @@ def _accuracy(acc: Samples, n: int) -> dict[str, float]:
         "eval/len_mean": sum(flat_len) / len(flat_len),
         "eval/truncated_frac": sum(x for row in acc.truncated for x in row) / len(flat_len),
     }
+
+
+def _routed_accuracy(cfg: RunConfig, problems: list, acc: Samples) -> dict[str, float]:
+    """``eval/teacher/<name>/accuracy``: the accuracy over the items routed to each teacher of
+    ``model.teachers`` (routes by column or task; a mixture routes training prompts only)."""
+    route = cfg.model.route
+    if route is None or route.by == "mixture":
+        return {}
+    by_teacher: dict[str, list[float]] = {}
+    for problem, row in zip(problems, acc.scores, strict=True):
+        by_teacher.setdefault(route.teacher_of(problem, cfg.task.name, cfg.seed), []).extend(row)
+    return {f"eval/teacher/{n}/accuracy": sum(s) / len(s) for n, s in by_teacher.items()}
 
 
 def _style_share(acc: Samples, language: str | None) -> dict[str, float]:

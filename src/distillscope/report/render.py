@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from distillscope import __version__
-from distillscope.report import decide
+from distillscope.report import decide, teachers
 from distillscope.report.analysis import analysis_figures, analysis_tables, split_analysis
 from distillscope.report.curves import training_figures
 from distillscope.report.figures import (
@@ -380,6 +380,7 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
             '<p class="muted">Mean ± SEM over seeds; n = finished seeds.</p>',
             html_table(t["main"]),
         ]
+    parts += teachers.html(study, esc, html_table)  # two teachers or more (report/teachers.py)
     if figures:
         parts.append("<h2>Figures</h2>")
         parts += [_html_figure(f) for f in figures]
@@ -466,6 +467,7 @@ def render_markdown(
             md_table(t["main"]),
             "",
         ]
+    parts += teachers.markdown(study, md_escape, md_table)  # two teachers or more
     if figures:
         parts += ["## Figures", ""]
         for f in figures:

@@ -3,7 +3,8 @@
 
 - paths, task files, datasets and optional extras (:func:`~distillscope.train.preflight_all`);
 - the model pair: one tokenizer, a served teacher's top-k limit, vLLM installed
-  (:func:`~distillscope.train.pair_checks.preflight_pair`);
+  (:func:`~distillscope.train.pair_checks.preflight_pair`), for each teacher of a run with
+  several;
 - the evaluation: enough held-out rows for ``eval.items`` / ``eval.coverage_items`` (task,
   harder task, RLVR task) (:func:`~distillscope.eval.preflight.preflight_evaluation`);
 - the forgetting suite's datasets cached or reachable
@@ -22,12 +23,13 @@ from distillscope.eval.forgetting_data import check_harness_data
 from distillscope.eval.preflight import preflight_evaluation
 from distillscope.train.checks import preflight_all
 from distillscope.train.pair_checks import preflight_pair
+from distillscope.train.routing import teacher_configs
 
 
 def preflight_runs(configs: list[RunConfig]) -> None:
     """Raise the first check's one-line error (module doc) for ``configs``, else return."""
     preflight_all(configs)
-    _once(configs, _pair_key, preflight_pair)
+    _once([one for c in configs for one in teacher_configs(c)], _pair_key, preflight_pair)
     _once(configs, _evaluation_key, lambda cfg: preflight_evaluation(cfg, harness=False))
     suites = [c for c in configs if c.eval.forgetting is not None]
     _once(suites, lambda c: c.eval.forgetting.model_dump_json(), _harness)

@@ -74,10 +74,11 @@ def planned_row(run: PlannedRun) -> dict[str, Any]:
     """:func:`plan_row` plus placeholders (:data:`PLANNED`) for what the run's config makes it
     measure beyond the metrics every run has (``report.calibrate.TYPICAL``): an RLVR run's
     before/after accuracies (after = before + :data:`PLANNED_RLVR_GAIN`), pass@k for k > 10 up
-    to ``eval.coverage_samples``, and its teacher's size (``model/teacher_params``, NaN when
-    unreadable) — so that a scorecard calibrated on a design before it runs finds what the
-    RLVR, OPD and teacher rules read."""
-    from distillscope.eval.evaluate import teacher_params  # torch: only for a planned design
+    to ``eval.coverage_samples``, and its teacher's and student's sizes
+    (``model/teacher_params``, ``model/student_params``, NaN when unreadable) — so that a
+    scorecard calibrated on a design before it runs finds what the RLVR, OPD and teacher rules
+    read."""
+    from distillscope.eval.evaluate import params_of, teacher_params  # torch: a planned design
 
     cfg = run.config
     row = plan_row(run)
@@ -91,6 +92,7 @@ def planned_row(run: PlannedRun) -> dict[str, Any]:
     n = cfg.eval.coverage_samples if cfg.eval.coverage_items else 0
     row.update({f"eval/pass@{k}": PLANNED for k in LARGE_PASS_KS if k <= n})
     row["model/teacher_params"] = teacher_params(cfg)
+    row["model/student_params"] = params_of(cfg.model.student)
     return row
 
 
@@ -125,8 +127,29 @@ def train_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
         "train/steps_done": float(len(rows)),
         "time/run_s": sum(r.get("time/step", 0.0) for r in rows),
         "time/teacher_saved_s": sum(r.get("time/teacher_saved", 0.0) for r in rows),
+        "time/teacher_forward_s": sum(r.get("time/teacher_forward", 0.0) for r in rows),
         "eval/informativeness": informativeness_summary(rows),
+        **teacher_summary(rows),
     }
+
+
+def teacher_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Per routed teacher of a run (its ``teacher/<name>/…`` step keys): its seconds summed over
+    the run (``…/seconds_s``) and its I over the steps as :func:`informativeness_summary` weighs
+    them (``…/informativeness_run``)."""
+    names = sorted({k.split("/")[1] for r in rows for k in r if k.startswith("teacher/")})
+    out = {}
+    for name in names:
+        key = f"teacher/{name}/"
+        out[key + "seconds_s"] = sum(r.get(key + "seconds", 0.0) for r in rows)
+        own = [
+            {"opd/informativeness": r[key + "informativeness"]}
+            | {"opd/informativeness_groups": r.get(key + "informativeness_groups", 1.0)}
+            for r in rows
+            if key + "informativeness" in r
+        ]
+        out[key + "informativeness_run"] = informativeness_summary(own)
+    return out
 
 
 def informativeness_summary(rows: list[dict[str, Any]]) -> float:

@@ -11,6 +11,7 @@ from distillscope.models.served import TeacherClient
 from distillscope.tasks import Task, resolve_task
 from distillscope.tasks.language import require_lingua
 from distillscope.train.cache_manifest import check_teacher_cache
+from distillscope.train.routing import check_routes, teacher_configs
 
 
 def preflight(cfg: RunConfig) -> Task:
@@ -19,13 +20,15 @@ def preflight(cfg: RunConfig) -> Task:
     Raises a one-line ``ValueError`` naming the path: a missing or incomplete model directory
     (``ModelLoadError``), a served teacher that cannot be reached (``ServerError``), a missing
     task file, the first bad row of a task file, or a dataset task's dataset that cannot be read
-    (not cached under ``HF_DATASETS_OFFLINE=1``, a field the rows lack).
+    (not cached under ``HF_DATASETS_OFFLINE=1``, a field the rows lack); with several teachers,
+    each one's inputs and every prompt's route (:func:`.routing.check_routes`).
     """
-    m = cfg.model
-    if served_url(m.teacher):  # a served teacher: reach the server (its model's name)
-        TeacherClient.from_config(m, vocab_size=0).model_name()
-    for spec in (m.student,) if served_url(m.teacher) else (m.teacher, m.student):
-        check_model_dir(resolve_model_path(spec), m.allow_pickle)
+    for one in teacher_configs(cfg):  # several teachers: each one's own
+        m = one.model
+        if served_url(m.teacher):  # a served teacher: reach the server (its model's name)
+            TeacherClient.from_config(m, vocab_size=0).model_name()
+        for spec in (m.student,) if served_url(m.teacher) else (m.teacher, m.student):
+            check_model_dir(resolve_model_path(spec), m.allow_pickle)
     if cfg.task.file is not None and not Path(cfg.task.file).is_file():
         raise FileNotFoundError(f"task.file {cfg.task.file} does not exist")
     task = resolve_task(cfg.task)
@@ -38,14 +41,16 @@ def preflight(cfg: RunConfig) -> Task:
     if cfg.eval.forgetting is not None:
         cfg.eval.forgetting.preflight()  # the harness installed, its include_path there
     _optional_extras(cfg)
+    check_routes(cfg, task)  # model.teachers: every prompt routed to one of them
     return task
 
 
 def _optional_extras(cfg: RunConfig) -> None:
     """Refuse a LoRA student without peft, a tracker whose package is missing and a teacher
     cache that does not fit the run (.cache_manifest)."""
-    if cfg.model.teacher_cache is not None:
-        check_teacher_cache(cfg)
+    for one in teacher_configs(cfg):  # several teachers: each cached one's
+        if one.model.teacher_cache is not None:
+            check_teacher_cache(one)
     if cfg.model.lora is not None:
         cfg.model.lora.preflight()
     if cfg.log is not None:
@@ -65,7 +70,8 @@ def preflight_all(configs: list[RunConfig]) -> None:
         m, t = cfg.model, cfg.task
         rlvr_task = cfg.rlvr.task if cfg.rlvr is not None else None
         rows = t.model_dump_json(include={"name", "file", "dataset", "fields"})
-        key = (m.teacher, m.student, m.allow_pickle, rows, cfg.eval.harder_task, rlvr_task)
+        teachers = (m.teacher, str(m.teachers), str(m.route))
+        key = (*teachers, m.student, m.allow_pickle, rows, cfg.eval.harder_task, rlvr_task)
         if key not in seen:
             seen.add(key)
             preflight(cfg)

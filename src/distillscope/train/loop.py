@@ -55,6 +55,7 @@ from distillscope.train.informativeness import informativeness_metrics
 from distillscope.train.lora import merged_student, plain_weights, trainable_parameters
 from distillscope.train.precision import forward_precision
 from distillscope.train.profiles import Profiler
+from distillscope.train.routed import run_teachers, teacher_losses
 from distillscope.train.run import DivergedError, PhaseTimer, Run, max_norm, set_lr
 from distillscope.train.scoring import TeacherScores
 from distillscope.train.setup import load_models, make_policy
@@ -66,7 +67,6 @@ from distillscope.train.step import (
     micro_batch_share,
     objective_loss,
 )
-from distillscope.train.teacher import TeacherScorer
 
 __all__ = ["DivergedError", "distill", "lr_at"]  # DivergedError: what distill raises (.run)
 
@@ -109,12 +109,12 @@ def distill(
     sampler, student = Sampler.of(cfg, pair), pair.student
     optimizer = _adamw(cfg, student)
     start = run.resume(student, optimizer)  # metrics.jsonl, trackers: from the checkpoint on
-    # the rollout cache keys the teacher's scores by the single-process micro-batches
-    teacher = TeacherScorer(
-        cfg, pair.teacher, objective, rollout_cache if ranks.world == 1 else None
-    )
+    # the rollout cache keys the teacher's scores by the single-process micro-batches;
+    # model.teachers: each prompt's rollouts and scores from its routed teacher (.routed)
     if objective.kind.inputs == "cross_tokenizer":  # the teacher reads its own tokens
         encoder, teacher = cross_tokenizer_run(cfg, task, pair, objective)
+    else:
+        teacher = run_teachers(cfg, pair, objective, rollout_cache if ranks.world == 1 else None)
     learner = Learner(cfg, objective, student, ranks)
     profiler = Profiler(cfg, pair, objective.path, encoder, pool, run_dir, start)
 
@@ -125,13 +125,16 @@ def distill(
         # 1. prompts: distinct within the step, drawn from the step's own (seed, step) stream
         problems = step_problems(cfg, pool, step)
         prompts = encoder.batch(problems, cfg.model.device)
+        step_teacher = teacher.for_step(problems)  # several teachers: each row's own
         # 2. roll out on rank 0, sent to every rank: trajectories are constants (no gradient
         #    through sampling); a shared teacher-written step comes from the rollout cache when
         #    another run sampled it; under FSDP every rank gathers the student's full weights
         sample = functools.partial(sampler.sample, prompts, step)
         try:
             with ranks.full_weights(student):
-                rollouts, saved_s = ranks.rollouts_of_rank0(teacher.rollouts, step, prompts, sample)
+                rollouts, saved_s = ranks.rollouts_of_rank0(
+                    step_teacher.rollouts, step, prompts, sample
+                )
         except NonFiniteSamplingError as err:
             run.diverged(f"step {step}: {err}")
         rollouts = rollouts.to(cfg.model.device)
@@ -139,8 +142,9 @@ def distill(
         timer.lap("rollout")
         # 3. score: the teacher's scores of each micro-batch (of this rank's rows, with several
         #    processes), live or from the cache (same bits)
-        batch = StepBatch(step, rollouts, ranks.micro_batches(rollouts, cfg.optim.grad_accum))
-        t_scores, scores_saved_s = teacher.scores(step, prompts, batch.micro)
+        micro = ranks.micro_batches(rollouts, cfg.optim.grad_accum)
+        batch = StepBatch(step, rollouts, micro, step_teacher.route)
+        t_scores, scores_saved_s = step_teacher.scores(step, prompts, batch.micro)
         timer.lap("teacher_forward")
         # 4–7. per update (objective.updates_per_batch, 1 but for OPD): student forward,
         #      objective and backward per micro-batch, then clip and step
@@ -161,6 +165,7 @@ def distill(
             norms.append(grad_norm)
         # 8. log: the loss metrics and the pre-clip norms as the mean over the updates
         row = update_metrics(cfg, passes, rollouts, rewards)
+        row |= step_teacher.metrics(rollouts, passes[0].logprobs_B_T, rewards)  # teacher/<name>/
         row |= _step_metrics(cfg, step, lr, norms, rewards, rollouts, timer)
         row["time/teacher_saved"] = saved_s + scores_saved_s  # rollouts and scores from cache
         run.log(row)  # metrics.jsonl (rank 0), trackers, on_step
@@ -263,9 +268,11 @@ class Sampler:
         engine = rollout_engine(r.engine, policy, *writers, plain_weights, r.engine_gpu_memory)
         return cls(cfg, policy, pair, engine)
 
-    def sample(self, prompts: PromptBatch, step: int) -> Rollouts:
-        """Step ``step``'s rollouts of ``prompts``, drawn with the step's own generator."""
+    def sample(self, prompts: PromptBatch, step: int, teacher=None) -> Rollouts:
+        """Step ``step``'s rollouts of ``prompts``, drawn with the step's own generator and
+        ``teacher`` (a routed run's; None = the pair's)."""
         cfg, pair = self.cfg, self.pair
+        teacher = pair.teacher if teacher is None else teacher
         spec = SamplingSpec(
             max_new_tokens=cfg.task.max_new_tokens,
             stop_ids=pair.stop_ids or pair.tokenizer.eos_token_id,
@@ -275,7 +282,7 @@ class Sampler:
         generator = model_generator(pair.student, cfg.seed, step, Stream.ROLLOUT)
         if self.engine is not None:
             return self.engine.sample(self.policy, prompts, spec, generator)
-        return sample_rollouts(self.policy, pair.student, pair.teacher, prompts, spec, generator)
+        return sample_rollouts(self.policy, pair.student, teacher, prompts, spec, generator)
 
 
 @dataclass(frozen=True)
@@ -292,11 +299,13 @@ class Learner:
 @dataclass(frozen=True)
 class StepBatch:
     """A step's rollout batch: the step (its random streams are ``(seed, step)``'s), the whole
-    batch's rollouts and this rank's micro-batches of them (row indices the whole batch's)."""
+    batch's rollouts, this rank's micro-batches of them (row indices the whole batch's) and,
+    with several teachers, the teacher each row is routed to."""
 
     step: int
     rollouts: Rollouts
     micro: list[MicroBatch]
+    route: list[str] | tuple[str, ...] = ()  # several teachers: each row's (.routing)
 
 
 @dataclass(frozen=True)
@@ -371,6 +380,10 @@ def forward_backward(
         micro_a = None if advantage is None else advantage.rows(index_b.to(mask_B_T.device))
         loss, metrics, gathered = objective_loss(objective, s_scores, t_scores, r, micro_u, micro_a)
         (loss * share).backward()
+        if batch.route:  # several teachers: each one's loss on its own rows (already weighted)
+            metrics |= teacher_losses(
+                objective, s_scores, t_scores, mask_B_T, batch.route, micro, micro_u, micro_a
+            )
         timer.lap("student_forward_backward")
         if advantage is None:
             logp_B_T = diagnostic_logprobs(objective, s_scores, t_scores, r, gathered)

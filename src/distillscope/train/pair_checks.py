@@ -52,7 +52,8 @@ def cross_tokenizer_refusal(cfg: RunConfig) -> str | None:
     """The one line a cross-tokenizer run (``objective.kind`` in
     :data:`~distillscope.objectives.registry.CROSS_TOKENIZER_KINDS`) is refused with, or None.
 
-    The teacher re-tokenises text, so it must be a local model (a server answers log-probs of
+    The teacher re-tokenises text, so it must be one local model (routed ``model.teachers``
+    share the student's tokenizer) (a server answers log-probs of
     given tokens, a teacher cache holds the student's tokens); rollouts are the student's
     (OnPD) or the teacher's (OffPD) alone, sampled by distillscope's own sampler; per-position
     profiles and several processes read a shared vocabulary.
@@ -63,6 +64,8 @@ def cross_tokenizer_refusal(cfg: RunConfig) -> str | None:
     m, where = cfg.model, f"objective.kind={kind} (a teacher with another tokenizer)"
     if served_url(m.teacher) or m.teacher_cache is not None:
         return f"{where} needs a local model.teacher: no server URL, no model.teacher_cache"
+    if m.teachers is not None:
+        return f"{where} reads the one model.teacher, not model.teachers"
     if cfg.rollout.policy not in ("student", "teacher"):
         return f"{where} takes rollout.policy=student or teacher, not {cfg.rollout.policy}"
     if cfg.rollout.engine != "builtin" or cfg.rollout.cache_teacher_rollouts:

@@ -14,6 +14,7 @@ from distillscope.rollout.policy_registry import ROLLOUT_POLICIES
 from distillscope.train.cross_tokenizer import load_cross_tokenizer_pair
 from distillscope.train.fsdp import shard_student
 from distillscope.train.lora import attach_lora
+from distillscope.train.routing import primary_config
 from distillscope.train.served import served_pair
 
 
@@ -22,6 +23,7 @@ def load_models(cfg: RunConfig, shard: bool = False) -> ModelPair:
     student carries ``model.lora``'s adapters (:mod:`.lora`: only they train), recomputes
     its layer activations in backward with ``model.gradient_checkpointing``, and with
     ``shard`` (``--fsdp``) has its layers sharded over the ranks (:mod:`.fsdp`)."""
+    cfg = primary_config(cfg)  # several teachers: the pair holds the first (.routing)
     m = cfg.model
     if served_url(m.teacher):  # a teacher behind a server: the student loads here (.served)
         pair = served_pair(cfg)

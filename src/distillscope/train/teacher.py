@@ -46,6 +46,17 @@ class TeacherScorer:
         self.cfg, self.teacher, self.objective = cfg, teacher, objective
         self.cache = built_cache(cfg) or _shared_cache(cfg, cache_dir)
 
+    #: no row is routed: every row reads this teacher (several teachers: :mod:`.routed`)
+    route: tuple[str, ...] = ()
+
+    def for_step(self, problems: list) -> TeacherScorer:
+        """The teacher of a step's ``problems``: this one, for every row."""
+        return self
+
+    def metrics(self, rollouts: Rollouts, logprobs_B_T: dict, rewards: list) -> dict[str, float]:
+        """No per-teacher metrics: the one teacher's are the step's."""
+        return {}
+
     def rollouts(
         self, step: int, prompts: PromptBatch, roll: Callable[[], Rollouts]
     ) -> tuple[Rollouts, float]:

@@ -318,3 +318,15 @@ def test_a_multi_route_part_counts_its_strata_once_and_heads_by_its_first_route(
     r = _score(routes, _part("A", AT_HALF))
     assert r.verdict == "contradicted"
     assert r.headline.startswith("a +20.0 pp [+18.0, +22.0]; A ")
+
+
+def test_a_claim_whose_parts_all_lack_evidence_is_not_tested_even_when_a_premise_is_absent():
+    """Its own experiment missing, a claim is "not tested": an absent premise measured
+    elsewhere (claim 7's main-grid LR effect without a λ-spectrum) does not make it "not
+    applicable"; the reason names both."""
+    premise = (_part(GAIN, _x(1.0)),)
+    r = _score(_part("B", not_tested("s", "m2")), premises=premise)
+    assert r.verdict == "not tested"
+    assert r.reason == f"needs {NEEDS}; lacks m2 (premise gain > 5 pp is absent where measured)"
+    r = _score(_part("A", GOOD), _part("B", not_tested("s", "m2")), premises=premise)
+    assert r.verdict == "not applicable"  # one part tested: the premise decides

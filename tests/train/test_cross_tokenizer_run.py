@@ -14,7 +14,7 @@ from tests.numerics import reorder_tol
 from tests.objectives.test_cross_tokenizer import arithmetic_bpe
 from tests.train.test_distill import tiny_cfg
 
-from distillscope.config import ConfigError
+from distillscope.config import ConfigError, load_run_config
 from distillscope.metric_keys import metric_info
 from distillscope.models.tokenizer_files import CROSS_TOKENIZER_OPT_IN, TokenizerMismatchError
 from distillscope.objectives.cross_tokenizer import align_spans
@@ -164,14 +164,15 @@ def test_a_cross_tokenizer_run_of_another_shape_is_refused(bpe_pair, over, messa
 
 
 def test_a_cross_tokenizer_run_with_routed_teachers_is_refused(bpe_pair):
-    teacher = str(bpe_pair[0])
-    cfg = run_cfg(
-        bpe_pair,
-        **{
-            "objective.kind": "aligned_forward_kl",
-            "model.teachers": f"{{a: '{teacher}', b: '{teacher}'}}",
-            "model.route": "{by: mixture, weights: {a: 1, b: 1}}",
-        },
+    teacher, student = (str(p) for p in bpe_pair)
+    cfg = load_run_config(
+        None,
+        [
+            f"model.student={student}",
+            f"model.teachers={{a: '{teacher}', b: '{teacher}'}}",
+            "model.route={by: mixture, weights: {a: 1, b: 1}}",
+            "objective.kind=aligned_forward_kl",
+        ],
     )
     with pytest.raises(ConfigError, match="reads the one model.teacher, not model.teachers"):
         preflight_pair(cfg)

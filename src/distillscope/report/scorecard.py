@@ -134,11 +134,15 @@ def _judge(claim: Claim, view: ClaimEvidence, result, alpha: float = ALPHA) -> C
     evidence = f"{text}. {note}" if note else text
     head = headline(parts + premises, alpha)
     absent = [p for p, _, d in premises if d.state == CONTRADICTED]
+    states = [d.state for _, _, d in parts]
+    missing = [d.reason for _, _, d in decided if d.state == NOT_TESTED]
+    if absent and all(s == NOT_TESTED for s in states):  # its own evidence first
+        why = f"needs {claim.needs}; lacks {'; '.join(dict.fromkeys(missing))}"
+        why += f" (premise {absent[0].claimed()} is absent where measured)"
+        return result(NOT_TESTED, evidence, head, why)
     if absent:
         why = f"premise {absent[0].claimed()} is absent"
         return result(NOT_APPLICABLE, evidence, head, why)
-    states = [d.state for _, _, d in parts]
-    missing = [d.reason for _, _, d in decided if d.state == NOT_TESTED]
     if CONTRADICTED in states:
         return result(CONTRADICTED, evidence, head)
     if missing:

@@ -43,6 +43,7 @@ from distillscope.train.pair_checks import cross_tokenizer_refusal
 from distillscope.train.precision import forward_precision
 from distillscope.train.scoring import HiddenScores, Scores, completion_logits
 from distillscope.train.step import MicroBatch, Objective
+from distillscope.train.teacher import OneTeacher
 
 
 def load_cross_tokenizer_pair(cfg: RunConfig) -> ModelPair:
@@ -225,7 +226,7 @@ class AlignedTeacher:
         return AlignedTeacher(*(getattr(self, f).to(device) for f in self.__dataclass_fields__))
 
 
-class CrossTokenizerTeacher:
+class CrossTokenizerTeacher(OneTeacher):
     """The teacher's side of a cross-tokenizer run, with :class:`~.teacher.TeacherScorer`'s
     interface (:meth:`rollouts`, :meth:`scores`): module docstring."""
 

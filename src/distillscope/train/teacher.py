@@ -27,7 +27,23 @@ from distillscope.train.served import ServedTeacher
 from distillscope.train.step import MicroBatch, Objective
 
 
-class TeacherScorer:
+class OneTeacher:
+    """A run's one teacher, as a step sees it: every row reads it (several teachers:
+    :mod:`.routed`)."""
+
+    #: no row is routed: every row reads this teacher
+    route: tuple[str, ...] = ()
+
+    def for_step(self, problems: list) -> OneTeacher:
+        """The teacher of a step's ``problems``: this one, for every row."""
+        return self
+
+    def metrics(self, rollouts: Rollouts, logprobs_B_T: dict, rewards: list) -> dict[str, float]:
+        """No per-teacher metrics: the one teacher's are the step's."""
+        return {}
+
+
+class TeacherScorer(OneTeacher):
     """The teacher's side of every step of one run (``cache_dir``: a directory shared by runs).
 
     :meth:`rollouts` reads a teacher-written step's rollouts from the cache, or samples and
@@ -45,17 +61,6 @@ class TeacherScorer:
     ) -> None:
         self.cfg, self.teacher, self.objective = cfg, teacher, objective
         self.cache = built_cache(cfg) or _shared_cache(cfg, cache_dir)
-
-    #: no row is routed: every row reads this teacher (several teachers: :mod:`.routed`)
-    route: tuple[str, ...] = ()
-
-    def for_step(self, problems: list) -> TeacherScorer:
-        """The teacher of a step's ``problems``: this one, for every row."""
-        return self
-
-    def metrics(self, rollouts: Rollouts, logprobs_B_T: dict, rewards: list) -> dict[str, float]:
-        """No per-teacher metrics: the one teacher's are the step's."""
-        return {}
 
     def rollouts(
         self, step: int, prompts: PromptBatch, roll: Callable[[], Rollouts]

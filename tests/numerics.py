@@ -64,7 +64,7 @@ def logit_tol(logits: torch.Tensor, config) -> float:
 def scale(*tensors: torch.Tensor) -> float:
     """The largest magnitude among ``tensors``, at least 1: the size of the terms a rounding
     error is relative to (a value below 1 is still reached through terms of order 1)."""
-    return max(1.0, *(float(t.detach().abs().max()) for t in tensors if t.numel()))
+    return max([1.0, *(float(t.detach().abs().max()) for t in tensors if t.numel())])
 
 
 def log_softmax_tol(logits: torch.Tensor, temperature: float = 1.0) -> float:

@@ -126,3 +126,12 @@ def approx_tols(reference: torch.Tensor | float, *lengths: int) -> dict[str, flo
     """:func:`chain_tols` as ``pytest.approx`` keywords (``rel``, ``abs``)."""
     tols = chain_tols(reference, *lengths)
     return {"rel": tols["rtol"], "abs": tols["atol"]}
+
+
+def model_chain(config, tokens: int, steps: int = 1) -> tuple[int, ...]:
+    """The sums a model's loss, gradient or metric passes through, for :func:`chain_tols`: each
+    layer's MLP (``layers · intermediate_size`` terms, as in :func:`forward_logprob_tol`), the
+    log-partition (``vocab_size``) and the ``tokens`` a loss or a weight gradient sums over;
+    after ``steps`` optimizer steps each step's rounding is carried into the next (×steps)."""
+    chain = (config.num_hidden_layers * config.intermediate_size, config.vocab_size, tokens)
+    return tuple(steps * n for n in chain)

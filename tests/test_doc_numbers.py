@@ -60,7 +60,8 @@ def pct(x: float) -> str:
 
 def test_readme_quick_study_numbers_are_benchmarks():
     readme = page("README.md")
-    assert f"({round(float(bench_block('study')['wall_s']))} s wall clock" in readme
+    wall = float(bench_block("study")["wall_s"])
+    assert f"about {round(wall / 60)} minutes on 2 CPU cores ({round(wall)} s wall clock" in readme
     table = table_after("README.md", "| rollout | objective | LR | accuracy")
     cells = quick_cells()
     shown = {}
@@ -222,3 +223,41 @@ def test_studies_numbers_are_benchmarks_records():
         int, re.search(r"\*\*(\d+) h (\d+) min (\d+) s\*\*", page("BENCHMARKS.md")).groups()
     )
     assert f"{h} h {m + round(s / 60)} min on 2 shared cores" in studies
+
+
+def test_testbed_learning_rates_are_the_calibration_record():
+    rows = table_after("BENCHMARKS.md", "| rollout | LR | Countdown-3 acc. | forgetting (pp)")
+    by_lr: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        lr = r[1].strip("*").split()[0]
+        by_lr.setdefault(lr, []).append((float(r[2].rstrip("%")), float(r[3])))
+    low, high = by_lr["1e-04"], by_lr["3e-04"]
+    broken = [f for lr, runs in by_lr.items() if float(lr) >= 1e-3 for _, f in runs]
+    text = page("docs/testbed.md")
+    low_f = sorted(f for _, f in low)
+    assert f"moves {low_f[-1]:.1f} to {low_f[0]:.1f} pp" in text  # the smaller change first
+    high_f = sorted(-f for _, f in high)
+    assert f"they drop {high_f[0]:.1f}–{high_f[-1]:.1f} pp" in text
+    gap = max(abs(a_low - a_high) for (a_low, _), (a_high, _) in zip(low, high, strict=True))
+    assert f"with accuracy within {gap:.1f} pp" in text
+    assert f"(skills {round(max(broken))} to {round(min(broken))} pp)" in text
+
+
+def test_testbed_sizes_and_build_times_are_the_shipped_files():
+    weights = ROOT / "src" / "distillscope" / "testbed" / "weights"
+    size = sum(p.stat().st_size for p in weights.glob("*/model.safetensors"))
+    small = json.loads((weights / "teacher-small" / "build.json").read_text())
+    minutes = (small["train_seconds"] + small["sharpen_seconds"]) / 60
+    text = page("docs/testbed.md")
+    assert f"{size / 2**20:.0f} MB of safetensors with the second teacher" in text  # MiB
+    assert f"rebuilds it alone, {minutes:.0f} min on 2 loaded cores" in text
+
+
+def test_language_detector_cost_is_the_bench_record():
+    rows = table_after("BENCHMARKS.md", "| detector | build + first (CPU s)")
+    ours = next(r for r in rows if r[0].endswith("(ours)"))
+    memory = float(ours[4].removesuffix(" MB"))
+    assert (
+        f"low accuracy mode, ≈ {round(memory, -1):.0f} MB and {float(ours[1]):.1f} CPU s to build"
+        in page("docs/real-models.md")
+    )

@@ -186,6 +186,22 @@ def test_an_import_error_naming_its_install_is_a_user_error(tmp_path, monkeypatc
     refused(["train", "--out", str(tmp_path / "r")], tmp_path / "r", "distillscope[y]")
 
 
+def test_a_long_message_is_shown_whole_to_its_advice(tmp_path, monkeypatch):
+    """A 300-character error (a path, a reason, the advice last) is one line, never cut."""
+    import distillscope.study.preflight as preflight
+
+    advice = "run it with --overwrite to start again"
+    message = f"{'/a/long/path' * 24}: the reason; {advice}"
+    assert len(message) > 300
+
+    def long_error(configs):
+        raise ValueError(message)
+
+    monkeypatch.setattr(preflight, "preflight_runs", long_error)
+    line = refused(["train", "--out", str(tmp_path / "r")], tmp_path / "r")
+    assert line == f"error: {message}"
+
+
 PLAN_SCRIPT = """
 import json, sys
 from distillscope.study.preflight import preflight_runs

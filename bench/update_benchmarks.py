@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "teacher_cache": ["bench_teacher_cache.py"],  # shared teacher scores at V = 128,256
     "teacher_cache_built": ["bench_teacher_cache_built.py"],  # teacher-cache build vs live
     "served_teacher": ["bench_served_teacher.py"],  # top-k + tail error, request latency
+    "cross_tokenizer": ["bench_cross_tokenizer.py"],  # aligned / ULD against the exact KL
     "language": ["bench_language.py"],  # the language identifier of chat-format style runs
     "train": ["bench_train.py"],  # one quick-preset run
     "eval_precision": ["bench_eval_precision.py"],  # samples per evaluation item

@@ -28,9 +28,10 @@ def _one_thread():
     torch.set_num_threads(old)
 
 
-def save_tiny_llama(path: Path, hidden: int, layers: int, seed: int) -> Path:
-    """A random Llama with the testbed tokenizer, saved with safetensors under ``path``."""
-    tok = build_tokenizer()
+def save_tiny_llama(path: Path, hidden: int, layers: int, seed: int, tok=None) -> Path:
+    """A random Llama with the testbed tokenizer (or ``tok``), saved with safetensors under
+    ``path``."""
+    tok = tok or build_tokenizer()
     torch.manual_seed(seed)
     cfg = LlamaConfig(
         vocab_size=len(tok),

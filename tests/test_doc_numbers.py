@@ -1,6 +1,7 @@
 """Numbers in README.md and docs/ that come from a run are rebuilt here from their record, so
 that a page cannot drift from it: BENCHMARKS.md's ``make bench`` blocks and tables, the shipped
-testbed's ``testbed.json``, the per-run record ``tests/testbed/data/quick_study.json`` and the
+testbed's ``testbed.json``, the per-run record ``tests/testbed/data/quick_study.json``, the
+recorded quick study ``bench/records/quick-2026-12-02`` (the README's worked example) and the
 scorecard's own rules and margins. Each check formats the text a page must contain from the
 record and looks for it in the page (whitespace folded, ``−`` read as ``-``).
 """
@@ -19,6 +20,7 @@ from distillscope.report.scorecard import score_claims
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK_RECORD = ROOT / "tests" / "testbed" / "data" / "quick_study.json"
+QUICK_STUDY = ROOT / "bench" / "records" / "quick-2026-12-02"
 
 
 def page(name: str) -> str:
@@ -58,32 +60,61 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def test_readme_quick_study_numbers_are_benchmarks():
+def quick_study_record() -> tuple[pd.DataFrame, dict[int, object]]:
+    """The README's worked example: the recorded quick study's rows and its scorecard (read from
+    the record as from any study directory: trajectory features from runs/*/metrics.jsonl)."""
+    df = pd.read_parquet(QUICK_STUDY / "results.parquet")
+    return df, {r.id: r for r in score_claims(df, study_dir=QUICK_STUDY)}
+
+
+def test_the_quick_record_is_todays_quick_preset():
+    from distillscope.study.spec import expand, load_spec
+
+    df, _ = quick_study_record()
+    planned = {r.run_id for r in expand(load_spec("quick"))}
+    assert planned == set(df.loc[df["experiment"] == "main", "run_id"])  # same configs, same ids
+
+
+def test_readme_worked_example_is_the_quick_record():
     readme = page("README.md")
-    wall = float(bench_block("study")["wall_s"])
-    assert f"about {round(wall / 60)} minutes on 2 CPU cores ({round(wall)} s wall clock" in readme
-    table = table_after("README.md", "| rollout | objective | LR | accuracy")
-    cells = quick_cells()
-    shown = {}
-    for r in table[:-1]:
-        kl = r[1].split()[0]
-        lr = {"1e-4": "1e-04", "3e-4": "3e-04"}[r[2].split()[0]]
-        shown[(r[0], kl, lr)] = (r[3], r[4], r[5])
-    assert shown == cells
-    high = [float(f) for (_, _, lr), (_, _, f) in cells.items() if lr == "3e-04"]
-    assert f"costs {-max(high):g}–{-min(high):g} points" in readme
+    assert f"({round(float(bench_block('study')['wall_s']))} s wall clock" in readme
+    df, results = quick_study_record()
+    main = df[df["experiment"] == "main"]
+    cells = main.groupby(["rollout.policy", "objective.kind", "optim.lr"])[
+        ["eval/accuracy", "eval/pass@10", "eval/forgetting_pp"]
+    ].mean()
+    shown = {tuple(r[:3]): tuple(r[3:]) for r in table_after("README.md", "| rollout | objective")}
+    rollout = {"student": "on-policy", "teacher": "off-policy"}
+    lr_label = {1e-4: "1e-4 (low)", 3e-4: "3e-4 (high)"}
+    for (policy, kind, lr), (acc, p10, forget) in cells.iterrows():
+        key = (rollout[policy], kind.replace("_kl", " KL"), lr_label[lr])
+        assert shown[key] == (pct(acc), pct(p10), f"{forget:.1f}"), key
+    high = [-f for (_, _, lr), (_, _, f) in cells.iterrows() if lr == 3e-4]
+    low = [-f for (_, _, lr), (_, _, f) in cells.iterrows() if lr == 1e-4]
+    assert f"costs {min(high):.1f}–{max(high):.1f} points" in readme
+    assert f"the low one at most {max(low):.1f}." in readme
     teacher = testbed.testbed_info()["measured"]["teacher"]["countdown3_accuracy"]
     assert f"(the teacher scores {100 * teacher:g}%)" in readme
-
-
-def test_readme_counts_the_claims_the_quick_preset_does_not_test():
-    from distillscope.report.calibrate import planned_table
-    from distillscope.study.spec import expand, load_spec
-    from distillscope.study.table import planned_row
-
-    design = planned_table([planned_row(r) for r in expand(load_spec("quick"))])
-    untested = [r.id for r in score_claims(design) if r.verdict == "not tested"]
-    assert f"the other {len(untested)} claims, which need" in page("README.md")
+    verdicts: dict[str, list[int]] = {}
+    for i, r in sorted(results.items()):
+        verdicts.setdefault(r.verdict, []).append(i)
+    part = readme.split("- *supported*")[1]
+    for verdict, label in [("supported", "*supported*"), ("contradicted", "*contradicted*")]:
+        block = ("- " + label + readme.split("- " + label)[1]).split("- *", 2)[1]
+        named = [int(n) for n in re.findall(r"\(claim (\d+)|\((\d+)[:)]", block) for n in n if n]
+        assert sorted(named) == verdicts[verdict], (verdict, named)
+    assert f"the other {len(verdicts['not tested'])} claims, which need" in part
+    pairs = [  # (claim, text in its evidence and in the README)
+        (1, "Δ_best +1.7 pp [-0.6, +4.1]"),
+        (2, "Δ_KL -2.8 pp [-4.0, -1.7]"),
+        (4, "Δ_LR +2.6 pp [+2.6, +2.7]"),
+        (3, "Δ_LR +6.9 pp [+4.9, +8.9]"),
+        (3, "low-LR change -0.4 pp [-4.8, +4.1]"),
+        (3, "a band of ±6.2 pp"),
+    ]
+    for claim, text in pairs:
+        assert text in results[claim].evidence, (claim, text)
+        assert text.split(" ", 1)[1] in readme, (claim, text)
 
 
 def test_testbed_page_numbers_are_the_shipped_record():
@@ -129,12 +160,12 @@ def test_benchmarks_scorecard_is_todays_rules_on_the_record():
         if r.verdict != "not tested":
             by.setdefault(r.verdict, []).append(i)
     assert "supported" not in by
-    text, readme = page("BENCHMARKS.md"), page("README.md")
+    text = page("BENCHMARKS.md")
     names = re.sub(r" \([^()]*(?:\([^()]*\)[^()]*)*\)", "", text.split("The scorecard's rules")[1])
     listed = ", ".join(map(str, by["inconclusive"][:-1])) + f" and {by['inconclusive'][-1]}"
     assert f"claims {listed} are inconclusive" in names  # parenthesised evidence left out
     assert f"claim {' and '.join(map(str, by['contradicted']))} is contradicted" in names
-    pairs = [  # (claim, in its evidence, in BENCHMARKS.md and the README's worked example)
+    pairs = [  # (claim, in its evidence, in BENCHMARKS.md)
         (1, "Δ_best -3.3 pp [-5.7, -0.8]", "Δ_best -3.3 pp [-5.7, -0.8]"),
         (2, "Δ_KL +1.4 pp [+0.2, +2.7] (95% CI) → contradicts Δ_KL > 5 pp", "+1.4 pp [+0.2, +2.7]"),
         (3, "Δ_LR +9.3 pp [+7.9, +10.8]", "+9.3 pp [+7.9, +10.8]"),
@@ -143,7 +174,7 @@ def test_benchmarks_scorecard_is_todays_rules_on_the_record():
     ]
     for claim, evidence, shown in pairs:
         assert evidence in results[claim].evidence, (claim, evidence)
-        assert shown in text and shown in readme, (claim, shown)
+        assert shown in text, (claim, shown)
 
 
 def test_preset_run_counts_are_the_expanded_presets():
@@ -153,7 +184,8 @@ def test_preset_run_counts_are_the_expanded_presets():
     runs = {name: expand(load_spec(name)) for name in ("quick", "paper", "paper-qwen")}
     assert len(expand(load_spec("paper-llama"))) == len(runs["paper-qwen"])
     gpu = len(runs["paper-qwen"])
-    assert f"× 2 seeds: {len(runs['quick'])} runs of 150 steps" in page("README.md")
+    steps = {r.config.optim.steps for r in runs["quick"]}
+    assert f"× 2 seeds: {len(runs['quick'])} runs of {steps.pop()} steps" in page("README.md")
     studies = page("docs/studies.md")
     assert f"2 seeds, {len(runs['quick'])} runs, full evaluation" in studies
     assert f"`paper`: {len(runs['paper'])} runs, every experiment" in studies

@@ -13,7 +13,11 @@ from distillscope.objectives.divergences import DIVERGENCES
 from distillscope.objectives.estimators import ESTIMATORS
 
 #: the keywords each token kind's loss takes, by what the step passes it (registry docstring)
-KEYWORDS = {"rollout_tokens": {"options", "reduction"}, "drawn_tokens": {"reduction"}}
+KEYWORDS = {
+    "rollout_tokens": {"options", "reduction"},
+    "drawn_tokens": {"reduction"},
+    "cross_tokenizer": {"options", "form"},
+}
 
 
 def test_every_kind_validates_and_unknown_kinds_name_the_field():

@@ -72,7 +72,7 @@ def test_every_metric_an_objective_returns_declares_how_micro_batches_combine():
         if (m.key == "train/loss" or m.key.startswith(("objective/", "opd/")))
         and m.key not in loop_keys
     ]
-    assert len(returned) == 19 and all(m.accumulate for m in returned)
+    assert len(returned) == 21 and all(m.accumulate for m in returned)
     assert not [m for m in METRICS if m.key in loop_keys and m.accumulate]
     assert [accumulation(k) for k in ("objective/tokens", "opd/loss", "objective/forward_kl")] == [
         "sum",

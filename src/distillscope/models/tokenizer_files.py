@@ -21,11 +21,17 @@ class TokenizerMismatchError(ValueError):
     """Teacher and student tokenizers differ; the message names both checkpoints and why."""
 
 
+#: the objective kinds that opt in to a teacher with another tokenizer, as the refusal names
+#: them (``objectives.registry.CROSS_TOKENIZER_KINDS``; models imports no objectives)
+CROSS_TOKENIZER_OPT_IN = "objective.kind=uld | aligned_forward_kl | aligned_reverse_kl"
+
+
 def mismatch_message(name_a: str, name_b: str, reason: str) -> str:
-    """The one line a tokenizer mismatch reads, at preflight and at load alike."""
+    """The one line a tokenizer mismatch reads, at preflight and at load alike: it names the
+    opt-in (a cross-tokenizer objective, docs/scaling.md "A teacher with another tokenizer")."""
     return (
         f"tokenizers of {name_a} and {name_b} differ: {reason}; teacher and student must "
-        "share one tokenizer (docs/method.md §1)"
+        f"share one tokenizer (docs/method.md §1), or opt in with {CROSS_TOKENIZER_OPT_IN}"
     )
 
 

@@ -22,8 +22,14 @@ What ``load`` returns, and what the training step does with it, depends on ``inp
   CDF from the step's uniforms under ``draws_from``: ``f(logp_student_B_T, logp_teacher_B_T,
   mask_B_T, *, reduction)``.
 
-The last two read one token's log-prob per position, which both paths give (from logits, or
-chunk by chunk from hidden states, :mod:`.fused_tokens`).
+- ``"cross_tokenizer"`` — a teacher with another tokenizer, opted into by naming one of these
+  kinds (:data:`CROSS_TOKENIZER_KINDS`): :func:`~.cross_tokenizer.cross_tokenizer_loss` with its
+  ``form`` bound, ``f(student_logits_B_T_V, teacher_logits_B_T_W, exact_B_T, pairs_M_2,
+  mask_B_T, *, options)``; the teacher's side (``train/cross_tokenizer.py``) re-tokenises the
+  text and aligns its logits to the student's positions.
+
+The drawn and rollout-token kinds read one token's log-prob per position, which both paths give
+(from logits, or chunk by chunk from hidden states, :mod:`.fused_tokens`).
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from distillscope.objectives.options import OPDOptions
 #: hidden states (``objective.path: auto``); at or below it, from logits.
 FUSED_MIN_VOCAB = 4096
 
-Inputs = Literal["logits", "rollout_tokens", "drawn_tokens"]
+Inputs = Literal["logits", "rollout_tokens", "drawn_tokens", "cross_tokenizer"]
 Loss = Callable[..., tuple]
 
 
@@ -86,6 +92,18 @@ def _sampled(name: str) -> Loss:
     from distillscope.objectives.estimators import ESTIMATORS, sampled_token_loss
 
     return functools.partial(sampled_token_loss, estimator=ESTIMATORS[name])
+
+
+def _cross_tokenizer_loss(form: str) -> Loss:
+    from distillscope.objectives.cross_tokenizer import cross_tokenizer_loss
+
+    return functools.partial(cross_tokenizer_loss, form=form)
+
+
+def _cross_tokenizer(name: str, label: str, summary: str, form: str) -> ObjectiveKind:
+    """A loss against a teacher with another tokenizer (:mod:`.cross_tokenizer`, ``form``)."""
+    loss = functools.partial(_cross_tokenizer_loss, form)
+    return ObjectiveKind(name, label, summary, loss, inputs="cross_tokenizer")
 
 
 def _full_vocabulary(name: str, label: str, summary: str, options: tuple[str, ...] = ()):
@@ -146,5 +164,26 @@ OBJECTIVES: dict[str, ObjectiveKind] = {
             needs_behavior_logprobs=True,
             needs_student_rollouts=True,
         ),
+        _cross_tokenizer(
+            "uld",
+            "ULD (cross-tokenizer)",
+            "teacher with another tokenizer: L1 between sorted probabilities (Boizard et al.)",
+            form="uld",
+        ),
+        _cross_tokenizer(
+            "aligned_forward_kl",
+            "forward KL (token-aligned, cross-tokenizer)",
+            "teacher with another tokenizer: forward KL where tokens align, ULD elsewhere",
+            form="forward",
+        ),
+        _cross_tokenizer(
+            "aligned_reverse_kl",
+            "reverse KL (token-aligned, cross-tokenizer)",
+            "teacher with another tokenizer: reverse KL where tokens align, ULD elsewhere",
+            form="reverse",
+        ),
     )
 }
+
+#: the kinds that accept a teacher whose tokenizer differs from the student's (the opt-in)
+CROSS_TOKENIZER_KINDS = tuple(n for n, k in OBJECTIVES.items() if k.inputs == "cross_tokenizer")

@@ -48,6 +48,7 @@ from distillscope.rollout.sampler import sample_rollouts
 from distillscope.rollout.vllm_engine import VLLMEngine, engine_metrics, rollout_engine
 from distillscope.tasks import training_problems
 from distillscope.train.checks import preflight
+from distillscope.train.cross_tokenizer import cross_tokenizer_run
 from distillscope.train.distributed import ONE_PROCESS, Ranks
 from distillscope.train.fsdp import adamw_groups, is_sharded
 from distillscope.train.informativeness import informativeness_metrics
@@ -112,6 +113,8 @@ def distill(
     teacher = TeacherScorer(
         cfg, pair.teacher, objective, rollout_cache if ranks.world == 1 else None
     )
+    if objective.kind.inputs == "cross_tokenizer":  # the teacher reads its own tokens
+        encoder, teacher = cross_tokenizer_run(cfg, task, pair, objective)
     learner = Learner(cfg, objective, student, ranks)
     profiler = Profiler(cfg, pair, objective.path, encoder, pool, run_dir, start)
 

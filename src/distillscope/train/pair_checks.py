@@ -5,7 +5,10 @@ module checks what would otherwise fail only when the models load or at the firs
 process that plans a study, without torch:
 
 - teacher and student share one tokenizer (their files' token→id maps,
-  :func:`~distillscope.models.tokenizer_files.check_tokenizer_files`);
+  :func:`~distillscope.models.tokenizer_files.check_tokenizer_files`), unless the run opts in
+  to a teacher with another tokenizer by its objective (``objective.kind`` one of
+  :data:`~distillscope.objectives.registry.CROSS_TOKENIZER_KINDS`), whose run shape is then
+  checked (:func:`cross_tokenizer_refusal`);
 - a served teacher answers ``objective.teacher_topk`` log-probs per position (one probe
   request, :meth:`~distillscope.models.served.TeacherClient.check_topk`) and serves the
   student's tokenizer (its fingerprint, or a probe text through ``/tokenize``, against the
@@ -21,6 +24,7 @@ from distillscope.config import ConfigError, RunConfig, served_url
 from distillscope.models.paths import resolve_model_path
 from distillscope.models.served import TeacherClient
 from distillscope.models.tokenizer_files import check_tokenizer_files
+from distillscope.objectives.registry import CROSS_TOKENIZER_KINDS
 
 #: The one line a vLLM run without vLLM is refused with (``rollout.vllm_engine`` raises the same
 #: advice when it imports the module).
@@ -36,9 +40,37 @@ def preflight_pair(cfg: RunConfig) -> None:
     m = cfg.model
     if cfg.rollout.engine == "vllm" and importlib.util.find_spec("vllm") is None:
         raise ConfigError(VLLM_MISSING)
+    refusal = cross_tokenizer_refusal(cfg)
+    if refusal is not None:
+        raise ConfigError(refusal)
     if served_url(m.teacher):
         client = TeacherClient.from_config(m, vocab_size=0)
         client.check_topk(cfg.objective.teacher_topk)
         client.check_student_files(resolve_model_path(m.student))
         return
-    check_tokenizer_files(resolve_model_path(m.teacher), resolve_model_path(m.student))
+    if cfg.objective.kind not in CROSS_TOKENIZER_KINDS:  # the opt-in: any two tokenizers
+        check_tokenizer_files(resolve_model_path(m.teacher), resolve_model_path(m.student))
+
+
+def cross_tokenizer_refusal(cfg: RunConfig) -> str | None:
+    """The one line a cross-tokenizer run (``objective.kind`` in
+    :data:`~distillscope.objectives.registry.CROSS_TOKENIZER_KINDS`) is refused with, or None.
+
+    The teacher re-tokenises text, so it must be a local model (a server answers log-probs of
+    given tokens, a teacher cache holds the student's tokens); rollouts are the student's
+    (OnPD) or the teacher's (OffPD) alone, sampled by distillscope's own sampler; per-position
+    profiles and several processes read a shared vocabulary.
+    """
+    kind = cfg.objective.kind
+    if kind not in CROSS_TOKENIZER_KINDS:
+        return None
+    m, where = cfg.model, f"objective.kind={kind} (a teacher with another tokenizer)"
+    if served_url(m.teacher) or m.teacher_cache is not None:
+        return f"{where} needs a local model.teacher: no server URL, no model.teacher_cache"
+    if cfg.rollout.policy not in ("student", "teacher"):
+        return f"{where} takes rollout.policy=student or teacher, not {cfg.rollout.policy}"
+    if cfg.rollout.engine != "builtin" or cfg.rollout.cache_teacher_rollouts:
+        return f"{where} takes rollout.engine=builtin and no rollout.cache_teacher_rollouts"
+    if cfg.eval.profile_steps:
+        return f"{where} takes no eval.profile_steps (profiles compare one vocabulary)"
+    return None

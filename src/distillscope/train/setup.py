@@ -8,8 +8,10 @@ import torch
 from distillscope.config import RolloutConfig, RunConfig, served_url
 from distillscope.models import resolve_model_path
 from distillscope.models.load import ModelPair, load_pair, pair_options
+from distillscope.objectives.registry import CROSS_TOKENIZER_KINDS
 from distillscope.rollout.policies import RolloutPolicy
 from distillscope.rollout.policy_registry import ROLLOUT_POLICIES
+from distillscope.train.cross_tokenizer import load_cross_tokenizer_pair
 from distillscope.train.fsdp import shard_student
 from distillscope.train.lora import attach_lora
 from distillscope.train.served import served_pair
@@ -23,6 +25,8 @@ def load_models(cfg: RunConfig, shard: bool = False) -> ModelPair:
     m = cfg.model
     if served_url(m.teacher):  # a teacher behind a server: the student loads here (.served)
         pair = served_pair(cfg)
+    elif cfg.objective.kind in CROSS_TOKENIZER_KINDS:  # each model with its own tokenizer
+        pair = load_cross_tokenizer_pair(cfg)
     else:
         pair = load_pair(
             resolve_model_path(m.teacher), resolve_model_path(m.student), **pair_options(m)

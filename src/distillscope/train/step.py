@@ -162,6 +162,8 @@ def objective_loss(
     weight_B_T = loss_mask(r, objective.engine_is_cap)  # the mask the loss reduces over
     if kind.inputs == "logits":
         return divergence_between(kind.load(), student, teacher, weight_B_T, o, r)
+    if kind.inputs == "cross_tokenizer":  # teacher: train/cross_tokenizer.AlignedTeacher
+        return *teacher.loss(kind.load(), student, weight_B_T, o), None
     loss = kind.load()
     tau_s, tau_t = o.student_temperature, o.teacher_temperature
     if kind.inputs == "rollout_tokens":  # OPD: advantage log π_T − log π_S of the rollout

@@ -179,7 +179,8 @@ class TeacherClient:
 
     def _mismatch(self, student: str, why: str) -> ServerError:
         reason = f"the server's tokenizer differs from model.student's ({why})"
-        return ServerError(mismatch_message(f"model.teacher {self.url}", student, reason))
+        name = f"model.teacher {self.url}"  # served: no cross-tokenizer opt-in (a local teacher)
+        return ServerError(mismatch_message(name, student, reason, opt_in=False))
 
     def check_topk(self, k: int) -> None:
         """ServerError unless the server answers ``prompt_logprobs=k``: one two-token probe,

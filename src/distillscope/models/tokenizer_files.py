@@ -26,12 +26,14 @@ class TokenizerMismatchError(ValueError):
 CROSS_TOKENIZER_OPT_IN = "objective.kind=uld | aligned_forward_kl | aligned_reverse_kl"
 
 
-def mismatch_message(name_a: str, name_b: str, reason: str) -> str:
+def mismatch_message(name_a: str, name_b: str, reason: str, opt_in: bool = True) -> str:
     """The one line a tokenizer mismatch reads, at preflight and at load alike: it names the
-    opt-in (a cross-tokenizer objective, docs/scaling.md "A teacher with another tokenizer")."""
+    opt-in (a cross-tokenizer objective, docs/scaling.md "A teacher with another tokenizer"),
+    unless ``opt_in`` is False (a served teacher, which those objectives refuse)."""
+    advice = f", or opt in with {CROSS_TOKENIZER_OPT_IN}" if opt_in else ""
     return (
         f"tokenizers of {name_a} and {name_b} differ: {reason}; teacher and student must "
-        f"share one tokenizer (docs/method.md §1), or opt in with {CROSS_TOKENIZER_OPT_IN}"
+        f"share one tokenizer (docs/method.md §1){advice}"
     )
 
 

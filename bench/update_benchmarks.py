@@ -44,6 +44,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "eval_precision": ["bench_eval_precision.py"],  # samples per evaluation item
     "study": ["bench_study.py"],  # the main job: the quick study
     "vocab_scaling": ["bench_vocab_scaling.py"],  # exact losses at V = 151,936 as N grows
+    "config_check": ["bench_config_check.py"],  # a bad input refused before torch loads
 }
 
 

@@ -59,3 +59,79 @@ def logit_tol(logits: torch.Tensor, config) -> float:
     the scale at least 1."""
     terms = config.num_hidden_layers * config.intermediate_size
     return reorder_tol(max(1.0, float(logits.abs().max())), terms)
+
+
+def scale(*tensors: torch.Tensor) -> float:
+    """The largest magnitude among ``tensors``, at least 1: the size of the terms a rounding
+    error is relative to (a value below 1 is still reached through terms of order 1)."""
+    return max([1.0, *(float(t.detach().abs().max()) for t in tensors if t.numel())])
+
+
+def log_softmax_tol(logits: torch.Tensor, temperature: float = 1.0) -> float:
+    """Absolute tolerance of fp32 ``log_softmax(z / T)`` over the last dimension (V entries),
+    against an exact reference or another reduction order: a log-prob ``z_y/T − logsumexp(z/T)``
+    carries the rounding of a scaled logit and of the V-term log-partition, each of the size of
+    the largest scaled logit: ``2 · reorder_tol(max|z|/T, V)``."""
+    return 2 * reorder_tol(scale(logits) / temperature, logits.shape[-1])
+
+
+def divergence_tol(
+    student: torch.Tensor,
+    teacher: torch.Tensor,
+    student_temperature: float = 1.0,
+    teacher_temperature: float = 1.0,
+) -> float:
+    """Absolute tolerance of an fp32 per-position divergence ``Σ_v w_v · f(log p_v, log q_v)``
+    (forward/reverse KL, JSD, their mixtures and entropies) of logits ``student``/``teacher``
+    (``… × V``), and of its gradient in the logits (``p − q``-like, entries of size ≤ 1).
+
+    The weights ``w`` are probabilities (Σ = 1, or 2 for a mixture's two halves: a factor 2), so
+    each log-prob's error (:func:`log_softmax_tol`) reaches the value at most once per side; the
+    V-term sum adds ``reorder_tol(max|log p − log q|, V)``. A token mean over N positions adds
+    ``reorder_tol(value, N)`` (:func:`mean_tol`)."""
+    errors = log_softmax_tol(student, student_temperature) + log_softmax_tol(
+        teacher, teacher_temperature
+    )
+    logp = torch.log_softmax(student.detach().double() / student_temperature, -1)
+    logq = torch.log_softmax(teacher.detach().double() / teacher_temperature, -1)
+    gap = float((logp - logq).abs().max()) if logp.numel() else 1.0
+    return 2 * errors + reorder_tol(max(1.0, gap), student.shape[-1])
+
+
+def mean_tol(per_value: float, values: torch.Tensor | float, count: int) -> float:
+    """Absolute tolerance of an fp32 mean (or sum divided by a count) of ``count`` values, each
+    known to ``per_value``: the mean of their errors plus the rounding of the ``count``-term sum
+    (``reorder_tol(max|value|, count)``)."""
+    size = scale(values) if isinstance(values, torch.Tensor) else max(1.0, abs(values))
+    return per_value + reorder_tol(size, count)
+
+
+def chain_tols(
+    reference: torch.Tensor | float, *lengths: int, dtype: torch.dtype = torch.float32
+) -> dict[str, float]:
+    """``rtol``/``atol`` for :func:`torch.testing.assert_close` (or ``rel``/``abs`` for
+    ``pytest.approx``, see :func:`approx_tols`) of a result reached through a chain of sums of
+    the given ``lengths`` (a matmul's inner size, a vocabulary's log-partition, a token mean, a
+    gradient's sum over tokens), computed in two orders (chunked vs plain, fused vs autograd).
+
+    With ``n = Σ lengths`` each element keeps ``reorder_tol(|element|, n)`` and the whole
+    ``reorder_tol(max|reference|, n)``: an element that cancels to near 0 still carries the
+    rounding of terms of the size of the largest one."""
+    n = sum(lengths)
+    size = float(torch.as_tensor(reference).detach().abs().max())
+    return {"rtol": reorder_tol(1.0, n, dtype), "atol": reorder_tol(size, n, dtype)}
+
+
+def approx_tols(reference: torch.Tensor | float, *lengths: int) -> dict[str, float]:
+    """:func:`chain_tols` as ``pytest.approx`` keywords (``rel``, ``abs``)."""
+    tols = chain_tols(reference, *lengths)
+    return {"rel": tols["rtol"], "abs": tols["atol"]}
+
+
+def model_chain(config, tokens: int, steps: int = 1) -> tuple[int, ...]:
+    """The sums a model's loss, gradient or metric passes through, for :func:`chain_tols`: each
+    layer's MLP (``layers · intermediate_size`` terms, as in :func:`forward_logprob_tol`), the
+    log-partition (``vocab_size``) and the ``tokens`` a loss or a weight gradient sums over;
+    after ``steps`` optimizer steps each step's rounding is carried into the next (×steps)."""
+    chain = (config.num_hidden_layers * config.intermediate_size, config.vocab_size, tokens)
+    return tuple(steps * n for n in chain)

@@ -175,3 +175,121 @@ def test_benchmarks_scorecard_is_todays_rules_on_the_record():
     for claim, evidence, shown in pairs:
         assert evidence in results[claim].evidence, (claim, evidence)
         assert shown in text, (claim, shown)
+
+
+def test_preset_run_counts_are_the_expanded_presets():
+    from distillscope.study.rehearse import distinct
+    from distillscope.study.spec import expand, load_spec
+
+    runs = {name: expand(load_spec(name)) for name in ("quick", "paper", "paper-qwen")}
+    assert len(expand(load_spec("paper-llama"))) == len(runs["paper-qwen"])
+    gpu = len(runs["paper-qwen"])
+    steps = {r.config.optim.steps for r in runs["quick"]}
+    assert f"× 2 seeds: {len(runs['quick'])} runs of {steps.pop()} steps" in page("README.md")
+    studies = page("docs/studies.md")
+    assert f"2 seeds, {len(runs['quick'])} runs, full evaluation" in studies
+    assert f"`paper`: {len(runs['paper'])} runs, every experiment" in studies
+    assert f"the whole study of [P] for GPUs, {gpu} runs" in studies
+    assert f"the whole published study for GPUs ({gpu} runs" in page("docs/real-models.md")
+    walkthrough = page("docs/walkthrough-real.md")
+    configurations = len(distinct(runs["paper-qwen"]))
+    assert f"the preset's {gpu} runs are {configurations}:" in walkthrough
+    assert f"The whole preset holds {gpu} runs:" in walkthrough
+
+
+def test_scaling_fsdp_numbers_are_the_bench_record():
+    text = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    block = text.split("<!-- bench:fsdp -->")[1].split("<!-- /bench:fsdp -->")[0]
+    rows = {r[0]: r for r in table_after("BENCHMARKS.md", "| setting | ranks | peak RSS")}
+    dp, fsdp = rows["2 processes, data parallel"], rows["2 processes, --fsdp"]
+
+    def span(after: str) -> str:
+        """``A–B MB`` of the record's ``A / B MB`` (rank 0 / rank 1) followed by ``after``."""
+        a, b = sorted(int(x) for x in re.search(r"(\d+) / (\d+) MB " + after, block).groups())
+        return f"{a}–{b} MB"
+
+    predicted = re.search(r"4 × L / 2 − L = (\d+) MB", block).group(1)
+    expected = [
+        f"peak anonymous memory by {span('of peak anonymous RSS')}",
+        f"predicts {predicted} MB",
+        f"the peak RSS fell by {span('of peak RSS')}",
+        f"ranks peak {span('of anonymous RSS above')}",
+        f"losses matched the single process's to {float(fsdp[6]):.0e}".replace("e-0", "e-"),
+        f"its steps took {float(fsdp[5]):.1f} s, data parallel's {float(dp[5]):.1f} s",
+    ]
+    text = page("docs/scaling.md")
+    missing = [e for e in expected if e not in text]
+    assert not missing, missing
+
+
+def test_scaling_teacher_cache_numbers_are_the_bench_record():
+    rows = {r[0]: r for r in table_after("BENCHMARKS.md", "| teacher | step (s) | rollout (s)")}
+    live, cached = (
+        float(rows[k][1]) for k in ("live top-k testbed teacher", "read from the cache")
+    )
+    assert f"{live:.2f} s a step with the live top-k teacher against {cached:.2f} s" in page(
+        "docs/scaling.md"
+    )
+
+
+def test_scaling_cache_sizes_follow_the_shard_format():
+    """``B·T·(12k + 12)`` bytes: int64 ids (8k), k + 1 fp32 folded log-probs, two fp32 token
+    log-probs, per position."""
+
+    def size(b: int, t: int, k: int) -> float:
+        return b * t * (8 * k + 4 * (k + 1) + 2 * 4)
+
+    text = page("docs/scaling.md")
+    assert f"{size(16, 24, 8) / 1e3:.0f} kB at B = 16, T = 24, k = 8" in text
+    assert f"{size(64, 200, 64) / 1e6:.0f} MB at B = 64, T = 200, k = 64" in text
+
+
+def test_studies_numbers_are_benchmarks_records():
+    rows = table_after("BENCHMARKS.md", "| parent (low LR, seed 42) | held-out before")
+    gains = [float(r[2].rstrip("%")) - float(r[1].rstrip("%")) for r in rows]
+    seconds = [int(r[5]) for r in rows]
+    studies = page("docs/studies.md")
+    assert f"by +{min(gains):.1f} to +{max(gains):.1f} pp" in studies
+    assert f"in {min(seconds)}–{max(seconds)} s per run" in studies
+    h, m, s = map(
+        int, re.search(r"\*\*(\d+) h (\d+) min (\d+) s\*\*", page("BENCHMARKS.md")).groups()
+    )
+    assert f"{h} h {m + round(s / 60)} min on 2 shared cores" in studies
+
+
+def test_testbed_learning_rates_are_the_calibration_record():
+    rows = table_after("BENCHMARKS.md", "| rollout | LR | Countdown-3 acc. | forgetting (pp)")
+    by_lr: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        lr = r[1].strip("*").split()[0]
+        by_lr.setdefault(lr, []).append((float(r[2].rstrip("%")), float(r[3])))
+    low, high = by_lr["1e-04"], by_lr["3e-04"]
+    broken = [f for lr, runs in by_lr.items() if float(lr) >= 1e-3 for _, f in runs]
+    text = page("docs/testbed.md")
+    low_f = sorted(f for _, f in low)
+    assert f"moves {low_f[-1]:.1f} to {low_f[0]:.1f} pp" in text  # the smaller change first
+    high_f = sorted(-f for _, f in high)
+    assert f"they drop {high_f[0]:.1f}–{high_f[-1]:.1f} pp" in text
+    gap = max(abs(a_low - a_high) for (a_low, _), (a_high, _) in zip(low, high, strict=True))
+    assert f"with accuracy within {gap:.1f} pp" in text
+    assert f"(skills {round(max(broken))} to {round(min(broken))} pp)" in text
+
+
+def test_testbed_sizes_and_build_times_are_the_shipped_files():
+    weights = ROOT / "src" / "distillscope" / "testbed" / "weights"
+    size = sum(p.stat().st_size for p in weights.glob("*/model.safetensors"))
+    small = json.loads((weights / "teacher-small" / "build.json").read_text())
+    minutes = (small["train_seconds"] + small["sharpen_seconds"]) / 60
+    text = page("docs/testbed.md")
+    assert f"{size / 2**20:.0f} MB of safetensors with the second teacher" in text  # MiB
+    assert f"rebuilds it alone, {minutes:.0f} min on 2 loaded cores" in text
+
+
+def test_language_detector_cost_is_the_bench_record():
+    rows = table_after("BENCHMARKS.md", "| detector | build + first (CPU s)")
+    ours = next(r for r in rows if r[0].endswith("(ours)"))
+    memory = float(ours[4].removesuffix(" MB"))
+    assert (
+        f"low accuracy mode, ≈ {round(memory, -1):.0f} MB and {float(ours[1]):.1f} CPU s to build"
+        in page("docs/real-models.md")
+    )

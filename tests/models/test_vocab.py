@@ -10,6 +10,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 
 from distillscope.models.load import load_pair
+from distillscope.models.tokenizer_files import CROSS_TOKENIZER_OPT_IN
 from distillscope.models.vocab import (
     SpecialTokensWarning,
     TokenizerMismatchError,
@@ -45,7 +46,7 @@ def test_first_vocabulary_difference_is_named(words_a, words_b, reason):
         check_tokenizers_match(word_tokenizer(words_a), word_tokenizer(words_b), "T", "S")
     assert str(err.value) == (
         f"tokenizers of T and S differ: {reason}; teacher and student must share one "
-        "tokenizer (docs/method.md §1)"
+        f"tokenizer (docs/method.md §1), or opt in with {CROSS_TOKENIZER_OPT_IN}"
     )
 
 

@@ -64,13 +64,13 @@ def study_file(tmp_path: Path, overrides: list[str]) -> Path:
     return path
 
 
-def refused_everywhere(tmp_path: Path, overrides: list[str], *needles: str) -> None:
-    """``train``, ``study plan`` and ``study`` all refuse ``overrides`` the same way."""
+def refused_everywhere(tmp_path: Path, overrides: list[str], *needles: str) -> str:
+    """``train``, ``study plan`` and ``study`` all refuse ``overrides`` the same way (the line)."""
     out = tmp_path / "out"
     refused(["train", "--out", str(out), *overrides], out, *needles)
     spec = str(study_file(tmp_path, overrides))
     refused(["study", "plan", spec], out, *needles)
-    refused(["study", spec, "--out", str(out), "--executor", "sequential"], out, *needles)
+    return refused(["study", spec, "--out", str(out), "--executor", "sequential"], out, *needles)
 
 
 def test_another_tokenizer_is_refused_before_training(tmp_path, padded_qwen_pair, tiny_pair):
@@ -124,6 +124,52 @@ def test_a_served_teacher_below_teacher_topk_is_refused(tmp_path, tiny_pair, sma
     refused_everywhere(tmp_path, args, "exceeds --topk-max 2", "--topk-max 4")
 
 
+@pytest.fixture(params=["fingerprint", "probe"])
+def tokenizer_check(request, monkeypatch):
+    """How the served tokenizer is compared: the fingerprint ``serve-teacher`` shows, or (a
+    server that shows none, as vLLM) a probe text through ``/tokenize``."""
+    if request.param == "probe":
+        from distillscope.models.served import TeacherClient
+
+        monkeypatch.setattr(TeacherClient, "tokenizer_fingerprint", lambda self: None)
+    return request.param
+
+
+def served_args(url: str, student: Path) -> list[str]:
+    return [
+        f"model.teacher={url}",
+        f"model.student={student}",
+        "objective.teacher_topk=2",
+        "objective.teacher_temperature=1.0",
+        *small_eval(),
+    ]
+
+
+def test_a_served_teacher_with_another_tokenizer_is_refused(
+    tmp_path, padded_qwen_pair, tiny_pair, tokenizer_check
+):
+    """The ChatML teacher served, the testbed student: refused by the plain preflight, before
+    any model loads, not at the first step."""
+    with served_teacher(padded_qwen_pair[0], topk_max=4) as url:
+        needles = ["tokenizers of model.teacher", "the server's tokenizer differs"]
+        args = served_args(url, tiny_pair[1])
+        line = refused_everywhere(tmp_path, args, *needles, str(tiny_pair[1]))
+    assert "opt in" not in line  # the cross-tokenizer objectives need a local teacher
+
+
+@pytest.mark.parametrize("pair", ["tiny_pair", "padded_qwen_pair"])
+def test_a_served_teacher_with_the_students_tokenizer_passes(
+    tmp_path, request, pair, tokenizer_check
+):
+    """Passes for the testbed tokenizer and for a Qwen2 one, whose loaded pre-tokenizer is not
+    its ``tokenizer.json``'s (the probe is confirmed as transformers loads it)."""
+    teacher, student = request.getfixturevalue(pair)
+    with served_teacher(teacher, topk_max=4) as url:
+        spec = study_file(tmp_path, served_args(url, student))
+        res = runner.invoke(app, ["study", "plan", str(spec)])
+    assert res.exit_code == 0, res.output
+
+
 def test_a_missing_extra_is_one_line_with_its_install_command(tmp_path, tiny_pair):
     if __import__("importlib").util.find_spec("vllm") is not None:
         pytest.skip("vLLM is installed here")
@@ -140,6 +186,22 @@ def test_an_import_error_naming_its_install_is_a_user_error(tmp_path, monkeypatc
 
     monkeypatch.setattr(preflight, "preflight_runs", missing)
     refused(["train", "--out", str(tmp_path / "r")], tmp_path / "r", "distillscope[y]")
+
+
+def test_a_long_message_is_shown_whole_to_its_advice(tmp_path, monkeypatch):
+    """A 300-character error (a path, a reason, the advice last) is one line, never cut."""
+    import distillscope.study.preflight as preflight
+
+    advice = "run it with --overwrite to start again"
+    message = f"{'/a/long/path' * 24}: the reason; {advice}"
+    assert len(message) > 300
+
+    def long_error(configs):
+        raise ValueError(message)
+
+    monkeypatch.setattr(preflight, "preflight_runs", long_error)
+    line = refused(["train", "--out", str(tmp_path / "r")], tmp_path / "r")
+    assert line == f"error: {message}"
 
 
 PLAN_SCRIPT = """

@@ -3,7 +3,10 @@
 It answers the subset of vLLM's API that a served teacher needs (:mod:`.served`), in vLLM's
 JSON: ``POST /v1/completions`` with token-id prompts and ``prompt_logprobs`` (fp32
 log-softmax of the model's logits over the tokenizer's vocabulary; ``max_tokens`` 1, the one
-generated token the argmax), ``GET /v1/models``, ``POST /tokenize`` and ``GET /health``. It
+generated token the argmax), ``GET /v1/models``, ``POST /tokenize`` and ``GET /health``. Its
+model card carries one field vLLM's lacks, ``tokenizer_sha256``: the fingerprint of the
+tokenizer's token→id map (:func:`~distillscope.models.tokenizer_files.vocab_fingerprint`), which
+a run's preflight compares with the student's tokenizer files before anything loads. It
 listens on 127.0.0.1 unless told otherwise and stops cleanly on SIGTERM or Ctrl-C.
 
 With an API key (``--api-key`` or :data:`API_KEY_ENV`, as vLLM's server takes ``--api-key`` or
@@ -30,7 +33,8 @@ from typing import Any
 import torch
 
 from distillscope.models.load import load_model
-from distillscope.models.served import DEFAULT_KEY_ENV
+from distillscope.models.served import DEFAULT_KEY_ENV, FINGERPRINT_FIELD
+from distillscope.models.tokenizer_files import vocab_fingerprint
 
 #: The largest request body read (bytes): 64 MiB of JSON token ids.
 MAX_BODY = 64 << 20
@@ -51,6 +55,7 @@ class LogprobModel:
         self.model.requires_grad_(False)
         self.name, self.topk_max = name, topk_max
         self.vocab_size = len(self.tokenizer)
+        self.fingerprint = vocab_fingerprint(self.tokenizer.get_vocab())
         self.max_len = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
         self._lock = threading.Lock()
 
@@ -142,11 +147,18 @@ class LogprobModel:
         return {"count": len(tokens), "max_model_len": self.max_len, "tokens": tokens}
 
     def models(self) -> dict:
-        """The answer to ``/v1/models``: this one model."""
+        """The answer to ``/v1/models``: this one model, its tokenizer's fingerprint beside."""
         card = {"id": self.name, "object": "model", "created": 0, "owned_by": "distillscope"}
         return {
             "object": "list",
-            "data": [{**card, "root": self.name, "max_model_len": self.max_len}],
+            "data": [
+                {
+                    **card,
+                    "root": self.name,
+                    "max_model_len": self.max_len,
+                    FINGERPRINT_FIELD: self.fingerprint,
+                }
+            ],
         }
 
 

@@ -25,7 +25,15 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from distillscope.models.tokenizer_files import (
+    mismatch_message,
+    tokenizer_codec,
+    tokenizer_vocab,
+    vocab_fingerprint,
+)
 
 #: The least tail mass a folded teacher keeps: 1 − Σ top-k of fp32 log-probs is known only to
 #: ~1e-6 (a log-prob near 0 is x − logsumexp(x) rounded in fp32).
@@ -34,6 +42,10 @@ TAIL_FLOOR = 1e-7
 MASS_SLACK = 1e-4
 #: Characters of a server's error text kept in a message.
 _SHOWN = 160
+#: The model-card field in which ``serve-teacher`` shows its tokenizer's fingerprint.
+FINGERPRINT_FIELD = "tokenizer_sha256"
+#: Why a server without a fingerprint is refused.
+_PROBE_DIFFERS = "its /tokenize of a probe text gives other ids"
 
 
 class ServerError(ValueError):
@@ -88,7 +100,7 @@ class TeacherClient:
         self._headers = {"Content-Type": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
-        self._model: str | None = None
+        self._model_card: dict | None = None
 
     @classmethod
     def from_config(cls, model: Any, vocab_size: int) -> TeacherClient:
@@ -105,9 +117,19 @@ class TeacherClient:
 
     def model_name(self) -> str:
         """The served model's id (``GET /v1/models``: the first one), asked once."""
-        if self._model is None:
-            self._model = self._call(lambda: _first_model(self._json("GET", "/models")))
-        return self._model
+        return self._card()["id"]
+
+    def tokenizer_fingerprint(self) -> str | None:
+        """The served tokenizer's :func:`~.tokenizer_files.vocab_fingerprint`, shown in the model
+        card by ``serve-teacher`` (:data:`FINGERPRINT_FIELD`); None from a server that shows none
+        (vLLM), whose tokenizer is then probed through ``/tokenize``."""
+        shown = self._card().get(FINGERPRINT_FIELD)
+        return shown if isinstance(shown, str) else None
+
+    def _card(self) -> dict:
+        if self._model_card is None:
+            self._model_card = self._call(lambda: _first_model(self._json("GET", "/models")))
+        return self._model_card
 
     def tokenize(self, text: str) -> list[int]:
         """The server's token ids of ``text`` (vLLM's ``POST /tokenize``), no special tokens."""
@@ -115,20 +137,50 @@ class TeacherClient:
         return self._call(lambda: _tokens(self._json("POST", "/tokenize", body, root=True)))
 
     def check_tokenizer(self, tokenizer: Any) -> None:
-        """ServerError unless the server tokenizes a probe text as ``tokenizer`` does.
+        """ServerError unless the server's tokenizer is ``tokenizer`` (a loaded transformers
+        tokenizer): the same vocabulary fingerprint, or, from a server that shows none, the same
+        ids for a probe text (:meth:`_probe_agrees`)."""
+        shown = self.tokenizer_fingerprint()
+        if shown is not None:
+            own = vocab_fingerprint(tokenizer.get_vocab())
+            if own != shown:
+                raise self._mismatch("model.student", f"vocabulary sha256 {shown:.12} vs {own:.12}")
+            return
 
-        The probe decodes the first and the last 512 ids of the vocabulary (specials included):
-        a different vocabulary, merge table or added tokens gives other ids.
-        """
-        v = self.vocab_size
-        ids = [*range(min(v, 512)), *range(max(512, v - 512), v)]
-        text = tokenizer.decode(ids)
-        if self.tokenize(text) != list(tokenizer(text, add_special_tokens=False)["input_ids"]):
-            raise ServerError(
-                f"model.teacher {self.url}: the server's tokenizer differs from model.student's "
-                "(its /tokenize of a probe text gives other ids); serve a teacher that shares the "
-                "student's tokenizer"
-            )
+        def encode(text: str) -> list[int]:
+            return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+        if not self._probe_agrees(tokenizer.decode, encode, self.vocab_size):
+            raise self._mismatch("model.student", _PROBE_DIFFERS)
+
+    def check_student_files(self, student: Path) -> None:
+        """:meth:`check_tokenizer` against the tokenizer files of directory ``student``, read as
+        :func:`~.tokenizer_files.tokenizer_vocab` reads them (torch-free from
+        ``tokenizer.json``; confirmed as transformers loads it before refusing): the static check
+        of a run's preflight, before any model loads."""
+        shown, why = self.tokenizer_fingerprint(), _PROBE_DIFFERS
+        for loaded in (False, True):
+            if shown is not None:
+                own = vocab_fingerprint(tokenizer_vocab(student, loaded))
+                if own == shown:
+                    return
+                why = f"vocabulary sha256 {shown:.12} vs {own:.12}"
+            elif self._probe_agrees(*tokenizer_codec(student, loaded)):
+                return
+        raise self._mismatch(str(student), why)
+
+    def _probe_agrees(self, decode: Any, encode: Any, vocab_size: int) -> bool:
+        """Whether the server tokenizes a probe text as ``encode`` does. The probe decodes the
+        first and the last 512 ids of the vocabulary (specials included): a different
+        vocabulary, merge table or added tokens gives other ids."""
+        ids = [*range(min(vocab_size, 512)), *range(max(512, vocab_size - 512), vocab_size)]
+        text = decode(ids)
+        return self.tokenize(text) == list(encode(text))
+
+    def _mismatch(self, student: str, why: str) -> ServerError:
+        reason = f"the server's tokenizer differs from model.student's ({why})"
+        name = f"model.teacher {self.url}"  # served: no cross-tokenizer opt-in (a local teacher)
+        return ServerError(mismatch_message(name, student, reason, opt_in=False))
 
     def check_topk(self, k: int) -> None:
         """ServerError unless the server answers ``prompt_logprobs=k``: one two-token probe,
@@ -216,14 +268,16 @@ def api_key(env: str | None) -> str | None:
     return key
 
 
-def _first_model(answer: Any) -> str:
+def _first_model(answer: Any) -> dict:
+    """The first model card of a ``/models`` answer, its ``id`` a string."""
     try:
-        name = answer["data"][0]["id"]
+        card = answer["data"][0]
+        name = card["id"]
     except (KeyError, IndexError, TypeError):
         raise _Retry("/models answered no model (expected data[0].id)") from None
     if not isinstance(name, str):
         raise _Retry("/models answered a model id that is not a string")
-    return name
+    return card
 
 
 def _tokens(answer: Any) -> list[int]:

@@ -11,6 +11,9 @@ library (no torch, no transformers); a directory without one (``tokenizer.model`
 from __future__ import annotations
 
 import filecmp
+import hashlib
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -23,12 +26,14 @@ class TokenizerMismatchError(ValueError):
 CROSS_TOKENIZER_OPT_IN = "objective.kind=uld | aligned_forward_kl | aligned_reverse_kl"
 
 
-def mismatch_message(name_a: str, name_b: str, reason: str) -> str:
+def mismatch_message(name_a: str, name_b: str, reason: str, opt_in: bool = True) -> str:
     """The one line a tokenizer mismatch reads, at preflight and at load alike: it names the
-    opt-in (a cross-tokenizer objective, docs/scaling.md "A teacher with another tokenizer")."""
+    opt-in (a cross-tokenizer objective, docs/scaling.md "A teacher with another tokenizer"),
+    unless ``opt_in`` is False (a served teacher, which those objectives refuse)."""
+    advice = f", or opt in with {CROSS_TOKENIZER_OPT_IN}" if opt_in else ""
     return (
         f"tokenizers of {name_a} and {name_b} differ: {reason}; teacher and student must "
-        f"share one tokenizer (docs/method.md §1), or opt in with {CROSS_TOKENIZER_OPT_IN}"
+        f"share one tokenizer (docs/method.md §1){advice}"
     )
 
 
@@ -43,6 +48,34 @@ def tokenizer_vocab(directory: Path, loaded: bool = False) -> dict[str, int]:
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(directory).get_vocab()
+
+
+def tokenizer_codec(directory: Path, loaded: bool = False) -> tuple[Callable, Callable, int]:
+    """``(decode(ids) → text, encode(text) → ids without special tokens, vocabulary size)`` of
+    ``directory``'s tokenizer, read as :func:`tokenizer_vocab` reads it."""
+    path = Path(directory) / "tokenizer.json"
+    if path.is_file() and not loaded:
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(path))
+        return (
+            lambda ids: tok.decode(ids, skip_special_tokens=False),
+            lambda text: tok.encode(text, add_special_tokens=False).ids,
+            tok.get_vocab_size(with_added_tokens=True),
+        )
+    from transformers import AutoTokenizer
+
+    auto = AutoTokenizer.from_pretrained(directory)
+    return auto.decode, lambda text: auto(text, add_special_tokens=False)["input_ids"], len(auto)
+
+
+def vocab_fingerprint(vocab: dict[str, int]) -> str:
+    """The SHA-256 of a token→id map: the JSON list of ``[id, token]`` pairs in id order, UTF-8.
+    Two tokenizers map every token to the same id exactly when their fingerprints agree (up to a
+    hash collision); a served teacher shows its own (:mod:`distillscope.models.serve`), so that
+    a preflight compares it with the student's files without loading a model."""
+    pairs = sorted((i, t) for t, i in vocab.items())
+    return hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def check_tokenizer_files(teacher: Path, student: Path) -> None:

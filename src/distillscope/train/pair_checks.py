@@ -10,7 +10,9 @@ process that plans a study, without torch:
   :data:`~distillscope.objectives.registry.CROSS_TOKENIZER_KINDS`), whose run shape is then
   checked (:func:`cross_tokenizer_refusal`);
 - a served teacher answers ``objective.teacher_topk`` log-probs per position (one probe
-  request, :meth:`~distillscope.models.served.TeacherClient.check_topk`);
+  request, :meth:`~distillscope.models.served.TeacherClient.check_topk`) and serves the
+  student's tokenizer (its fingerprint, or a probe text through ``/tokenize``, against the
+  student's files: :meth:`~distillscope.models.served.TeacherClient.check_student_files`);
 - ``rollout.engine=vllm`` finds vLLM installed.
 """
 
@@ -33,8 +35,8 @@ VLLM_MISSING = (
 
 
 def preflight_pair(cfg: RunConfig) -> None:
-    """One-line ValueError for a tokenizer mismatch, a served teacher that refuses
-    ``objective.teacher_topk`` log-probs, or a missing vLLM (module doc)."""
+    """One-line ValueError for a tokenizer mismatch (local or served teacher), a served teacher
+    that refuses ``objective.teacher_topk`` log-probs, or a missing vLLM (module doc)."""
     m = cfg.model
     if cfg.rollout.engine == "vllm" and importlib.util.find_spec("vllm") is None:
         raise ConfigError(VLLM_MISSING)
@@ -42,7 +44,9 @@ def preflight_pair(cfg: RunConfig) -> None:
     if refusal is not None:
         raise ConfigError(refusal)
     if served_url(m.teacher):
-        TeacherClient.from_config(m, vocab_size=0).check_topk(cfg.objective.teacher_topk)
+        client = TeacherClient.from_config(m, vocab_size=0)
+        client.check_topk(cfg.objective.teacher_topk)
+        client.check_student_files(resolve_model_path(m.student))
         return
     if cfg.objective.kind not in CROSS_TOKENIZER_KINDS:  # the opt-in: any two tokenizers
         check_tokenizer_files(resolve_model_path(m.teacher), resolve_model_path(m.student))

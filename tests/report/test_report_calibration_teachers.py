@@ -12,6 +12,7 @@ from distillscope.report.claims.c21_22_regulation import SIZE as TEACHER_PARAMS
 from distillscope.study.spec import expand, load_spec
 from distillscope.study.table import plan_row
 
+STUDENT_PARAMS = "model/student_params"
 SIZES = {"testbed:teacher": 1_929_024, "testbed:teacher-small": 1_341_280}
 
 
@@ -28,6 +29,15 @@ def test_teacher_sizes_are_design_not_simulated():
         table = simulate(df, scenario, seed=3)
         runs = table[table["experiment"] == "teacher_scale"]
         assert (runs[TEACHER_PARAMS] == runs["model.teacher"].map(SIZES)).all(), scenario
+
+
+def test_student_sizes_are_design_not_simulated():
+    """Claim 28 reads each run's student size: a simulated table keeps it as measured."""
+    df = _design()
+    df[STUDENT_PARAMS] = [1_000 + 10 * i for i in range(len(df))]
+    for scenario in ("null", "zeros", "planted"):
+        table = simulate(df, scenario, seed=3)
+        assert table[STUDENT_PARAMS].tolist() == df[STUDENT_PARAMS].tolist(), scenario
 
 
 #: The 5% false-rate target, plus two binomial SEs of a rate measured on ``DRAWS`` tables: a

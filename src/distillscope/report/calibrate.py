@@ -6,8 +6,8 @@
 
 Synthetic tables keep the study's exact design (the same rows: experiments, cells, seeds,
 baseline, and the measured columns that describe the design, ``DESIGN_METRICS``: each run's
-teacher size) and replace every other metric by a model value plus the study's own error
-structure (:mod:`distillscope.report.noise`, docs/method.md §9 "Statistics"):
+teacher and student sizes) and replace every other metric by a model value plus the study's
+own error structure (:mod:`distillscope.report.noise`, docs/method.md §9 "Statistics"):
 
 - **noise**: per metric, a seed effect drawn once per seed and shared by every cell of that seed
   (seed_sd, the seed term of a cell + seed fit), training noise per run (train_sd) and per-item
@@ -78,7 +78,7 @@ NO_EFFECT_CLAIMS = tuple(c.id for c in CLAIMS if c.null_true)
 MARGIN = "margin"  # the scenario that plants each no-effect claim's effect at its margin
 #: Measured columns that describe a run's design rather than an outcome: kept as the study
 #: recorded them, never simulated (claim 22 sizes its teachers by the teacher's parameters).
-DESIGN_METRICS = ("model/teacher_params",)
+DESIGN_METRICS = ("model/teacher_params", "model/student_params")
 DEFAULT_DRAWS = 200
 #: Trajectory features of OPD runs (claim 16) with their null value and noise.
 TRAJ = {

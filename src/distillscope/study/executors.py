@@ -76,9 +76,10 @@ def _worker_config(config: dict[str, Any], threads: int | None):
 Job = tuple[str, dict[str, Any], str]  # (run_id, config, run_dir)
 
 
-def _start_worker() -> None:
-    # Workers watch their parent: a SIGKILLed study leaves no worker running its queue.
-    watch_parent()
+def _start_worker(parent: int) -> None:
+    # Workers watch their parent: a SIGKILLed study leaves no worker running its queue, even
+    # one killed while this worker was still starting.
+    watch_parent(parent)
     import distillscope.study.run_one  # noqa: F401 — torch, transformers, the training stack: once
 
 
@@ -98,7 +99,10 @@ class WorkerPool:
         self.threads = max(1, (os.cpu_count() or 1) // workers)
         ctx = mp.get_context("spawn")  # fork + torch threads can deadlock
         self.executor = ProcessPoolExecutor(
-            max_workers=workers, mp_context=ctx, initializer=_start_worker
+            max_workers=workers,
+            mp_context=ctx,
+            initializer=_start_worker,
+            initargs=(os.getpid(),),
         )
         for _ in range(workers):  # one task per worker spawns every worker now
             self.executor.submit(_ready)

@@ -95,13 +95,20 @@ def _read_holder(fd: int) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def watch_parent() -> None:
-    """In a worker process: exit at once (``os._exit``) when the parent process dies."""
-    parent = os.getppid()
+def watch_parent(parent: int | None = None) -> None:
+    """In a worker process: exit at once (``os._exit``) when the parent process dies.
+
+    ``parent``: the PID the parent passed at spawn (default: the parent now). Passed, it also
+    catches a parent that died while the worker was still starting (its imports take seconds):
+    the worker has then been re-parented already and exits before it takes a job.
+    """
+    parent = os.getppid() if parent is None else parent
 
     def poll() -> None:
         while os.getppid() == parent:
             time.sleep(PARENT_POLL_S)
         os._exit(1)
 
+    if os.getppid() != parent:
+        os._exit(1)
     threading.Thread(target=poll, name="distillscope-parent-watch", daemon=True).start()

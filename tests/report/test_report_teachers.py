@@ -14,7 +14,8 @@ from distillscope.report.scorecard import NOT_IMPLEMENTED
 from distillscope.report.teachers import COLUMNS, teacher_table
 from distillscope.report.verdicts import NOT_TESTED
 from distillscope.study.run_study import run_study
-from distillscope.study.spec import StudySpec
+from distillscope.study.spec import StudySpec, expand
+from distillscope.study.table import plan_row
 
 
 def _spec(teacher, student) -> StudySpec:
@@ -68,6 +69,30 @@ def test_teachers_are_cells_and_the_report_has_a_row_per_teacher(tiny_pair, tmp_
     write_report(study)
     text = (study / "report" / "report.md").read_text()
     assert "## Teachers" in text and "big (routed)" in text
+
+
+def test_a_routed_cell_is_apart_from_the_default_teachers_cell():
+    """A routed run keeps the default model.teacher (unused): docs/teachers.md's axis of
+    testbed:teacher, testbed:teacher-small and both routed is three cells of the table, its
+    teachers and route recorded as text."""
+    routed = {
+        "model.teachers": {"large": "testbed:teacher", "small": "testbed:teacher-small"},
+        "model.route": {"by": "mixture", "weights": {"large": 1, "small": 1}},
+    }
+    axis = {
+        "large": {"model.teacher": "testbed:teacher"},
+        "small": {"model.teacher": "testbed:teacher-small"},
+        "routed": routed,
+    }
+    spec = {"name": "t", "base": {}, "experiments": [{"name": "e", "axes": {"teacher": axis}}]}
+    df = pd.DataFrame([plan_row(r, "done") for r in expand(StudySpec.model_validate(spec))])
+    default = "testbed:teacher"  # the routed run's model.teacher, as the large run's
+    assert list(df["model.teacher"]) == [default, "testbed:teacher-small", default]
+    assert len(df.groupby(cell_columns(df), dropna=False)) == 3
+    assert df["model.teachers"].iloc[2] == (
+        '{"large": "testbed:teacher", "small": "testbed:teacher-small"}'
+    )
+    assert df["model.route"].isna().tolist() == [True, True, False]
 
 
 def test_one_teacher_gives_no_section():

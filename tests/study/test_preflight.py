@@ -220,3 +220,26 @@ def test_the_preflight_of_a_whole_study_imports_no_torch():
         [sys.executable, "-c", PLAN_SCRIPT], capture_output=True, text=True, timeout=300, check=True
     )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize(
+    "other,needle",
+    [
+        ([], "tokenizers of"),
+        (["objective.kind=uld", "eval.profile_steps=[1]"], "takes no eval.profile_steps"),
+    ],
+)
+def test_a_cross_tokenizer_run_does_not_vouch_for_its_pairs_other_runs(
+    padded_qwen_pair, tiny_pair, other, needle
+):
+    """The pair check runs once per distinct answer: a ULD run of a BPE teacher and a character
+    student passes, and a study's later run of the same pair that does not opt in (or breaks the
+    opt-in's rules) is still refused before anything runs."""
+    from distillscope.config import load_run_config
+    from distillscope.study.preflight import preflight_runs
+
+    pair = [f"model.teacher={padded_qwen_pair[0]}", f"model.student={tiny_pair[1]}"]
+    uld = load_run_config(None, [*pair, "objective.kind=uld"])
+    preflight_runs([uld])
+    with pytest.raises(ValueError, match=needle):
+        preflight_runs([uld, load_run_config(None, [*pair, *other])])

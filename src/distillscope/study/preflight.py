@@ -22,7 +22,7 @@ from distillscope.config import RunConfig
 from distillscope.eval.forgetting_data import check_harness_data
 from distillscope.eval.preflight import preflight_evaluation
 from distillscope.train.checks import preflight_all
-from distillscope.train.pair_checks import preflight_pair
+from distillscope.train.pair_checks import cross_tokenizer_refusal, preflight_pair
 from distillscope.train.routing import teacher_configs
 
 
@@ -53,8 +53,11 @@ def _once(
 
 
 def _pair_key(cfg: RunConfig) -> str:
-    m = cfg.model
-    return repr((m.teacher, m.student, cfg.rollout.engine, cfg.objective.teacher_topk))
+    """What :func:`preflight_pair` reads: the pair, the engine, k, and the objective, which may
+    opt in to another tokenizer (with the run-shape checks of that opt-in): a cross-tokenizer
+    run of a pair does not vouch for a run of the same pair that does not."""
+    m, kind = cfg.model, (cfg.objective.kind, cross_tokenizer_refusal(cfg))
+    return repr((m.teacher, m.student, cfg.rollout.engine, cfg.objective.teacher_topk, kind))
 
 
 def _evaluation_key(cfg: RunConfig) -> str:

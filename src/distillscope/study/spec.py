@@ -67,6 +67,9 @@ RECORDED = (
     "seed",
     "task.name",
     "model.teacher",
+    # a routed run's teachers (its model.teacher is the unused default): JSON text in the table
+    "model.teachers",
+    "model.route",
     "task.teacher_style_flag",
     "task.teacher_instruction",
     "rollout.prompts_per_step",

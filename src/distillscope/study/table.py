@@ -21,6 +21,7 @@ sampling settings and seeds as the runs. A baseline row has
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import tempfile
@@ -52,6 +53,8 @@ def plan_row(run: PlannedRun, status: str = "planned", reason: str = "") -> dict
     }
     for col in RECORDED:
         value = _get(cfg, col)
+        if isinstance(value, dict):  # model.teachers, model.route: one groupable text cell
+            value = json.dumps(value, sort_keys=True)
         row[col] = math.nan if value is None else value
     row.update({k: math.nan if v is None else v for k, v in run.axes.items()})
     row.update(run.labels)

@@ -321,12 +321,22 @@ def test_a_multi_route_part_counts_its_strata_once_and_heads_by_its_first_route(
 
 
 def test_a_claim_whose_parts_all_lack_evidence_is_not_tested_even_when_a_premise_is_absent():
-    """Its own experiment missing, a claim is "not tested": an absent premise measured
-    elsewhere (claim 7's main-grid LR effect without a λ-spectrum) does not make it "not
-    applicable"; the reason names both."""
+    """One of its experiments unrun and no part tested, a claim is "not tested": an absent
+    premise measured elsewhere (claim 7's main-grid LR effect without a λ-spectrum) does not make
+    it "not applicable"; the reason names both. With every experiment run, a part that lacks
+    runs because the premise is absent (claim 19's high-entropy runs) is "not applicable"."""
     premise = (_part(GAIN, _x(1.0)),)
     r = _score(_part("B", not_tested("s", "m2")), premises=premise)
     assert r.verdict == "not tested"
-    assert r.reason == f"needs {NEEDS}; lacks m2 (premise gain > 5 pp is absent where measured)"
+    assert r.reason == (
+        f"needs {NEEDS}; the study has no finished run of `other` "
+        "(premise gain > 5 pp is absent where measured)"
+    )
     r = _score(_part("A", GOOD), _part("B", not_tested("s", "m2")), premises=premise)
     assert r.verdict == "not applicable"  # one part tested: the premise decides
+    rows = [
+        {"run_id": f"m{i}", "experiment": e, "status": "done", "seed": 1}
+        for i, e in enumerate(("main", "other"))
+    ]
+    r = _score(_part("B", not_tested("s", "m2")), premises=premise, ev=Evidence(pd.DataFrame(rows)))
+    assert r.verdict == "not applicable" and r.reason == "premise gain > 5 pp is absent"

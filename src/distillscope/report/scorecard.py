@@ -136,8 +136,10 @@ def _judge(claim: Claim, view: ClaimEvidence, result, alpha: float = ALPHA) -> C
     absent = [p for p, _, d in premises if d.state == CONTRADICTED]
     states = [d.state for _, _, d in parts]
     missing = [d.reason for _, _, d in decided if d.state == NOT_TESTED]
-    if absent and all(s == NOT_TESTED for s in states):  # its own evidence first
-        why = f"needs {claim.needs}; lacks {'; '.join(dict.fromkeys(missing))}"
+    unrun = [e for e in claim.experiments if view.rows(e).empty and view.rows(e, rlvr=True).empty]
+    if absent and unrun and all(s == NOT_TESTED for s in states):  # its own experiment unrun
+        why = f"needs {claim.needs}; the study has no finished run of "
+        why += " or ".join(f"`{e}`" for e in unrun)
         why += f" (premise {absent[0].claimed()} is absent where measured)"
         return result(NOT_TESTED, evidence, head, why)
     if absent:

@@ -53,8 +53,11 @@ def scripted(monkeypatch):
     generator gave (the generator is the one seeded by ``calibrate``)."""
     counts: dict = {"rng": []}
 
-    def draw(d, scenario, metrics, noise, typical, rng, case=None):
+    def draw(d, scenario, metrics, noise, typical, rng, case=None, effects=None):
         assert isinstance(d, pd.DataFrame) and metrics == ["eval/accuracy"]
+        (got, levels), (want, want_levels) = effects, cal.effects_of(d, scenario, noise, case)
+        assert levels == want_levels and got.keys() == want.keys()  # computed once per case
+        assert all(np.array_equal(got[m], want[m]) for m in want)
         assert set(noise) == set(typical) == {"eval/accuracy"}
         counts["rng"].append(float(rng.random()))
         key = (scenario, case.name if case is not None else None)

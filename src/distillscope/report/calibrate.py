@@ -180,15 +180,17 @@ def draw(
     typical: dict[str, float],
     rng: np.random.Generator,
     case: MarginCase | None = None,
+    effects: tuple[Offsets, bool] | None = None,
 ) -> pd.DataFrame:
     """One synthetic results table of design ``d`` under ``scenario`` (see module docstring):
     model values plus ``noise.draw_noise`` (a seed effect shared by the cells of each seed,
     training noise, per-item binomial evaluation noise); under ``margin``, ``case`` says which
-    claim's part sits at its margin (default: every null-based case at once)."""
+    claim's part sits at its margin (default: every null-based case at once). ``effects``:
+    ``effects_of(d, scenario, noise, case)`` when the caller draws many tables of one case."""
     out = d.copy()
     base = is_baseline(out).to_numpy()
     opd = out["objective.kind"].map(str).eq("opd").to_numpy() if "objective.kind" in out else None
-    planted, levels = _effects(d, scenario, run_sds(noise), case)
+    planted, levels = effects or effects_of(d, scenario, noise, case)
     degenerate = scenario in DEGENERATE
     seeds = pd.factorize(out[SEED].map(str) if SEED in out else pd.Series("", out.index))[0]
     drawn = {} if degenerate else draw_noise({m: noise[m] for m in metrics}, seeds, rng)
@@ -246,6 +248,14 @@ def setup(df: pd.DataFrame, study_dir: Path | None = None) -> Setup:
     if ACC in typical:
         typical[ACC] = float(np.clip(typical[ACC], LEARNED_BY + 0.1, 0.9))
     return d, metrics, noise, typical
+
+
+def effects_of(
+    d: pd.DataFrame, scenario: str, noise: dict[str, Components], case: MarginCase | None
+) -> tuple[Offsets, bool]:
+    """(offsets of the scenario in design ``d``, whether the level metrics ``LEVELS`` are set as
+    levels): the same for every table of one case, so ``calibrate`` computes them once."""
+    return _effects(d, scenario, run_sds(noise), case)
 
 
 def _effects(
@@ -344,8 +354,9 @@ def calibrate(
         n = _tables_of(scenario, draws)
         for case, scored in _runs(scenario, ids, draws):
             counts: dict[int, dict[str, int]] = {c: {} for c in scored}
+            effects = effects_of(d, scenario, noise, case)
             for _ in range(n):
-                table = draw(d, scenario, metrics, noise, typical, rng, case)
+                table = draw(d, scenario, metrics, noise, typical, rng, case, effects)
                 for r in score_claims(table, claims=scored):
                     counts[r.id][r.verdict] = counts[r.id].get(r.verdict, 0) + 1
                 if on_table is not None:

@@ -16,7 +16,12 @@ import pandas as pd
 from distillscope.labels import is_label_column
 from distillscope.report.aggregate import cell_columns, percent_scale, with_labels
 from distillscope.report.claims.estimate import Blocks, Estimate, not_tested, seed_level
-from distillscope.report.claims.evidence import ClaimEvidence, missing_metric, task_column
+from distillscope.report.claims.evidence import (
+    ClaimEvidence,
+    joined,
+    missing_metric,
+    task_column,
+)
 from distillscope.report.claims.spec import ABOVE, POOLED, Part
 from distillscope.report.matching import LAMBDA, cell_key, match_columns
 
@@ -130,7 +135,7 @@ def matched_weights(
     cell column); a stratum without a matched pair is absent."""
     cells = _labelled(b)
     others = [c for c in match_columns(cells, axis) if c in b.by]
-    keys = _join(cells, others)
+    keys = joined(cells, others)
     side = cells[axis].map(str).to_numpy()
     groups: dict[str, list[tuple[int, int]]] = {}
     for k in dict.fromkeys(keys):
@@ -163,12 +168,6 @@ def matched(
 
 def _labelled(b: Blocks) -> pd.DataFrame:
     return with_labels(b.cells)
-
-
-def _join(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    if not columns:
-        return np.array([""] * len(frame))
-    return frame[list(columns)].apply(lambda c: c.map(str)).agg("|".join, axis=1).to_numpy()
 
 
 def tasks_of(b: Blocks) -> str | None:

@@ -23,7 +23,8 @@ def test_calibrates_the_tested_claims_once_per_design(synth, tmp_path, monkeypat
     monkeypatch.setattr(run, "PROGRESS_AFTER_S", 0.0)  # every calibration "takes long"
     path = run.ensure_calibration(root, draws=1, say=said.append, workers=1)
     cal = json.loads(path.read_text())
-    tested = [r.id for r in score_claims(load_study(root).scored) if r.verdict not in run.UNSCORED]
+    scored = score_claims(load_study(root).scored, root)
+    tested = [r.id for r in scored if r.verdict not in run.UNSCORED]
     assert cal["claims"] == tested and sorted(map(int, cal["false_rate"])) == sorted(tested)
     assert set(cal["power"]) == set(cal["false_support"]) == set(cal["rates"]["null"])
     assert cal["tables"] == run.tables(1, tested) and len(cal["key"]) == 64
@@ -34,6 +35,18 @@ def test_calibrates_the_tested_claims_once_per_design(synth, tmp_path, monkeypat
     assert path.stat().st_mtime_ns == stamp and not said  # the same key: reused, silent
     run.ensure_calibration(root, draws=2, workers=1)  # another key: recalibrated
     assert json.loads((root / CALIBRATION_FILE).read_text())["draws"] == 2
+
+
+def test_a_claim_read_from_the_runs_trajectories_is_calibrated(synth, tmp_path):
+    """Claim 19 reads each run's early entropy from metrics.jsonl (not results.parquet): tested
+    on the study directory, it is calibrated too (the simulated tables draw that feature)."""
+    rows = synth.grid("main", synth.main_cells(synth.PAPER_ACC), spread=0.02)
+    metrics = {r["run_id"]: synth.curve(20, int(r["seed"])) for r in rows}
+    root = synth.write_study(tmp_path / "study", [*rows, synth.baseline_row()], metrics=metrics)
+    assert score_claims(load_study(root).scored)[18].verdict == "not tested"  # table alone
+    path = run.ensure_calibration(root, draws=1, workers=1)
+    cal = json.loads(path.read_text())
+    assert 19 in cal["claims"] and "19" in cal["false_rate"]
 
 
 def test_the_key_follows_the_design_and_its_noise(synth, tmp_path):

@@ -59,7 +59,8 @@ def ensure_calibration(
     study = load_study(Path(study_dir))
     path = study.root / CALIBRATION_FILE
     df = study.scored
-    claims = [r.id for r in score_claims(df) if r.verdict not in UNSCORED]
+    # tested with the runs' trajectory features (claim 19's early entropy), which draw simulates
+    claims = [r.id for r in score_claims(df, study.root) if r.verdict not in UNSCORED]
     prepared = setup(df, study.root)
     key = calibration_key(prepared, draws, seed, claims)
     old = read_calibration(study.root)

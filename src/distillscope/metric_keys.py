@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 Unit = Literal["fraction", "pp", "nats", "tokens", "seconds", "tokens/s", "ratio", "count", "—"]
@@ -387,8 +388,10 @@ METRICS: tuple[MetricKey, ...] = (
 )
 
 
+@lru_cache(maxsize=4096)
 def metric_info(name: str) -> MetricKey | None:
-    """The registry entry of ``name``: an exact key first, else the first family it belongs to."""
+    """The registry entry of ``name``: an exact key first, else the first family it belongs to
+    (cached: the registry is a constant, and reports ask for the same keys per table)."""
     for m in METRICS:
         if m.key == name:
             return m

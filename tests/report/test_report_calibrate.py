@@ -142,7 +142,9 @@ def test_report_cli_prints_false_verdict_rates(tmp_path):
     result = runner.invoke(app, ["report", str(root), "--draws", "2"])  # on by default
     assert result.exit_code == 0, result.output
     cal = json.loads((root / CALIBRATION_FILE).read_text())
-    tested = [r.id for r in score_claims(load_study(root).scored) if r.verdict not in UNSCORED]
+    tested = [
+        r.id for r in score_claims(load_study(root).scored, root) if r.verdict not in UNSCORED
+    ]
     assert cal["draws"] == 2 and set(cal["false_rate"]) == {str(c) for c in tested}
     md = (root / "report" / "report.md").read_text()
     html = (root / "report" / "report.html").read_text()

@@ -80,6 +80,15 @@ def _hashable(series: pd.Series) -> pd.Series:
     return series
 
 
+def row_keys(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """Each row's values of ``columns`` as one key, ``a|b|c`` (their ``str``, so NaN is "nan";
+    "" for no columns), built from plain lists: the claims key cells and configs per table."""
+    if not columns:
+        return np.array([""] * len(frame), dtype=object)
+    texts = [[str(v) for v in frame[c].tolist()] for c in columns]
+    return np.array(["|".join(row) for row in zip(*texts, strict=True)], dtype=object)
+
+
 def hashable_axes(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with list/dict/array values of axis columns turned into strings (groupable).
 

@@ -25,7 +25,7 @@ from distillscope.report.claims.common import (
     STUDENT,
     blocks,
     in_pp,
-    plain,
+    plain_runs,
     rows_mask,
 )
 from distillscope.report.claims.estimate import Estimate, not_tested, seed_level
@@ -52,7 +52,7 @@ def early_entropy_ratio(metrics: pd.DataFrame) -> float:
 
 def _runs(view: ClaimEvidence) -> tuple[pd.DataFrame, str]:
     """The main grid's plain OnPD forward-KL runs, or what is missing."""
-    rows = plain(view.rows(MAIN))
+    rows = plain_runs(view, MAIN)
     if POLICY not in rows.columns or KIND not in rows.columns:
         return rows.iloc[0:0], "OnPD forward-KL runs of `main`"
     rows = rows[(rows[POLICY] == STUDENT) & (rows[KIND] == FORWARD)]

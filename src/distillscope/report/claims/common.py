@@ -14,11 +14,10 @@ import numpy as np
 import pandas as pd
 
 from distillscope.labels import is_label_column
-from distillscope.report.aggregate import cell_columns, percent_scale, with_labels
+from distillscope.report.aggregate import cell_columns, percent_scale, row_keys, with_labels
 from distillscope.report.claims.estimate import Blocks, Estimate, not_tested, seed_level
 from distillscope.report.claims.evidence import (
     ClaimEvidence,
-    joined,
     missing_metric,
     task_column,
 )
@@ -54,9 +53,20 @@ def style_runs(df: pd.DataFrame) -> pd.Series:
     return style
 
 
+def plain_runs(view: ClaimEvidence, experiment: str, clipped: bool = True) -> pd.DataFrame:
+    """The runs of ``experiment`` (``view.rows``) without ablation rows: teacher-style prompts,
+    clipping switched off (or, with ``clipped`` false, switched on: the no-clip ablation's own
+    runs), regulated objectives; cached per table, as ``view.rows`` is."""
+    df = view.rows(experiment)  # the declaration checked, its duplicates noted
+    key = ("plain", experiment, clipped)
+    cache = view.ev._cache
+    if key not in cache:
+        cache[key] = plain(df, clipped)
+    return cache[key]
+
+
 def plain(df: pd.DataFrame, clipped: bool = True) -> pd.DataFrame:
-    """Drop ablation rows: teacher-style prompts, clipping switched off (or, with ``clipped``
-    false, switched on: the no-clip ablation's own runs), regulated objectives."""
+    """``df`` without ablation rows (``plain_runs``)."""
     out = df[~style_runs(df)]
     if "optim.grad_clip" in out.columns:
         out = out[out["optim.grad_clip"].notna() == clipped]
@@ -81,8 +91,15 @@ class Grid:
     name: str = "main grid"  # in words, for the evidence
 
     def rows(self, view: ClaimEvidence) -> pd.DataFrame:
-        """The grid's runs, their kinds named as the KL direction they estimate."""
-        rows = plain(view.rows(self.experiment), self.clipped)
+        """The grid's runs, their kinds named as the KL direction they estimate (cached per
+        table)."""
+        rows = plain_runs(view, self.experiment, self.clipped)
+        key = ("grid", self)
+        if key not in view.ev._cache:
+            view.ev._cache[key] = self._rows(rows)
+        return view.ev._cache[key]
+
+    def _rows(self, rows: pd.DataFrame) -> pd.DataFrame:
         if POLICY not in rows.columns or KIND not in rows.columns:
             return rows.iloc[0:0]
         if self.kinds:
@@ -135,7 +152,7 @@ def matched_weights(
     cell column); a stratum without a matched pair is absent."""
     cells = _labelled(b)
     others = [c for c in match_columns(cells, axis) if c in b.by]
-    keys = joined(cells, others)
+    keys = row_keys(cells, others)
     side = cells[axis].map(str).to_numpy()
     groups: dict[str, list[tuple[int, int]]] = {}
     for k in dict.fromkeys(keys):
@@ -282,7 +299,7 @@ def learned_part(experiment: str, grid: Grid | None = None) -> Part:
     student's ≥ LEARNED_PP, seed-blocked (``learned``); over ``grid``'s runs when given."""
 
     def rows(view: ClaimEvidence) -> pd.DataFrame:
-        return plain(view.rows(experiment)) if grid is None else grid.rows(view)
+        return plain_runs(view, experiment) if grid is None else grid.rows(view)
 
     return Part(
         "gain",

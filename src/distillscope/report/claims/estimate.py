@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from distillscope.report.aggregate import SEED, percent_scale
+from distillscope.report.aggregate import SEED, percent_scale, row_keys
 
 #: Relative size of a residual sum of squares that is float rounding (an exactly additive
 #: table: every seed shifts every cell alike), treated as zero: such a table decides nothing.
@@ -126,7 +126,7 @@ class Blocks:
         y = pd.to_numeric(self.rows[self.metric], errors="coerce") * percent_scale(self.metric)
         ok = y.notna().to_numpy()
         rows, y = self.rows[ok], y[ok].to_numpy(dtype=float)
-        keys = _keys(rows, self.by)
+        keys = row_keys(rows, self.by)  # NaN → "nan": missing values match
         cell_ids, first, cell_index = np.unique(keys, return_index=True, return_inverse=True)
         seeds = rows[SEED].map(str).to_numpy() if SEED in rows else np.array(["?"] * len(rows))
         seed_ids, seed_index = np.unique(seeds, return_inverse=True)
@@ -248,14 +248,6 @@ class Blocks:
         if not self.incomplete:
             return ""
         return f"seed(s) {', '.join(self.incomplete)} missing in some cell: left those pairs"
-
-
-def _keys(rows: pd.DataFrame, by: Sequence[str]) -> np.ndarray:
-    """One string per row joining its ``by`` values (NaN → "nan": missing values match)."""
-    if not by:
-        return np.array([""] * len(rows))
-    cols = [rows[c].map(str).tolist() for c in by]
-    return np.array(["|".join(t) for t in zip(*cols, strict=True)])
 
 
 def seed_level(

@@ -16,11 +16,10 @@ has it (name + file or hub id + split), else ``task.name`` (older tables).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from distillscope.labels import is_label_column
@@ -29,6 +28,7 @@ from distillscope.report.aggregate import (
     axis_columns,
     done,
     hashable_axes,
+    row_keys,
     with_labels,
 )
 
@@ -49,15 +49,7 @@ def config_key(rows: pd.DataFrame) -> pd.Series:
     """One string per row: its resolved config (axes, seed included; not the experiment's name
     nor derived label columns)."""
     cols = [c for c in axis_columns(rows) if c != "experiment" and not is_label_column(c)]
-    return pd.Series(joined(rows, cols), index=rows.index, dtype=object)
-
-
-def joined(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """Each row's values of ``columns`` as one key, ``a|b|c`` (their ``str``; "" for none)."""
-    if not columns:
-        return np.array([""] * len(frame), dtype=object)
-    texts = [[str(v) for v in frame[c].tolist()] for c in columns]
-    return np.array(["|".join(row) for row in zip(*texts, strict=True)], dtype=object)
+    return pd.Series(row_keys(rows, cols), index=rows.index, dtype=object)
 
 
 def is_baseline(df: pd.DataFrame) -> pd.Series:

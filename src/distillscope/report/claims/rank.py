@@ -25,7 +25,7 @@ from distillscope.report.claims.common import (
     LR,
     POLICY,
     REVERSE,
-    plain,
+    plain_runs,
     rows_mask,
     stratum_name,
 )
@@ -144,7 +144,7 @@ def rank_estimates(b: Blocks | str, axis: str, label: str) -> list[Estimate]:
 def spectrum_rows(view: ClaimEvidence, experiment: str, kind: str | None = None) -> pd.DataFrame:
     """The plain forward/reverse KL runs of the λ-spectrum ``experiment`` (only ``kind`` when
     given) without the pure-policy cells its ends are not (``aggregate.comparable_spectrum``)."""
-    rows = plain(view.rows(experiment))
+    rows = plain_runs(view, experiment)
     if KIND not in rows.columns:
         return rows.iloc[0:0]
     rows, note = comparable_spectrum(rows[rows[KIND].isin([FORWARD, REVERSE])])

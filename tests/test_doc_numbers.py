@@ -293,3 +293,19 @@ def test_language_detector_cost_is_the_bench_record():
         f"low accuracy mode, ≈ {round(memory, -1):.0f} MB and {float(ours[1]):.1f} CPU s to build"
         in page("docs/real-models.md")
     )
+
+
+def test_benchmarks_quick_calibration_is_its_record():
+    """BENCHMARKS.md's table of what the quick study decides: the record's verdicts and the
+    rates of its 200-draw calibration (`distillscope report DIR --draws 200`, the file kept
+    beside the record)."""
+    cal = json.loads((QUICK_STUDY / "calibration-200-draws.json").read_text())
+    _, results = quick_study_record()
+    rows = table_after("BENCHMARKS.md", "| claim | verdict | false support")
+    assert cal["draws"] == 200 and [int(r[0]) for r in rows] == cal["claims"]
+    for claim, verdict, support, contra, power in rows:
+        said, _, why = verdict.partition(" (")
+        assert said == results[int(claim)].verdict and why.rstrip(")") in results[int(claim)].reason
+        for shown, key in ((support, "false_support"), (contra, "false_contradiction")):
+            assert shown == f"{100 * cal[key][claim]:.1f}%", (claim, key)
+        assert power == f"{100 * cal['power'][claim]:.1f}%", claim

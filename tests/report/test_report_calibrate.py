@@ -209,3 +209,33 @@ def test_a_grid_with_another_name_is_not_read_as_the_main_grid():
     assert not case.offsets(d)["eval/accuracy"].any()
     (result,) = score_claims(d, claims=[1], strict=True)
     assert result.verdict == "not tested" and "`main`" in result.evidence
+
+
+def test_columns_compared_as_one_measure_share_the_null_level():
+    # claim 27 compares OPD's eval/accuracy with GRPO's rlvr/eval_accuracy. A study whose GRPO
+    # runs barely learn (5% against 40%) must not carry that gap into the null world, where it
+    # made "supported" the rule on every table; with [D]'s 5 pp planted it is found again
+    df = _design("paper", ("opd", "grpo"))
+    grpo = (df["experiment"] == "grpo").to_numpy()
+    assert grpo.any() and (~grpo).any()
+    df["rlvr/eval_accuracy"] = np.where(grpo, 0.05, np.nan)
+    null = simulate(df, "null", seed=3)
+    opd = null[null["experiment"] == "opd"]["eval/accuracy"].mean()
+    assert null[grpo]["rlvr/eval_accuracy"].mean() == pytest.approx(opd, abs=0.03)
+    planted = simulate(df, "planted", seed=3)
+    gap = planted[grpo]["rlvr/eval_accuracy"].mean() - null[grpo]["rlvr/eval_accuracy"].mean()
+    assert gap == pytest.approx(-0.05, abs=0.03)
+    cal = calibrate(df, draws=10, seed=0, claims=(27,))
+    assert cal["rates"]["null"]["27"].get("supported", 0.0) <= 0.1
+    assert cal["rates"]["planted"]["27"].get("supported", 0.0) > 0.0
+
+
+def test_the_rlvr_stage_plant_leaves_another_rlvr_experiment_alone():
+    # claims 11 and 20 plant the `rlvr` stage's picture; the `grpo` stage (claim 27's baseline)
+    # is another RLVR experiment and keeps its own planted effect only
+    df = _design("paper", ("rlvr", "grpo"))
+    d = simulate(df, "null", seed=0)
+    from distillscope.report.claims.c11_rlvr_survival import planted
+
+    moved = planted(d)["rlvr/eval_accuracy"] != 0
+    assert moved.any() and set(d[moved]["experiment"]) == {"rlvr"}

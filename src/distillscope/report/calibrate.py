@@ -15,13 +15,19 @@ own error structure (:mod:`distillscope.report.noise`, docs/method.md §9 "Stati
   ``eval_items.parquet``, else binomial at the metric's level); every component estimated from
   the study (``noise_model``; its fallbacks: ``noise.default_sd``).
 - **null**: no axis has any effect; every run's accuracy is ``LEARNED_BY`` above the untrained
-  student, so that no-effect claims have power.
+  student, so that no-effect claims have power. Columns a claim compares as one measure sit at
+  one level (``Claim.aligned``: GRPO's rlvr/eval_accuracy at OPD's eval/accuracy, claim 27),
+  and the trajectory features the claims read from metrics.jsonl are drawn like any metric
+  when the caller's table carries them (``calibration_run``: claims 16, 19, 26).
 - **zeros** / **constant**: degenerate tables (every value 0; every value the same, no noise).
 - **margin**: each no-effect part of a claim planted at exactly its margin, where "no effect"
   is false (``MARGIN_CASES``: e.g. OnPD +5 pp in the main grid for claim 1, forward KL's band
   5 pp wide for claim 2, the low LR's forgetting at −2 pp for claim 3); a case of a claim that
   also states effects sits on the planted effects, and each case's tables are scored for its
-  claim only.
+  claim only. A replay claim's case (14, 15: a replayed claim at its margin on the ablation)
+  is a false world only on a table whose main grid decides that claim (``MarginCase.given``,
+  docs/method.md §9: the replay judges the conclusions the main grid reaches); "supported"
+  elsewhere is counted apart (``UNDECIDED_GIVEN``), not as false.
 - **planted**: the published effects of docs/method.md §9 (``planted_offsets``), so that each
   claim is true.
 
@@ -71,8 +77,14 @@ from distillscope.report.plants import (
 from distillscope.report.scorecard import CLAIM_IDS, score_claims
 
 SCENARIOS = ("null", "zeros", "constant", "margin", "planted")
+DECIDED = ("supported", "contradicted")
+#: A replay claim's "supported" in a margin case ``given`` a replayed claim the main grid of
+#: that table leaves undecided: true of the conclusions it reaches (``MarginCase.given``).
+UNDECIDED_GIVEN = "supported (claim {} undecided on the main grid)"
 NULL_SCENARIOS = ("null", "zeros", "constant")
 DEGENERATE = ("zeros", "constant")
+#: (experiment, metric, like): columns claims compare as one measure (``Claim.aligned``).
+ALIGNED = tuple(a for c in CLAIMS for a in c.aligned)
 #: The claims a null table (no axis effect, students learned) makes true (``Claim.null_true``).
 NO_EFFECT_CLAIMS = tuple(c.id for c in CLAIMS if c.null_true)
 MARGIN = "margin"  # the scenario that plants each no-effect claim's effect at its margin
@@ -194,13 +206,19 @@ def draw(
     degenerate = scenario in DEGENERATE
     seeds = pd.factorize(out[SEED].map(str) if SEED in out else pd.Series("", out.index))[0]
     drawn = {} if degenerate else draw_noise({m: noise[m] for m in metrics}, seeds, rng)
+    experiment = out["experiment"].map(str).to_numpy()
     values = {}
     for m in metrics:
-        if degenerate:
-            level = 0.0 if scenario == "zeros" else typical[m]
-            values[m] = np.full(len(d), level)
+        if scenario == "zeros":
+            values[m] = np.zeros(len(d))
             continue
         v = np.full(len(d), typical[m])
+        for e, metric, like in ALIGNED:
+            if metric == m and like in typical:
+                v[experiment == e] = typical[like]
+        if degenerate:
+            values[m] = v
+            continue
         if m in planted:
             if m in LEVELS and levels:
                 v = planted[m].astype(float)
@@ -355,10 +373,16 @@ def calibrate(
         for case, scored in _runs(scenario, ids, draws):
             counts: dict[int, dict[str, int]] = {c: {} for c in scored}
             effects = effects_of(d, scenario, noise, case)
+            given = case.given if case is not None else None
+            read = [*scored, given] if given is not None and given not in scored else scored
             for _ in range(n):
                 table = draw(d, scenario, metrics, noise, typical, rng, case, effects)
-                for r in score_claims(table, claims=scored):
-                    counts[r.id][r.verdict] = counts[r.id].get(r.verdict, 0) + 1
+                verdicts = {r.id: r.verdict for r in score_claims(table, claims=read)}
+                for c in scored:
+                    v = verdicts[c]
+                    if v == "supported" and given is not None and verdicts[given] not in DECIDED:
+                        v = UNDECIDED_GIVEN.format(given)
+                    counts[c][v] = counts[c].get(v, 0) + 1
                 if on_table is not None:
                     on_table()
             for c, vs in counts.items():

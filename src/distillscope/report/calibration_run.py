@@ -30,9 +30,11 @@ from typing import Any
 import numpy as np
 
 import distillscope
+from distillscope.report.aggregate import hashable_axes
 from distillscope.report.calibrate import Setup, calibrate, setup, tables
+from distillscope.report.claims import CLAIMS
 from distillscope.report.load import CALIBRATION_FILE, load_study, read_calibration
-from distillscope.report.scorecard import score_claims
+from distillscope.report.scorecard import add_features, score_claims
 from distillscope.store import atomic_write_text
 
 REPORT_DRAWS = 40  # synthetic tables per scenario when the report calibrates by default
@@ -58,9 +60,9 @@ def ensure_calibration(
     guard, or ``workers=1``."""
     study = load_study(Path(study_dir))
     path = study.root / CALIBRATION_FILE
-    df = study.scored
-    # tested with the runs' trajectory features (claim 19's early entropy), which draw simulates
-    claims = [r.id for r in score_claims(df, study.root) if r.verdict not in UNSCORED]
+    # with the runs' trajectory features (claims 16, 19, 26): tested, and simulated, as reported
+    df = add_features(hashable_axes(study.scored), study.root, list(CLAIMS))
+    claims = [r.id for r in score_claims(df) if r.verdict not in UNSCORED]
     prepared = setup(df, study.root)
     key = calibration_key(prepared, draws, seed, claims)
     old = read_calibration(study.root)

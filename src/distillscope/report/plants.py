@@ -50,6 +50,7 @@ class MarginCase:
     name: str
     offsets: Callable[[pd.DataFrame], Offsets]
     on_planted: bool = False
+    given: int | None = None  # false only where claim ``given`` is decided (``spec.MarginCase``)
 
 
 def onpd_forward(d: pd.DataFrame) -> np.ndarray:
@@ -62,7 +63,9 @@ def onpd_forward(d: pd.DataFrame) -> np.ndarray:
 def all_margin_cases() -> list[MarginCase]:
     """Every claim's margin cases (``Claim.margin_cases``), in claim order."""
     return [
-        MarginCase(c.id, m.name, m.offsets, m.on_planted) for c in CLAIMS for m in c.margin_cases
+        MarginCase(c.id, m.name, m.offsets, m.on_planted, m.given)
+        for c in CLAIMS
+        for m in c.margin_cases
     ]
 
 

@@ -85,8 +85,6 @@ def score_claims(
         claims: the ids to score (default: all).
         alpha: each test's one-sided level (``ALPHA``; α / K at each look of
             ``study --until-decided``).
-        alpha: each test's one-sided level (``ALPHA``; α / K at each look of
-            ``study --until-decided``). Legacy rules keep ``ALPHA``.
 
     Returns:
         One ClaimResult per claim, in claim order.

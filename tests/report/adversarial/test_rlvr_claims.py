@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from . import published as P
-from .cases import NOT_SUPPORTED, Case, Control, check, edit, generic, params
-from .tables import ACC, HIGH, SMALL_TEACHER, TEACHER, Table
+from .cases import NOT_SUPPORTED, Case, Control, check, edit, generic, params, table_of
+from .tables import ACC, HIGH, SMALL_TEACHER, TEACHER, Table, score
 
 ON, OFF, FWD, REV = "student", "teacher", "forward_kl", "reverse_kl"
 GRID = [(p, k, lr) for p in (ON, OFF) for k in (FWD, REV) for lr in ("low", "high")]
@@ -204,3 +204,25 @@ ALL = [c for control in CONTROLS for c in generic(control)] + CASES
 @pytest.mark.parametrize("case", params(ALL))
 def test_rlvr_and_scale_claims(case: Case, tmp_path) -> None:
     check(case, tmp_path)
+
+
+def test_claims_26_and_27_are_calibrated_on_their_own_measures(tmp_path) -> None:
+    """The report's calibration of a study whose GRPO baseline trails OPD (early 35 vs 55,
+    final 45 vs 56): claim 26's feature (read from metrics.jsonl) is simulated, so the claim
+    is calibrated rather than "not tested" on every table, and neither claim is "supported" on
+    the null tables (their arms at one level there)."""
+    import json
+
+    from distillscope.report.calibration_run import ensure_calibration
+
+    t = Table(seed=0)
+    build = grpo_baseline()
+    df = table_of(build, t)
+    root = tmp_path / "study"
+    score(df, 26, root, t.steps)  # writes results.parquet and the runs' metrics.jsonl
+    cal = json.loads(ensure_calibration(root, draws=8, workers=1).read_text())
+    for claim in ("26", "27"):
+        assert claim in cal["false_rate"], cal["claims"]
+        null = cal["rates"]["null"][claim]
+        assert "not tested" not in null and null.get("supported", 0.0) <= 0.125, (claim, null)
+        assert "not tested" not in cal["rates"]["planted"][claim]

@@ -101,9 +101,9 @@ def _num(values: pd.Series) -> pd.Series:
 
 
 def _offsets(d: pd.DataFrame, before: float, gain: float, after: float) -> Offsets:
-    """OnPD − OffPD ``before`` and ``after`` RLVR (fractions), every RLVR run ``gain`` higher
-    after, on every measure."""
-    rlvr = is_rlvr(d).to_numpy()
+    """OnPD − OffPD ``before`` and ``after`` RLVR (fractions), every run of the `rlvr` stage
+    ``gain`` higher after, on every measure (another RLVR stage, `grpo`, is claim 27's)."""
+    rlvr = (is_rlvr(d) & (d["experiment"].map(str) == RLVR)).to_numpy()
     policy = d[POLICY].map(str) if POLICY in d.columns else pd.Series("", index=d.index)
     on = rlvr & (policy == STUDENT).to_numpy()
     out: Offsets = {}

@@ -42,9 +42,11 @@ def replays(grid: Grid, modules) -> tuple[Replay, ...]:
 
 def margin_cases(rs: tuple[Replay, ...]) -> tuple[MarginCase, ...]:
     """The replayed claims' margin cases, placed on the ablation (each keeps the main grid
-    where the replayed claim is decided, so that only the ablation's conclusion is at stake)."""
+    where the replayed claim is decided, so that only the ablation's conclusion is at stake).
+    Each is ``given`` its replayed claim: the replay judges only the conclusions the main grid
+    reaches, so a case is a false world only on a table where the main grid decides it."""
     return tuple(
-        MarginCase(f"claim {r.main.id}: {m.name}", m.offsets, m.on_planted)
+        MarginCase(f"claim {r.main.id}: {m.name}", m.offsets, m.on_planted, r.main.id)
         for r in rs
         for m in r.ablation.margin_cases
     )

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from distillscope.report.aggregate import percent_scale
-from distillscope.report.claims.common import ACC
+from distillscope.report.claims.common import ACC, in_pp
 from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.spec import ABOVE, ANY, POOLED, Claim, Part
+from distillscope.report.claims.spec import ABOVE, ANY, POOLED, Claim, Offsets, Part
 
 OPD, GRPO = "opd", "grpo"
 REG = "objective.regulation"
@@ -29,6 +30,7 @@ REGULATED = ("hard_clip", "log_compress")
 EARLY = "traj/accuracy_at_quarter_pp"
 WINDOW = (0.2, 0.3)  # "at 25% of the steps": the steps in [20%, 30%) of a run
 EARLY_PP, FINAL_PP = 5.0, 2.0
+PUBLISHED_EARLY_PP, PUBLISHED_FINAL_PP = 15.0, 5.0  # [D]'s leads, planted by the calibration
 GRPO_FINAL = "rlvr/eval_accuracy"
 ARM = "arm"
 Y = "_pp"  # the compared measure in pp (an unregistered name: Blocks leaves it unscaled)
@@ -103,6 +105,16 @@ def final_lead(view: ClaimEvidence) -> list[Estimate]:
     return [_diff(b, r, r) for r in regs] or [not_tested("Δ final", "regulated `opd` runs")]
 
 
+def _behind(metric: str, pp: float):
+    """The planted world of [D]: the `grpo` runs ``pp`` behind OPD on ``metric``."""
+
+    def plant(d: pd.DataFrame) -> Offsets:
+        grpo = (d["experiment"].map(str) == GRPO).to_numpy() if "experiment" in d else False
+        return {metric: np.where(grpo, -in_pp(metric, pp), 0.0)}
+
+    return plant
+
+
 PURPOSE = (
     "[D] compares OPD with an RLVR baseline trained from the same untrained student; the "
     "`grpo` stage is that baseline on the OPD task and budget."
@@ -125,12 +137,13 @@ CLAIMS = (
                 ABOVE,
                 EARLY_PP,
                 f"'accelerates': a lead the scorecard calls learned (5 pp). {PURPOSE}",
-                published=15.0,
+                published=PUBLISHED_EARLY_PP,
             ),
         ),
         needs=f"the `{OPD}` experiment and {NEEDS_GRPO}, with metrics.jsonl (report from a "
         "study directory)",
         features={EARLY: accuracy_at_quarter},
+        plant=_behind(EARLY, PUBLISHED_EARLY_PP),
     ),
     Claim(
         id=27,
@@ -149,10 +162,12 @@ CLAIMS = (
                 ABOVE,
                 FINAL_PP,
                 f"as claim 21's margin (2 pp) for the same kind of comparison. {PURPOSE}",
-                published=5.0,
+                published=PUBLISHED_FINAL_PP,
                 over="regulation",
             ),
         ),
         needs=f"the `{OPD}` experiment with regulated runs and {NEEDS_GRPO}",
+        aligned=((GRPO, GRPO_FINAL, ACC),),
+        plant=_behind(GRPO_FINAL, PUBLISHED_FINAL_PP),
     ),
 )

@@ -136,6 +136,10 @@ class MarginCase:
     name: str
     offsets: Callable[[pd.DataFrame], Offsets]
     on_planted: bool = False
+    #: The case falsifies the claim only on a table where claim ``given`` is decided (supported
+    #: or contradicted): a replayed claim's case on an ablation (claims 14 and 15 judge only
+    #: the conclusions the main grid reaches, docs/method.md §9).
+    given: int | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,11 @@ class Claim:
     #: Published effects in units of each metric's seed-noise SD (the study's, else 0.01).
     plant_sd: Callable[[pd.DataFrame], Offsets] | None = None
     margin_cases: tuple[MarginCase, ...] = ()
+    #: Columns the claim compares as one measure (experiment, metric, like): in the
+    #: calibration's simulated worlds ``metric`` of ``experiment``'s runs sits at the level of
+    #: ``like`` (claim 27: GRPO's rlvr/eval_accuracy against OPD's eval/accuracy), so that the
+    #: null world has no effect on it.
+    aligned: tuple[tuple[str, str, str], ...] = ()
     #: A null world (no effect of any axis, students learned) makes the claim true.
     null_true: bool = False
     #: Metric keys it needs that no code of distillscope writes yet: "not implemented".

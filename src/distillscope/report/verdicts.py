@@ -107,9 +107,9 @@ def undecided_reason(part: Part, x: Estimate, alpha: float = ALPHA) -> str:
     """ "lacks power (…)" or "effect near its margin (…)" for an undecided stratum.
 
     Near its margin only when the interval straddles the margin (a band's edge) and is
-    narrower than the effect it would need to resolve — half-width and reach both within the
-    published value's distance from the margin; otherwise (a wide interval, as "0 of n vs 0
-    of n" events gives) the design lacks power.
+    narrower than the effect it would need to resolve — reach within the published value's
+    distance from the margin, half-width below it; otherwise (a wide interval, as "0 of n vs
+    0 of n" events gives: [−100, +100] pp against a published 100 pp) the design lacks power.
     """
     band = part.side == WITHIN
     two_sided = band and part.published == 0 and not isinstance(x, RangeEstimate)
@@ -121,7 +121,7 @@ def undecided_reason(part: Part, x: Estimate, alpha: float = ALPHA) -> str:
     m = part.margin
     straddles = (lo < m < hi) or (band and lo < -m < hi)
     u = f" {part.unit}" if part.unit else ""
-    if straddles and reach <= distance and (hi - lo) / 2 <= distance:
+    if straddles and reach <= distance and (hi - lo) / 2 < distance:
         return f"{NEAR_MARGIN}: {fmt(x.value)}{u} [{fmt(lo)}, {fmt(hi)}] against {part.claimed()}"
     if math.isinf(reach):
         return f"{LACKS_POWER} (no effect is decided with these runs: [{fmt(lo)}, {fmt(hi)}]{u})"

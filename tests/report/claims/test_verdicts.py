@@ -120,6 +120,14 @@ def test_no_events_on_either_side_lacks_power_with_the_gap_fisher_decides():
         f"lacks power (smallest effect the design decides: Δ beyond +{100 * k / 27:.1f} pp"
     )
     assert "near" not in d.reason  # 22.2 pp > the published 20: more runs would decide it
+    # the whole range is no interval "near" a margin, even when the published gap is all of
+    # it (claim 16 on the paper record: 0 of 3 unregulated vs 0 of 6 regulated runs exploit)
+    all_of_it = decide_stratum(
+        _part(ABOVE, 0.0, published=100.0), share_gap("Δ", 0, 3, 0, 6), 0.025
+    )
+    assert (
+        all_of_it.reason == "lacks power (smallest effect the design decides: Δ beyond +100.0 pp)"
+    )
     # a gap no count decides: 0 of 2 vs 0 of 2
     assert "no effect is decided" in decide_stratum(part, share_gap("Δ", 0, 2, 0, 2), 0.025).reason
 

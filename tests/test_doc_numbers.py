@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from pathlib import Path
 from statistics import mean
 
@@ -21,6 +22,7 @@ from distillscope.report.scorecard import score_claims
 ROOT = Path(__file__).resolve().parents[1]
 QUICK_RECORD = ROOT / "tests" / "testbed" / "data" / "quick_study.json"
 QUICK_STUDY = ROOT / "bench" / "records" / "quick-2026-12-02"
+PAPER_RECORD = ROOT / "bench" / "records" / "paper-2026-12-03"
 
 
 def page(name: str) -> str:
@@ -251,10 +253,7 @@ def test_studies_numbers_are_benchmarks_records():
     studies = page("docs/studies.md")
     assert f"by +{min(gains):.1f} to +{max(gains):.1f} pp" in studies
     assert f"in {min(seconds)}–{max(seconds)} s per run" in studies
-    h, m, s = map(
-        int, re.search(r"\*\*(\d+) h (\d+) min (\d+) s\*\*", page("BENCHMARKS.md")).groups()
-    )
-    assert f"{h} h {m + round(s / 60)} min on 2 shared cores" in studies
+    # the paper preset's time: test_benchmarks_paper_record_is_its_record
 
 
 def test_testbed_learning_rates_are_the_calibration_record():
@@ -309,3 +308,44 @@ def test_benchmarks_quick_calibration_is_its_record():
         for shown, key in ((support, "false_support"), (contra, "false_contradiction")):
             assert shown == f"{100 * cal[key][claim]:.1f}%", (claim, key)
         assert power == f"{100 * cal['power'][claim]:.1f}%", claim
+
+
+def test_benchmarks_paper_record_is_its_record():
+    """BENCHMARKS.md's record of the `paper` preset (2026-12-03): its runs and study time
+    (provenance.json), its verdicts (scored from the record as from any study directory: the
+    trajectory claims from the kept metrics.jsonl, the noise from the kept per-item outcomes),
+    the report's calibration kept with it, and the 200-draw calibration's rates per claim."""
+    from distillscope.report.calibration_run import UNSCORED
+
+    said = dict(table_after("BENCHMARKS.md", "| paper record | value"))
+    df = pd.read_parquet(PAPER_RECORD / "results.parquet")
+    results = score_claims(df, PAPER_RECORD)
+    by: dict[str, list[int]] = {}
+    for r in results:
+        by.setdefault(r.verdict, []).append(r.id)
+    for verdict in ("supported", "contradicted", "inconclusive", "not applicable", "not tested"):
+        assert said[verdict] == ", ".join(map(str, by.get(verdict, []))), verdict
+    tested = [r.id for r in results if r.verdict not in UNSCORED]
+    decided = len(by.get("supported", [])) + len(by.get("contradicted", []))
+    assert said["decided"] == f"{decided} of {len(tested)}"
+    assert said["runs"] == str(int((df["experiment"] != "baseline").sum()))
+    prov = json.loads((PAPER_RECORD / "provenance.json").read_text())
+    inside = datetime.fromisoformat(prov["finished"]) - datetime.fromisoformat(prov["started"])
+    assert said["study_s (baselines + runs, provenance.json)"] == f"{inside.total_seconds():.1f}"
+    cal = json.loads((PAPER_RECORD / "calibration.json").read_text())
+    assert cal["claims"] == tested and cal["draws"] == 40
+    worst = max(cal["false_rate"].values())
+    assert said["worst false rate (the report's calibration, 40 draws)"] == f"{100 * worst:.1f}%"
+    minutes = float(said["wall_s (start-up to the written report)"]) / 60
+    n, _, of = said["decided"].partition(" of ")
+    studies = " ".join(page("docs/studies.md").split())
+    assert f"{minutes:.0f} min on 2 cores, report included; it decides {n} of the {of}" in studies
+    big = json.loads((PAPER_RECORD / "calibration-200-draws.json").read_text())
+    rows = table_after("BENCHMARKS.md", "| paper claim | verdict | false support")
+    assert big["draws"] == 200 and [int(r[0]) for r in rows] == big["claims"]
+    verdicts = {r.id: r.verdict for r in results}
+    for claim, verdict, support, contra, power in rows:
+        assert verdict == verdicts[int(claim)], claim
+        for shown, key in ((support, "false_support"), (contra, "false_contradiction")):
+            assert shown == f"{100 * big[key][claim]:.1f}%", (claim, key)
+        assert power == f"{100 * big['power'][claim]:.1f}%", claim

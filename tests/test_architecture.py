@@ -29,6 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "store_versions": set(),
     "store": {"store_versions"},
     "safeyaml": set(),
+    "workers": set(),  # pool workers that die with their parent (study runs, calibration)
     "tasks": {"safeyaml"},  # task files quote row values through safeyaml.quote
     "objectives": set(),
     # objective kinds are validated against the objectives registry; YAML is read by safeyaml
@@ -66,8 +67,9 @@ ALLOWED: dict[str, set[str]] = {
         "labels",
         "train",
         "eval",
+        "workers",
     },
-    "report": {"config", "safeyaml", "store", "metric_keys", "labels"},
+    "report": {"config", "safeyaml", "store", "metric_keys", "labels", "workers"},
     # `distillscope analyze`, a sub-app cli.py registers (it passes in friendly_errors)
     "cli_analyze": {"cli_output", "config", "eval", "report"},
     # how the CLI prints tables and progress lines (into the store's progress.log)

@@ -4,6 +4,11 @@ merged by claim, and a progress line when it takes longer than ``PROGRESS_AFTER_
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pandas as pd
 
@@ -67,3 +72,45 @@ def test_groups_are_fixed_and_cover_the_claims():
     groups = run._groups(claims)
     assert len(groups) == run.GROUPS and sorted(sum(groups, [])) == claims
     assert run._groups([5]) == [[5]]
+
+
+def _group(pgid: int) -> list[int]:
+    """Live processes of process group ``pgid`` (zombies excluded)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[2]) == pgid and stat[0] != "Z":
+                out.append(int(entry))
+    return out
+
+
+def test_a_killed_report_leaves_no_calibration_worker(synth, tmp_path):
+    """SIGKILL the process calibrating on two workers: its workers end within seconds (they
+    watch their parent, ``distillscope.workers``) instead of scoring their groups on."""
+    root = _study(synth, tmp_path)
+    script = (
+        "import sys\nfrom pathlib import Path\n"
+        "from distillscope.report.calibration_run import ensure_calibration\n"
+        "if __name__ == '__main__':\n"
+        "    ensure_calibration(Path(sys.argv[1]), draws=400, workers=2)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script, str(root)], start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while len(_group(proc.pid)) < 3 and time.time() < deadline:  # parent + 2 workers
+            time.sleep(0.1)
+        assert len(_group(proc.pid)) >= 3, "the calibration never started its workers"
+        proc.kill()
+        proc.wait()
+        deadline = time.time() + 10
+        while _group(proc.pid) and time.time() < deadline:
+            time.sleep(0.1)
+        assert _group(proc.pid) == [], "a calibration worker outlived its killed report"
+    finally:
+        for pid in _group(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+    assert not (root / CALIBRATION_FILE).exists()

@@ -1,4 +1,4 @@
-"""study/lock.py's watch_parent: a pool worker ends when its study process is gone, including
+"""distillscope.workers.watch_parent: a pool worker ends when its study process is gone, including
 a study killed while the worker was still starting."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 WORKER = (
     "import os, sys, time\n"
-    "from distillscope.study.lock import watch_parent\n"
+    "from distillscope.workers import watch_parent\n"
     "watch_parent(int(sys.argv[1]))\n"
     "time.sleep(3)\n"
     "print('took a job')\n"

@@ -36,6 +36,7 @@ from distillscope.report.claims import CLAIMS
 from distillscope.report.load import CALIBRATION_FILE, load_study, read_calibration
 from distillscope.report.scorecard import add_features, score_claims
 from distillscope.store import atomic_write_text
+from distillscope.workers import watch_parent
 
 REPORT_DRAWS = 40  # synthetic tables per scenario when the report calibrates by default
 GROUPS = 4  # claim groups, shared out to the processes as each finishes (balances their cost)
@@ -130,7 +131,10 @@ def _run(
     workers = min(workers or os.cpu_count() or 1, len(groups))
     args = [(df, draws, seed, g, None, None, prepared) for g in groups]
     if workers > 1:
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        # the workers die with this process: a killed report leaves none calibrating on
+        with ProcessPoolExecutor(
+            workers, get_context("spawn"), initializer=watch_parent, initargs=(os.getpid(),)
+        ) as pool:
             parts = list(pool.map(_calibrate, args))
     else:
         parts = [_calibrate(a) for a in args]

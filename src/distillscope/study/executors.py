@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from distillscope.config import ConfigError
-from distillscope.study.lock import watch_parent
+from distillscope.workers import watch_parent
 
 ExecutorKind = Literal["sequential", "pool", "ray"]
 EXECUTORS: tuple[str, ...] = get_args(ExecutorKind)

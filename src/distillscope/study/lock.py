@@ -1,13 +1,10 @@
-"""One study process per study directory, and pool workers that die with it.
+"""One study process per study directory; its pool workers die with it
+(``distillscope.workers``).
 
 ``StudyLock`` holds an advisory ``fcntl.flock`` on ``STUDY/.lock`` for the life of the study
 process and writes its PID, host and start time there. The kernel drops the lock when the
 process dies (even by SIGKILL), so a lock file left by a dead process is stale by construction
 and is simply taken over; a live holder is named in a one-line :class:`StudyLockedError`.
-
-``watch_parent`` runs in each spawned pool worker: a daemon thread polls ``os.getppid()`` and
-ends the worker within :data:`PARENT_POLL_S` seconds after its parent dies, so a killed study
-never leaves a worker running its queue (and writing run directories) behind it.
 """
 
 from __future__ import annotations
@@ -16,15 +13,11 @@ import fcntl
 import json
 import os
 import socket
-import threading
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 
 from distillscope.store import LOCK_FILE
-
-PARENT_POLL_S = 0.5
 
 
 class StudyLockedError(RuntimeError):
@@ -93,22 +86,3 @@ def _read_holder(fd: int) -> dict:
     except json.JSONDecodeError:
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def watch_parent(parent: int | None = None) -> None:
-    """In a worker process: exit at once (``os._exit``) when the parent process dies.
-
-    ``parent``: the PID the parent passed at spawn (default: the parent now). Passed, it also
-    catches a parent that died while the worker was still starting (its imports take seconds):
-    the worker has then been re-parented already and exits before it takes a job.
-    """
-    parent = os.getppid() if parent is None else parent
-
-    def poll() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_POLL_S)
-        os._exit(1)
-
-    if os.getppid() != parent:
-        os._exit(1)
-    threading.Thread(target=poll, name="distillscope-parent-watch", daemon=True).start()

@@ -336,6 +336,10 @@ def test_benchmarks_paper_record_is_its_record():
     assert cal["claims"] == tested and cal["draws"] == 40
     worst = max(cal["false_rate"].values())
     assert said["worst false rate (the report's calibration, 40 draws)"] == f"{100 * worst:.1f}%"
+    lacking = page("BENCHMARKS.md").split("- lacking power: ")[1].split(" 31 (a variance")[0]
+    offered = re.findall(r"(\d+) \(≈ (\d+)", lacking)
+    reasons = {r.id: r.reason for r in results}
+    assert len(offered) == 5 and all(f"≈ {k} seeds" in reasons[int(c)] for c, k in offered)
     minutes = float(said["wall_s (start-up to the written report)"]) / 60
     n, _, of = said["decided"].partition(" of ")
     studies = " ".join(page("docs/studies.md").split())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 
@@ -89,3 +90,23 @@ def test_an_underpowered_claim_says_what_would_decide_it(tmp_path):
         "Claim 13 would be decided (80% power at the published values) with 2 seeds. "
         "An added seed is 4 runs × 20 s of training (≈ 1.3 min; time/run_s)."
     )
+
+
+def test_every_claim_lacking_power_is_named_once(tmp_path):
+    # a claim the planner cannot model (claim 24: Fisher's exact test) still gets its line,
+    # and a study already at MORE_SAMPLES per item is not offered the same design twice
+    from distillscope.report.decide import MORE_SAMPLES
+
+    table = _clipping_table(0.35)
+    table.to_parquet(tmp_path / "results.parquet")
+    study = load_study(tmp_path)
+    why = "Δ collapse: lacks power (smallest effect the design decides: Δ collapse beyond +18.2 pp)"
+    exact = ClaimResult(24, "collapse", "inconclusive", "", "", reason=why)
+    (line,) = would_decide(study, [exact])
+    assert line.startswith(f"Claim 24: {why}. Its test (an exact count") and "no seed plan" in line
+    # the paper record evaluates accuracy at MORE_SAMPLES per item: claim 21's line offers
+    # that design once ("75 seeds at 16 … or 75 seeds at 16 …" before)
+    record = load_study(Path(__file__).parents[2] / "bench" / "records" / "paper-2026-12-03")
+    lacking = ClaimResult(21, "regulation", "inconclusive", "", "", reason="lacks power")
+    (line,) = would_decide(record, [lacking])
+    assert line.count(f"at {MORE_SAMPLES} samples per item") == 1 and " or " not in line, line

@@ -100,8 +100,10 @@ def paragraphs(study: Study, claims: list[ClaimResult]) -> list[str]:
 def would_decide(study: Study, lacking: list[ClaimResult]) -> list[str]:
     """Per claim lacking power: the fewest seeds at which every part it can plan reaches 80%
     power at its published value, at the study's samples per item and at ``MORE_SAMPLES``
-    (the evaluation blocks' samples; a part without evaluation noise ignores them), and what an
-    added seed costs in run time."""
+    (the evaluation blocks' samples, when the study's differ; a part without evaluation noise
+    ignores them), and what an added seed costs in run time. A claim none of whose parts the
+    planner models (Fisher's exact test, a variance ratio, a replay of other claims) gets its
+    own reason, which says what its design decides."""
     if not lacking:
         return []
     df = study.scored
@@ -116,16 +118,21 @@ def would_decide(study: Study, lacking: list[ClaimResult]) -> list[str]:
             for p in claim.parts
             if (claim.id, p.name) in profiles and profiles[(claim.id, p.name)].metric in noise
         ]
-        if not planned:
+        if not planned:  # an exact test, a variance ratio, a replay: its own reason says it
+            out.append(
+                f"Claim {r.id}: {r.reason}. Its test (an exact count, a variance ratio or a "
+                "replay of other claims) has no seed plan; the reason says what this design "
+                "decides."
+            )
             continue
         sampled = any(noise[prof.metric].items > 0 for _, prof in planned)
-        options = [None, MORE_SAMPLES] if sampled else [None]
+        own = {noise[prof.metric].samples for _, prof in planned if noise[prof.metric].items}
+        options = [None] + ([MORE_SAMPLES] if sampled and own != {MORE_SAMPLES} else [])
         shown = []
         for samples in options:
             need = [seeds_to_decide(p, prof, noise[prof.metric], samples) for p, prof in planned]
             if all(n is not None for n in need):
-                own = {noise[prof.metric].samples for _, prof in planned}
-                count = samples or (own.pop() if len(own) == 1 else "the study's")
+                count = samples or (next(iter(own)) if len(own) == 1 else "the study's")
                 plural = "" if count == 1 else "s"
                 at = f" at {count} sample{plural} per item" if sampled else ""
                 shown.append(f"{max(need)} seeds{at}")

@@ -19,14 +19,15 @@ An undecided stratum says why (``reason``): "lacks power" when the design could 
 the published value at 80% power — the distance from the margin it resolves,
 (t₁₋α + t₀.₈)·SE (t₀.₉ for a band), exceeds the published value's distance from the margin;
 the evidence gives the smallest effect it decides and roughly how many seeds would (SE ∝
-1/√seeds) — else "effect near its margin".
+1/√seeds, degrees of freedom ∝ seeds − 1: ``seeds_to_reach``) — else "effect near its
+margin".
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from distillscope.report.claims.estimate import Estimate, RangeEstimate
 from distillscope.report.claims.spec import ABOVE, ANY, BELOW, WITHIN, Part, Routes
@@ -42,6 +43,7 @@ LACKS_POWER, NEAR_MARGIN = "lacks power", "effect near its margin"
 NO_VARIANCE = "no seed variance (every seed gave the same value): the design decides nothing"
 ONE_RUN = "one run per condition: an observation, not a test"
 POWER = 0.8
+MAX_SEEDS = 100_000  # the most seeds a "would decide" count offers
 
 
 def ci_label(alpha: float = ALPHA) -> str:
@@ -131,12 +133,32 @@ def undecided_reason(part: Part, x: Estimate, alpha: float = ALPHA) -> str:
         sign = 1 if part.side == ABOVE else -1
         smallest = f"{part.name} beyond {m + sign * reach:+.1f} {part.unit}".rstrip()
     text = f"{LACKS_POWER} (smallest effect the design decides: {smallest}"
-    if x.seeds >= 2 and 0 < distance < reach:
-        seeds = math.ceil(x.seeds * (reach / distance) ** 2)
+    seeds = seeds_to_reach(x, distance, alpha, two_sided) if 0 < distance < reach else None
+    if seeds is not None:
         text += f"; ≈ {seeds} seeds would decide the published {part.published:g}"
     elif (hi - lo) / 2 > distance:
         text += f"; its interval [{fmt(lo)}, {fmt(hi)}]{u} is wider than that"
     return text + ")"
+
+
+def seeds_to_reach(
+    x: Estimate, distance: float, alpha: float = ALPHA, two_sided: bool = False
+) -> int | None:
+    """The fewest seeds at which ``x``'s design reaches ``distance`` with 80% power
+    (``Estimate.at_seeds``: SE ∝ 1/√seeds, ν ∝ seeds − 1, so the t quantiles shrink as seeds
+    are added; scaling the reach at 2 or 3 seeds by (reach / distance)² alone would count their
+    t quantiles as if they stayed); None when it does not scale so or needs more than
+    ``MAX_SEEDS``. Starts from the normal-quantile count, a lower bound."""
+    if x.at_seeds(2) is None or distance <= 0 or not x.decidable():
+        return None
+    z_reach = replace(x, dof=math.inf).reach(alpha, POWER, two_sided)
+    n = max(x.seeds + 1, math.ceil(x.seeds * (z_reach / distance) ** 2))
+    while n <= MAX_SEEDS:
+        y = x.at_seeds(n)
+        if y is not None and y.reach(alpha, POWER, two_sided) <= distance:
+            return n
+        n += 1
+    return None
 
 
 def decide_part(

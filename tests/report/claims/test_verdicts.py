@@ -173,3 +173,23 @@ def test_routes_hold_by_any_route_at_a_split_level_and_fail_only_when_every_rout
     gap = not_tested("m1", "rlvr/harder_accuracy")
     d = decide_routes(r, [[gap], [_x(0.0, label="m1")]], 0.025)
     assert d.state == NOT_TESTED and "harder" in d.reason
+
+
+def test_the_seeds_that_would_decide_count_the_t_quantiles_they_shrink():
+    # 3 seeds on 2 degrees of freedom: reach (t.975(2) + t.8(2))·6 = 32.2 against a distance of
+    # 12. Scaling that reach by (32.2 / 12)² alone offers 22 seeds; with ν growing by one per
+    # seed the design reaches 12 at the first n with (t.975(n−1) + t.8(n−1))·6·√(3/n) ≤ 12
+    part = _part(ABOVE, margin=5.0, published=17.0)
+    x = Estimate("s", 8.0, 6.0, 2.0, 3)
+
+    def reach(n: int) -> float:
+        dof = n - 1
+        return (stats.t.ppf(0.975, dof) + stats.t.ppf(0.8, dof)) * 6.0 * (3 / n) ** 0.5
+
+    need = next(n for n in range(3, 1000) if reach(n) <= 12.0)
+    assert need == 8 and reach(need - 1) > 12.0
+    d = decide_stratum(part, x, 0.025)
+    assert d.reason.endswith(f"; ≈ {need} seeds would decide the published 17)"), d.reason
+    # a count that does not scale as 1/√seeds (Fisher's exact test) offers no seed count
+    near = decide_stratum(part, share_gap("Δ", 1, 3, 0, 3), 0.025)
+    assert "seeds would decide" not in near.reason

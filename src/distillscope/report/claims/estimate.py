@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -77,6 +77,15 @@ class Estimate:
             return math.nan
         q = 1 - (1 - power) / 2 if two_sided else power
         return (t_quantile(1 - alpha, self.dof) + t_quantile(q, self.dof)) * self.se
+
+    def at_seeds(self, seeds: int) -> Estimate | None:
+        """The same design over ``seeds`` seeds: SE ∝ 1/√seeds and ν ∝ seeds − 1 (its degrees of
+        freedom per added seed kept); None when the estimate does not scale so (exact tests)."""
+        if self.seeds < 2 or seeds < 2:
+            return None
+        per_seed = self.dof / (self.seeds - 1)
+        se = self.se * math.sqrt(self.seeds / seeds)
+        return replace(self, se=se, dof=per_seed * (seeds - 1), seeds=seeds)
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,10 @@ class Exact(Estimate):
     def decidable(self) -> bool:
         return math.isfinite(self.value)
 
+    def at_seeds(self, seeds: int) -> None:
+        """An exact test's counts do not scale as 1/√seeds: no seed count is offered."""
+        return None
+
     def reach(self, alpha: float, power: float = 0.8, two_sided: bool = False) -> float:
         """``decides`` when the test gives it (an exact test's SE is no guide: "0 of n vs 0 of
         n" has SE 0 and decides nothing), else the normal approximation's."""
@@ -91,6 +95,10 @@ class Ratio(Estimate):
     ν_b); ``se`` is the SE of log F, √(2/ν_a + 2/ν_b), for the power sentence."""
 
     dof_b: float = math.nan
+
+    def at_seeds(self, seeds: int) -> None:
+        """A variance ratio's power follows its degrees of freedom, not 1/√seeds."""
+        return None
 
     def bounds(self, alpha: float) -> tuple[float, float]:
         if not self.decidable():

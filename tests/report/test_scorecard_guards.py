@@ -98,7 +98,11 @@ def test_undecided_reasons_put_power_first_and_name_an_open_premise():
     assert r.headline == "A +6.0 pp [+4.0, +8.0]; B +8.0 pp [-3.8, +19.8]"  # 8 ± 1.96·6
     r = _score(_part("A", GOOD), premises=(_part(GAIN, NEAR),))
     assert r.verdict == "inconclusive"
-    assert r.reason == "gain: effect near its margin: +6.0 pp [+4.0, +8.0] against gain > 5 pp"
+    # what would decide it: ⌈3 · ((z.975 + z.8) · 1 / 1)²⌉ = ⌈23.5⌉ seeds
+    assert r.reason == (
+        "gain: effect near its margin: +6.0 pp [+4.0, +8.0] against gain > 5 pp; "
+        "≈ 24 seeds would decide it if the effect is +6.0 pp"
+    )
     r = _score(_part("A", NEAR), premises=(_part(GAIN, weak),))
     assert r.reason.startswith("gain: lacks power")  # the premise's own reason: no prefix
     r = _score(_part("A", weak), premises=(_part(GAIN, NEAR),))

@@ -193,3 +193,21 @@ def test_the_seeds_that_would_decide_count_the_t_quantiles_they_shrink():
     # a count that does not scale as 1/√seeds (Fisher's exact test) offers no seed count
     near = decide_stratum(part, share_gap("Δ", 1, 3, 0, 3), 0.025)
     assert "seeds would decide" not in near.reason
+
+
+@pytest.mark.parametrize(
+    ("value", "gap", "q"),
+    [
+        (-6.5, 1.5, 0.8),  # beyond the band's edge: contradicting it is one-sided
+        (4.0, 1.0, 0.9),  # inside the band: supporting it is two one-sided tests
+    ],
+)
+def test_near_its_margin_says_what_would_decide_it(value, gap, q):
+    # the seeds at which the estimate, were it the effect, clears the nearest edge of a ±5 pp
+    # band with 80% power (normal quantiles here: SE ∝ 1/√seeds, 3 seeds now)
+    part = _part(WITHIN, margin=5.0, published=0.0)
+    x = Estimate("s", value, 0.79, math.inf, 3)
+    need = math.ceil(3 * ((stats.norm.ppf(0.975) + stats.norm.ppf(q)) * 0.79 / gap) ** 2)
+    d = decide_stratum(part, x, 0.025)
+    assert d.reason.startswith("effect near its margin"), d.reason
+    assert d.reason.endswith(f"; ≈ {need} seeds would decide it if the effect is {value:+.1f} pp")

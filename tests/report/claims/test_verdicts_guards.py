@@ -53,6 +53,14 @@ def _x(value: float, se: float = 1.0, label: str = "s", seeds: int = 11, note: s
     return Estimate(label, value, se, INF, seeds, note)
 
 
+def _would(gap: float, unit: str, value: float, se: float = 1.0, seeds: int = 11) -> str:
+    """A near-margin reason's tail: the seeds (normal quantiles, SE ∝ 1/√seeds) at which an
+    effect ``gap`` from the margin is decided with 80% power at α = 0.025."""
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+    n = math.ceil(seeds * (z * se / gap) ** 2)
+    return f"; ≈ {n} seeds would decide it if the effect is {value:+.1f}{unit}"
+
+
 def test_numbers_are_printed_with_sign_and_their_interval():
     assert (fmt(math.nan), fmt(3.14159, 2), fmt(-0.26)) == ("n/a", "+3.14", "-0.3")
     assert interval_text(_x(3.0)) == "+3.0 pp [+1.0, +5.0] (95% CI)"  # 3 ± 1.96
@@ -76,7 +84,7 @@ def test_a_decision_names_its_stratum_note_and_the_claimed_side():
         CONTRADICTED, "Δ [s] +1.0 pp [-1.0, +3.0] (95% CI) → contradicts Δ > 5 pp"
     )
     near = decide_stratum(above, _x(6.0), 0.025)
-    why = "effect near its margin: +6.0 pp [+4.0, +8.0] against Δ > 5 pp"
+    why = f"effect near its margin: +6.0 pp [+4.0, +8.0] against Δ > 5 pp{_would(1.0, ' pp', 6)}"
     assert near == Decision(
         UNDECIDED, f"Δ [s] +6.0 pp [+4.0, +8.0] (95% CI) → undecided: {why}", why
     )
@@ -204,9 +212,13 @@ def test_a_design_that_resolves_exactly_the_published_distance_has_its_power():
     x = _x(1.0)
     part = _part(ABOVE, 0.0, x.reach(0.025))  # distance = reach: the design decides it
     d = decide_stratum(part, x, 0.0025)
-    assert d.reason == "effect near its margin: +1.0 pp [-1.0, +3.0] against Δ > 0 pp"
+    assert d.reason == (
+        f"effect near its margin: +1.0 pp [-1.0, +3.0] against Δ > 0 pp{_would(1.0, ' pp', 1)}"
+    )
     unitless = decide_stratum(_part(ABOVE, unit=""), _x(6.0), 0.0025)
-    assert unitless.reason == "effect near its margin: +6.0 [+4.0, +8.0] against Δ > 5"
+    assert unitless.reason == (
+        f"effect near its margin: +6.0 [+4.0, +8.0] against Δ > 5{_would(1.0, '', 6)}"
+    )
 
 
 # 7.1 − z.975 = 5.14 > 5, but 7.1 − z.99375 = 4.86: supported at α, not at α / 2

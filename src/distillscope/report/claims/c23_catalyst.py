@@ -36,7 +36,7 @@ def _ks(rows: pd.DataFrame) -> set[int]:
 
 
 def _versus(view: ClaimEvidence, metric: str, label: str) -> list[Estimate]:
-    rows, base = view.rows(OPD), view.baseline()
+    rows, base = view.rows(OPD), view.baseline(metric)
     lack = missing_metric(rows, metric, f"the `{OPD}` runs")
     lack = lack or missing_metric(base, metric, "the untrained student")
     if lack:

@@ -134,9 +134,18 @@ class ClaimEvidence:
         ]
         return with_labels(rows[~dup]), dropped
 
-    def baseline(self) -> pd.DataFrame:
-        """The untrained student's finished rows (the reference of "the students learned")."""
-        return self.ev.baseline()
+    def baseline(self, metric: str | None = None) -> pd.DataFrame:
+        """The untrained student's finished rows (the reference of "the students learned").
+
+        With ``metric``: the rows that measured it, when some did. A study evaluates the
+        untrained student once per seed and evaluation setting, and a metric only one setting
+        produces (pass@32 where eval.coverage_samples ≥ 32, for the `opd` runs) is read from
+        those rows, not found missing in the others."""
+        rows = self.ev.baseline()
+        if metric is None or metric not in rows.columns:
+            return rows
+        measured = rows[pd.to_numeric(rows[metric], errors="coerce").notna()]
+        return measured if len(measured) else rows
 
     def leave_out(self, sentence: str) -> None:
         """Record ``sentence`` (rows the claim's rule set aside, and why) for the evidence."""

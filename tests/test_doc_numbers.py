@@ -334,6 +334,9 @@ def test_benchmarks_paper_record_is_its_record():
     assert said["study_s (baselines + runs, provenance.json)"] == f"{inside.total_seconds():.1f}"
     cal = json.loads((PAPER_RECORD / "calibration.json").read_text())
     assert cal["claims"] == tested and cal["draws"] == 40
+    assert said[
+        f"calibration_s (the report's, {cal['tables']:,} tables, the code that scores it)"
+    ] == (f"{cal['seconds']:.1f}")
     worst = max(cal["false_rate"].values())
     assert said["worst false rate (the report's calibration, 40 draws)"] == f"{100 * worst:.1f}%"
     lacking = page("BENCHMARKS.md").split("- lacking power: ")[1].split(" 31 (a variance")[0]

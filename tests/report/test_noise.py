@@ -129,3 +129,39 @@ def test_absorbed_fit_matches_dense_least_squares():
     assert sigma2 == pytest.approx(rss / (len(y) - 6), rel=1e-9)
     additive = np.array([0.1, 0.2, 0.3, 0.4])[cell] + np.array([0.0, 1.0, -1.0])[seed]
     assert seed_and_residual(cell, seed, additive)[1] == pytest.approx(0.0, abs=1e-24)
+
+
+def test_a_metric_some_runs_measure_reads_their_evaluation_design(tmp_path):
+    """pass@32 is measured only by the runs evaluated with 32 coverage samples (the paper
+    preset's `opd` runs); the others draw 10. Its evaluation design is theirs: 32 samples, k = 32,
+    item rates from their outcomes alone, not the median run's 10 samples and pooled rates."""
+    rng = np.random.default_rng(2)
+    items = 20
+    p_a, p_b = np.full(items, 0.1), np.full(items, 0.6)  # the two groups' item success rates
+    rows = []
+    for group, n, p, count in (("main", 10, p_a, 6), ("opd", 32, p_b, 3)):
+        for s in range(count):
+            run_id = f"{group}-{s}"
+            scores = rng.random((items, n)) < p[:, None]
+            write_eval_items(
+                tmp_path / "runs" / run_id,
+                {
+                    "block": ["coverage"] * scores.size,
+                    "task": ["t"] * scores.size,
+                    "item": np.repeat(np.arange(items), n).tolist(),
+                    "item_id": np.repeat(np.arange(items), n).astype(str).tolist(),
+                    "sample": np.tile(np.arange(n), items).tolist(),
+                    "score": scores.astype(float).ravel().tolist(),
+                    "length": [1] * scores.size,
+                    "truncated": [False] * scores.size,
+                },
+            )
+            row = {"run_id": run_id, "experiment": group, "status": "done", "seed": s}
+            row["eval/pass@10"] = float(scores[:, :10].any(axis=1).mean())
+            row["eval/pass@32"] = float(scores.any(axis=1).mean()) if n == 32 else math.nan
+            rows.append(row)
+    comps = estimate_noise(pd.DataFrame(rows), tmp_path)
+    wide, narrow = comps["eval/pass@32"], comps["eval/pass@10"]
+    assert (wide.samples, wide.k, wide.items) == (32, 32, items)
+    assert np.all(np.abs(wide.p_items - 0.6) < 4 * np.sqrt(0.24 / (3 * 32)))  # the opd runs'
+    assert (narrow.samples, narrow.k) == (10, 10)  # every run measured pass@10: the median's

@@ -184,7 +184,7 @@ def estimate_noise(df: pd.DataFrame, study_dir: Path | None = None) -> dict[str,
         seed_sd, resid = seed_and_residual(cell[ok], seed[ok], y[ok].to_numpy(dtype=float))
         if math.isnan(resid) or resid + seed_sd**2 <= ROUNDING * float(np.mean(y[ok] ** 2)):
             seed_sd, resid = 0.0, default_sd(metric, float(y.median())) ** 2
-        ev = _evaluation(metric, rows, items)
+        ev = _evaluation(metric, rows[ok], items)
         train_sd = math.sqrt(max(resid - ev.eval_var(), 0.0))
         out[metric] = replace(ev, seed_sd=seed_sd, train_sd=train_sd)
     return out
@@ -240,13 +240,17 @@ def seed_and_residual(cell: np.ndarray, seed: np.ndarray, y: np.ndarray) -> tupl
 
 
 def _evaluation(metric: str, rows: pd.DataFrame, items: pd.DataFrame | None) -> Components:
-    """The evaluation design of ``metric`` (variances zero): from the per-item table when it
-    holds the block, else from the results columns and the metric's level (module docstring)."""
+    """The evaluation design of ``metric`` (variances zero) in ``rows``, the runs that
+    measured it: from the per-item table when it holds the block, else from the results
+    columns and the metric's level (module docstring). Only those runs count: pass@32 of the
+    runs evaluated with 32 coverage samples is not modelled at the 10 samples of the others."""
     spec = eval_block(metric)
     if spec is None:
         return Components(0.0, 0.0, 0, 0, None)
     block, k, scale = spec
     table = None if items is None else items[_in_block(items["block"], block)]
+    if table is not None and "run_id" in rows:
+        table = table[table["run"].isin(rows["run_id"].map(str))]
     if table is not None and len(table):
         p = table.groupby(["block", "item"])["score"].mean().to_numpy(dtype=float)
         samples = int(table.groupby(["run", "block", "item"]).size().median())

@@ -353,6 +353,8 @@ def test_benchmarks_paper_record_is_its_record():
     big = json.loads((PAPER_RECORD / "calibration-200-draws.json").read_text())
     rows = table_after("BENCHMARKS.md", "| paper claim | verdict | false support")
     assert big["draws"] == 200 and [int(r[0]) for r in rows] == big["claims"]
+    worst_200 = max(big["false_rate"].values())
+    assert f"(worst false rate {100 * worst_200:.1f}% at 200 draws" in page("BENCHMARKS.md")
     verdicts = {r.id: r.verdict for r in results}
     for claim, verdict, support, contra, power in rows:
         assert verdict == verdicts[int(claim)], claim

@@ -155,17 +155,24 @@ def seeds_to_reach(
     (``Estimate.at_seeds``: SE ∝ 1/√seeds, ν ∝ seeds − 1, so the t quantiles shrink as seeds
     are added; scaling the reach at 2 or 3 seeds by (reach / distance)² alone would count their
     t quantiles as if they stayed); None when it does not scale so or needs more than
-    ``MAX_SEEDS``. Starts from the normal-quantile count, a lower bound."""
+    ``MAX_SEEDS``. Bisects from the normal-quantile count, a lower bound (the reach falls
+    monotonically as seeds are added)."""
     if x.at_seeds(2) is None or distance <= 0 or not x.decidable():
         return None
-    z_reach = replace(x, dof=math.inf).reach(alpha, POWER, two_sided)
-    n = max(x.seeds + 1, math.ceil(x.seeds * (z_reach / distance) ** 2))
-    while n <= MAX_SEEDS:
+
+    def reaches(n: int) -> bool:
         y = x.at_seeds(n)
-        if y is not None and y.reach(alpha, POWER, two_sided) <= distance:
-            return n
-        n += 1
-    return None
+        return y is not None and y.reach(alpha, POWER, two_sided) <= distance
+
+    z_reach = replace(x, dof=math.inf).reach(alpha, POWER, two_sided)
+    lo = max(x.seeds + 1, math.ceil(x.seeds * (z_reach / distance) ** 2))
+    if lo > MAX_SEEDS or not reaches(MAX_SEEDS):
+        return None
+    hi = MAX_SEEDS  # the reach falls as seeds grow: bisect for the first n that reaches
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if reaches(mid) else (mid + 1, hi)
+    return lo
 
 
 def decide_part(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -37,8 +38,10 @@ from distillscope.report.aggregate import SEED, percent_scale, row_keys
 ROUNDING = 1e-20
 
 
+@lru_cache(maxsize=1 << 16)
 def t_quantile(p: float, dof: float) -> float:
-    """The p-quantile of Student's t on ``dof`` degrees of freedom (∞: the normal's)."""
+    """The p-quantile of Student's t on ``dof`` degrees of freedom (∞: the normal's); memoised:
+    the rules and the calibration's thousands of tables ask for the same few levels and ν."""
     return float(stats.t.ppf(p, dof)) if math.isfinite(dof) else float(stats.norm.ppf(p))
 
 

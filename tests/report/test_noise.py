@@ -4,6 +4,7 @@ studies, within their sampling error (derived from the simulation's size, not fr
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,24 @@ def _study(cells: int, seeds: int, seed_sd: float, train_sd: float, shift: np.nd
         for s in range(seeds)
     ]
     return pd.DataFrame(rows)
+
+
+def _write_items(run: Path, block: str, scores: np.ndarray) -> None:
+    """A run's eval_items.parquet for one block: ``scores`` (items, samples) of successes."""
+    items, samples = scores.shape
+    write_eval_items(
+        run,
+        {
+            "block": [block] * scores.size,
+            "task": ["t"] * scores.size,
+            "item": np.repeat(np.arange(items), samples).tolist(),
+            "item_id": np.repeat(np.arange(items), samples).astype(str).tolist(),
+            "sample": np.tile(np.arange(samples), items).tolist(),
+            "score": scores.astype(float).ravel().tolist(),
+            "length": [1] * scores.size,
+            "truncated": [False] * scores.size,
+        },
+    )
 
 
 def _var_se(var: float, dof: float) -> float:
@@ -74,17 +93,7 @@ def test_per_item_outcomes_give_item_probabilities(tmp_path):
     for run_id in df["run_id"]:
         scores = rng.random((items, samples)) < p_true[:, None]  # (items, samples)
         means.append(scores.mean())
-        cols = {
-            "block": ["accuracy"] * scores.size,
-            "task": ["t"] * scores.size,
-            "item": np.repeat(np.arange(items), samples).tolist(),
-            "item_id": np.repeat(np.arange(items), samples).astype(str).tolist(),
-            "sample": np.tile(np.arange(samples), items).tolist(),
-            "score": scores.astype(float).ravel().tolist(),
-            "length": [1] * scores.size,
-            "truncated": [False] * scores.size,
-        }
-        write_eval_items(tmp_path / "runs" / run_id, cols)
+        _write_items(tmp_path / "runs" / run_id, "accuracy", scores)
     df["eval/accuracy"] = means
     comp = estimate_noise(df.drop(columns="_true"), tmp_path)["eval/accuracy"]
     assert (comp.items, comp.samples) == (items, samples)
@@ -143,19 +152,7 @@ def test_a_metric_some_runs_measure_reads_their_evaluation_design(tmp_path):
         for s in range(count):
             run_id = f"{group}-{s}"
             scores = rng.random((items, n)) < p[:, None]
-            write_eval_items(
-                tmp_path / "runs" / run_id,
-                {
-                    "block": ["coverage"] * scores.size,
-                    "task": ["t"] * scores.size,
-                    "item": np.repeat(np.arange(items), n).tolist(),
-                    "item_id": np.repeat(np.arange(items), n).astype(str).tolist(),
-                    "sample": np.tile(np.arange(n), items).tolist(),
-                    "score": scores.astype(float).ravel().tolist(),
-                    "length": [1] * scores.size,
-                    "truncated": [False] * scores.size,
-                },
-            )
+            _write_items(tmp_path / "runs" / run_id, "coverage", scores)
             row = {"run_id": run_id, "experiment": group, "status": "done", "seed": s}
             row["eval/pass@10"] = float(scores[:, :10].any(axis=1).mean())
             row["eval/pass@32"] = float(scores.any(axis=1).mean()) if n == 32 else math.nan

@@ -127,7 +127,7 @@ def undecided_reason(part: Part, x: Estimate, alpha: float = ALPHA) -> str:
         text = f"{NEAR_MARGIN}: {fmt(x.value)}{u} [{fmt(lo)}, {fmt(hi)}] against {part.claimed()}"
         # what would decide it: the seeds at which the estimate, were it the effect, clears the
         # nearest edge with 80% power (the edge it lies beyond, or inside a band)
-        gap = min(abs(abs(x.value) - m), abs(x.value - m)) if band else abs(x.value - m)
+        gap = abs(abs(x.value) - m) if band else abs(x.value - m)
         seeds = seeds_to_reach(x, gap, alpha, two_sided and abs(x.value) < m)
         if seeds is not None:
             text += f"; ≈ {seeds} seeds would decide it if the effect is {fmt(x.value)}{u}"

@@ -22,7 +22,15 @@ import numpy as np
 import pandas as pd
 
 from distillscope.report.claims.c20_rlvr_starts import AFTER, BEFORE, RLVR, rlvr_fit
-from distillscope.report.claims.common import POLICY, STUDENT, TEACHER, blocks, in_pp, matched
+from distillscope.report.claims.common import (
+    POLICY,
+    STUDENT,
+    TEACHER,
+    blocks,
+    in_pp,
+    matched,
+    rows_mask,
+)
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence, is_rlvr, missing_metric
 from distillscope.report.claims.spec import (
@@ -103,7 +111,7 @@ def _num(values: pd.Series) -> pd.Series:
 def _offsets(d: pd.DataFrame, before: float, gain: float, after: float) -> Offsets:
     """OnPD − OffPD ``before`` and ``after`` RLVR (fractions), every run of the `rlvr` stage
     ``gain`` higher after, on every measure (another RLVR stage, `grpo`, is claim 27's)."""
-    rlvr = (is_rlvr(d) & (d["experiment"].map(str) == RLVR)).to_numpy()
+    rlvr = is_rlvr(d).to_numpy() & rows_mask(d, RLVR)
     policy = d[POLICY].map(str) if POLICY in d.columns else pd.Series("", index=d.index)
     on = rlvr & (policy == STUDENT).to_numpy()
     out: Offsets = {}

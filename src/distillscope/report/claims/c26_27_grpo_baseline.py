@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from distillscope.report.aggregate import percent_scale
-from distillscope.report.claims.common import ACC, in_pp
+from distillscope.report.claims.common import ACC, in_pp, rows_mask
 from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
 from distillscope.report.claims.spec import ABOVE, ANY, POOLED, Claim, Offsets, Part
@@ -109,8 +109,7 @@ def _behind(metric: str, pp: float):
     """The planted world of [D]: the `grpo` runs ``pp`` behind OPD on ``metric``."""
 
     def plant(d: pd.DataFrame) -> Offsets:
-        grpo = (d["experiment"].map(str) == GRPO).to_numpy() if "experiment" in d else False
-        return {metric: np.where(grpo, -in_pp(metric, pp), 0.0)}
+        return {metric: np.where(rows_mask(d, GRPO), -in_pp(metric, pp), 0.0)}
 
     return plant
 

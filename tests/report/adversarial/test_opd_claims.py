@@ -285,8 +285,23 @@ def untrained_in_two_settings(t: Table) -> None:
         row["run_id"] = f"baseline-other-{k}"
 
 
+def untrained_pass32_lost_for_one_seed(t: Table) -> None:
+    """As ``untrained_in_two_settings``, with the pass@32 setting's row of one seed NaN (a
+    failed measurement, not another setting): that seed has no reference, and it is named."""
+    untrained_in_two_settings(t)
+    lost = next(r for r in t.rows if r["experiment"] == "baseline" and r["seed"] == t.seeds[1])
+    lost["eval/pass@32"] = float("nan")
+
+
 CASES += [
     Case(23, "d-pass32-in-one-baseline-setting-only", untrained_in_two_settings, "supported"),
+    Case(
+        23,
+        "d-pass32-lost-for-one-seed",
+        untrained_pass32_lost_for_one_seed,
+        "not tested",
+        says=(("pass@32 of the untrained student for seed",),),
+    ),
     Case(23, "h-ceiling-broken-by-14pp", catalyst(pass32=99.0), "contradicted"),
     Case(23, "b-pass1-gain-1pp", catalyst(pass1=26.0), "contradicted"),
     Case(23, "d-pass32-only-in-another-experiment", catalyst(experiment="opd_probe"), "not tested"),

@@ -46,7 +46,7 @@ def _ordered(b: Blocks) -> tuple[str, str]:
 def learners(view: ClaimEvidence) -> list[Estimate]:
     """Per teacher, its students' accuracy − the untrained student's (seed as replicate)."""
     rows, lack = _rows(view)
-    base = view.baseline(ACC)
+    base = view.baseline()
     lack = lack or missing_metric(rows, ACC, f"`{SCALE}`")
     lack = lack or missing_metric(base, ACC, "the baseline")
     if lack:

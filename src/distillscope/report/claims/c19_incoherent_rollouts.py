@@ -81,7 +81,7 @@ def gain(view: ClaimEvidence) -> list[Estimate]:
     """Accuracy of the high-entropy runs − the untrained student's, per seed."""
     rows, lack = _runs(view)
     high = _high(rows) if not lack else rows
-    base = view.baseline(ACC)
+    base = view.baseline()
     lack = lack or missing_metric(high, ACC, "the high-entropy runs")
     lack = lack or missing_metric(base, ACC, "the untrained student")
     if lack:

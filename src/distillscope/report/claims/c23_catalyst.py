@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from distillscope.report.aggregate import SEED
 from distillscope.report.claims.common import blocks, in_pp, rows_mask
 from distillscope.report.claims.estimate import Estimate, not_tested, seed_level
 from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
@@ -39,6 +40,11 @@ def _versus(view: ClaimEvidence, metric: str, label: str) -> list[Estimate]:
     rows, base = view.rows(OPD), view.baseline(metric)
     lack = missing_metric(rows, metric, f"the `{OPD}` runs")
     lack = lack or missing_metric(base, metric, "the untrained student")
+    # the rows that measured it (one evaluation setting) must hold every seed of the runs: a
+    # seed whose row lacks it is a failed measurement, not another setting
+    unmatched = sorted(set(rows[SEED].map(str)) - set(base[SEED].map(str)))
+    if not lack and unmatched:
+        lack = f"{metric} of the untrained student for seed {', '.join(unmatched)}"
     if lack:
         return [not_tested(label, lack)]
     fit = blocks(view, OPD, rows, metric)

@@ -195,7 +195,7 @@ def tasks_of(b: Blocks) -> str | None:
 def learned(view: ClaimEvidence, rows: pd.DataFrame, where: str) -> list[Estimate]:
     """Students of ``rows`` − the untrained student, accuracy in pp, seed-blocked: per seed the
     mean over that seed's runs minus the baseline's same-seed accuracy (``seed_level``)."""
-    base = view.baseline(ACC)
+    base = view.baseline()
     lack = missing_metric(rows, ACC, where) or missing_metric(base, ACC, "the baseline")
     if lack:
         return [not_tested("students − untrained", lack)]

@@ -40,9 +40,11 @@ def _versus(view: ClaimEvidence, metric: str, label: str) -> list[Estimate]:
     rows, base = view.rows(OPD), view.baseline(metric)
     lack = missing_metric(rows, metric, f"the `{OPD}` runs")
     lack = lack or missing_metric(base, metric, "the untrained student")
-    # the rows that measured it (one evaluation setting) must hold every seed of the runs: a
-    # seed whose row lacks it is a failed measurement, not another setting
-    unmatched = sorted(set(rows[SEED].map(str)) - set(base[SEED].map(str)))
+    # per-seed rows that measured it (one evaluation setting) must hold every seed of the runs:
+    # a seed whose row lacks it is a failed measurement, not another setting (a reference with
+    # no seed of the runs is read as its overall mean, ``seed_level``)
+    run_seeds, base_seeds = set(rows[SEED].map(str)), set(base[SEED].map(str))
+    unmatched = sorted(run_seeds - base_seeds) if run_seeds & base_seeds else []
     if not lack and unmatched:
         lack = f"{metric} of the untrained student for seed {', '.join(unmatched)}"
     if lack:

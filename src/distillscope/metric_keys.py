@@ -297,6 +297,13 @@ METRICS: tuple[MetricKey, ...] = (
         ("eval/len_mean", "tokens", "mean completion length on the accuracy items", "none"),
         ("eval/truncated_frac", "fraction", "accuracy completions that hit the limit", "lower"),
         ("eval/teacher_style_share", "fraction", "answers written in the teacher's style", "none"),
+        (
+            "eval/style_share_t1",
+            "fraction",
+            "eval.style, the untrained student only (a study's baseline): its answers in the "
+            "teacher's style sampling at T = 1, whether the style is in its support",
+            "none",
+        ),
         ("eval/{skill}", "fraction", "accuracy of the trained student on one skill", "higher"),
         ("split/eval_items", "count", "distinct held-out items (accuracy ∪ pass@k)", "none"),
         ("split/overlap", "count", "of those, items in the training pool (0)", "lower"),

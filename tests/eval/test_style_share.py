@@ -34,3 +34,36 @@ def test_chat_runs_count_answers_reasoned_in_the_language():
     )
     assert _style_share(block, "es") == {"eval/teacher_style_share": pytest.approx(2 / 5)}
     assert _style_share(block, "en") == {"eval/teacher_style_share": pytest.approx(1 / 5)}
+
+
+def test_the_untrained_student_s_style_support_is_measured_once_by_the_baseline(
+    tiny_pair, tmp_path
+):
+    """Claim 12's regime premise: the baseline of a style study (eval.style) also samples the
+    accuracy items at T = 1 and writes the style share there; a study without eval.style does
+    not."""
+    from distillscope.config import load_run_config
+    from distillscope.eval.evaluate import evaluate
+    from distillscope.store import read_eval_items
+
+    teacher, student = tiny_pair
+    common = [
+        f"model.teacher={teacher}",
+        f"model.student={student}",
+        "task.max_new_tokens=6",
+        "eval.items=4",
+        "eval.coverage_items=0",
+        "eval.skill_items=0",
+        "eval.harder_task=null",
+        "eval.temperature=0.5",
+    ]
+    styled = load_run_config(None, [*common, "task.teacher_style_flag=true", "eval.style=true"])
+    blocks: list[str] = []
+    out = evaluate(styled, tmp_path / "base", untrained=True, on_block=blocks.append)
+    share = out["eval/style_share_t1"]
+    assert 0.0 <= share <= 1.0 and "eval/teacher_style_share" in out
+    assert any(b.startswith("style_support: 4 items × 1 samples") for b in blocks), blocks
+    items = read_eval_items(tmp_path / "base")
+    assert (items["block"] == "style_support").sum() == 4
+    plain = evaluate(load_run_config(None, common), tmp_path / "plain", untrained=True)
+    assert "eval/style_share_t1" not in plain

@@ -286,7 +286,13 @@ def full_rows() -> tuple[list[dict], dict[str, list[dict]]]:
     for row in rows:
         if row["experiment"] in ("main", "lr_sweep") and row["status"] == "done":
             metrics[row["run_id"]] = curve(30, row["seed"], clip=1.0)
-    rows.append(baseline_row())
+    # the untrained student once per seed, as a study evaluates it, with its style share at
+    # T = 1 (claim 12's regime premise: the style in its support)
+    support = {"eval/style_share_t1": 0.2}
+    rows += [
+        {**baseline_row(**support), "seed": s, "run_id": f"baseline-{k}"}
+        for k, s in enumerate(SEEDS, start=1)
+    ]
     return rows, metrics
 
 

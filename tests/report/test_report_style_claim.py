@@ -29,7 +29,12 @@ def _table(synth, **style_columns) -> pd.DataFrame:
         "main", synth.main_cells(synth.PAPER_ACC), **{"task.teacher_style_flag": False}
     )
     rows += synth.grid("style", _style_cells(), **style_columns)
-    return pd.DataFrame([*rows, synth.baseline_row()])
+    # the untrained student once per seed, with its style share at T = 1 (claim 12's regime)
+    base = [
+        {**synth.baseline_row(**{"eval/style_share_t1": 0.2}), "seed": s, "run_id": f"baseline-{s}"}
+        for s in (42, 43, 44)
+    ]
+    return pd.DataFrame([*rows, *base])
 
 
 def _claim_12(df: pd.DataFrame):

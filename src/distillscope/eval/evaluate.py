@@ -115,6 +115,8 @@ def evaluate(
     out.update(_routed_accuracy(cfg, held_out[: e.items], acc))  # model.teachers by column/task
     if e.style:
         out.update(_style_share(acc, e.style_language))
+        if untrained:
+            out.update(_style_support(blocks, task, held_out[: e.items]))
     if e.coverage_items:
         t, stream = e.coverage_temperature, Stream.EVAL_COVERAGE
         out.update(_coverage(blocks, "coverage", "eval", task, held_out, t, stream))
@@ -256,6 +258,18 @@ def _style_share(acc: Samples, language: str | None) -> dict[str, float]:
     else:
         in_style = language_identifier(language).identify(texts)
     return {"eval/teacher_style_share": sum(in_style) / len(in_style)}
+
+
+def _style_support(blocks: EvalBlocks, task: Task, problems: list) -> dict[str, float]:
+    """The untrained student's style share sampling at T = 1 on the accuracy items, as a run
+    samples its rollouts (``eval/style_share_t1``): whether the teacher's style lies in its
+    support at all, the regime claim 12 presupposes (docs/method.md §9). Evaluated once per
+    seed, by the baseline of a study with ``eval.style``."""
+    e = blocks.cfg.eval
+    n, stream = e.samples_per_item, Stream.EVAL_STYLE_SUPPORT
+    support = blocks.draw("style_support", task, problems, n, 1.0, stream)
+    share = _style_share(support, e.style_language)["eval/teacher_style_share"]
+    return {"eval/style_share_t1": share}
 
 
 def _harder(blocks: EvalBlocks, train_pool: list) -> dict[str, float]:

@@ -1,13 +1,14 @@
 """``eval_items.parquet``: the outcome of every evaluation sample, one row each.
 
 Columns (:data:`~distillscope.store.EVAL_ITEM_COLUMNS`): ``block`` (accuracy, coverage, harder,
-harder_coverage, skill/NAME), ``task``, ``item`` (its index in the block, the same items in every
-run of a study), ``item_id`` (its canonical identity, :func:`~distillscope.tasks.split.
-problem_identity`), ``sample`` (0 … n − 1), ``score``, ``length`` (completion tokens) and
-``truncated``. A block's number in ``eval.json`` is the mean of its rows' scores (the skill suite:
-the mean over skills of each skill's mean). The skill suite's rows are the evaluated student's
-("after"); the untrained student's are those of the study's baseline run. The analysis reads them
-to separate evaluation noise (binomial, per item) from training noise.
+harder_coverage, skill/NAME; style_support in a style study's baseline), ``task``, ``item``
+(its index in the block, the same items in every run of a study), ``item_id`` (its canonical
+identity, :func:`~distillscope.tasks.split.problem_identity`), ``sample`` (0 … n − 1),
+``score``, ``length`` (completion tokens) and ``truncated``. A block's number in ``eval.json``
+is the mean of its rows' scores (the skill suite: the mean over skills of each skill's mean).
+The skill suite's rows are the evaluated student's ("after"); the untrained student's are those
+of the study's baseline run. The analysis reads them to separate evaluation noise (binomial,
+per item) from training noise.
 
     from distillscope.store import read_eval_items
     df = read_eval_items(run_dir)

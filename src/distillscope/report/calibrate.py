@@ -150,6 +150,7 @@ TYPICAL = {
     "eval/sparsity_bf16_tau1e-06": 0.8,
     "eval/sparsity_fp32_tau1e-06": 0.3,
     "eval/teacher_style_share": 0.5,
+    "eval/style_share_t1": 0.2,  # the untrained student's: the style in its support
     "train/grad_clipped_frac": 0.9,
     "train/grad_norm_mean": 3.0,
     "train/grad_norm_max": 9.0,
@@ -161,16 +162,19 @@ TYPICAL = {
 
 def planned_table(plan_rows: list[dict[str, Any]]) -> pd.DataFrame:
     """A results table for planned runs (``study.table.plan_row``, or ``planned_row`` with the
-    measurements a run's config adds) plus a baseline row, every metric at its ``TYPICAL``
+    measurements a run's config adds) plus a baseline row per seed, every metric at its ``TYPICAL``
     value: the design of a study before it runs (no seed variance, so ``noise_model`` falls
     back to ``DEFAULT_SD``)."""
     rows = [{**r, "status": "done", **TYPICAL} for r in plan_rows]
     # the untrained student is evaluated like the runs: pass@k at every k some run measures
     ks = {c for r in plan_rows for c in r if c.startswith("eval/pass@") and c not in TYPICAL}
     large = {c: TYPICAL["eval/pass@10"] for c in sorted(ks)}
-    rows.append(
-        {"run_id": "baseline", "experiment": "baseline", "status": "done", **TYPICAL, **large}
-    )
+    base = {"experiment": "baseline", "status": "done", **TYPICAL, **large}
+    # a study evaluates the untrained student once per seed (``study.baseline``)
+    seeds = list(dict.fromkeys(r[SEED] for r in plan_rows if SEED in r))
+    if len(seeds) < 2:
+        return pd.DataFrame([*rows, {"run_id": "baseline", **base}])
+    rows += [{"run_id": f"baseline-{k}", SEED: s, **base} for k, s in enumerate(seeds, 1)]
     return pd.DataFrame(rows)
 
 

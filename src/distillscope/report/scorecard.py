@@ -18,8 +18,9 @@ message).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -27,11 +28,13 @@ import pandas as pd
 from distillscope.report.aggregate import hashable_axes
 from distillscope.report.claims import CLAIMS, Claim
 from distillscope.report.claims.evidence import ClaimEvidence, Evidence
-from distillscope.report.claims.spec import Part, Routes, replayed_ids
+from distillscope.report.claims.regime import EXACT_NOTE
+from distillscope.report.claims.spec import Part, Routes, replayed_ids, unit_suffix
 from distillscope.report.load import metrics_frame
 from distillscope.report.stats import ALPHA
 from distillscope.report.verdicts import (
     CONTRADICTED,
+    NO_VARIANCE,
     NOT_TESTED,
     SUPPORTED,
     UNDECIDED,
@@ -66,6 +69,9 @@ class ClaimResult:
     rule: str
     headline: str = ""  # the one number behind the verdict (the report's summary)
     reason: str = ""  # why an undecided claim is undecided, in words (the summary's line)
+    #: Its regime premises with their measured values ("low-LR bf16 sparsity of `main`: 5.1%
+    #: [4.8, 5.4], needs > 20%: absent"); "" for a claim without one.
+    regime: str = ""
 
 
 def score_claims(
@@ -127,6 +133,13 @@ def _judge(claim: Claim, view: ClaimEvidence, result, alpha: float = ALPHA) -> C
     k = sum(_strata(p, xs) for p, xs in items)
     decided = [(p, xs, _decide(p, xs, alpha / k, alpha)) for p, xs in items]
     premises, parts = decided[: len(claim.premises)], decided[len(claim.premises) :]
+    line = regime_line(premises, alpha)
+    if line:
+        plain_result = result
+
+        def result(*args) -> ClaimResult:
+            return replace(plain_result(*args), regime=line)
+
     text = " | ".join(d.text for _, _, d in decided)
     note = view.note()
     evidence = f"{text}. {note}" if note else text
@@ -140,6 +153,12 @@ def _judge(claim: Claim, view: ClaimEvidence, result, alpha: float = ALPHA) -> C
         why += " or ".join(f"`{e}`" for e in unrun)
         why += f" (premise {absent[0].claimed()} is absent where measured)"
         return result(NOT_TESTED, evidence, head, why)
+    gate = regime_gate(premises, alpha)
+    if gate is not None and gate[0] == NOT_TESTED and unrun:  # its own experiment unrun
+        lack = f"needs {claim.needs}; the study has no finished run of "
+        return result(NOT_TESTED, evidence, head, lack + " or ".join(f"`{e}`" for e in unrun))
+    if gate is not None:
+        return result(gate[0], evidence, head, gate[1])
     if absent:
         why = f"premise {absent[0].claimed()} is absent"
         return result(NOT_APPLICABLE, evidence, head, why)
@@ -210,6 +229,69 @@ def _judge_replays(
     if not open_:
         return result(SUPPORTED, evidence, head)
     return result(INCONCLUSIVE, evidence, head, first_reason(open_))
+
+
+#: How a regime premise's decision reads beside its measured value.
+REGIME_STATE = {
+    SUPPORTED: "present",
+    CONTRADICTED: "absent",
+    UNDECIDED: "not established",
+    NOT_TESTED: "not measured",
+}
+
+
+def regime_value(p: Part, xs: list, alpha: float = ALPHA) -> str:
+    """A regime premise's measured value per stratum: ``5.1% [4.8, 5.4]``, ``0.0% in every
+    seed``, ``held-out accuracy +1.5 pp [−5.0, +8.1]``; "not measured (lacks …)"."""
+    shown = []
+    for x in xs:
+        if x.missing:
+            shown.append(f"not measured (lacks {x.missing})")
+            continue
+        u = unit_suffix(p.unit)
+        lo, hi = x.bounds(alpha)
+        f = ".1f" if p.unit == "%" else "+.1f"  # a level in %, else a difference
+        if EXACT_NOTE in x.note:
+            value = f"{x.value:{f}}{u} in every seed"
+        elif math.isnan(lo):
+            value = f"{x.value:{f}}{u} (no interval: {NO_VARIANCE.split(':')[0]})"
+        else:
+            value = f"{x.value:{f}}{u} [{lo:{f}}, {hi:{f}}]"
+        label = "" if x.label in ("pooled", p.name) else f"{x.label} "
+        shown.append(label + value)
+    return ", ".join(shown) or "not measured"
+
+
+def regime_line(premises: list, alpha: float = ALPHA) -> str:
+    """Each regime premise of a decided claim as ``condition: value, needs …: state``."""
+    return "; ".join(
+        f"{p.regime}: {regime_value(p, xs, alpha)}, needs {p.claimed()} "
+        f"({REGIME_STATE.get(d.state, d.state)})"
+        for p, xs, d in premises
+        if p.regime
+    )
+
+
+def regime_gate(premises: list, alpha: float = ALPHA) -> tuple[str, str] | None:
+    """(verdict, reason) when a regime premise keeps the claim from being decided
+    (docs/method.md §9 "Regime premises"): absent → not applicable; not measured → not tested,
+    naming what is missing; not established → not applicable; else None."""
+    regime = [(p, xs, d) for p, xs, d in premises if p.regime]
+    for p, xs, d in regime:
+        if d.state == CONTRADICTED:
+            why = f"{p.regime}: {regime_value(p, xs, alpha)} — the regime needs {p.claimed()}"
+            return NOT_APPLICABLE, why
+    for p, _, d in regime:
+        if d.state == NOT_TESTED:
+            return NOT_TESTED, f"regime premise not measured — {p.regime}: lacks {d.reason}"
+    for p, xs, d in regime:
+        if d.state == UNDECIDED:
+            why = (
+                f"{p.regime} not established: {regime_value(p, xs, alpha)} — the regime needs "
+                f"{p.claimed()} beyond uncertainty"
+            )
+            return NOT_APPLICABLE, why
+    return None
 
 
 def _said(r: ClaimResult) -> str:

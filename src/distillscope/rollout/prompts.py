@@ -40,6 +40,7 @@ class Stream(IntEnum):
     EVAL_HARDER = 10_002  # the harder task's accuracy
     EVAL_HARDER_COVERAGE = 10_003  # the harder task's pass@k samples
     EVAL_SKILLS = 10_004  # the skill suite, before and after training
+    EVAL_STYLE_SUPPORT = 10_005  # the untrained student's style share at T = 1 (a baseline's)
 
 
 def step_rng(seed: int, step: int, stream: int = PROMPT_STREAM) -> random.Random:

@@ -29,6 +29,7 @@ from distillscope.report.claims.common import (
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
 from distillscope.report.claims.rank import rank_estimates
+from distillscope.report.claims.regime import sparsity_floor
 from distillscope.report.claims.spec import ABOVE, BELOW, EVERY, POOLED, Claim, MarginCase, Part
 
 SWEEP = "lr_sweep"
@@ -91,6 +92,7 @@ CLAIMS = (
         quote="in the sweep, at matched LRs, OffPD forgets less than OnPD and produces updates "
         "at least as sparse",
         experiments=(SWEEP,),
+        premises=(sparsity_floor(SWEEP, lambda view: grid_rows(view, SWEEP)),),
         parts=(
             _rho_part("ρ_sparsity", "bf16 sparsity (τ = 1e-6)", sparsity_rho),
             _rho_part("ρ_forget", "forgetting_pp (skills after − before)", forgetting_rho),

@@ -3,7 +3,8 @@
 On the seed-blocked fit of the ``spectrum`` experiment's plain runs: the range over λ of
 forgetting_pp and of bf16 sparsity within ±3 pp in every KL × LR curve. Premise: the same
 study's LR effect on each metric is larger — the main grid's extreme LRs (claims 3 and 4's
-``Δ_LR``) above 3 pp — else "barely" has nothing to be small against ("not applicable").
+``Δ_LR``) above 3 pp — else "barely" has nothing to be small against ("not applicable") — and
+the regime premise that the spectrum's sparsity is off its floor (``regime.sparsity_floor``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from distillscope.report.claims.common import FORGET, FORWARD, MAIN, SPARSITY, b
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
 from distillscope.report.claims.rank import lam_curves, lam_ramp, mask_of, spectrum_rows
+from distillscope.report.claims.regime import sparsity_floor
 from distillscope.report.claims.spec import ABOVE, EVERY, WITHIN, Claim, MarginCase, Part
 
 SPECTRUM = "spectrum"
@@ -86,6 +88,7 @@ CLAIMS = (
         quote="λ barely moves forgetting or update sparsity",
         experiments=(SPECTRUM, MAIN),
         premises=(
+            sparsity_floor(SPECTRUM, lambda view: spectrum_rows(view, SPECTRUM)),
             Part(
                 "Δ_LR",
                 "the main grid's low − high LR effect on forgetting_pp and on bf16 sparsity, "

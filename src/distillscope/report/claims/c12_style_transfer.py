@@ -3,7 +3,10 @@
 On the seed-blocked fit of ``eval/teacher_style_share`` over the `style` experiment's runs:
 each other rollout × KL configuration's share − OnPD + reverse KL's above 20 pp (``only``: one
 estimate per other configuration). Another configuration within 20 pp of it (beyond
-uncertainty) contradicts, as does OnPD + reverse KL adopting the style.
+uncertainty) contradicts, as does OnPD + reverse KL adopting the style. Regime premise: the
+style lies in the untrained student's support — its style share sampling at T = 1
+(``eval/style_share_t1``, measured once per seed by a style study's baseline) ≥ 1%; a style the
+student cannot produce is one reverse KL's gradient cannot reach under any rollout.
 """
 
 from __future__ import annotations
@@ -21,13 +24,26 @@ from distillscope.report.claims.common import (
     stratum_name,
     style_runs,
 )
-from distillscope.report.claims.estimate import Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, ONLY, Claim, Offsets, Part
+from distillscope.report.claims.estimate import Estimate, not_tested, seed_level
+from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
+from distillscope.report.claims.regime import exact
+from distillscope.report.claims.spec import ABOVE, ONLY, POOLED, Claim, Offsets, Part
 
 STYLE = "style"
 SHARE = "eval/teacher_style_share"
+SUPPORT = "eval/style_share_t1"
 MARGIN_PP = 20.0
+SUPPORT_PCT = 1.0
+
+
+def style_support(view: ClaimEvidence) -> list[Estimate]:
+    """The untrained student's style share at T = 1, per seed (the seed as replicate)."""
+    base = view.baseline(SUPPORT)
+    lack = missing_metric(base, SUPPORT, "the untrained student")
+    if lack:
+        why = " (a style study's baseline evaluation measures it; older records lack it)"
+        return [not_tested("style support", lack + why)]
+    return [exact(seed_level(base, SUPPORT, "style support"))]
 
 
 def others_minus_resister(view: ClaimEvidence) -> list[Estimate]:
@@ -75,6 +91,23 @@ CLAIMS = (
         quote="only on-policy reverse KL resists adopting the teacher's style (Spanish "
         "reasoning); the other three configurations adopt it",
         experiments=(STYLE,),
+        premises=(
+            Part(
+                "style support",
+                "the untrained student's share of answers in the teacher's style sampling at "
+                f"T = 1 ({SUPPORT} of the baseline rows), per seed (the seed as replicate)",
+                style_support,
+                POOLED,
+                ABOVE,
+                SUPPORT_PCT,
+                "[P]'s style (Spanish reasoning) is one a pretrained student writes; reverse "
+                "KL's gradient on a token is weighted by the student's own probability of it, "
+                "so a style it samples in under 1 of 100 answers is out of its reach.",
+                published=10.0,
+                unit="%",
+                regime="the teacher's style in the untrained student's support (share at T = 1)",
+            ),
+        ),
         parts=(
             Part(
                 "other − OnPD+RKL",

@@ -9,6 +9,9 @@ the mean over the steps in [20%, 30%) of a run of ``rollout/reward`` (OPD) or
 — unregulated OPD − GRPO above 5 pp. Claim 27: final held-out accuracy, hard-clip or
 log-compression OPD (``eval/accuracy``) − GRPO (``rlvr/eval_accuracy``: the same task, items
 and sampling settings as the distillation run's evaluation) above 2 pp under either regulation.
+Regime premise of both: the RLVR baseline learns — GRPO's final held-out accuracy above the
+untrained student's, or its final reward above its first, beyond uncertainty (a baseline stuck
+at its start is no comparator: ``baseline_learns``).
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ import pandas as pd
 
 from distillscope.report.aggregate import percent_scale
 from distillscope.report.claims.common import ACC, in_pp, rows_mask
-from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
+from distillscope.report.claims.estimate import Blocks, Estimate, not_tested, seed_level
 from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
+from distillscope.report.claims.regime import exact
 from distillscope.report.claims.spec import ABOVE, ANY, POOLED, Claim, Offsets, Part
 
 OPD, GRPO = "opd", "grpo"
@@ -105,6 +109,46 @@ def final_lead(view: ClaimEvidence) -> list[Estimate]:
     return [_diff(b, r, r) for r in regs] or [not_tested("Δ final", "regulated `opd` runs")]
 
 
+def baseline_learns(view: ClaimEvidence) -> list[Estimate]:
+    """GRPO's gain from the untrained student, per seed (the seed as replicate): its final
+    held-out accuracy − the untrained student's accuracy of that seed, and its final − first
+    training reward (the share of verified completions)."""
+    grpo = view.rows(GRPO, rlvr=True)
+    if grpo.empty:
+        return [not_tested("GRPO gain", NEEDS_GRPO)]
+    base = view.baseline(ACC)
+    lack = missing_metric(grpo, GRPO_FINAL, f"the `{GRPO}` runs")
+    lack = lack or missing_metric(base, ACC, "the untrained student")
+    held_out = base.assign(**{GRPO_FINAL: base[ACC]}) if not lack else None
+    out = [
+        not_tested("held-out accuracy", lack)
+        if held_out is None
+        else exact(seed_level(grpo, GRPO_FINAL, "held-out accuracy", held_out))
+    ]
+    first, final = "rlvr/reward_first", "rlvr/reward_final"
+    if not missing_metric(grpo, first, "") and not missing_metric(grpo, final, ""):
+        gain = grpo.assign(_reward=pd.to_numeric(grpo[final], errors="coerce") * 100.0)
+        start = grpo.assign(_reward=pd.to_numeric(grpo[first], errors="coerce") * 100.0)
+        out.append(exact(seed_level(gain, "_reward", "reward", start)))
+    return out
+
+
+GRPO_LEARNS = Part(
+    "GRPO gain",
+    f"`{GRPO}` runs − the untrained student, per seed: final held-out accuracy ({GRPO_FINAL} − "
+    f"the baseline's {ACC}) or final − first training reward (rlvr/reward_*), in pp",
+    baseline_learns,
+    ANY,
+    ABOVE,
+    0.0,
+    "[D]'s RLVR baseline learns from the base student; one stuck at its start is no "
+    "comparator (docs/method.md §9, claim 27). The seeds give no size: a sign.",
+    published=10.0,
+    over="measure",
+    regime="learning of the RLVR baseline (GRPO from the untrained student)",
+)
+
+
 def _behind(metric: str, pp: float):
     """The planted world of [D]: the `grpo` runs ``pp`` behind OPD on ``metric``."""
 
@@ -126,6 +170,7 @@ CLAIMS = (
         quote="on-policy distillation accelerates early learning: dense token-level guidance "
         "instead of a sparse sequence-level reward",
         experiments=(OPD, GRPO),
+        premises=(GRPO_LEARNS,),
         parts=(
             Part(
                 "Δ early",
@@ -150,6 +195,7 @@ CLAIMS = (
         source="[D]",
         quote="regulated OPD outperforms the RLVR (GRPO) baseline",
         experiments=(OPD, GRPO),
+        premises=(GRPO_LEARNS,),
         parts=(
             Part(
                 "Δ final",

@@ -35,7 +35,9 @@ def _claim_text(c: Claim) -> list[str]:
         f"{c.id}. **{c.title}** {c.source}: “{c.quote}”. Reads only "
         f"{', '.join(f'`{e}`' for e in c.experiments)}."
     ]
-    lines += [_part_line("Premise", p) for p in c.premises]
+    lines += [
+        _part_line(f"Regime premise ({p.regime})" if p.regime else "Premise", p) for p in c.premises
+    ]
     lines += [_part_line("Part", p) for p in c.parts]
     if c.replays:
         grid = c.replays[0].grid

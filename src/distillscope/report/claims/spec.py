@@ -37,6 +37,11 @@ SIDES = (ABOVE, BELOW, WITHIN)
 Offsets = dict[str, np.ndarray]
 
 
+def unit_suffix(unit: str) -> str:
+    """A value's unit as written after it: ``%`` joined (``20%``), others spaced (``5 pp``)."""
+    return unit if unit == "%" else f" {unit}" if unit else ""
+
+
 @dataclass(frozen=True)
 class Part:
     """One estimand of a claim, decided on both sides of its margin in each stratum."""
@@ -54,6 +59,11 @@ class Part:
     #: A guard ("at no LR reversed beyond uncertainty"): it can only contradict; undecided, it
     #: does not stand in the way of support.
     guard: bool = False
+    #: A regime premise (docs/method.md §9 "Regime premises"; ``claims.regime``): the regime
+    #: condition it measures, in words ("base pass@K of the untrained student"). Only in a
+    #: claim's ``premises``: absent or not established → "not applicable — condition: value";
+    #: not measurable → "not tested", never supported or contradicted.
+    regime: str = ""
 
     def __post_init__(self) -> None:
         if self.quantifier not in QUANTIFIERS:
@@ -153,7 +163,9 @@ class Claim:
     experiments: tuple[str, ...]  # the only experiments it reads (no fallback)
     parts: tuple[Part | Routes, ...]
     needs: str  # what a study must contain to test it (shown when it cannot)
-    premises: tuple[Part, ...] = ()  # absent (contradicted) → "not applicable"
+    #: absent (contradicted) → "not applicable"; a regime premise (``Part.regime``) also when
+    #: not established, and "not tested" when not measurable
+    premises: tuple[Part, ...] = ()
     #: Trajectory features the claim reads: name → function of a run's metrics.jsonl frame.
     features: dict[str, Callable[[pd.DataFrame], float]] = field(default_factory=dict)
     #: The published effects in a design (calibration's "planted" world): offsets per metric.
@@ -178,7 +190,8 @@ class Claim:
         """The rule in words (the report's Rule column; docs/method.md §9), from the parts."""
         lines = [f"Reads only: {', '.join(self.experiments)}."]
         for p in self.premises:
-            lines.append(f"Premise {p.claimed()} ({p.quantified()}): {p.estimand}. {p.why}")
+            kind = f"Regime premise ({p.regime})" if p.regime else "Premise"
+            lines.append(f"{kind} {p.claimed()} ({p.quantified()}): {p.estimand}. {p.why}")
         for p in self.parts:
             lines.append(f"Part {p.claimed()} ({p.quantified()}): {p.estimand}. {p.why}")
         if self.replays:

@@ -23,6 +23,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullForma
 from distillscope.report.aggregate import (
     comparable_spectrum,
     done,
+    percent_scale,
     spectrum_temperatures,
     spectrum_temperatures_text,
     with_labels,
@@ -96,13 +97,25 @@ def _panels(df: pd.DataFrame) -> list[tuple[str, str, str]]:
 
 
 def _finish(ax: Axes, metric: str, min_span: float = 5.0) -> None:
-    """Zero line for forgetting; y range ≥ ``min_span`` units so seed noise is not magnified."""
+    """Zero line for forgetting; y range ≥ ``min_span`` units so seed noise is not magnified,
+    kept inside [0, 100] for a percentage (an all-zero accuracy spans 0–5%, never −2.5–2.5%)."""
     if metric == FORGET:
         ax.axhline(0.0, color="0.4", linewidth=0.8)
-    lo, hi = ax.get_ylim()
-    if hi - lo < min_span:
+    ax.set_ylim(*y_range(*ax.get_ylim(), percent=percent_scale(metric) == 100, span=min_span))
+
+
+def y_range(lo: float, hi: float, percent: bool, span: float = 5.0) -> tuple[float, float]:
+    """(lo, hi) widened to at least ``span``, then, for a ``percent`` axis, moved inside
+    [0, 100] (the span kept)."""
+    if hi - lo < span:
         mid = (hi + lo) / 2
-        ax.set_ylim(mid - min_span / 2, mid + min_span / 2)
+        lo, hi = mid - span / 2, mid + span / 2
+    if percent:
+        if lo < 0:
+            lo, hi = 0.0, max(hi, span)
+        if hi > 100:
+            lo, hi = min(lo, 100.0 - span), 100.0
+    return lo, hi
 
 
 def legend_below(fig: Figure, ncols: int = 3) -> None:

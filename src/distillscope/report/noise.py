@@ -90,6 +90,8 @@ class Components:
     k: int = 1
     level: float = math.nan
     scale: float = 1.0
+    #: The residual is ``default_sd``'s assumption, not an estimate (nothing to estimate from).
+    assumed: bool = False
 
     def probabilities(self) -> np.ndarray:
         """Per-item success probabilities: ``p_items``, else ``level`` for every item."""
@@ -122,6 +124,7 @@ class Components:
             "block": self.block,
             "k": self.k,
             "per_item": self.p_items is not None,
+            "assumed": self.assumed,
         }
 
 
@@ -182,11 +185,12 @@ def estimate_noise(df: pd.DataFrame, study_dir: Path | None = None) -> dict[str,
         if not ok.any():
             continue
         seed_sd, resid = seed_and_residual(cell[ok], seed[ok], y[ok].to_numpy(dtype=float))
-        if math.isnan(resid) or resid + seed_sd**2 <= ROUNDING * float(np.mean(y[ok] ** 2)):
+        assumed = math.isnan(resid) or resid + seed_sd**2 <= ROUNDING * float(np.mean(y[ok] ** 2))
+        if assumed:
             seed_sd, resid = 0.0, default_sd(metric, float(y.median())) ** 2
         ev = _evaluation(metric, rows[ok], items)
         train_sd = math.sqrt(max(resid - ev.eval_var(), 0.0))
-        out[metric] = replace(ev, seed_sd=seed_sd, train_sd=train_sd)
+        out[metric] = replace(ev, seed_sd=seed_sd, train_sd=train_sd, assumed=assumed)
     return out
 
 

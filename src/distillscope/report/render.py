@@ -31,6 +31,7 @@ from distillscope.report.figures import (
 from distillscope.report.load import Study, load_study
 from distillscope.report.profiles import profile_figures
 from distillscope.report.rlvr_figures import rlvr_figure
+from distillscope.report.scope import study_scope
 from distillscope.report.scorecard import ClaimResult, score_claims
 from distillscope.report.summary import (
     UNTESTED,
@@ -41,6 +42,7 @@ from distillscope.report.summary import (
     summary_sentence,
 )
 from distillscope.report.tables import (
+    REGIME_COLUMN,
     Table,
     experiment_tables,
     main_table,
@@ -61,7 +63,12 @@ HOW_TO_READ = (
     "supported when its 95% interval lies wholly on the claimed side of its margin (a "
     "no-effect part: wholly inside its band, and the students learned), contradicted when it "
     "lies wholly on the other side; a claim is supported when every part in every stratum is, "
-    "contradicted when any part is, 'not applicable' when a premise is absent, and otherwise "
+    "contradicted when any part is, 'not applicable' when a premise is absent — in particular "
+    "when the regime the papers' findings presuppose (a base student with latent capability, a "
+    "style it can produce, sparsity off its floor, an RLVR baseline that learns) is absent or not "
+    "established in this study, each regime premise measured from the study's own runs and shown "
+    "with its value in the scorecard; a regime the study did not measure makes the claim 'not "
+    "tested' — and otherwise "
     "'inconclusive' with its reason (lacks power, with the smallest effect the design decides "
     "and the seeds that would decide it, or an effect near its margin). Beside each verdict are "
     "its rule's false-support and false-contradiction rates, measured by `distillscope report` on "
@@ -121,9 +128,10 @@ ul.findings ul li{display:contents}
 .cid{display:inline-block;min-width:1.6em;color:#555;font-variant-numeric:tabular-nums}
 .headline{font-variant-numeric:tabular-nums;color:#00456e}
 td.headline{min-width:12em}
-table.scorecard{width:100%}table.scorecard th:nth-child(2){width:28%}
+table.scorecard{width:100%}table.scorecard th:nth-child(2){width:22%}
 table.scorecard th:nth-child(3){width:1%}table.scorecard th:nth-child(4){width:8%}
-table.scorecard th:nth-child(5){width:24%}table.scorecard th:nth-child(6){width:30%}
+table.scorecard th:nth-child(5){width:18%}table.scorecard th:nth-child(6){width:20%}
+table.scorecard th:nth-child(7){width:22%}
 td details{margin:0}td details summary{font-weight:400;color:#1d5a85}
 td details p{margin:.3em 0}
 figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #e2e2e2}
@@ -205,16 +213,25 @@ def _duration(start: object, end: object) -> str:
     return f"{h} h {rest // 60:02d} min" if h else f"{rest // 60} min {rest % 60:02d} s"
 
 
+def main_lead(study: Study) -> str:
+    """The main table's lead: what its cells are and which models and task they are of."""
+    scope = study_scope(study)
+    return (
+        f"Mean ± SEM over seeds; n = finished seeds. {scope.models_text()}; the last row is the "
+        "untrained student (the study's baseline evaluations of the same seeds)."
+    )
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _sections(study: Study, claims: list[ClaimResult]) -> dict[str, Table | None]:
     return {
-        "status": status_table(study.results),
+        "status": status_table(study.results, study.baselines),
         "problems": problem_runs_table(study.results),
         "scorecard": scorecard_table(claims, study.calibration),
-        "main": main_table(study.results),
+        "main": main_table(study.results, study.baselines),
     }
 
 
@@ -269,7 +286,7 @@ def _html_cell(table: Table, j: int, text: str) -> str:
         return f'<td><span class="verdict">{esc(mark)} {esc(text)}</span></td>'
     if j in table.numeric:
         return f'<td class="num">{esc(text)}</td>'
-    if column in ("Evidence", "Rule", "Reason"):
+    if column in ("Evidence", "Rule", "Reason", REGIME_COLUMN):
         return f'<td class="small">{esc(text)}</td>'
     if column == "Headline":
         return f'<td class="headline">{esc(text)}</td>'
@@ -285,13 +302,17 @@ def split_main_figure(figures: list[FigureInfo]) -> tuple[FigureInfo | None, lis
 
 
 def _html_summary(
-    claims: list[ClaimResult], main_figure: FigureInfo | None, calibration: dict | None = None
+    claims: list[ClaimResult], main_figure: FigureInfo | None, study: Study
 ) -> list[str]:
-    """The summary in words (verdict groups, headline per decided claim with its calibrated
+    """The summary: what was studied (``report.scope``) before any verdict, then the verdicts
+    in words (groups named with the scope, headline per decided claim with its calibrated
     rates) and the main figure."""
-    parts = ["<h2>Summary of findings</h2>", f"<p>{esc(summary_sentence(claims))}</p>"]
+    scope = study_scope(study)
+    parts = ["<h2>Summary of findings</h2>", f"<p>{esc(scope.sentence())}</p>", '<dl class="prov">']
+    parts += [f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in scope.lines()]
+    parts += ["</dl>", f"<p>{esc(summary_sentence(claims, scope.phrase()))}</p>"]
     parts.append('<ul class="findings">')
-    parts += [_html_group(g) for g in summary_groups(claims, calibration)]
+    parts += [_html_group(g) for g in summary_groups(claims, study.calibration, scope.phrase())]
     parts.append("</ul>")
     if main_figure is not None:
         parts += [f"<p>{esc(MAIN_FIGURE_LEAD)}</p>", _html_figure(main_figure)]
@@ -352,7 +373,7 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
         shown = f"<code>{esc(value)}</code>" if key == "Command" else esc(value)
         parts.append(f"<dt>{esc(key)}</dt><dd>{shown}</dd>")
     parts.append("</dl>")
-    parts += _html_summary(claims, main_figure, study.calibration)
+    parts += _html_summary(claims, main_figure, study)
     parts += ["<h2>How to read this report</h2>", f"<p>{esc(HOW_TO_READ)}</p>"]
     parts += ["<h2>Runs</h2>", html_table(t["status"])]
     if t["problems"] is not None:
@@ -377,7 +398,7 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
     if t["main"] is not None:
         parts += [
             "<h2>Main grid: rollout × KL direction × learning rate</h2>",
-            '<p class="muted">Mean ± SEM over seeds; n = finished seeds.</p>',
+            f'<p class="muted">{esc(main_lead(study))}</p>',
             html_table(t["main"]),
         ]
     parts += teachers.html(study, esc, html_table)  # two teachers or more (report/teachers.py)
@@ -447,7 +468,7 @@ def render_markdown(
         # and a hostile command would stay raw in the file.
         shown = md_escape(value)
         parts.append(f"- **{md_escape(key)}**: {shown}")
-    parts += ["", *_md_summary(claims, main_figure, out_dir, study.calibration)]
+    parts += ["", *_md_summary(claims, main_figure, out_dir, study)]
     parts += ["## How to read this report", "", md_escape(HOW_TO_READ), ""]
     parts += ["## Runs", "", md_table(t["status"]), ""]
     if t["problems"] is not None:
@@ -462,7 +483,7 @@ def render_markdown(
         parts += [
             "## Main grid: rollout × KL direction × learning rate",
             "",
-            "Mean ± SEM over seeds; n = finished seeds.",
+            md_escape(main_lead(study)),
             "",
             md_table(t["main"]),
             "",
@@ -503,14 +524,14 @@ def _md_figure(f: FigureInfo, out_dir: Path) -> list[str]:
 
 
 def _md_summary(
-    claims: list[ClaimResult],
-    main_figure: FigureInfo | None,
-    out_dir: Path,
-    calibration: dict | None = None,
+    claims: list[ClaimResult], main_figure: FigureInfo | None, out_dir: Path, study: Study
 ) -> list[str]:
-    """The summary in words as Markdown: one bullet per verdict group, then the main figure."""
-    parts = ["## Summary of findings", "", md_escape(summary_sentence(claims)), ""]
-    for group in summary_groups(claims, calibration):
+    """The summary as Markdown: what was studied, one bullet per verdict group, the figure."""
+    scope = study_scope(study)
+    parts = ["## Summary of findings", "", md_escape(scope.sentence()), ""]
+    parts += [f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in scope.lines()]
+    parts += ["", md_escape(summary_sentence(claims, scope.phrase())), ""]
+    for group in summary_groups(claims, study.calibration, scope.phrase()):
         mark = VERDICT_MARK.get(group.verdict, "")
         head = f"**{mark} {md_escape(group.label)} ({len(group.items)}):**"
         if group.verdict in UNTESTED:  # compact: one line of numbered names

@@ -24,7 +24,7 @@ GROUP_LABEL = {
     "supported": "Supported",
     "contradicted": "Contradicted",
     "inconclusive": "Inconclusive",
-    "not applicable": "Not applicable (a premise is absent)",
+    "not applicable": "Not applicable (a regime or premise is absent in this study)",
     "not tested": "Not tested",
     "not implemented": "Not implemented",
     "error": "Error",
@@ -63,11 +63,28 @@ def short_claim(claim: str, limit: int = CLAIM_CHARS) -> str:
     return excerpt(text or claim.strip(), limit)
 
 
+#: Verdict groups whose label names the study's scope (``report.scope``): what was tested.
+SCOPED_LABEL = {
+    "supported": "Supported {scope}",
+    "contradicted": "Contradicted — not reproduced {scope}",
+    "inconclusive": "Inconclusive {scope}",
+}
+
+
+def group_label(verdict: str, scope: str = "") -> str:
+    """A verdict group's name, with the scope ("with testbed:student (0.86M) on …") when given:
+    a verdict is about the study that produced it (docs/method.md §9 "Scope")."""
+    if scope and verdict in SCOPED_LABEL:
+        return SCOPED_LABEL[verdict].format(scope=scope)
+    return GROUP_LABEL.get(verdict, verdict)
+
+
 def summary_groups(
-    results: Sequence[ClaimResult], calibration: dict[str, Any] | None = None
+    results: Sequence[ClaimResult], calibration: dict[str, Any] | None = None, scope: str = ""
 ) -> list[SummaryGroup]:
-    """The non-empty verdict groups in ``VERDICT_ORDER`` (decided ones first); a calibrated
-    claim's line ends with its rule's rates (``rates_text``)."""
+    """The non-empty verdict groups in ``VERDICT_ORDER`` (decided ones first), labelled with
+    ``scope`` (``group_label``); a calibrated claim's line ends with its rule's rates
+    (``rates_text``)."""
     groups = []
     for verdict in VERDICT_ORDER:
         items = [
@@ -82,7 +99,7 @@ def summary_groups(
             if r.verdict == verdict
         ]
         if items:
-            groups.append(SummaryGroup(verdict, GROUP_LABEL.get(verdict, verdict), items))
+            groups.append(SummaryGroup(verdict, group_label(verdict, scope), items))
     return groups
 
 
@@ -94,17 +111,23 @@ def line_text(result: ClaimResult) -> str:
     return headline_text(result)
 
 
-def summary_sentence(results: Sequence[ClaimResult]) -> str:
-    """One sentence with the counts: "Of 18 published claims this study supports 11, …"."""
+def summary_sentence(results: Sequence[ClaimResult], scope: str = "") -> str:
+    """One sentence with the counts: "Of 18 published claims this study (with …) supports 11,
+    …"; ``scope`` names what was tested."""
     n = {v: sum(r.verdict == v for r in results) for v in VERDICT_ORDER}
     untested = sum(n[v] for v in UNTESTED)
+    study = f"this study ({scope})" if scope else "this study"
     text = (
-        f"Of {len(results)} published claims (docs/method.md §9) this study supports "
+        f"Of {len(results)} published claims (docs/method.md §9) {study} supports "
         f"{n['supported']}, contradicts {n['contradicted']} and cannot decide "
         f"{n['inconclusive']}; it does not test {untested}"
     )
     if n["not applicable"]:
-        text += f"; {n['not applicable']} do not apply (a premise is absent)"
+        one = n["not applicable"] == 1
+        text += (
+            f"; {n['not applicable']} {'does' if one else 'do'} not apply here (the regime or "
+            f"premise {'it presupposes' if one else 'they presuppose'} is absent in this study)"
+        )
     if n["not implemented"]:
         text += f" ({n['not implemented']} of them not implemented in distillscope yet)"
     if n["error"]:
@@ -179,6 +202,18 @@ NOISE_COLUMNS = (
 )
 
 
+def noise_source(c: dict[str, Any]) -> str:
+    """Where a metric's noise components come from: the evaluation SD from per-item outcomes
+    or binomial at the mean level; the seed and training SDs estimated from the runs, or an
+    assumed default when the runs give nothing to estimate from (one run per cell, or runs
+    that all agree) — never labelled as measured."""
+    ev = "per-item outcomes" if c.get("per_item") else "binomial at the mean level"
+    k = f", pass@{c['k']}" if int(c.get("k", 1)) > 1 else ""
+    if c.get("assumed"):
+        return f"assumed default SDs (nothing to estimate from); evaluation: {ev}{k}"
+    return ev + k
+
+
 def noise_table(calibration: dict[str, Any] | None) -> Table | None:
     """The noise components the calibration drew, per metric with evaluation sampling (pp);
     None without components."""
@@ -189,7 +224,5 @@ def noise_table(calibration: dict[str, Any] | None) -> Table | None:
     for m, c in sorted(comps.items()):
         scale = percent_scale(m)
         sds = [f"{scale * float(c[k]):.2f}" for k in ("seed_sd", "train_sd", "eval_sd")]
-        source = "per-item outcomes" if c.get("per_item") else "binomial at the mean level"
-        k = f", pass@{c['k']}" if int(c.get("k", 1)) > 1 else ""
-        rows.append([m, *sds, f"{c['items']} × {c['samples']}", source + k])
+        rows.append([m, *sds, f"{c['items']} × {c['samples']}", noise_source(c)])
     return Table(list(NOISE_COLUMNS), rows, numeric={1, 2, 3})

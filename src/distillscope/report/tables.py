@@ -15,6 +15,7 @@ import pandas as pd
 
 from distillscope.labels import is_label_column
 from distillscope.report.aggregate import (
+    SEED,
     SPECTRUM_TEMPERATURES,
     aggregate,
     axis_text,
@@ -86,12 +87,17 @@ class Table:
     numeric: set[int] = field(default_factory=set)  # column indices to right-align
 
 
-def status_table(df: pd.DataFrame) -> Table:
-    """Run counts by status (done first), with the total."""
-    counts = df["status"].map(str).value_counts()
+def status_table(df: pd.DataFrame, baselines: pd.DataFrame | None = None) -> Table:
+    """Run counts by status (done first), with the total; the study's evaluations of the
+    untrained student (``baselines``) counted among them and named, as ``study status``
+    lists them."""
+    every = df if baselines is None or baselines.empty else pd.concat([df, baselines])
+    counts = every["status"].map(str).value_counts()
     order = ["done", "diverged", "failed", "running", "trained", "pending"]
     names = [s for s in order if s in counts] + sorted(s for s in counts.index if s not in order)
-    rows = [[s, str(int(counts[s]))] for s in names] + [["total", str(len(df))]]
+    rows = [[s, str(int(counts[s]))] for s in names] + [["total", str(len(every))]]
+    if len(every) > len(df):
+        rows.append(["of them, untrained-student evaluations", str(len(every) - len(df))])
     return Table(["Status", "Runs"], rows, numeric={1})
 
 
@@ -118,7 +124,8 @@ def problem_runs_table(df: pd.DataFrame) -> Table | None:
 def scorecard_table(
     results: Sequence[ClaimResult], calibration: dict[str, Any] | None = None
 ) -> Table:
-    """One row per claim: id, claim, verdict, its rule's false-verdict rate, headline, evidence,
+    """One row per claim: id, claim, verdict, its rule's false-verdict rate, its regime premises
+    with their measured values (``ClaimResult.regime``; "—" without one), headline, evidence,
     rule (the HTML report folds the last two; ``headline_text`` fills the headline).
 
     The rate is the worst share of false verdicts over the null and degenerate synthetic
@@ -131,6 +138,7 @@ def scorecard_table(
             r.claim,
             r.verdict,
             false_rate_text(r, calibration),
+            r.regime or "—",
             headline_text(r),
             r.evidence,
             r.rule,
@@ -138,10 +146,21 @@ def scorecard_table(
         for r in results
     ]
     classes = ["verdict-" + r.verdict.replace(" ", "-") for r in results]
-    columns = ["#", "Claim", "Verdict", "False-verdict rate", "Headline", "Evidence", "Rule"]
+    columns = [
+        "#",
+        "Claim",
+        "Verdict",
+        "False-verdict rate",
+        REGIME_COLUMN,
+        "Headline",
+        "Evidence",
+        "Rule",
+    ]
     return Table(columns, rows, classes)
 
 
+#: The scorecard column of each claim's regime premises with their measured values.
+REGIME_COLUMN = "Regime premises (measured)"
 HEADLINE_CHARS = 120  # the longest evidence excerpt that stands in for an empty headline
 
 
@@ -216,12 +235,42 @@ def verdict_counts(results: Sequence[ClaimResult]) -> dict[str, int]:
     return {v: sum(r.verdict == v for r in results) for v in VERDICT_ORDER}
 
 
-def main_table(df: pd.DataFrame) -> Table | None:
-    """Rollout × KL direction × LR cells of the main grid: mean ± SEM over seeds, and n."""
+def main_table(df: pd.DataFrame, baselines: pd.DataFrame | None = None) -> Table | None:
+    """Rollout × KL direction × LR cells of the main grid: mean ± SEM over seeds, and n; then
+    the untrained student's row (``baselines``, the study's baseline rows) as the reference."""
     rows = main_grid(df)
     if rows.empty:
         return None
-    return cell_table(rows, MAIN_METRICS)
+    table = cell_table(rows, MAIN_METRICS)
+    if table is not None and baselines is not None and not baselines.empty:
+        seeds = set(rows[SEED].map(str)) if SEED in rows.columns else set()
+        table.rows.append(untrained_cells(table, baselines, seeds))
+    return table
+
+
+UNTRAINED = "untrained student"
+
+
+def untrained_cells(table: Table, baselines: pd.DataFrame, seeds: set[str]) -> list[str]:
+    """The untrained student's row of a cell ``table``: per metric the mean ± SEM over the
+    seeds (of ``seeds``, when its rows have them) of the baseline rows that measured it (a study
+    evaluates it once per seed and evaluation setting); "—" where none did."""
+    base = done(baselines)
+    if SEED in base.columns and seeds and base[SEED].map(str).isin(seeds).any():
+        base = base[base[SEED].map(str).isin(seeds)]
+    heads = dict((h, m) for m, h in MAIN_METRICS + MORE_METRICS)
+    first = table.columns.index("n")
+    cells = [UNTRAINED] + ["—"] * (first - 1)
+    seed = base[SEED].map(str) if SEED in base.columns else pd.Series("", index=base.index)
+    cells.append(str(seed.nunique()))
+    for h in table.columns[first + 1 :]:
+        m = heads.get(h)
+        values = pd.to_numeric(base[m], errors="coerce") if m in base.columns else None
+        per = values.groupby(seed).mean().dropna() if values is not None else pd.Series()
+        sem = per.std(ddof=1) / len(per) ** 0.5 if len(per) > 1 else float("nan")
+        mean = per.mean() if len(per) else float("nan")
+        cells.append(fmt_mean_sem(mean, sem, percent_scale(m) if m else 1.0))
+    return cells
 
 
 def experiment_tables(df: pd.DataFrame) -> dict[str, Table]:

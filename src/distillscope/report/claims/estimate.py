@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 
 import numpy as np
@@ -32,6 +32,8 @@ import pandas as pd
 from scipy import stats
 
 from distillscope.report.aggregate import SEED, percent_scale, row_keys
+from distillscope.report.claims.crossed import ItemComponent, pair_w, welch
+from distillscope.report.claims.strata import STRATA, Stratified, design, stratify
 
 #: Relative size of a residual sum of squares that is float rounding (an exactly additive
 #: table: every seed shifts every cell alike), treated as zero: such a table decides nothing.
@@ -81,6 +83,17 @@ class Estimate:
         q = 1 - (1 - power) / 2 if two_sided else power
         return (t_quantile(1 - alpha, self.dof) + t_quantile(q, self.dof)) * self.se
 
+    def selected(self, family: int, what: str) -> Estimate:
+        """This contrast as the one the data picked among ``family`` (``what`` names the pick):
+        a ``Selected`` estimate, its bounds Bonferroni over the family, said in the note."""
+        if family <= 1:
+            return replace(self, note="; ".join(filter(None, [what, self.note])))
+        said = f"{what} (best of {family} contrasts: bounds Bonferroni over them)"
+        base = {f.name: getattr(self, f.name) for f in fields(Estimate)}
+        return Selected(
+            **(base | {"note": "; ".join(filter(None, [said, self.note]))}), family=family
+        )
+
     def at_seeds(self, seeds: int) -> Estimate | None:
         """The same design over ``seeds`` seeds: SE ∝ 1/√seeds and ν ∝ seeds − 1 (its degrees of
         freedom per added seed kept); None when the estimate does not scale so (exact tests)."""
@@ -89,6 +102,27 @@ class Estimate:
         per_seed = self.dof / (self.seeds - 1)
         se = self.se * math.sqrt(self.seeds / seeds)
         return replace(self, se=se, dof=per_seed * (seeds - 1), seeds=seeds)
+
+
+@dataclass(frozen=True)
+class Selected(Estimate):
+    """A contrast the data picked among ``family`` candidates (a best cell, docs/method.md §9
+    "What an interval covers"): each one-sided bound at α / ``family`` (Bonferroni), so that it
+    holds for the picked contrast whichever the data picked — a simultaneous bound over the
+    family. For best-of-A − best-of-B it also bounds max_A μ − max_B μ: the picked pair's
+    lower bound lies below it (max_A μ ≥ μ_â; ȳ_b* ≤ ȳ_b̂), and likewise the upper. The picked
+    contrast's SE stands for the family's (equal in a balanced seed-only fit; with items each
+    pair's item component differs a little)."""
+
+    family: int = 1
+
+    def bounds(self, alpha: float) -> tuple[float, float]:
+        """The t-bounds at alpha / ``family``."""
+        return Estimate.bounds(self, alpha / self.family)
+
+    def reach(self, alpha: float, power: float = 0.8, two_sided: bool = False) -> float:
+        """``Estimate.reach`` at alpha / ``family``."""
+        return Estimate.reach(self, alpha / self.family, power, two_sided)
 
 
 @dataclass(frozen=True)
@@ -126,6 +160,7 @@ class Blocks:
     rows: pd.DataFrame
     metric: str
     by: list[str]
+    items: np.ndarray | None = None  # per row, its per-item values (``ItemTable.matrix``)
     cells: pd.DataFrame = field(init=False)
     thin: list[int] = field(init=False)
     incomplete: list[str] = field(init=False)
@@ -133,6 +168,8 @@ class Blocks:
     dof: float = field(init=False)
     per_seed: pd.DataFrame = field(init=False, repr=False)  # cells × seeds (NaN: absent)
     _cov: np.ndarray = field(init=False, repr=False)
+    _items: ItemComponent | None = field(init=False, repr=False)
+    strata: Stratified | None = field(init=False, repr=False)  # per-stratum residual variance
 
     def __post_init__(self) -> None:
         y = pd.to_numeric(self.rows[self.metric], errors="coerce") * percent_scale(self.metric)
@@ -155,12 +192,11 @@ class Blocks:
             self.per_seed = pd.DataFrame(total / count, columns=list(seed_ids))
         self.incomplete = [str(seed_ids[k]) for k in range(s) if (count[:, k] == 0).any()]
         self._fit(y, cell_index, seed_index, c, s)
+        items = None if self.items is None else self.items[ok]
+        self._items = None if items is None else ItemComponent(items, cell_index, seed_index)
 
     def _fit(self, y: np.ndarray, ci: np.ndarray, si: np.ndarray, c: int, s: int) -> None:
-        x = np.zeros((len(y), c + max(s - 1, 0)))
-        x[np.arange(len(y)), ci] = 1.0
-        for k in range(1, s):  # seed 0 is the reference level
-            x[si == k, c + k - 1] = 1.0
+        x = design(ci, si, c, s)
         xtx_inv = np.linalg.pinv(x.T @ x)
         beta = xtx_inv @ x.T @ y
         resid = y - x @ beta
@@ -170,6 +206,13 @@ class Blocks:
         if rss <= ROUNDING * float(y @ y):  # an exactly additive table: rounding, not noise
             rss = 0.0
         self.sigma2 = rss / self.dof if self.dof > 0 else math.nan
+        self.strata = None
+        if rss > 0 and self.dof > 0:
+            labels = {a: self.cells[a].map(str).to_numpy()[ci] for a in STRATA if a in self.cells}
+            self.strata = stratify(y, ci, si, x, labels)
+        if self.strata is not None:  # per-stratum residual variance: the weighted fit
+            beta, xtx_inv = self.strata.beta, self.strata.cov
+            self.sigma2, self.dof = 1.0, min(self.strata.dofs)
         self.cells["mu"] = beta[:c] if c else []
         self._cov = xtx_inv[:c, :c]
 
@@ -189,9 +232,18 @@ class Blocks:
         if thin:
             return not_tested(label, f"{self.cell_names(thin)} has fewer than 2 seeds")
         value = float(w @ self.cells["mu"].to_numpy(dtype=float))
-        se = math.sqrt(max(float(w @ self._cov @ w), 0.0) * self.sigma2)
+        var, dof = self.with_items(max(float(w @ self._cov @ w), 0.0) * self.sigma2, self.dof, w)
         seeds = int(self.cells["n"].to_numpy()[used].min()) if len(used) else 0
-        return Estimate(label, value, se, self.dof, seeds, self.seed_note())
+        return Estimate(label, value, math.sqrt(var), dof, seeds, self.seed_note())
+
+    def with_items(self, var: float, dof: float, w: np.ndarray) -> tuple[float, float]:
+        """A seed-blocked variance (on ``dof``) of Σ w_c μ_c plus its item component
+        (``ItemComponent.variance``), degrees of freedom by Welch–Satterthwaite; unchanged for
+        a metric without per-item outcomes."""
+        if self._items is None:
+            return var, dof
+        v_item, d_item = self._items.variance(w)
+        return var + v_item, welch([var, v_item], [dof, d_item])
 
     def difference(self, a: np.ndarray, b: np.ndarray, label: str) -> Estimate:
         """Mean effect of cells ``a`` − mean of cells ``b`` (masks); not tested when a side is
@@ -215,11 +267,19 @@ class Blocks:
         diffs = np.abs(mu[a] - mu[b])
         cov = self._cov
         ses = np.sqrt(np.maximum(cov[a, a] + cov[b, b] - 2 * cov[a, b], 0.0) * self.sigma2)
+        dof = self.dof
+        if self._items is not None:  # each pair's own item component; ν: the smallest pair's
+            parts = [
+                self.with_items(e * e, self.dof, pair_w(len(mu), p, q))
+                for e, p, q in zip(ses, a, b, strict=True)
+            ]
+            ses = np.sqrt([v for v, _ in parts])
+            dof = min(d for _, d in parts)
         value = float(mu[idx].max() - mu[idx].min())
         seeds = int(self.cells["n"].to_numpy()[idx].min())
         note = self.seed_note()
         return RangeEstimate(
-            label, value, float(ses.max()), self.dof, seeds, note, "", tuple(diffs), tuple(ses)
+            label, value, float(ses.max()), dof, seeds, note, "", tuple(diffs), tuple(ses)
         )
 
     def level(self, m: np.ndarray, label: str) -> Estimate:
@@ -239,10 +299,8 @@ class Blocks:
             return not_tested(label, f"fewer than 2 seeds common to the cells of {label}")
         left = [str(s) for s in table.columns if s not in full.columns]
         note = f"seed(s) {', '.join(left)} missing in some cell: left out" if left else ""
-        sd = float(per.std(ddof=1))
-        return Estimate(
-            label, float(per.mean()), sd / math.sqrt(len(per)), len(per) - 1.0, len(per), note
-        )
+        var, dof = self.with_items(float(per.var(ddof=1)) / len(per), len(per) - 1.0, m / m.sum())
+        return Estimate(label, float(per.mean()), math.sqrt(var), dof, len(per), note)
 
     def covariance(self, idx: Sequence[int]) -> np.ndarray:
         """σ̂² (XᵀX)⁻¹ of the effects of cells ``idx``: their joint sampling covariance."""
@@ -256,10 +314,16 @@ class Blocks:
         )
 
     def seed_note(self) -> str:
-        """Which seeds left the blocks (missing in some cell), for the evidence."""
-        if not self.incomplete:
-            return ""
-        return f"seed(s) {', '.join(self.incomplete)} missing in some cell: left those pairs"
+        """Which seeds left the blocks (missing in some cell) and, where the fit is stratified,
+        each stratum's residual SD, for the evidence."""
+        notes = []
+        if self.incomplete:
+            notes.append(
+                f"seed(s) {', '.join(self.incomplete)} missing in some cell: left those pairs"
+            )
+        if self.strata is not None:
+            notes.append(self.strata.note())
+        return "; ".join(notes)
 
 
 def seed_level(

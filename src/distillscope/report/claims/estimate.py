@@ -17,135 +17,37 @@ estimate is the mean over seeds of the per-seed means and its SE their spread, s
 S − 1 degrees of freedom — the seed, not the run, is the replicate.
 
 An ``Estimate`` gives one-sided (1 − α) t-bounds; ``RangeEstimate`` (max − min over cells)
-gives an intersection–union upper bound and a Bonferroni lower bound over the pairs.
+gives an intersection–union upper bound and a Bonferroni lower bound over the pairs
+(``interval``). Intervals cover items as well as seeds (docs/method.md §9 "What an interval
+covers"): with the runs' per-item values (``items``) every estimate adds its item component
+(``crossed``); the residual variance is fitted per stratum where Bartlett's test finds it
+differs (``strata``); a metric with a range (fractions, changes in pp) gets bounds inside it
+(``interval.Bounded``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
-from functools import lru_cache
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from distillscope.metric_keys import unit
 from distillscope.report.aggregate import SEED, percent_scale, row_keys
 from distillscope.report.claims.crossed import ItemComponent, pair_w, welch
+from distillscope.report.claims.interval import (
+    Estimate,
+    RangeEstimate,
+    bounded,
+    not_tested,
+)
 from distillscope.report.claims.strata import STRATA, Stratified, design, stratify
 
 #: Relative size of a residual sum of squares that is float rounding (an exactly additive
 #: table: every seed shifts every cell alike), treated as zero: such a table decides nothing.
 ROUNDING = 1e-20
-
-
-@lru_cache(maxsize=1 << 16)
-def t_quantile(p: float, dof: float) -> float:
-    """The p-quantile of Student's t on ``dof`` degrees of freedom (∞: the normal's); memoised:
-    the rules and the calibration's thousands of tables ask for the same few levels and ν."""
-    return float(stats.t.ppf(p, dof)) if math.isfinite(dof) else float(stats.norm.ppf(p))
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """One estimand in one stratum: value ± SE on ν degrees of freedom over ``seeds`` seeds.
-
-    ``missing`` non-empty: the part is "not tested" in this stratum, and says what is missing.
-    ``note`` names what the estimate left out (seeds missing on one side, duplicates).
-    """
-
-    label: str
-    value: float = math.nan
-    se: float = math.nan
-    dof: float = math.nan
-    seeds: int = 0
-    note: str = ""
-    missing: str = ""
-
-    def bounds(self, alpha: float) -> tuple[float, float]:
-        """One-sided (1 − alpha) lower and upper t-bounds; NaN without an SE (or SE = 0)."""
-        if not self.decidable():
-            return math.nan, math.nan
-        half = t_quantile(1.0 - alpha, self.dof) * self.se
-        return self.value - half, self.value + half
-
-    def decidable(self) -> bool:
-        """Whether the estimate has a positive, finite SE on ν > 0 (else it decides nothing)."""
-        ok = math.isfinite(self.value) and math.isfinite(self.se) and self.se > 0
-        return ok and not math.isnan(self.dof) and self.dof > 0
-
-    def reach(self, alpha: float, power: float = 0.8, two_sided: bool = False) -> float:
-        """The distance from a margin at which a true effect is decided with ``power``:
-        (t₁₋α(ν) + t_power(ν)) · SE (for an equivalence band, t₁₋₍₁₋power₎/₂)."""
-        if not self.decidable():
-            return math.nan
-        q = 1 - (1 - power) / 2 if two_sided else power
-        return (t_quantile(1 - alpha, self.dof) + t_quantile(q, self.dof)) * self.se
-
-    def selected(self, family: int, what: str) -> Estimate:
-        """This contrast as the one the data picked among ``family`` (``what`` names the pick):
-        a ``Selected`` estimate, its bounds Bonferroni over the family, said in the note."""
-        if family <= 1:
-            return replace(self, note="; ".join(filter(None, [what, self.note])))
-        said = f"{what} (best of {family} contrasts: bounds Bonferroni over them)"
-        base = {f.name: getattr(self, f.name) for f in fields(Estimate)}
-        return Selected(
-            **(base | {"note": "; ".join(filter(None, [said, self.note]))}), family=family
-        )
-
-    def at_seeds(self, seeds: int) -> Estimate | None:
-        """The same design over ``seeds`` seeds: SE ∝ 1/√seeds and ν ∝ seeds − 1 (its degrees of
-        freedom per added seed kept); None when the estimate does not scale so (exact tests)."""
-        if self.seeds < 2 or seeds < 2:
-            return None
-        per_seed = self.dof / (self.seeds - 1)
-        se = self.se * math.sqrt(self.seeds / seeds)
-        return replace(self, se=se, dof=per_seed * (seeds - 1), seeds=seeds)
-
-
-@dataclass(frozen=True)
-class Selected(Estimate):
-    """A contrast the data picked among ``family`` candidates (a best cell, docs/method.md §9
-    "What an interval covers"): each one-sided bound at α / ``family`` (Bonferroni), so that it
-    holds for the picked contrast whichever the data picked — a simultaneous bound over the
-    family. For best-of-A − best-of-B it also bounds max_A μ − max_B μ: the picked pair's
-    lower bound lies below it (max_A μ ≥ μ_â; ȳ_b* ≤ ȳ_b̂), and likewise the upper. The picked
-    contrast's SE stands for the family's (equal in a balanced seed-only fit; with items each
-    pair's item component differs a little)."""
-
-    family: int = 1
-
-    def bounds(self, alpha: float) -> tuple[float, float]:
-        """The t-bounds at alpha / ``family``."""
-        return Estimate.bounds(self, alpha / self.family)
-
-    def reach(self, alpha: float, power: float = 0.8, two_sided: bool = False) -> float:
-        """``Estimate.reach`` at alpha / ``family``."""
-        return Estimate.reach(self, alpha / self.family, power, two_sided)
-
-
-@dataclass(frozen=True)
-class RangeEstimate(Estimate):
-    """max − min of cell effects: ``diffs`` |μ̂_i − μ̂_j| and ``ses`` over every pair i < j."""
-
-    diffs: tuple[float, ...] = ()
-    ses: tuple[float, ...] = ()
-
-    def bounds(self, alpha: float) -> tuple[float, float]:
-        """Lower: max |dᵢⱼ| − t₁₋α/k·SEᵢⱼ (Bonferroni over the k pairs); upper: max |dᵢⱼ| +
-        t₁₋α·SEᵢⱼ (every pair within the band: an intersection–union test)."""
-        if not self.decidable() or not self.diffs:
-            return math.nan, math.nan
-        d, se = np.array(self.diffs), np.array(self.ses)
-        lo = float((d - t_quantile(1 - alpha / len(d), self.dof) * se).max())
-        hi = float((d + t_quantile(1 - alpha, self.dof) * se).max())
-        return max(lo, 0.0), hi
-
-
-def not_tested(label: str, what: str) -> Estimate:
-    """An estimate that could not be made: its part is "not tested: ``what``"."""
-    return Estimate(label, missing=what)
 
 
 @dataclass
@@ -234,7 +136,13 @@ class Blocks:
         value = float(w @ self.cells["mu"].to_numpy(dtype=float))
         var, dof = self.with_items(max(float(w @ self._cov @ w), 0.0) * self.sigma2, self.dof, w)
         seeds = int(self.cells["n"].to_numpy()[used].min()) if len(used) else 0
-        return Estimate(label, value, math.sqrt(var), dof, seeds, self.seed_note())
+        return self.ranged(Estimate(label, value, math.sqrt(var), dof, seeds, self.seed_note()), w)
+
+    def ranged(self, x: Estimate, w: np.ndarray) -> Estimate:
+        """A level (Σ w = 1) of a metric with a range (``limits``) as a ``Bounded`` estimate;
+        a contrast stays a t-interval (a paired difference far from ±100 pp)."""
+        lim = limits(self.metric)
+        return x if lim is None or abs(float(w.sum()) - 1.0) > 1e-9 else bounded(x, *lim)
 
     def with_items(self, var: float, dof: float, w: np.ndarray) -> tuple[float, float]:
         """A seed-blocked variance (on ``dof``) of Σ w_c μ_c plus its item component
@@ -299,8 +207,10 @@ class Blocks:
             return not_tested(label, f"fewer than 2 seeds common to the cells of {label}")
         left = [str(s) for s in table.columns if s not in full.columns]
         note = f"seed(s) {', '.join(left)} missing in some cell: left out" if left else ""
-        var, dof = self.with_items(float(per.var(ddof=1)) / len(per), len(per) - 1.0, m / m.sum())
-        return Estimate(label, float(per.mean()), math.sqrt(var), dof, len(per), note)
+        w = m / m.sum()
+        var, dof = self.with_items(float(per.var(ddof=1)) / len(per), len(per) - 1.0, w)
+        x = Estimate(label, float(per.mean()), math.sqrt(var), dof, len(per), note)
+        return self.ranged(x, w)
 
     def covariance(self, idx: Sequence[int]) -> np.ndarray:
         """σ̂² (XᵀX)⁻¹ of the effects of cells ``idx``: their joint sampling covariance."""
@@ -324,6 +234,13 @@ class Blocks:
         if self.strata is not None:
             notes.append(self.strata.note())
         return "; ".join(notes)
+
+
+def limits(metric: str) -> tuple[float, float] | None:
+    """The range of ``metric`` in display units: [0, 100] % for a fraction, [−100, 100] pp for a
+    change in pp (a difference of two fractions); None for an unbounded metric."""
+    u = unit(metric)
+    return (0.0, 100.0) if u == "fraction" else (-100.0, 100.0) if u == "pp" else None
 
 
 def seed_level(
@@ -353,6 +270,8 @@ def seed_level(
     if len(per) < 2:
         return not_tested(label, f"{label}: fewer than 2 seeds")
     sd = float(per.std(ddof=1))
-    return Estimate(
-        label, float(per.mean()), sd / math.sqrt(len(per)), len(per) - 1.0, len(per), note
-    )
+    x = Estimate(label, float(per.mean()), sd / math.sqrt(len(per)), len(per) - 1.0, len(per), note)
+    lim = limits(metric)
+    if lim is None:
+        return x
+    return bounded(x, *(lim if reference is None else (lim[0] - lim[1], lim[1] - lim[0])))

@@ -294,8 +294,11 @@ def test_summary_lists_decided_claims_with_their_headlines(rendered):
         assert esc(short_claim(r.claim)) in summary and esc(r.headline) in summary
     assert "KL direction matters more</span>" in summary  # trimmed at ":"
     assert "71–73%" not in summary and "best mean 72%" not in summary  # numbers stay in table
-    assert "✓ Supported (2)" in summary and "✗ Contradicted (1)" in summary
-    assert "? Inconclusive (1)" in summary
+    # each verdict group names what was tested (docs/method.md §9 "Scope")
+    scope = "with testbed:student on countdown3"
+    assert f"✓ Supported {scope} (2)" in summary
+    assert f"✗ Contradicted — not reproduced {scope} (1)" in summary
+    assert f"? Inconclusive {scope} (1)" in summary
     # untested claims: counted and named on one line each, without a headline
     assert "Not tested (1)</span>" in summary and "16 [D] Regulated OPD removes length" in summary
     assert "Not implemented (1)</span>" in summary and "needs OPD runs" not in summary
@@ -364,7 +367,7 @@ def test_summary_and_scorecard_escape_claim_text(rendered):
 def test_markdown_has_the_summary_and_a_plain_scorecard_with_headlines(rendered):
     _, md = rendered
     summary = md.split("## Summary of findings")[1].split("## ")[0]
-    assert "- **✓ Supported (2):**" in summary
+    assert "- **✓ Supported with testbed:student on countdown3 (2):**" in summary
     assert f"  - 2 KL direction matters more — {md_escape(CLAIMS[1].headline)}" in summary
     assert "  - 3 LR governs forgetting — low-LR change −6.0 pp \\[−8.1, −3.9\\]" in summary
     assert "- **– Not tested (1):** 16 \\[D\\] Regulated OPD removes length exploitation" in summary

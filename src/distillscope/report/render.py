@@ -218,7 +218,7 @@ def main_lead(study: Study) -> str:
     scope = study_scope(study)
     return (
         f"Mean ± SEM over seeds; n = finished seeds. {scope.models_text()}; the last row is the "
-        "untrained student (the study's baseline evaluations of the same seeds)."
+        "untrained student, evaluated with the same seeds (the reference, not a cell)."
     )
 
 

@@ -24,7 +24,14 @@ from .tables import (
 )
 
 Edit = Mapping[tuple, Mapping[str, float]]
-UNTRAINED = {ACC: 30.0, "eval/pass@1": 25.0, "eval/pass@10": 60.0, "eval/pass@32": 85.0}
+#: The untrained student: its style share at T = 1 is claim 12's regime (the style in its support).
+UNTRAINED = {
+    ACC: 30.0,
+    "eval/pass@1": 25.0,
+    "eval/pass@10": 60.0,
+    "eval/pass@32": 85.0,
+    "eval/style_share_t1": 20.0,
+}
 #: Main-grid accuracy ([P]: forward KL 71–73% in every cell, reverse KL 35–72%).
 MAIN_ACC = {
     ("student", "forward_kl"): {"low": 72.0, "high": 72.0},

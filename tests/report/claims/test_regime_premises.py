@@ -61,19 +61,12 @@ def _grpo_stuck(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _untrained_ahead(df: pd.DataFrame) -> pd.DataFrame:
-    """The untrained student ahead of every run: no run learned, so none can collapse."""
-    df.loc[is_baseline(df), ACC] = 0.95
-    return df
-
-
 ABSENT: dict[int, Callable[[pd.DataFrame], pd.DataFrame]] = {
     4: _floor("main"),
     5: _floor("lr_sweep"),
     7: _floor("spectrum"),
     12: _no_style_support,
     23: _no_latent_capability,
-    24: _untrained_ahead,
     26: _grpo_stuck,
     27: _grpo_stuck,
 }
@@ -84,7 +77,6 @@ MEASURE = {
     7: SPARSITY,
     12: "eval/style_share_t1",
     23: "eval/pass@32",
-    24: ACC,
     26: "rlvr/eval_accuracy",
     27: "rlvr/eval_accuracy",
 }

@@ -2,20 +2,20 @@
 
 Judged on the bf16 view (docs/method.md §10 "Sparsity"). Regime premise: the low-LR sparsity
 is off its floor (≥ 20%, ``regime.sparsity_floor``). The seed's levels (85–90% vs 52–60%) are
-levels on a scale the regime sets, so the LR part is relative: per seed, the share of the low
-LR's sparsity that the high LR removes (means over matched rollout × KL cells) above a fifth,
-the seed as replicate; and, on the seed-blocked main-grid fit of ``eval/sparsity_bf16_tau1e-06``,
+levels on a scale the regime sets, so the LR part is relative: the share of the low LR's
+sparsity that the high LR removes (the matched, seed-blocked contrast over the low LR's mean)
+above a fifth; and, on the seed-blocked main-grid fit of ``eval/sparsity_bf16_tau1e-06``,
 OffPD − OnPD not below −1 pp in every matched KL × LR pair (non-inferiority).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from distillscope.report.aggregate import SEED
 from distillscope.report.claims.common import (
     FORWARD,
     KIND,
@@ -60,27 +60,27 @@ def lr_effect(view: ClaimEvidence, grid: Grid = MAIN_GRID) -> list[Estimate]:
 
 
 def relative_drop(view: ClaimEvidence, grid: Grid = MAIN_GRID) -> list[Estimate]:
-    """Per seed, 100 · (low − high) / low of the mean sparsity over the rollout × KL cells run
-    at both the smallest and the largest LR; the mean over seeds, the seed as replicate."""
+    """``lr_effect`` (the seed-blocked, matched low − high LR contrast) as a share of the low
+    LR's mean sparsity L̂ over the same rows: 100 · Δ / L̂ with SE 100 · SE(Δ) / L̂ on Δ's
+    degrees of freedom (the delta method's first term; L̂'s own SE, under 1% of it on the
+    committed records, is left out)."""
     label = "relative drop"
     rows = grid.rows(view)
     lack = missing_metric(rows, SPARSITY, f"the {grid.name}")
     if lack or LR not in rows.columns or rows[LR].dropna().nunique() < 2:
         return [not_tested(label, lack or f"{grid.name} runs at two learning rates")]
     lr = pd.to_numeric(rows[LR], errors="coerce")
-    y = pd.to_numeric(rows[SPARSITY], errors="coerce")
-    cell = rows[POLICY].map(str) + " · " + rows[KIND].map(str)
-    lo, hi = lr == lr.min(), lr == lr.max()
-    keep = cell.isin(set(cell[lo]) & set(cell[hi]))
-    seed = rows[SEED].map(str)
-    low = y[keep & lo].groupby(seed[keep & lo]).mean()
-    high = y[keep & hi].groupby(seed[keep & hi]).mean()
-    both = low.index.intersection(high.index)
-    share = (100.0 * (low[both] - high[both]) / low[both].where(low[both] > 0)).dropna()
-    if len(share) < 2:
-        return [not_tested(label, f"{label}: fewer than 2 seeds at both LRs")]
-    n = len(share)
-    return [Estimate(label, float(share.mean()), float(share.std(ddof=1)) / n**0.5, n - 1.0, n)]
+    low = 100.0 * float(pd.to_numeric(rows[SPARSITY], errors="coerce")[lr == lr.min()].mean())
+    out = []
+    for x in lr_effect(view, grid):
+        if x.missing or not low > 0:
+            out.append(x if x.missing else not_tested(label, "a low-LR sparsity above 0"))
+        else:
+            scaled = dataclasses.replace(
+                x, label=label, value=100.0 * x.value / low, se=100.0 * x.se / low
+            )
+            out.append(scaled)
+    return out
 
 
 def offpd_minus_onpd(view: ClaimEvidence, grid: Grid = MAIN_GRID) -> list[Estimate]:
@@ -126,8 +126,8 @@ def specify(grid: Grid = MAIN_GRID) -> Claim:
         parts=(
             Part(
                 "relative drop",
-                "per seed, (low − high LR bf16 sparsity) / low-LR sparsity, means over the "
-                f"rollout × KL cells of the {grid.name} run at both LRs (the seed as replicate)",
+                "(low − high LR bf16 sparsity, pooled over matched rollout × KL cells of the "
+                f"{grid.name}'s cell + seed fit) / the low LR's mean sparsity",
                 partial(relative_drop, grid=grid),
                 POOLED,
                 ABOVE,

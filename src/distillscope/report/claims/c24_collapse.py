@@ -5,10 +5,7 @@ at two or more (a one-LR spectrum counts when its LR is the main grid's high LR)
 *collapses* when it diverged (status ``diverged``) or ended ≥ 15 pp below the mean accuracy of
 the other seeds of its own cell: an outlier within its configuration. A whole configuration
 that sits stably lower is not a collapse. Part: the share of reverse-KL runs that collapse −
-the share of forward-KL runs, above 0 by Fisher's exact test. Regime premise: an LR at which
-the students still learn — the high-LR runs end above the untrained student by the scorecard's
-"learned" floor (5 pp): a collapse is a fall from what the other seeds learned
-(``learned_to_collapse``).
+the share of forward-KL runs, above 0 by Fisher's exact test.
 """
 
 from __future__ import annotations
@@ -17,21 +14,10 @@ import numpy as np
 import pandas as pd
 
 from distillscope.report.aggregate import percent_scale
-from distillscope.report.claims.common import (
-    ACC,
-    FORWARD,
-    KIND,
-    LEARNED_PP,
-    LR,
-    MAIN,
-    REVERSE,
-    cell_by,
-    learned,
-)
+from distillscope.report.claims.common import ACC, FORWARD, KIND, LR, MAIN, REVERSE, cell_by
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence, config_key, missing_metric
 from distillscope.report.claims.exact import share_gap
-from distillscope.report.claims.regime import exact
 from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part
 
 SPECTRUM = "spectrum"
@@ -123,14 +109,6 @@ def reverse_collapses_more(view: ClaimEvidence) -> list[Estimate]:
     return [share_gap("Δ collapse", h_r, int(rev.sum()), h_f, int(fwd.sum()), note)]
 
 
-def learned_to_collapse(view: ClaimEvidence) -> list[Estimate]:
-    """The finished high-LR runs' accuracy − the untrained student's, per seed."""
-    rows = high_lr_runs(view)
-    if rows.empty:
-        return [not_tested("gain", "runs of `main` or `spectrum` at a high LR")]
-    return [exact(x) for x in learned(view, rows[~rows["_diverged"].astype(bool)], "high LR")]
-
-
 def plant(d: pd.DataFrame) -> dict[str, np.ndarray]:
     """[P] §5.2: in the spectrum at its highest LR (when it ran at two), the first seed of
     every reverse-KL cell ends 20 pp below the others."""
@@ -152,23 +130,6 @@ CLAIMS = (
         source="[P] §5.2",
         quote="reverse KL at the higher learning rate is unstable and occasionally collapses",
         experiments=(MAIN, SPECTRUM),
-        premises=(
-            Part(
-                "gain",
-                "accuracy of the finished high-LR forward- and reverse-KL runs of `main` and "
-                "`spectrum` − the untrained student's, per seed (the seed as replicate)",
-                learned_to_collapse,
-                POOLED,
-                ABOVE,
-                LEARNED_PP,
-                "a collapse is a fall from what the other seeds of a cell learned: at an LR "
-                "where the students do not learn there is nothing to collapse from "
-                "(docs/method.md §9: LRs at which students still learn); the scorecard's "
-                "'learned' floor.",
-                published=30.0,
-                regime="learning at the high LR (students − untrained student)",
-            ),
-        ),
         parts=(
             Part(
                 "Δ collapse",

@@ -118,7 +118,7 @@ def plan_study(
         mine = [r.config for r in runs if r.experiment == name]
         steps = {c.rlvr.steps if c.rlvr else c.optim.steps for c in mine}
         tasks = {c.rlvr.task if c.rlvr else c.task.identity() for c in mine}  # datasets
-        teachers = {c.model.teacher for c in mine}
+        teachers = {c.model.teachers_text() for c in mine}
         rows.append(
             [name, count, *(", ".join(sorted(map(str, v))) for v in (tasks, steps, teachers))]
         )

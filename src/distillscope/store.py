@@ -252,6 +252,15 @@ def holds_other_config(run: Path, config: dict[str, Any]) -> bool:
     return recorded.get("fingerprint") not in (None, fingerprint)
 
 
+def holds_finished(run: Path, config: dict[str, Any], status: str = "done") -> bool:
+    """Whether ``run`` holds ``config``'s run (its recorded fingerprint) with ``status``
+    (``done``: trained and evaluated; ``trained``): what ``train`` need not do again."""
+    if read_status(run)["status"] != status:
+        return False
+    recorded, version = _recorded(run)
+    return recorded.get("fingerprint") == config_fingerprint(config, version)[0]
+
+
 def _stale(run: Path, config: dict[str, Any]) -> bool:
     """Whether ``run`` holds another config's run that failed before its first step: nothing
     worth keeping, so a corrected config takes the directory over."""

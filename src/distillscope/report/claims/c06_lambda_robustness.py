@@ -75,7 +75,7 @@ def reverse_best_student_side(view: ClaimEvidence) -> list[Estimate]:
             continue
         w = np.zeros(len(mu))
         w[hi[np.argmax(mu[hi])]], w[lo[np.argmax(mu[lo])]] = 1.0, -1.0
-        out.append(b.contrast(w, name))
+        out.append(b.contrast(w, name).selected(len(hi) * len(lo), ""))
     return out
 
 

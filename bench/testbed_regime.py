@@ -39,7 +39,8 @@ def _results(study: Path) -> pd.DataFrame:
 def collapses(df: pd.DataFrame) -> pd.DataFrame:
     """Per run of a cell with ≥ 3 seeds: accuracy, its cell's other seeds' mean, collapsed."""
     out = []
-    for key, cell in df.groupby(CELL):
+    finished = df[df["status"].isin(["done", "failed"])]  # a running run is not judged
+    for key, cell in finished.groupby(CELL):
         if len(cell) < 3:
             continue
         for _, run in cell.iterrows():
@@ -54,7 +55,7 @@ def collapses(df: pd.DataFrame) -> pd.DataFrame:
 def grpo_gain(df: pd.DataFrame, items: int) -> tuple[float, float, int]:
     """(mean gain, its standard error, seeds) of GRPO's held-out accuracy on ``items`` items:
     per run the binomial SE of after − before, √(a(1−a)/n + b(1−b)/n), combined over seeds."""
-    runs = df[df["experiment"] == "grpo"]
+    runs = df[(df["experiment"] == "grpo") & (df["status"] == "done")]
     after, before = runs["rlvr/eval_accuracy"], runs["rlvr/eval_accuracy_before"]
     var = (after * (1 - after) + before * (1 - before)) / items
     n = len(runs)
@@ -84,12 +85,13 @@ def main() -> None:
         "value": float(fwd[SPARSE].mean()),
         "source": f"{args.study} (forward KL, LR {args.high_lr:g}, {len(fwd)} runs)",
     }
-    mean, se, n = grpo_gain(df, args.items)
-    print(f"GRPO held-out accuracy gain {100 * mean:+.1f} pp ± {100 * se:.1f} (SE, {n} seeds)")
-    regime["grpo_gain_z"] = {
-        "value": mean / se if se > 0 else math.nan,
-        "source": f"{args.study} ({100 * mean:+.1f} pp ± {100 * se:.1f}, {n} seeds)",
-    }
+    mean, se, n = grpo_gain(df, args.items) if "rlvr/eval_accuracy" in df else (0.0, 0.0, 0)
+    if n:  # else not measured: no GRPO run finished
+        print(f"GRPO held-out accuracy gain {100 * mean:+.1f} pp ± {100 * se:.1f} (SE, {n} runs)")
+        regime["grpo_gain_z"] = {
+            "value": mean / se if se > 0 else math.nan,
+            "source": f"{args.study} ({100 * mean:+.1f} pp ± {100 * se:.1f}, {n} seeds)",
+        }
     print(json.dumps(regime, indent=1))
     if args.write:
         path = args.testbed / "testbed.json"

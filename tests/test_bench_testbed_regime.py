@@ -34,6 +34,7 @@ def test_a_run_collapses_15_pp_below_its_cells_other_seeds_or_when_it_fails():
             _run("forward_kl", 43, 0.30),  # 10 pp below 40: not a collapse
             _run("forward_kl", 44, 0.40),
             _run("forward_kl", 45, math.nan, status="failed"),
+            _run("forward_kl", 46, math.nan, status="running"),  # not judged yet
         ]
     )
     table = regime.collapses(df)
@@ -50,6 +51,7 @@ def test_grpo_gain_and_its_binomial_standard_error():
     df = pd.DataFrame(
         {
             "experiment": ["grpo", "grpo", "collapse"],
+            "status": ["done", "done", "done"],
             "rlvr/eval_accuracy": [0.3, 0.5, 0.0],
             "rlvr/eval_accuracy_before": [0.1, 0.1, 0.0],
         }

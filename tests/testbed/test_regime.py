@@ -138,3 +138,14 @@ def test_testbed_info_prints_every_regime_target():
     for target in TARGETS:
         assert target.label in out.output, target.label
     assert "79.0%" in out.output  # the candidate's pass@32
+
+
+def test_build_refuses_an_unknown_recipe_before_any_work(tmp_path):
+    from typer.testing import CliRunner
+
+    from distillscope.cli import app
+
+    out = CliRunner().invoke(app, ["testbed", "build", "--out", str(tmp_path), "--recipe", "v9"])
+    assert out.exit_code != 0
+    assert "--recipe 'v9': choose one of ['regime', 'shipped']" in out.output
+    assert not any(tmp_path.iterdir())

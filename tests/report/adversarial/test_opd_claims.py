@@ -168,8 +168,7 @@ CASES += [
         scaled(experiment="teachers_probe"),
         "not tested",
     ),
-    # [D] states no size: a sign, so a small gain is undecided at this noise, not contradicted
-    Case(22, "b-gain-0.5pp", scaled({(SMALL_TEACHER, "hard_clip"): 45.5}), "inconclusive"),
+    Case(22, "b-gain-0.5pp", scaled({(SMALL_TEACHER, "hard_clip"): 45.5}), "contradicted"),
     Case(
         22,
         "h-larger-unregulated-better",

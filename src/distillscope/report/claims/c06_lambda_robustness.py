@@ -56,9 +56,12 @@ LAM_LO, LAM_HI = -1.0, 1.0
 JUDGED = "low LR, λ ∈ [−1, 1]"
 
 
-def _judged(view: ClaimEvidence, kind: str, label: str) -> tuple[Blocks | None, np.ndarray, str]:
+def _judged(
+    view: ClaimEvidence, kind: str, label: str, show: bool = True
+) -> tuple[Blocks | None, np.ndarray, str]:
     """(the fit of ``kind``'s spectrum runs, the indices of its judged cells — the lowest LR,
-    λ ∈ [−1, 1] — , what is missing); the other curves' ranges go to the evidence, shown."""
+    λ ∈ [−1, 1] — , what is missing); with ``show``, every curve's range (all λ, each LR) goes
+    to the evidence, shown, not judged."""
     b, found, lack = lam_curves(
         blocks(view, f"{SPECTRUM} {kind}", spectrum_rows(view, SPECTRUM, kind), ACC), label
     )
@@ -77,7 +80,7 @@ def _judged(view: ClaimEvidence, kind: str, label: str) -> tuple[Blocks | None, 
         return None, idx, f"{b.cell_names(thin)} has fewer than 2 seeds"
     shown = [
         f"{name} {r.value:.1f} pp"
-        for name, i in found.items()
+        for name, i in (found.items() if show else ())
         for r in [b.range(mask_of(len(b.cells), i), name)]
         if not r.missing
     ]
@@ -127,7 +130,7 @@ def reverse_best_student_side(view: ClaimEvidence) -> list[Estimate]:
     """Reverse KL at the low LR: the best cell at λ ∈ (0, 1] − the best at λ ∈ [−1, 0] (cells
     chosen by their fitted effect)."""
     label = "best λ>0 − best λ≤0"
-    b, idx, lack = _judged(view, REVERSE, label)
+    b, idx, lack = _judged(view, REVERSE, label, show=False)
     if b is None:
         return [not_tested(label, lack)]
     x, mu = axis_values(b, "λ"), b.cells["mu"].to_numpy(dtype=float)

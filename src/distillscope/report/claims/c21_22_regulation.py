@@ -1,13 +1,13 @@
 """Claims 21 and 22 ([D]): regulated OPD beats naive OPD; a modest regulated teacher beats a
 larger unregulated one.
 
-Neither seed gives a size ("supera consistentemente", "pode decisivamente superar"), so both
-are signs (docs/method.md §9 "Provenance"): claim 21 reads only the `opd` experiment — per
-regulation (hard clip, log compression), its accuracy − unregulated OPD's on the seed-blocked
-fit, matched on every other axis, above 0 beyond uncertainty under *every* regulation
-("consistently"; either below none beyond uncertainty contradicts). Claim 22 reads only
-`teacher_scale`: the smaller teacher (by ``model/teacher_params``) with a regulation − the
-larger teacher without, above 0 beyond uncertainty under either regulation.
+Claim 21 reads only the `opd` experiment: the seed states no size ("supera consistentemente"),
+so it is a sign (docs/method.md §9 "Provenance") — per regulation (hard clip, log compression),
+its accuracy − unregulated OPD's on the seed-blocked fit, matched on every other axis, above 0
+beyond uncertainty under *every* regulation ("consistently"; either below none beyond
+uncertainty contradicts). Claim 22 reads only `teacher_scale`: the smaller teacher (by
+``model/teacher_params``) with a regulation − the larger teacher without, above 2 pp (§9's
+margin, which no seed's number gives) under either regulation.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ OPD, SCALE = "opd", "teacher_scale"
 REG = "objective.regulation"
 REGULATED = ("hard_clip", "log_compress")
 TEACHER, SIZE = "model.teacher", "model/teacher_params"
-MARGIN_PP = 0.0  # a sign: the seeds give no size
+MARGIN_PP = 0.0  # claim 21: a sign, the seeds give no size (docs/method.md §9)
+#: Claim 22's margin as docs/method.md §9 states it (> 2 pp); no seed gives a size for it either.
+MODEST_MARGIN_PP = 2.0
 #: The calibration's planted gain of regulated OPD (no seed gives one): power is computed at it.
 PLANT_GAIN_PP = 3.0
 
@@ -90,15 +92,15 @@ def regulation_plant(d: pd.DataFrame) -> dict[str, np.ndarray]:
     return {ACC: out}
 
 
-def at_margin(experiment: str, ahead: tuple[str, ...] = ()):
-    """Regulated runs of ``experiment`` exactly MARGIN_PP above unregulated ones, but those of
+def at_margin(experiment: str, ahead: tuple[str, ...] = (), margin: float = MARGIN_PP):
+    """Regulated runs of ``experiment`` exactly ``margin`` above unregulated ones, but those of
     the regulations in ``ahead`` PLANT_GAIN_PP above (one regulation at the margin while the
     other holds: where "every regulation" is false)."""
 
     def offsets(d: pd.DataFrame) -> dict[str, np.ndarray]:
         reg = d.get(REG, pd.Series("", index=d.index)).map(str)
         rows = rows_mask(d, experiment)
-        gain = np.where(reg.isin(ahead).to_numpy(), PLANT_GAIN_PP, MARGIN_PP)
+        gain = np.where(reg.isin(ahead).to_numpy(), PLANT_GAIN_PP, margin)
         return {ACC: np.where(rows & reg.isin(REGULATED).to_numpy(), in_pp(ACC, gain), 0.0)}
 
     return offsets
@@ -164,9 +166,9 @@ CLAIMS = (
                 modest_teacher,
                 ANY,
                 ABOVE,
-                MARGIN_PP,
-                "'supera' / 'pode decisivamente superar' with no size stated: a sign beyond "
-                "uncertainty.",
+                MODEST_MARGIN_PP,
+                "docs/method.md §9's 2 pp; the seed ('supera', 'pode decisivamente superar') "
+                "states no size, so this margin is not a seed's number (flagged, issue 42).",
                 published=13.0,
                 over="regulation",
                 sized=False,
@@ -174,6 +176,10 @@ CLAIMS = (
         ),
         needs="the `teacher_scale` experiment: two teachers of different size "
         "(model/teacher_params), the smaller regulated and the larger unregulated",
-        margin_cases=(MarginCase("smaller regulated teacher +margin", at_margin(SCALE)),),
+        margin_cases=(
+            MarginCase(
+                "smaller regulated teacher +margin", at_margin(SCALE, margin=MODEST_MARGIN_PP)
+            ),
+        ),
     ),
 )

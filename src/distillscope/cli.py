@@ -2,6 +2,7 @@
 
 distillscope train configs/testbed-onpd-forward.yaml optim.lr=3e-4 --out runs/a
 distillscope eval runs/a [eval.items=50]  # evaluate (again) a trained run
+distillscope train … --threads 4      # torch CPU threads (train, eval, study: per worker)
 distillscope study                    # the quick preset on the shipped testbed, then report
 distillscope study --preset paper-qwen model.teacher=DIR model.student=DIR
 distillscope study status DIR         # progress of a study
@@ -82,6 +83,11 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
+        except KeyboardInterrupt:
+            if _debug:
+                raise
+            err_console.print("[yellow]interrupted[/yellow] (Ctrl-C)", highlight=False)
+            raise typer.Exit(130) from None
         except Exception as err:
             if _debug:
                 raise
@@ -94,6 +100,31 @@ def friendly_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             err_console.print(f"[red]{what}:[/red] {message}{hint}", highlight=False)
             raise typer.Exit(2 if user else 1) from None
 
+    return wrapper
+
+
+def with_threads(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a command a ``--threads N`` option: torch's intra-op threads of the command and of
+    each study worker (:func:`~distillscope.study.executors.set_threads`); 0 keeps the
+    default (all cores; a study's pool: cores / workers each)."""
+    import inspect
+
+    option = typer.Option(0, "--threads", min=0, help="torch CPU threads (0: the default)")
+    signature = inspect.signature(fn)
+    threads = inspect.Parameter("threads", inspect.Parameter.KEYWORD_ONLY, default=option)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, threads: int = 0, **kwargs: Any) -> Any:
+        if threads:
+            from distillscope.study.executors import set_threads
+
+            set_threads(threads)
+        return fn(*args, **kwargs)
+
+    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*signature.parameters.values(), threads.replace(annotation=int)]
+    )
+    wrapper.__annotations__ = {**fn.__annotations__, "threads": int}
     return wrapper
 
 
@@ -139,6 +170,7 @@ def _progress():
 
 @app.command("train")
 @friendly_errors
+@with_threads
 def train_cmd(
     # a str, not a Path: the first override may be a URL, whose "//" a Path would collapse
     config: str = typer.Argument(None, help="run config YAML (default: all defaults)"),
@@ -156,8 +188,15 @@ def train_cmd(
     rehearse: bool = typer.Option(
         False, help="instead: 2 steps and a 2-item evaluation on tiny copies of the models"
     ),
+    force: bool = typer.Option(
+        False, help="evaluate a finished run again (without it, train returns at once)"
+    ),
 ) -> None:
-    """Distil the student of CONFIG into a run directory, then evaluate it."""
+    """Distil the student of CONFIG into a run directory, then evaluate it.
+
+    A finished run of the same config in --out is left as it is (--force evaluates it again;
+    --overwrite trains it from scratch); an interrupted one resumes from its last checkpoint.
+    """
     from distillscope.config import check_machine, load_run_config
     from distillscope.study.preflight import preflight_runs  # torch-free
 
@@ -186,6 +225,8 @@ def train_cmd(
 
         _rehearse_or_exit(train_plan(cfg))
         return
+    if not (force or overwrite) and _finished(out, cfg, skip_eval):
+        return
     preflight_runs([cfg])  # a missing model, a bad task file, …: one line, nothing written
     from distillscope.study.run_one import run_one  # torch: only once the config is valid
     from distillscope.train.distributed import Ranks
@@ -204,9 +245,17 @@ def train_cmd(
             bar.update(task, description=f"evaluate {cfg.name}: {message}")
             log.note(f"evaluate: {message}")
 
-        metrics = run_one(
-            cfg, out, on_step=on_step, overwrite=overwrite, skip_eval=skip_eval, on_eval=on_eval
-        )
+        try:
+            metrics = run_one(
+                cfg, out, on_step=on_step, overwrite=overwrite, skip_eval=skip_eval, on_eval=on_eval
+            )
+        except KeyboardInterrupt:
+            from distillscope.study.run_one import mark_interrupted
+
+            bar.stop()
+            if Ranks.current(cfg).writes:
+                err_console.print(f"[yellow]{escape(mark_interrupted(out))}[/yellow]")
+            raise typer.Exit(130) from None
     if not Ranks.current(cfg).writes:  # rank 0 of several processes reports
         return
     from distillscope.store import read_status
@@ -217,8 +266,30 @@ def train_cmd(
     _print_eval(out, metrics)
 
 
+def _finished(out: Path, cfg: Any, skip_eval: bool) -> bool:
+    """Whether ``out`` holds ``cfg``'s run finished already (evaluated; with ``skip_eval``
+    trained): then its evaluation is printed with how to redo it, and ``train`` returns."""
+    from distillscope.store import holds_finished, read_eval
+
+    config = cfg.model_dump(mode="json")
+    if skip_eval and holds_finished(out, config, "trained"):
+        console.print(f"{out} holds this run trained already; evaluate it with `distillscope eval`")
+        return True
+    if not holds_finished(out, config, "done"):
+        return False
+    console.print(
+        f"{out} holds this run finished already (eval.json); nothing to do — `distillscope eval "
+        f"{out} eval.…=…` evaluates it with other settings, --force evaluates it again, "
+        "--overwrite trains it from scratch",
+        highlight=False,
+    )
+    _print_eval(out, {k: v for k, v in read_eval(out).items() if isinstance(v, int | float)})
+    return True
+
+
 @app.command("eval")
 @friendly_errors
+@with_threads
 def eval_cmd(
     run_dir: Path = typer.Argument(..., help="a run directory written by train"),
     overrides: list[str] = typer.Argument(None, help="eval.field=value overrides"),
@@ -232,6 +303,9 @@ def eval_cmd(
     from distillscope.store import checkpoint_dir
     from distillscope.study.reevaluate import evaluation_config, reevaluate  # torch-free
 
+    if not run_dir.is_dir():
+        what = "is not a directory" if run_dir.exists() else "does not exist"
+        raise FileNotFoundError(f"{run_dir} {what}; give a run directory written by train")
     if not (checkpoint_dir(run_dir) / "model.safetensors").is_file():
         raise FileNotFoundError(f"{run_dir} has no trained checkpoint; run `distillscope train`")
     check_machine(evaluation_config(run_dir, list(overrides or []))[1])
@@ -244,8 +318,10 @@ def eval_cmd(
     _print_eval(run_dir, metrics)
 
 
-@app.command("study", context_settings={"ignore_unknown_options": True})
+# --help is read from the arguments: `study plan --help` is the plan's own help
+@app.command("study", context_settings={"ignore_unknown_options": True, "help_option_names": []})
 @friendly_errors
+@with_threads
 def study_cmd(
     args: list[str] = typer.Argument(
         None,
@@ -282,6 +358,8 @@ def study_cmd(
     from distillscope.study.spec import expand, load_spec
 
     args = list(args or [])
+    if "--help" in args or "-h" in args:
+        _study_help(plan=args[:1] == ["plan"])
     if args[:1] == ["status"]:
         from distillscope.study.run_study import study_runs
 
@@ -326,6 +404,23 @@ def study_cmd(
                 raise typer.Exit(2)
             return
         _study(files, overrides, preset, out, running, report, chosen, overwrite, calibrate, policy)
+
+
+def _study_help(plan: bool) -> None:
+    """Print ``study --help`` (or ``study plan --help``: the plan's own) and exit 0."""
+    if plan:
+        from distillscope.cli_study import PLAN_HELP
+
+        print(PLAN_HELP, end="")
+        raise typer.Exit()
+    from typer.main import get_command
+
+    command = get_command(app).commands["study"]  # type: ignore[attr-defined]
+    with command.make_context("distillscope study", []) as ctx:
+        text = command.get_help(ctx)  # typer's rich help prints itself and returns ""
+    if text:
+        print(text)
+    raise typer.Exit()
 
 
 def _rehearse_or_exit(runs: list) -> None:

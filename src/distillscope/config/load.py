@@ -30,25 +30,34 @@ def _format_error(err: ValidationError, source: str) -> str:
     where = clip(".".join(str(p) for p in first["loc"]), 40) or "(top level)"
     msg = clip(first["msg"].removeprefix("Value error, "), MESSAGE_LIMIT)
     if first["type"] == "extra_forbidden":
-        return f"{source}: unknown field {quote(where)}{_did_you_mean(first['loc'])}"
+        return f"{source}: unknown field {quote(where)}{did_you_mean(first['loc'])}"
     if not first["loc"] or isinstance(first.get("input"), dict):
         return f"{source}: {msg}"  # a cross-field rule: its message already names the fields
     return f"{source}: {where}: {msg} (got {quote(first.get('input'), 100)})"
 
 
-def _did_you_mean(loc: tuple) -> str:
-    """``; did you mean 'optim.lr'?`` for a mistyped key, from the fields of its section."""
-    model: type[BaseModel] = RunConfig
-    for part in loc[:-1]:
-        field = model.model_fields.get(str(part))
-        annotation = getattr(field, "annotation", None)
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+def did_you_mean(loc: tuple, model: type[BaseModel] = RunConfig) -> str:
+    """``; did you mean 'optim.lr'?`` for a mistyped key at ``loc`` (a validation error's
+    location under ``model``; list indexes skipped), from the fields of its section."""
+    names = [str(p) for p in loc if not isinstance(p, int)]
+    for part in names[:-1]:
+        field = model.model_fields.get(part)
+        section = _section_of(getattr(field, "annotation", None))
+        if section is None:
             return ""
-        model = annotation
-    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+        model = section
+    close = difflib.get_close_matches(names[-1], list(model.model_fields), n=1, cutoff=0.6)
     if not close:
         return ""
     return f"; did you mean {quote('.'.join([*map(str, loc[:-1]), close[0]]))}?"
+
+
+def _section_of(annotation: Any) -> type[BaseModel] | None:
+    """The section class a field holds: itself, or inside ``list[…]`` or ``… | None``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    inner = [a for a in get_args(annotation) if _section_of(a) is not None]
+    return _section_of(inner[0]) if inner else None
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:
@@ -86,12 +95,29 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return out
 
 
-def run_config_from_dict(data: dict[str, Any], source: str = "config") -> RunConfig:
-    """Validate a plain dict as a RunConfig; errors become one-line ``ConfigError``s."""
+def run_config_from_dict(
+    data: dict[str, Any], source: str = "config", overrides: list[str] = ()
+) -> RunConfig:
+    """Validate a plain dict as a RunConfig; errors become one-line ``ConfigError``s naming
+    ``source``, or the override of ``overrides`` that set the failing field (the command
+    line's mistake is not the file's)."""
     try:
         return RunConfig.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(_format_error(err, source)) from None
+        raise ConfigError(_format_error(err, _blamed(err, source, overrides))) from None
+
+
+def _blamed(err: ValidationError, source: str, overrides: list[str]) -> str:
+    """``override 'eval.itmes=5'`` when the first error lies at or under an override's key
+    (the last such override: it is the one in force), else ``source``."""
+    loc = [str(p) for p in err.errors()[0]["loc"]]
+    for item in reversed(list(overrides)):
+        key = [k.strip() for k in item.split("=", 1)[0].split(".")]
+        message = str(err.errors()[0]["msg"])
+        section_rule = loc == key[: len(loc)] and ".".join(key) in message  # e.g. task.name
+        if loc and (loc[: len(key)] == key or section_rule):
+            return f"override {quote(item, 100)} on the command line"
+    return source
 
 
 def load_run_config(path: str | Path | None, overrides: list[str] = ()) -> RunConfig:
@@ -109,7 +135,9 @@ def load_run_config(path: str | Path | None, overrides: list[str] = ()) -> RunCo
             raise ConfigError(f"{p} is empty; write at least one setting, or omit the file")
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: top level must be a mapping of sections")
-    return run_config_from_dict(apply_overrides(data, list(overrides)), source)
+    # with a file, an override's mistake is named as the command line's, not the file's
+    blame = list(overrides) if path is not None else []
+    return run_config_from_dict(apply_overrides(data, list(overrides)), source, blame)
 
 
 def config_fields(
@@ -127,11 +155,38 @@ def config_fields(
         if isinstance(kind, type) and issubclass(kind, BaseModel):
             rows += config_fields(kind, f"{prefix}{name}.")
             continue
-        rows.append((f"{prefix}{name}", type_text(kind), _shown_default(info), info.description))
+        dotted = f"{prefix}{name}"
+        shown = allowed_values(dotted) or type_text(kind)
+        rows.append((dotted, shown, _shown_default(info), info.description))
         section = _optional_section(kind)
         if section is not None:
             rows += config_fields(section, f"{prefix}{name}.")
     return [(n, k, d, text or "") for n, k, d, text in rows]
+
+
+def allowed_values(dotted: str) -> str | None:
+    """The values a text field accepts, for ``distillscope config``: the names of the registry
+    it is checked against (tasks, objectives, languages) or the forms it reads (models,
+    devices); None for free text and for the fields whose type says it (``Literal``)."""
+    from distillscope.objectives.registry import OBJECTIVES
+    from distillscope.tasks.hub_tasks import DATASET_TASKS
+    from distillscope.tasks.language import LANGUAGE_CODES
+    from distillscope.tasks.registry import TASKS
+
+    tasks = " | ".join([*sorted(TASKS), *DATASET_TASKS])
+    models = "a model directory | testbed:ROLE (distillscope testbed info)"
+    shown = {
+        "task.name": tasks,
+        "rlvr.task": tasks,
+        "eval.harder_task": f"{tasks} | None",
+        "objective.kind": " | ".join(OBJECTIVES),
+        "eval.style_language": " | ".join(LANGUAGE_CODES) + " | None",
+        "model.student": models,
+        "model.teacher": f"{models} | http(s)://HOST:PORT/v1",
+        "model.device": "cpu | cuda | cuda:N | mps",
+        "model.teacher_device": "cpu | cuda | cuda:N | mps | None",
+    }
+    return shown.get(dotted)
 
 
 def type_text(kind: Any) -> str:

@@ -233,6 +233,19 @@ class ModelConfig(_Section):
         self._ignored("model", {**reads, "teacher_server": any_served}, setting)
         return self
 
+    def teacher_specs(self) -> dict[str, str]:
+        """Every teacher the run reads, name → directory, URL or cache: ``model.teachers``, or
+        the one ``model.teacher`` under the name ``teacher`` (the unused default of a routed
+        run is not a teacher of it)."""
+        return dict(self.teachers) if self.teachers else {"teacher": self.teacher}
+
+    def teachers_text(self) -> str:
+        """The run's teachers as a plan or a table shows them: ``model.teacher``'s value, or
+        ``name=value, …`` of ``model.teachers``."""
+        if not self.teachers:
+            return self.teacher
+        return ", ".join(f"{name}={spec}" for name, spec in self.teachers.items())
+
     def server(self) -> TeacherServerConfig:
         """The served teacher's connection settings (the defaults when unset)."""
         return self.teacher_server or TeacherServerConfig()

@@ -81,8 +81,14 @@ class TaskConfig(_Section):
         from distillscope.tasks.hub_tasks import DATASET_TASKS, check_fields
 
         task = DATASET_TASKS.get(self.name)
-        for key in ("file", "dataset", "fields"):
-            if getattr(self, key) is not None and task is None:
+        given = [k for k in ("file", "dataset", "fields") if getattr(self, k) is not None]
+        if given and task is None:
+            from distillscope.tasks.registry import TASKS, unknown_task
+
+            if self.name not in TASKS:  # the name is the mistake, not the rows
+                raise ValueError(f"task.name: {unknown_task(self.name)}")
+        for key in given:
+            if task is None:
                 raise ValueError(
                     f"task.{key} is read only by dataset tasks ({', '.join(DATASET_TASKS)}), not "
                     f"by task.name={clip(self.name, 60)}; remove task.{key}"

@@ -93,8 +93,10 @@ class TeacherClient:
         retries: int = 3,
         backoff_s: float = 0.5,
         api_key: str | None = None,
+        key_env: str = "",
     ) -> None:
         self.url = url.rstrip("/")
+        self.key_env = key_env or DEFAULT_KEY_ENV  # the variable named in errors, never the key
         self.vocab_size, self.timeout_s = vocab_size, timeout_s
         self.retries, self.backoff_s = retries, backoff_s
         self._headers = {"Content-Type": "application/json"}
@@ -113,6 +115,7 @@ class TeacherClient:
             retries=server.retries,
             backoff_s=server.backoff_s,
             api_key=api_key(server.api_key_env),
+            key_env=server.api_key_env or DEFAULT_KEY_ENV,
         )
 
     def model_name(self) -> str:
@@ -224,9 +227,7 @@ class TeacherClient:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 raw = response.read()
         except urllib.error.HTTPError as err:
-            cause = f"{path} answered HTTP {err.code}: {_error_text(err)}"
-            if err.code == 401:  # the key's variable, never the key
-                cause += f" (set {DEFAULT_KEY_ENV} or model.teacher_server.api_key_env)"
+            cause = f"{path} answered HTTP {err.code}: {_error_text(err)}{self._hint(err.code)}"
             raise (_Retry if err.code >= 500 or err.code == 429 else _Final)(cause) from None
         except (urllib.error.URLError, OSError) as err:  # refused, unresolvable, timed out
             reason = getattr(err, "reason", err)
@@ -235,6 +236,23 @@ class TeacherClient:
             return json.loads(raw)
         except ValueError:
             raise _Retry(f"{path} answered malformed JSON") from None
+
+    def _hint(self, code: int) -> str:
+        """What an HTTP error most likely means for this client: a key missing or refused (by
+        its variable's name, never the key), a URL without the API's ``/v1``."""
+        if code in (401, 403):
+            if "Authorization" not in self._headers:
+                return (
+                    f" (no API key sent: set {self.key_env}, or name the variable holding it "
+                    "in model.teacher_server.api_key_env)"
+                )
+            return (
+                f" (the server refused the key in {self.key_env}: is it the key the server "
+                "was started with?)"
+            )
+        if code == 404 and not self.url.endswith("/v1"):
+            return f" (the OpenAI API is served under /v1: try {self.url}/v1)"
+        return ""
 
     def _call(self, attempt: Any) -> Any:
         """``attempt()``, retried with exponential backoff; ServerError after the last try."""

@@ -28,6 +28,7 @@ from distillscope.report.aggregate import hashable_axes
 from distillscope.report.claims import CLAIMS, Claim
 from distillscope.report.claims.evidence import ClaimEvidence, Evidence
 from distillscope.report.claims.spec import INSTRUMENT, PUBLISHED, Part, Quote, Routes, replayed_ids
+from distillscope.report.items import ItemTable, load_items
 from distillscope.report.load import metrics_frame
 from distillscope.report.stats import ALPHA
 from distillscope.report.verdicts import (
@@ -92,17 +93,21 @@ def score_claims(
     strict: bool = False,
     claims: Collection[int] | None = None,
     alpha: float = ALPHA,
+    items: ItemTable | None = None,
 ) -> list[ClaimResult]:
     """Score docs/method.md §9 claims against a results table (one row per run).
 
     Args:
         df: the study's ``results.parquet`` (all statuses; only finished runs count).
         study_dir: when given, the trajectory features the claims declare are read from
-            ``runs/*/metrics.jsonl``; nothing else is read.
+            ``runs/*/metrics.jsonl`` and, unless ``items`` is given, the runs' per-item
+            outcomes from ``runs/*/eval_items.parquet`` (``items.load_items``).
         strict: re-raise a rule's exception (tests); otherwise the verdict is "error".
         claims: the ids to score (default: all).
         alpha: each test's one-sided level (``ALPHA``; α / K at each look of
             ``study --until-decided``).
+        items: the runs' per-item outcomes (a calibration's drawn ones); without them and
+            without ``study_dir`` every interval is over seeds only.
 
     Returns:
         One ClaimResult per claim, in claim order.
@@ -111,7 +116,8 @@ def score_claims(
     specs = [c for c in CLAIMS if claims is None or c.id in claims]
     if study_dir is not None:
         df = add_features(df, Path(study_dir), specs)
-    ev = Evidence(df)
+        items = items if items is not None else load_items(Path(study_dir), df)
+    ev = Evidence(df, items)
     return [score_spec(c, ev, strict, alpha) for c in specs]
 
 

@@ -123,7 +123,7 @@ def undecided_reason(part: Part, x: Estimate, alpha: float = ALPHA) -> str:
     m = part.margin
     straddles = (lo < m < hi) or (band and lo < -m < hi)
     u = f" {part.unit}" if part.unit else ""
-    if straddles and reach <= distance and (hi - lo) / 2 < distance:
+    if straddles and reach < distance and (hi - lo) / 2 < distance:
         text = f"{NEAR_MARGIN}: {fmt(x.value)}{u} [{fmt(lo)}, {fmt(hi)}] against {part.claimed()}"
         # what would decide it: the seeds at which the estimate, were it the effect, clears the
         # nearest edge with 80% power (the edge it lies beyond, or inside a band)

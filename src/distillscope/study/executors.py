@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -66,11 +67,11 @@ def _worker_config(config: dict[str, Any], threads: int | None):
     """The validated RunConfig of a job, with torch's intra-op threads set (None: unchanged)."""
     import torch
 
-    from distillscope.config import RunConfig
+    from distillscope.config import run_config_from_dict
 
     if threads is not None:
         torch.set_num_threads(max(1, threads))
-    return RunConfig.model_validate(config)
+    return run_config_from_dict(config, f"run {config.get('name', '')}")
 
 
 Job = tuple[str, dict[str, Any], str]  # (run_id, config, run_dir)
@@ -83,6 +84,28 @@ def _start_worker(parent: int) -> None:
     import distillscope.study.run_one  # noqa: F401 — torch, transformers, the training stack: once
 
 
+#: The environment variable ``--threads N`` (train, eval, study) sets: torch's intra-op threads
+#: of the command's process and of each of a study's pool workers.
+THREADS_ENV = "DISTILLSCOPE_THREADS"
+
+
+def set_threads(threads: int) -> None:
+    """torch's intra-op threads for this process and the workers it starts: torch's own
+    setting when torch is imported already, else ``OMP_NUM_THREADS`` (read as torch loads);
+    :data:`THREADS_ENV` for a pool's workers (:class:`WorkerPool`)."""
+    if threads < 1:
+        raise ValueError(f"--threads must be 1 or more, got {threads}")
+    os.environ[THREADS_ENV] = os.environ["OMP_NUM_THREADS"] = str(threads)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
+def requested_threads() -> int | None:
+    """The threads ``--threads`` asked for (:data:`THREADS_ENV`), None when unset."""
+    value = os.environ.get(THREADS_ENV, "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
 def _ready() -> None:
     """A no-op task: submitting one per worker makes the executor spawn them all at once."""
 
@@ -92,11 +115,12 @@ class WorkerPool:
 
     Importing torch and transformers takes seconds per process, so the ``study`` command
     starts its pool before it plans the study: the workers' imports overlap the parent's.
-    Each worker runs ``cores / workers`` torch threads. Use as a context manager.
+    Each worker runs ``cores / workers`` torch threads (``--threads``: that many). Use as a
+    context manager.
     """
 
     def __init__(self, workers: int):
-        self.threads = max(1, (os.cpu_count() or 1) // workers)
+        self.threads = requested_threads() or max(1, (os.cpu_count() or 1) // workers)
         ctx = mp.get_context("spawn")  # fork + torch threads can deadlock
         self.executor = ProcessPoolExecutor(
             max_workers=workers,

@@ -63,7 +63,7 @@ def reevaluate(
     replaced = keep_previous(run_dir)
     try:
         metrics = evaluate_run(cfg, run_dir, on_eval=on_eval, trained=trained)
-    except Exception:
+    except BaseException:  # Ctrl-C included
         if was == "done":  # the earlier evaluation stands
             write_status(run_dir, "done")
         raise

@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from distillscope.config import RunConfig, served_url
+from distillscope.config import RunConfig, run_config_from_dict, served_url
 from distillscope.study.preflight import preflight_runs
 from distillscope.study.run_one import run_one
 from distillscope.study.spec import PlannedRun
+from distillscope.train.cache_manifest import MANIFEST
 
 #: What a rehearsal cuts: steps, prompts, completion length, evaluation items.
 SHRUNK = {"steps": 2, "prompts": 2, "max_new_tokens": 8, "items": 2, "forgetting_limit": 1}
@@ -122,8 +123,10 @@ def shrink(cfg: RunConfig, tiny: Callable[[str], str], harness: bool = True) -> 
     d = cfg.model_dump(mode="json")
     s = SHRUNK
     m = d["model"]
-    if not served_url(m["teacher"]):
-        m["teacher"] = tiny(m["teacher"])
+    if m.get("teachers"):  # routed: each teacher of model.teachers, the unused default left
+        m["teachers"] = {name: _tiny_teacher(spec, tiny) for name, spec in m["teachers"].items()}
+    else:
+        m["teacher"] = _tiny_teacher(m["teacher"], tiny)
     m["student"] = tiny(m["student"])
     d["optim"].update(steps=s["steps"], warmup_steps=min(d["optim"]["warmup_steps"], 1))
     d["rollout"]["prompts_per_step"] = max(s["prompts"], d["optim"]["grad_accum"])
@@ -141,7 +144,15 @@ def shrink(cfg: RunConfig, tiny: Callable[[str], str], harness: bool = True) -> 
         d["rlvr"].update(steps=s["steps"], prompts_per_step=s["prompts"], group_size=2)
         if d["rlvr"].get("max_new_tokens"):
             d["rlvr"]["max_new_tokens"] = min(d["rlvr"]["max_new_tokens"], s["max_new_tokens"])
-    return RunConfig.model_validate(d)
+    return run_config_from_dict(d, f"rehearsal of {cfg.name}")
+
+
+def _tiny_teacher(spec: str, tiny: Callable[[str], str]) -> str:
+    """A teacher's rehearsal stand-in: the tiny copy of a model directory; a served teacher or
+    a teacher cache (a directory holding its manifest) as it is."""
+    if served_url(spec) or (Path(spec) / MANIFEST).is_file():
+        return spec
+    return tiny(spec)
 
 
 def _identity(cfg: RunConfig) -> str:

@@ -17,6 +17,7 @@ from distillscope.store import (
     check_run_config,
     checkpoint_dir,
     read_json_strict,
+    read_status,
     write_status,
 )
 from distillscope.train.checkpoint import check_checkpoint_meta
@@ -125,6 +126,20 @@ def run_rlvr(
         raise
     write_status(run_dir, "done")
     return metrics
+
+
+def mark_interrupted(run_dir: Path) -> str:
+    """After Ctrl-C: a status left ``running`` becomes ``trained`` when training had finished
+    (the evaluation was interrupted) and ``pending`` otherwise, with a reason saying how to
+    resume; returns the line the command prints."""
+    status = read_status(run_dir)
+    if status["status"] != "running":
+        return f"interrupted; {run_dir} is {status['status']}"
+    evaluating = status.get("phase") == "eval"
+    resume = "evaluate it with `distillscope eval`" if evaluating else "rerun the same command"
+    reason = f"interrupted (Ctrl-C); {resume} to resume from its last checkpoint"
+    write_status(run_dir, "trained" if evaluating else "pending", reason)
+    return f"{run_dir}: {reason}"
 
 
 def _failed(run_dir: Path, err: Exception) -> None:

@@ -47,7 +47,7 @@ from distillscope.config import (
     parse_override,
     run_config_from_dict,
 )
-from distillscope.config.load import MESSAGE_LIMIT
+from distillscope.config.load import MESSAGE_LIMIT, did_you_mean
 from distillscope.labels import label_column
 from distillscope.safeyaml import YamlError, clip, load_yaml_file, quote
 from distillscope.store_versions import added_at_default
@@ -279,8 +279,13 @@ def _read_spec(path: Path) -> StudySpec:
     except YamlError as err:
         raise ConfigError(str(err)) from None
     except ValidationError as err:
-        first = err.errors()[0]
+        # a mistyped key first: `experiment:` also leaves `experiments` missing
+        errors = sorted(err.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        first = errors[0]
         where = clip(".".join(str(p) for p in first["loc"]), 60)
+        if first["type"] == "extra_forbidden":
+            hint = did_you_mean(first["loc"], StudySpec)
+            raise ConfigError(f"{path}: unknown field {quote(where)}{hint}") from None
         msg = clip(first["msg"].removeprefix("Value error, "), MESSAGE_LIMIT)
         got = quote(first.get("input"), 100)
         raise ConfigError(f"{path}: {where}: {msg} (got {got})") from None

@@ -54,9 +54,19 @@ def get_task(name: str) -> Task:
     try:
         return TASKS[name]
     except KeyError:
-        from distillscope.tasks.hub_tasks import DATASET_TASKS  # it imports this module's kin
+        raise ValueError(unknown_task(name)) from None
 
-        raise ValueError(
-            f"unknown task {quote(name, 60)}; choose one of {', '.join(sorted(TASKS))}, or a "
-            f"dataset task ({', '.join(DATASET_TASKS)}; docs/tasks.md)"
-        ) from None
+
+def unknown_task(name: str) -> str:
+    """The line naming an unknown task: the closest name, then every task name, the dataset
+    tasks' included (:mod:`distillscope.tasks.hub_tasks`, read from a file or dataset)."""
+    import difflib
+
+    from distillscope.tasks.hub_tasks import DATASET_TASKS  # it imports this module's kin
+
+    close = difflib.get_close_matches(str(name), [*TASKS, *DATASET_TASKS], n=1, cutoff=0.5)
+    hint = f" (did you mean {quote(close[0], 60)}?)" if close else ""
+    return (
+        f"unknown task {quote(name, 60)}{hint}; choose one of {', '.join(sorted(TASKS))}, or a "
+        f"dataset task ({', '.join(DATASET_TASKS)}; docs/tasks.md)"
+    )

@@ -88,6 +88,13 @@ def _plan(configs: list[RunConfig], source: str) -> tuple[RunConfig, list[int], 
             f"{source}: no run writes teacher rollouts (rollout.policy=teacher)"
         )
     first = runs[0]
+    if first.model.teachers:
+        names = ", ".join(first.model.teachers)
+        raise TeacherCacheError(
+            f"{source}: model.teachers routes {len(first.model.teachers)} teachers ({names}); "
+            "a cache holds one teacher's outputs: build one per teacher (model.teachers=null "
+            "model.route=null model.teacher=DIR) and name each cache in model.teachers"
+        )
     if not first.objective.teacher_topk:
         raise TeacherCacheError(
             f"{source}: a teacher cache holds top-k scores; set objective.teacher_topk (k ≥ 1)"

@@ -43,7 +43,8 @@ def test_each_task_names_its_best_pair_and_the_seeds_left_out(tb):
     r = tb.judge(df, 1)
     pairs = [f"kind=reverse_kl, lr={lr:g} vs kind=forward_kl, lr={lr:g}" for lr in (3e-4, 1e-4)]
     seeds = "seed(s) 44 missing in some cell: left those pairs"
-    assert f"(best: {'; '.join(pairs)}; {seeds})" in r.evidence
+    family = "best of 256 contrasts: bounds Bonferroni over them"  # 16 pairs per task, squared
+    assert f"(best: {'; '.join(pairs)} ({family}); {seeds})" in r.evidence
     assert r.verdict == "supported"
 
 
@@ -51,7 +52,8 @@ def test_a_table_without_a_task_column_is_one_task(tb):
     df = tb.paper_main().drop(columns=["task.name"])
     r = tb.judge(df, 1)
     assert r.verdict == "supported", r.evidence
-    assert "(best: kind=reverse_kl, lr=0.0001 vs kind=forward_kl, lr=0.0001)" in r.evidence
+    best = "best: kind=reverse_kl, lr=0.0001 vs kind=forward_kl, lr=0.0001"
+    assert f"({best} (best of 16 contrasts: bounds Bonferroni over them))" in r.evidence
     r = tb.judge(df[df["rollout.policy"] != tb.OFF], 1)
     assert r.verdict == "not tested" and "Δ_best: not tested (lacks OnPD and OffPD" in r.evidence
 

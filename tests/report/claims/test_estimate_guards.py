@@ -16,14 +16,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from distillscope.report.claims.estimate import (
-    Blocks,
-    Estimate,
-    RangeEstimate,
-    not_tested,
-    seed_level,
-    t_quantile,
-)
+from distillscope.report.claims.estimate import Blocks, seed_level
+from distillscope.report.claims.interval import Estimate, RangeEstimate, not_tested, t_quantile
 
 ACC = "eval/accuracy"  # a fraction: display units are pp (× 100)
 SEEDS = (42, 43, 44)

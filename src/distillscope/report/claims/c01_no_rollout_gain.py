@@ -46,7 +46,7 @@ def best_on_minus_best_off(view: ClaimEvidence, grid: Grid = MAIN_GRID) -> list[
     tasks = b.cells[task].map(str) if task else pd.Series("", index=b.cells.index)
     mu = b.cells["mu"].to_numpy(dtype=float)
     w = np.zeros(len(b.cells))
-    names = []
+    names, family = [], 1
     for t in dict.fromkeys(tasks):
         here = (tasks == t).to_numpy()
         on, off = here & b.mask(**{POLICY: STUDENT}), here & b.mask(**{POLICY: TEACHER})
@@ -56,13 +56,13 @@ def best_on_minus_best_off(view: ClaimEvidence, grid: Grid = MAIN_GRID) -> list[
         i_off = np.flatnonzero(off)[np.argmax(mu[off])]
         w[i_on] += 1.0
         w[i_off] -= 1.0
+        family *= int(on.sum() * off.sum())  # every (OnPD, OffPD) pair the data could pick
         shown = [c for c in ("objective.kind", "optim.lr") if c in b.cells]
         names.append(
             f"{stratum_name(b.cells, i_on, shown)} vs {stratum_name(b.cells, i_off, shown)}"
         )
     x = b.contrast(w / len(names), NAME)
-    note = "; ".join(filter(None, [f"best: {'; '.join(names)}", x.note]))
-    return [Estimate(x.label, x.value, x.se, x.dof, x.seeds, note, x.missing)]
+    return [x.selected(family, f"best: {'; '.join(names)}")]
 
 
 def onpd_at_margin(d: pd.DataFrame, grid: Grid = MAIN_GRID) -> dict[str, np.ndarray]:

@@ -13,6 +13,7 @@ not judged.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,7 @@ from distillscope.report.claims.common import (
     in_pp,
     learned_part,
 )
+from distillscope.report.claims.crossed import pair_w, welch
 from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
 from distillscope.report.claims.rank import (
@@ -100,9 +102,7 @@ def forward_range(view: ClaimEvidence) -> list[Estimate]:
 def _extremes(b: Blocks, idx: np.ndarray, label: str) -> Estimate:
     """The judged cells' fitted max − min as the contrast of those two cells (value and SE)."""
     mu = b.cells["mu"].to_numpy(dtype=float)
-    w = np.zeros(len(mu))
-    w[idx[np.argmax(mu[idx])]], w[idx[np.argmin(mu[idx])]] = 1.0, -1.0
-    return b.contrast(w, label)
+    return b.contrast(pair_w(len(mu), idx[np.argmax(mu[idx])], idx[np.argmin(mu[idx])]), label)
 
 
 def reverse_minus_forward(view: ClaimEvidence) -> list[Estimate]:
@@ -118,12 +118,13 @@ def reverse_minus_forward(view: ClaimEvidence) -> list[Estimate]:
     r, f = _extremes(rb, ri, label), _extremes(fb, fi, label)
     if r.missing or f.missing:
         return [not_tested(label, r.missing or f.missing)]
-    var_r, var_f = r.se**2, f.se**2
-    se = math.sqrt(var_r + var_f)
-    den = (var_r**2 / r.dof if r.dof > 0 else 0.0) + (var_f**2 / f.dof if f.dof > 0 else 0.0)
-    dof = (var_r + var_f) ** 2 / den if den > 0 else math.nan
+    variances = [r.se**2, f.se**2]
+    dof = welch(variances, [r.dof, f.dof])
     note = "; ".join(n for n in (r.note, f.note) if n)
-    return [Estimate(JUDGED, r.value - f.value, se, dof, min(r.seeds, f.seeds), note)]
+    x = Estimate(JUDGED, r.value - f.value, math.sqrt(sum(variances)), dof, min(r.seeds, f.seeds))
+    # each range's extremes are picked from the data: bounds Bonferroni over the pairs of each
+    pairs = len(ri) * (len(ri) - 1) // 2 * len(fi) * (len(fi) - 1) // 2
+    return [replace(x, note=note).selected(pairs, "")]
 
 
 def reverse_best_student_side(view: ClaimEvidence) -> list[Estimate]:
@@ -137,9 +138,8 @@ def reverse_best_student_side(view: ClaimEvidence) -> list[Estimate]:
     hi, lo = idx[x[idx] > 0], idx[x[idx] <= 0]
     if not len(hi) or not len(lo):
         return [not_tested(label, f"cells at λ > 0 and λ ≤ 0 for {label}")]
-    w = np.zeros(len(mu))
-    w[hi[np.argmax(mu[hi])]], w[lo[np.argmax(mu[lo])]] = 1.0, -1.0
-    return [b.contrast(w, JUDGED)]
+    w = pair_w(len(mu), hi[np.argmax(mu[hi])], lo[np.argmax(mu[lo])])
+    return [b.contrast(w, JUDGED).selected(len(hi) * len(lo), "")]
 
 
 def forward_range_at_margin(d: pd.DataFrame) -> dict[str, np.ndarray]:

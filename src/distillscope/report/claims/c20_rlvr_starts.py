@@ -56,6 +56,7 @@ def offpd_lead(view: ClaimEvidence) -> list[Estimate]:
     w = np.zeros(len(b.cells))
     w[off], w[on] = 1.0, -1.0
     x = b.contrast(w, "Δ best")
+    family = int(b.mask(**{POLICY: TEACHER}).sum() * b.mask(**{POLICY: STUDENT}).sum())
     note = f"best OffPD: {name(b, off)}; best OnPD: {name(b, on)}"
     before = rlvr_fit(view, BEFORE)
     if not isinstance(before, str):
@@ -64,7 +65,7 @@ def offpd_lead(view: ClaimEvidence) -> list[Estimate]:
         if match.any():
             start = float(before.cells.loc[match.to_numpy(), "mean"].iloc[0])
             note += f"; that OffPD start scored {start:.1f}% before RLVR"
-    return [Estimate(x.label, x.value, x.se, x.dof, x.seeds, f"{note}; {x.note}".strip("; "))]
+    return [x.selected(family, note)]
 
 
 CLAIMS = (

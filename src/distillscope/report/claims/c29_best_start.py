@@ -39,9 +39,8 @@ def best_start_overtaken(view: ClaimEvidence) -> list[Estimate]:
     j = best(after, ~same)
     w = np.zeros(len(after.cells))
     w[j], w[i] = 1.0, -1.0
-    x = after.contrast(w, label)
     note = f"best before RLVR: {name(before, start)}; best other after RLVR: {name(after, j)}"
-    return [Estimate(x.label, x.value, x.se, x.dof, x.seeds, f"{note}; {x.note}".strip("; "))]
+    return [after.contrast(w, label).selected(int((~same).sum()), note)]
 
 
 CLAIMS = (

@@ -53,7 +53,8 @@ def behind_best(view: ClaimEvidence) -> list[Estimate]:
         j = int(others[np.argmax(mu[others])])
         w = np.zeros(len(mu))
         w[j], w[i] = 1.0, -1.0
-        out.append(b.contrast(w, stratum_name(b.cells, int(i), ["rollout.policy"])))
+        x = b.contrast(w, stratum_name(b.cells, int(i), ["rollout.policy"]))
+        out.append(x.selected(len(others), ""))
     return out or [not_tested("Δ best", "forward-KL runs of `main`")]
 
 

@@ -133,7 +133,7 @@ def blocks(view: ClaimEvidence, key: str, rows: pd.DataFrame, metric: str) -> Bl
     k = ("blocks", key, metric)
     if k not in cache:
         lack = missing_metric(rows, metric, key)
-        cache[k] = lack or Blocks(rows, metric, cell_by(rows))
+        cache[k] = lack or Blocks(rows, metric, cell_by(rows), view.ev.item_matrix(rows, metric))
     return cache[k]
 
 

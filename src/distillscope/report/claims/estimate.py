@@ -17,101 +17,37 @@ estimate is the mean over seeds of the per-seed means and its SE their spread, s
 S − 1 degrees of freedom — the seed, not the run, is the replicate.
 
 An ``Estimate`` gives one-sided (1 − α) t-bounds; ``RangeEstimate`` (max − min over cells)
-gives an intersection–union upper bound and a Bonferroni lower bound over the pairs.
+gives an intersection–union upper bound and a Bonferroni lower bound over the pairs
+(``interval``). Intervals cover items as well as seeds (docs/method.md §9 "What an interval
+covers"): with the runs' per-item values (``items``) every estimate adds its item component
+(``crossed``); the residual variance is fitted per stratum where Bartlett's test finds it
+differs (``strata``); a metric with a range (fractions, changes in pp) gets bounds inside it
+(``interval.Bounded``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from distillscope.metric_keys import unit
 from distillscope.report.aggregate import SEED, percent_scale, row_keys
+from distillscope.report.claims.crossed import ItemComponent, pair_w, welch
+from distillscope.report.claims.interval import (
+    Estimate,
+    RangeEstimate,
+    bounded,
+    not_tested,
+)
+from distillscope.report.claims.strata import STRATA, Stratified, design, stratify
 
 #: Relative size of a residual sum of squares that is float rounding (an exactly additive
 #: table: every seed shifts every cell alike), treated as zero: such a table decides nothing.
 ROUNDING = 1e-20
-
-
-@lru_cache(maxsize=1 << 16)
-def t_quantile(p: float, dof: float) -> float:
-    """The p-quantile of Student's t on ``dof`` degrees of freedom (∞: the normal's); memoised:
-    the rules and the calibration's thousands of tables ask for the same few levels and ν."""
-    return float(stats.t.ppf(p, dof)) if math.isfinite(dof) else float(stats.norm.ppf(p))
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """One estimand in one stratum: value ± SE on ν degrees of freedom over ``seeds`` seeds.
-
-    ``missing`` non-empty: the part is "not tested" in this stratum, and says what is missing.
-    ``note`` names what the estimate left out (seeds missing on one side, duplicates).
-    """
-
-    label: str
-    value: float = math.nan
-    se: float = math.nan
-    dof: float = math.nan
-    seeds: int = 0
-    note: str = ""
-    missing: str = ""
-
-    def bounds(self, alpha: float) -> tuple[float, float]:
-        """One-sided (1 − alpha) lower and upper t-bounds; NaN without an SE (or SE = 0)."""
-        if not self.decidable():
-            return math.nan, math.nan
-        half = t_quantile(1.0 - alpha, self.dof) * self.se
-        return self.value - half, self.value + half
-
-    def decidable(self) -> bool:
-        """Whether the estimate has a positive, finite SE on ν > 0 (else it decides nothing)."""
-        ok = math.isfinite(self.value) and math.isfinite(self.se) and self.se > 0
-        return ok and not math.isnan(self.dof) and self.dof > 0
-
-    def reach(self, alpha: float, power: float = 0.8, two_sided: bool = False) -> float:
-        """The distance from a margin at which a true effect is decided with ``power``:
-        (t₁₋α(ν) + t_power(ν)) · SE (for an equivalence band, t₁₋₍₁₋power₎/₂)."""
-        if not self.decidable():
-            return math.nan
-        q = 1 - (1 - power) / 2 if two_sided else power
-        return (t_quantile(1 - alpha, self.dof) + t_quantile(q, self.dof)) * self.se
-
-    def at_seeds(self, seeds: int) -> Estimate | None:
-        """The same design over ``seeds`` seeds: SE ∝ 1/√seeds and ν ∝ seeds − 1 (its degrees of
-        freedom per added seed kept); None when the estimate does not scale so (exact tests)."""
-        if self.seeds < 2 or seeds < 2:
-            return None
-        per_seed = self.dof / (self.seeds - 1)
-        se = self.se * math.sqrt(self.seeds / seeds)
-        return replace(self, se=se, dof=per_seed * (seeds - 1), seeds=seeds)
-
-
-@dataclass(frozen=True)
-class RangeEstimate(Estimate):
-    """max − min of cell effects: ``diffs`` |μ̂_i − μ̂_j| and ``ses`` over every pair i < j."""
-
-    diffs: tuple[float, ...] = ()
-    ses: tuple[float, ...] = ()
-
-    def bounds(self, alpha: float) -> tuple[float, float]:
-        """Lower: max |dᵢⱼ| − t₁₋α/k·SEᵢⱼ (Bonferroni over the k pairs); upper: max |dᵢⱼ| +
-        t₁₋α·SEᵢⱼ (every pair within the band: an intersection–union test)."""
-        if not self.decidable() or not self.diffs:
-            return math.nan, math.nan
-        d, se = np.array(self.diffs), np.array(self.ses)
-        lo = float((d - t_quantile(1 - alpha / len(d), self.dof) * se).max())
-        hi = float((d + t_quantile(1 - alpha, self.dof) * se).max())
-        return max(lo, 0.0), hi
-
-
-def not_tested(label: str, what: str) -> Estimate:
-    """An estimate that could not be made: its part is "not tested: ``what``"."""
-    return Estimate(label, missing=what)
 
 
 @dataclass
@@ -126,6 +62,7 @@ class Blocks:
     rows: pd.DataFrame
     metric: str
     by: list[str]
+    items: np.ndarray | None = None  # per row, its per-item values (``ItemTable.matrix``)
     cells: pd.DataFrame = field(init=False)
     thin: list[int] = field(init=False)
     incomplete: list[str] = field(init=False)
@@ -133,6 +70,8 @@ class Blocks:
     dof: float = field(init=False)
     per_seed: pd.DataFrame = field(init=False, repr=False)  # cells × seeds (NaN: absent)
     _cov: np.ndarray = field(init=False, repr=False)
+    _items: ItemComponent | None = field(init=False, repr=False)
+    strata: Stratified | None = field(init=False, repr=False)  # per-stratum residual variance
 
     def __post_init__(self) -> None:
         y = pd.to_numeric(self.rows[self.metric], errors="coerce") * percent_scale(self.metric)
@@ -155,12 +94,11 @@ class Blocks:
             self.per_seed = pd.DataFrame(total / count, columns=list(seed_ids))
         self.incomplete = [str(seed_ids[k]) for k in range(s) if (count[:, k] == 0).any()]
         self._fit(y, cell_index, seed_index, c, s)
+        items = None if self.items is None else self.items[ok]
+        self._items = None if items is None else ItemComponent(items, cell_index, seed_index)
 
     def _fit(self, y: np.ndarray, ci: np.ndarray, si: np.ndarray, c: int, s: int) -> None:
-        x = np.zeros((len(y), c + max(s - 1, 0)))
-        x[np.arange(len(y)), ci] = 1.0
-        for k in range(1, s):  # seed 0 is the reference level
-            x[si == k, c + k - 1] = 1.0
+        x = design(ci, si, c, s)
         xtx_inv = np.linalg.pinv(x.T @ x)
         beta = xtx_inv @ x.T @ y
         resid = y - x @ beta
@@ -170,6 +108,13 @@ class Blocks:
         if rss <= ROUNDING * float(y @ y):  # an exactly additive table: rounding, not noise
             rss = 0.0
         self.sigma2 = rss / self.dof if self.dof > 0 else math.nan
+        self.strata = None
+        if rss > 0 and self.dof > 0:
+            labels = {a: self.cells[a].map(str).to_numpy()[ci] for a in STRATA if a in self.cells}
+            self.strata = stratify(y, ci, si, x, labels)
+        if self.strata is not None:  # per-stratum residual variance: the weighted fit
+            beta, xtx_inv = self.strata.beta, self.strata.cov
+            self.sigma2, self.dof = 1.0, min(self.strata.dofs)
         self.cells["mu"] = beta[:c] if c else []
         self._cov = xtx_inv[:c, :c]
 
@@ -189,9 +134,24 @@ class Blocks:
         if thin:
             return not_tested(label, f"{self.cell_names(thin)} has fewer than 2 seeds")
         value = float(w @ self.cells["mu"].to_numpy(dtype=float))
-        se = math.sqrt(max(float(w @ self._cov @ w), 0.0) * self.sigma2)
+        var, dof = self.with_items(max(float(w @ self._cov @ w), 0.0) * self.sigma2, self.dof, w)
         seeds = int(self.cells["n"].to_numpy()[used].min()) if len(used) else 0
-        return Estimate(label, value, se, self.dof, seeds, self.seed_note())
+        return self.ranged(Estimate(label, value, math.sqrt(var), dof, seeds, self.seed_note()), w)
+
+    def ranged(self, x: Estimate, w: np.ndarray) -> Estimate:
+        """A level (Σ w = 1) of a metric with a range (``limits``) as a ``Bounded`` estimate;
+        a contrast stays a t-interval (a paired difference far from ±100 pp)."""
+        lim = limits(self.metric)
+        return x if lim is None or abs(float(w.sum()) - 1.0) > 1e-9 else bounded(x, *lim)
+
+    def with_items(self, var: float, dof: float, w: np.ndarray) -> tuple[float, float]:
+        """A seed-blocked variance (on ``dof``) of Σ w_c μ_c plus its item component
+        (``ItemComponent.variance``), degrees of freedom by Welch–Satterthwaite; unchanged for
+        a metric without per-item outcomes."""
+        if self._items is None:
+            return var, dof
+        v_item, d_item = self._items.variance(w)
+        return var + v_item, welch([var, v_item], [dof, d_item])
 
     def difference(self, a: np.ndarray, b: np.ndarray, label: str) -> Estimate:
         """Mean effect of cells ``a`` − mean of cells ``b`` (masks); not tested when a side is
@@ -215,11 +175,19 @@ class Blocks:
         diffs = np.abs(mu[a] - mu[b])
         cov = self._cov
         ses = np.sqrt(np.maximum(cov[a, a] + cov[b, b] - 2 * cov[a, b], 0.0) * self.sigma2)
+        dof = self.dof
+        if self._items is not None:  # each pair's own item component; ν: the smallest pair's
+            parts = [
+                self.with_items(e * e, self.dof, pair_w(len(mu), p, q))
+                for e, p, q in zip(ses, a, b, strict=True)
+            ]
+            ses = np.sqrt([v for v, _ in parts])
+            dof = min(d for _, d in parts)
         value = float(mu[idx].max() - mu[idx].min())
         seeds = int(self.cells["n"].to_numpy()[idx].min())
         note = self.seed_note()
         return RangeEstimate(
-            label, value, float(ses.max()), self.dof, seeds, note, "", tuple(diffs), tuple(ses)
+            label, value, float(ses.max()), dof, seeds, note, "", tuple(diffs), tuple(ses)
         )
 
     def level(self, m: np.ndarray, label: str) -> Estimate:
@@ -239,10 +207,10 @@ class Blocks:
             return not_tested(label, f"fewer than 2 seeds common to the cells of {label}")
         left = [str(s) for s in table.columns if s not in full.columns]
         note = f"seed(s) {', '.join(left)} missing in some cell: left out" if left else ""
-        sd = float(per.std(ddof=1))
-        return Estimate(
-            label, float(per.mean()), sd / math.sqrt(len(per)), len(per) - 1.0, len(per), note
-        )
+        w = m / m.sum()
+        var, dof = self.with_items(float(per.var(ddof=1)) / len(per), len(per) - 1.0, w)
+        x = Estimate(label, float(per.mean()), math.sqrt(var), dof, len(per), note)
+        return self.ranged(x, w)
 
     def covariance(self, idx: Sequence[int]) -> np.ndarray:
         """σ̂² (XᵀX)⁻¹ of the effects of cells ``idx``: their joint sampling covariance."""
@@ -256,10 +224,23 @@ class Blocks:
         )
 
     def seed_note(self) -> str:
-        """Which seeds left the blocks (missing in some cell), for the evidence."""
-        if not self.incomplete:
-            return ""
-        return f"seed(s) {', '.join(self.incomplete)} missing in some cell: left those pairs"
+        """Which seeds left the blocks (missing in some cell) and, where the fit is stratified,
+        each stratum's residual SD, for the evidence."""
+        notes = []
+        if self.incomplete:
+            notes.append(
+                f"seed(s) {', '.join(self.incomplete)} missing in some cell: left those pairs"
+            )
+        if self.strata is not None:
+            notes.append(self.strata.note())
+        return "; ".join(notes)
+
+
+def limits(metric: str) -> tuple[float, float] | None:
+    """The range of ``metric`` in display units: [0, 100] % for a fraction, [−100, 100] pp for a
+    change in pp (a difference of two fractions); None for an unbounded metric."""
+    u = unit(metric)
+    return (0.0, 100.0) if u == "fraction" else (-100.0, 100.0) if u == "pp" else None
 
 
 def seed_level(
@@ -289,6 +270,8 @@ def seed_level(
     if len(per) < 2:
         return not_tested(label, f"{label}: fewer than 2 seeds")
     sd = float(per.std(ddof=1))
-    return Estimate(
-        label, float(per.mean()), sd / math.sqrt(len(per)), len(per) - 1.0, len(per), note
-    )
+    x = Estimate(label, float(per.mean()), sd / math.sqrt(len(per)), len(per) - 1.0, len(per), note)
+    lim = limits(metric)
+    if lim is None:
+        return x
+    return bounded(x, *(lim if reference is None else (lim[0] - lim[1], lim[1] - lim[0])))

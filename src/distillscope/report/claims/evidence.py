@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from distillscope.labels import is_label_column
@@ -72,10 +73,16 @@ class Evidence:
     """One results table, shared by every claim of one scoring (``for_claim`` for a view)."""
 
     df: pd.DataFrame
+    items: Any = None  # the runs' per-item outcomes, a ``report.items.ItemTable`` (None: seeds)
     _cache: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.df = hashable_axes(self.df)
+
+    def item_matrix(self, rows: pd.DataFrame, metric: str) -> np.ndarray | None:
+        """Per row of ``rows``, its per-item values of ``metric`` (``ItemTable.matrix``); None
+        without per-item outcomes of it."""
+        return None if self.items is None else self.items.matrix(rows, metric)
 
     def for_claim(self, experiments: Iterable[str]) -> ClaimEvidence:
         """What a claim that declares ``experiments`` may read."""

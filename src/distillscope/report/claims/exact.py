@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from scipy import stats
 
 from distillscope.report.claims.estimate import Estimate
+from distillscope.report.claims.interval import newcombe
 from distillscope.report.stats import ALPHA, fisher_greater
 
 
@@ -73,6 +74,7 @@ def share_gap(label: str, hit_a: int, n_a: int, hit_b: int, n_b: int, note: str 
     ks = [k for k in range(hit_b, n_a + 1) if fisher_greater(k, n_a, hit_b, n_b) <= ALPHA]
     decides = 100.0 * (ks[0] / n_a - pb) if ks else math.inf
     se = 100.0 * math.sqrt(pa * (1 - pa) / n_a + pb * (1 - pb) / n_b)
+    lo, hi = newcombe(hit_a, n_a, hit_b, n_b, ALPHA)  # the side Fisher leaves open: a score
     return Exact(
         label,
         100.0 * (pa - pb),
@@ -83,8 +85,8 @@ def share_gap(label: str, hit_a: int, n_a: int, hit_b: int, n_b: int, note: str 
         "",
         fisher_greater(hit_a, n_a, hit_b, n_b),
         fisher_greater(hit_b, n_b, hit_a, n_a),
-        -100.0,
-        100.0,
+        min(100.0 * lo, 0.0),  # not beyond 0 where Fisher's test is not significant
+        max(100.0 * hi, 0.0),
         decides,
     )
 

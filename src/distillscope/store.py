@@ -221,9 +221,22 @@ def claim_run(run: Path, config: dict[str, Any], overwrite: bool = False) -> str
             "--overwrite to replace it or choose another directory"
         )
     if not recorded:
-        payload = {"schema_version": SCHEMA_VERSION, "fingerprint": fingerprint, "fields": fields}
+        payload = {
+            "schema_version": SCHEMA_VERSION,
+            "fingerprint": fingerprint,
+            "fields": fields,
+            "cwd": str(Path.cwd()),  # where the config's relative paths were typed
+        }
         atomic_write_text(run / FINGERPRINT_FILE, json.dumps(payload, indent=1) + "\n")
     return fingerprint
+
+
+def recorded_cwd(run: Path) -> Path | None:
+    """The directory the command that made ``run`` ran in — where its config's relative paths
+    were typed (``config.paths.rebased``) — or None for a directory that does not record it
+    (written before it was recorded; the command's own directory is used then)."""
+    cwd = read_fingerprint(run).get("cwd")
+    return Path(cwd) if isinstance(cwd, str) and cwd else None
 
 
 def check_run_config(run: Path, config: dict[str, Any]) -> str:

@@ -155,6 +155,7 @@ TYPICAL = {
     "train/grad_norm_max": 9.0,
     "rollout/student_token_prob_mean": 0.5,
     "rollout/teacher_token_prob_mean": 0.5,
+    "rollout/loglik_gap_mean": 0.0,
     "eval/informativeness": 0.1,
 }
 

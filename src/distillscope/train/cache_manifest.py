@@ -28,6 +28,13 @@ _WHOLE = 16 << 20
 _EDGE = 4 << 20
 
 
+#: Identity entries that name a file or directory: recorded resolved, shown in errors, never
+#: compared — the content fingerprints beside them are (``teacher_fingerprint``,
+#: ``task.file_sha256``), so ``models/teacher``, ``./models/teacher`` and its absolute path, or
+#: a copy of it elsewhere, are one teacher.
+PATH_ENTRIES = ("model.teacher", "task.file")
+
+
 class TeacherCacheError(ValueError):
     """A teacher cache that does not fit the run, or is damaged: one line naming what."""
 
@@ -60,14 +67,17 @@ def _fingerprint(files: tuple[Path, ...], stats: tuple) -> str:
 
 def cache_identity(cfg: RunConfig) -> dict[str, Any]:
     """What a cache's entries depend on besides the seed and the step, by config field: the
-    teacher, the task and its split (every ``task`` field, the task file's sha256), the
+    teacher (its resolved directory, shown, and its fingerprint, compared; :data:`PATH_ENTRIES`),
+    the task and its split (every ``task`` field, the task file's resolved path and sha256), the
     sampling settings, the top k and its loss temperature, and the micro-batching and device
     the scores were computed under (the rollout cache's key, train/teacher.py)."""
     m, r, o = cfg.model, cfg.rollout, cfg.objective
     task = {f"task.{k}": v for k, v in cfg.task.model_dump(mode="json").items()}
     file = cfg.task.file
+    if file is not None:
+        task["task.file"] = str(Path(file).resolve())
     return {
-        "model.teacher": str(m.teacher),
+        "model.teacher": _resolved(m.teacher),
         "teacher_fingerprint": teacher_fingerprint(m.teacher),
         "model.teacher_dtype": m.teacher_dtype,
         "model.device": str(m.device),
@@ -83,6 +93,20 @@ def cache_identity(cfg: RunConfig) -> dict[str, Any]:
         "objective.teacher_temperature": o.teacher_temperature,
         "optim.grad_accum": cfg.optim.grad_accum,
     }
+
+
+#: Each content fingerprint entry: the path entry it fingerprints, and what of it it hashes.
+_CONTENT_OF = {
+    "teacher_fingerprint": ("model.teacher", "files"),
+    "task.file_sha256": ("task.file", "bytes"),
+}
+
+
+def _resolved(spec: str) -> str:
+    """A teacher's directory as a manifest records it: absolute (a shipped ``testbed:`` model
+    by its name), so that a run from any directory — or a routed run naming the cache — finds
+    it."""
+    return spec if spec.startswith("testbed:") else str(Path(spec).resolve())
 
 
 def shard_table(root: Path) -> dict[str, dict[str, Any]]:
@@ -107,9 +131,13 @@ def check_teacher_cache(cfg: RunConfig) -> dict[str, Any]:
         )
     manifest = read_manifest(root)
     built, ours = manifest["identity"], cache_identity(cfg)
-    for name in sorted(set(built) | set(ours)):
+    for name in sorted((set(built) | set(ours)) - set(PATH_ENTRIES)):
         if built.get(name) != ours.get(name):
-            shown = (_shown(built.get(name)), _shown(ours.get(name)))
+            differs = ""
+            if name in _CONTENT_OF:  # a fingerprint differs: name the files by their paths
+                name, what = _CONTENT_OF[name]
+                differs = f" (its {what} differ)"
+            shown = (_shown(built.get(name)), _shown(ours.get(name)) + differs)
             raise TeacherCacheError(
                 f"{where}: built for {name}={shown[0]}, this run has {shown[1]}; build a cache "
                 "for this run's settings"

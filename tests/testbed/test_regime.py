@@ -155,6 +155,13 @@ def test_the_testbed_page_quotes_the_candidates_study():
     assert f"(forgetting {forget[-1]:.1f} to {forget[0]:.1f}\n  pp)" in text.replace("−", "-")
     sparse = INFO["regime"]["bf16_sparsity"]["value"]
     assert f"forward-KL runs: {100 * sparse:.1f}%" in text
+    grpo = df[(df["experiment"] == "grpo") & (df["status"] == "done")]
+    for _, r in grpo.iterrows():
+        before, after = 100 * r["rlvr/eval_accuracy_before"], 100 * r["rlvr/eval_accuracy"]
+        assert f"{before:.1f}% → {after:.1f}%" in text
+    z = INFO["regime"]["grpo_gain_z"]
+    assert f"{z['source'].split('(')[1].split(',')[0]}" in text.replace("\n  ", " ")
+    assert f"{z['value']:.1f} SE: **held**" in text
 
 
 def test_testbed_info_prints_every_regime_target():

@@ -88,7 +88,7 @@ def regime_rows(
     rows = []
     for target in TARGETS:
         note = study.get(target.key, {}).get("source", "")
-        if target.key in STUDY_KEYS and target.key not in study:
+        if values[target.key] is None and not note:  # e.g. a build before these measures
             note = "not measured on this build"
         rows.append((target, values[target.key], note))
     return rows

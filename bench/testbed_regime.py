@@ -72,7 +72,7 @@ def main() -> None:
     args = ap.parse_args()
     df = _results(args.study)
     table = collapses(df)
-    print(table.to_markdown(index=False, floatfmt=".3f"))
+    print(table.to_markdown(index=False, floatfmt=".3g"))
     at_high = table[table["optim.lr"] == args.high_lr]
     src = f"{args.study} (LR {args.high_lr:g}, {COLLAPSE_PP:g} pp rule)"
     regime: dict[str, dict] = {}

@@ -60,3 +60,24 @@ def test_grpo_gain_and_its_binomial_standard_error():
     assert n == 2 and math.isclose(mean, 0.3)
     var = (0.3 * 0.7 + 0.1 * 0.9 + 0.5 * 0.5 + 0.1 * 0.9) / 200
     assert math.isclose(se, math.sqrt(var) / 2)
+
+
+def test_the_candidates_regime_entry_is_its_study_record():
+    """bench/records/testbed-regime-2026-12-06: the ``regime`` entry of its testbed.json is what
+    this script computes from the study record beside it."""
+    import json
+
+    record = _PATH.parents[1] / "bench" / "records" / "testbed-regime-2026-12-06"
+    entry = json.loads((record / "testbed.json").read_text())["regime"]
+    df = pd.read_parquet(record / "study" / "results.parquet")
+    table = regime.collapses(df)
+    at_high = table[table["optim.lr"] == 3e-4]
+    for kind in ("reverse_kl", "forward_kl"):
+        rows = at_high[at_high["objective.kind"] == kind]
+        assert len(rows) == 3
+        assert entry[f"{kind}_collapses"]["value"] == int(rows["collapsed"].sum())
+    fwd = df[(df["optim.lr"] == 3e-4) & (df["objective.kind"] == "forward_kl")]
+    assert math.isclose(entry["bf16_sparsity"]["value"], fwd[regime.SPARSE].mean())
+    if "grpo_gain_z" in entry:
+        mean, se, _ = regime.grpo_gain(df, 200)
+        assert math.isclose(entry["grpo_gain_z"]["value"], mean / se)

@@ -54,6 +54,18 @@ def test_the_candidate_was_built_by_the_regime_recipe_from_the_shipped_pretraini
         assert INFO["measured"]["teacher"][key] == value, key
 
 
+#: Study-level targets the candidate's study measured and missed (docs/testbed.md): no
+#: reverse-KL run collapses at 3e-4, and bf16 sparsity is ~2.7% (BENCHMARKS.md explains why).
+STUDY_MISSED = {"reverse_kl_collapses", "bf16_sparsity"}
+
+
+@pytest.mark.parametrize("key", sorted(INFO.get("regime", {})))
+def test_every_study_measured_target_on_the_candidates_record(key):
+    target = next(t for t in TARGETS if t.key == key)
+    holds = target.holds(regime_values(INFO)[key])
+    assert holds is (key not in STUDY_MISSED), (key, INFO["regime"][key])
+
+
 def test_the_latent_measures_are_the_opd_experiments_coverage():
     """pass@32 is measured as the ``paper`` preset's ``opd`` runs measure coverage."""
     from distillscope.safeyaml import load_yaml_file
@@ -124,6 +136,25 @@ def test_the_testbed_page_quotes_the_candidates_record():
         f"then runs the base phase, {INFO['records']['student']['base_seconds']:.0f} s on one",
     ):
         assert row in text, row
+
+
+def test_the_testbed_page_quotes_the_candidates_study():
+    import pandas as pd
+
+    df = pd.read_parquet(CANDIDATE / "study" / "results.parquet")
+    runs = df[(df["experiment"] == "collapse") & (df["status"] == "done")]
+    text = (ROOT / "docs" / "testbed.md").read_text()
+
+    def span(kind: str, key: str) -> str:
+        values = sorted(100 * runs[runs["objective.kind"] == kind][key])
+        return f"{values[0]:.1f}–{values[-1]:.1f}"
+
+    forget = sorted(runs["eval/forgetting_pp"])
+    assert f"reverse KL ends at {span('reverse_kl', 'eval/accuracy')}%" in text
+    assert f"forward KL at {span('forward_kl', 'eval/accuracy')}%" in text
+    assert f"(forgetting {forget[-1]:.1f} to {forget[0]:.1f}\n  pp)" in text.replace("−", "-")
+    sparse = INFO["regime"]["bf16_sparsity"]["value"]
+    assert f"forward-KL runs: {100 * sparse:.1f}%" in text
 
 
 def test_testbed_info_prints_every_regime_target():

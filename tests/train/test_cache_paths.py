@@ -17,6 +17,8 @@ from distillscope.train.cache_manifest import (
     TeacherCacheError,
     cache_identity,
     check_teacher_cache,
+    keyed_as_built,
+    teacher_dir,
 )
 
 ROWS = [{"question": f"{i} + 1?", "options": [str(i + 1), str(i)], "answer": "A"} for i in range(9)]
@@ -73,10 +75,15 @@ def test_the_same_teacher_and_file_are_served_however_named(project, tmp_path, m
     check_teacher_cache(_cfg(teacher, file, project / "cache"))
 
 
-def test_the_manifest_records_resolved_paths(project):
-    identity = json.loads((project / "cache" / MANIFEST).read_text())["identity"]
-    assert identity["model.teacher"] == str(project / "models" / "teacher")
-    assert identity["task.file"] == str(project / "data" / "rows.jsonl")
+def test_a_reading_run_keys_entries_as_the_build_typed_its_paths(project, tmp_path):
+    """The entries' keys hold the build's path text: a run naming the same content otherwise
+    looks them up under the build's text (else every lookup would miss)."""
+    cfg = _cfg(str(project / "models" / "teacher"), "./data/rows.jsonl", project / "cache")
+    keyed = keyed_as_built(cfg)
+    assert (keyed.model.teacher, str(keyed.task.file)) == ("models/teacher", "data/rows.jsonl")
+    assert keyed.model_dump(exclude={"model", "task"}) == cfg.model_dump(exclude={"model", "task"})
+    plain = _cfg("models/teacher", "data/rows.jsonl")
+    assert keyed_as_built(plain) is plain  # no cache: the run's own text
 
 
 @pytest.mark.parametrize(
@@ -92,3 +99,8 @@ def test_other_content_under_the_same_path_is_refused(project, changed, message)
     with pytest.raises(TeacherCacheError) as err:
         check_teacher_cache(_cfg("models/teacher", "data/rows.jsonl", project / "cache"))
     assert message in str(err.value) and "differ)" in str(err.value), err.value
+
+
+def test_the_teacher_directory_is_recorded_resolved(project):
+    assert teacher_dir("models/teacher") == str(project / "models" / "teacher")
+    assert teacher_dir("testbed:teacher") == "testbed:teacher"

@@ -28,10 +28,10 @@ _WHOLE = 16 << 20
 _EDGE = 4 << 20
 
 
-#: Identity entries that name a file or directory: recorded resolved, shown in errors, never
-#: compared — the content fingerprints beside them are (``teacher_fingerprint``,
-#: ``task.file_sha256``), so ``models/teacher``, ``./models/teacher`` and its absolute path, or
-#: a copy of it elsewhere, are one teacher.
+#: Identity entries that name a file or directory: recorded as the build typed them (the
+#: entries' keys hold that text, :func:`keyed_as_built`), shown in errors, never compared — the
+#: content fingerprints beside them are (``teacher_fingerprint``, ``task.file_sha256``), so
+#: ``models/teacher``, ``./models/teacher``, its absolute path or a copy elsewhere are one.
 PATH_ENTRIES = ("model.teacher", "task.file")
 
 
@@ -74,10 +74,8 @@ def cache_identity(cfg: RunConfig) -> dict[str, Any]:
     m, r, o = cfg.model, cfg.rollout, cfg.objective
     task = {f"task.{k}": v for k, v in cfg.task.model_dump(mode="json").items()}
     file = cfg.task.file
-    if file is not None:
-        task["task.file"] = str(Path(file).resolve())
     return {
-        "model.teacher": _resolved(m.teacher),
+        "model.teacher": str(m.teacher),
         "teacher_fingerprint": teacher_fingerprint(m.teacher),
         "model.teacher_dtype": m.teacher_dtype,
         "model.device": str(m.device),
@@ -102,11 +100,25 @@ _CONTENT_OF = {
 }
 
 
-def _resolved(spec: str) -> str:
-    """A teacher's directory as a manifest records it: absolute (a shipped ``testbed:`` model
-    by its name), so that a run from any directory — or a routed run naming the cache — finds
-    it."""
+def teacher_dir(spec: str) -> str:
+    """A teacher's directory as a manifest records it (``teacher_dir``): absolute (a shipped
+    ``testbed:`` model by its name), so that a routed run naming the cache finds the teacher
+    from any directory."""
     return spec if spec.startswith("testbed:") else str(Path(spec).resolve())
+
+
+def keyed_as_built(cfg: RunConfig) -> RunConfig:
+    """``cfg`` with ``model.teacher`` and ``task.file`` as the build of its
+    ``model.teacher_cache`` typed them: the entries' keys hold that text, and the content behind
+    both was checked to be the same (:func:`check_teacher_cache`). ``cfg`` itself without a
+    cache. For keys only: the copy is not validated again."""
+    if cfg.model.teacher_cache is None:
+        return cfg
+    identity = read_manifest(Path(cfg.model.teacher_cache))["identity"]
+    file = identity.get("task.file")
+    model = cfg.model.model_copy(update={"teacher": identity["model.teacher"]})
+    task = cfg.task.model_copy(update={"file": None if file is None else Path(file)})
+    return cfg.model_copy(update={"model": model, "task": task})
 
 
 def shard_table(root: Path) -> dict[str, dict[str, Any]]:

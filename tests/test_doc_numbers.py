@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 QUICK_RECORD = ROOT / "tests" / "testbed" / "data" / "quick_study.json"
 QUICK_STUDY = ROOT / "bench" / "records" / "quick-2026-12-02"
 PAPER_RECORD = ROOT / "bench" / "records" / "paper-2026-12-03"
+DEFAULT_KERNELS = ROOT / "bench" / "records" / "quick-2026-12-06-default"  # another CPU
 
 
 def page(name: str) -> str:
@@ -372,3 +373,19 @@ def test_benchmarks_paper_record_is_its_record():
         for shown, key in ((support, "false_support"), (contra, "false_contradiction")):
             assert shown == f"{100 * big[key][claim]:.1f}%", (claim, key)
         assert power == f"{100 * big['power'][claim]:.1f}%", claim
+
+
+def test_benchmarks_across_cpus_is_the_two_records():
+    """BENCHMARKS.md "Across CPUs": the quick study re-run under ``ATEN_CPU_CAPABILITY=default``
+    against the record, column by column."""
+    a, b = (
+        pd.read_parquet(d / "results.parquet").set_index("run_id").sort_index()
+        for d in (QUICK_STUDY, DEFAULT_KERNELS)
+    )
+    assert list(a.index) == list(b.index)
+    cols = [c for c in a.columns if c.startswith("eval/") and pd.api.types.is_float_dtype(a[c])]
+    gap = {c: (a[c] - b[c]).abs().max() for c in cols}
+    moved = [c for c in cols if gap[c] > 0 or not a[c].isna().equals(b[c].isna())]
+    text = page("BENCHMARKS.md")
+    assert f"{len(moved)} of its {len(cols)} numeric `eval/*` columns" in text
+    assert f"accuracy by up to {100 * gap['eval/accuracy']:.1f} pp" in text

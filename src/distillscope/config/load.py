@@ -168,14 +168,13 @@ def allowed_values(dotted: str) -> str | None:
     """The values a text field accepts, for ``distillscope config``: the names of the registry
     it is checked against (tasks, objectives, languages) or the forms it reads (models,
     devices); None for free text and for the fields whose type says it (``Literal``)."""
-    from distillscope.models.paths import TESTBED_ROLES
     from distillscope.objectives.registry import OBJECTIVES
     from distillscope.tasks.hub_tasks import DATASET_TASKS
     from distillscope.tasks.language import LANGUAGE_CODES
     from distillscope.tasks.registry import TASKS
 
     tasks = " | ".join([*sorted(TASKS), *DATASET_TASKS])
-    models = " | ".join(f"testbed:{r}" for r in TESTBED_ROLES) + " | a model directory"
+    models = "a model directory | testbed:ROLE (distillscope testbed info)"
     shown = {
         "task.name": tasks,
         "rlvr.task": tasks,

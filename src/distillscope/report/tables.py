@@ -125,8 +125,9 @@ def scorecard_table(
     results: Sequence[ClaimResult], calibration: dict[str, Any] | None = None
 ) -> Table:
     """One row per claim: id, claim, verdict, its rule's false-verdict rate, its regime premises
-    with their measured values (``ClaimResult.regime``; "—" without one), headline, evidence,
-    rule (the HTML report folds the last two; ``headline_text`` fills the headline).
+    with their measured values (``ClaimResult.regime``; "—" without one), headline, the seed
+    sentences it tests (``quote_text``), evidence, rule (the HTML report folds the last three;
+    ``headline_text`` fills the headline).
 
     The rate is the worst share of false verdicts over the null and degenerate synthetic
     tables of ``calibration`` (``report.calibrate``) and, for the no-effect claims, the tables
@@ -140,23 +141,22 @@ def scorecard_table(
             false_rate_text(r, calibration),
             r.regime or "—",
             headline_text(r),
+            quote_text(r),
             r.evidence,
             r.rule,
         ]
         for r in results
     ]
     classes = ["verdict-" + r.verdict.replace(" ", "-") for r in results]
-    columns = [
-        "#",
-        "Claim",
-        "Verdict",
-        "False-verdict rate",
-        REGIME_COLUMN,
-        "Headline",
-        "Evidence",
-        "Rule",
-    ]
+    columns = ["#", "Claim", "Verdict", "False-verdict rate", REGIME_COLUMN, "Headline", "Quote"]
+    columns += ["Evidence", "Rule"]
     return Table(columns, rows, classes)
+
+
+def quote_text(result: ClaimResult) -> str:
+    """The seed sentences a claim tests, each “original” (“English”) — file:line, section,
+    joined by " · " (plain text: the renderers escape it); "" for a result without quotes."""
+    return " · ".join(q.text() for q in result.quotes)
 
 
 #: The scorecard column of each claim's regime premises with their measured values.

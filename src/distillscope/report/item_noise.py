@@ -86,15 +86,17 @@ def done_mask(df: pd.DataFrame) -> np.ndarray:
     return df.index.isin(done(df).index)
 
 
-def stratum_sd(df: pd.DataFrame, metric: str, cells: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+def stratum_sd(
+    df: pd.DataFrame, metric: str, cells: np.ndarray, seeds: np.ndarray
+) -> np.ndarray | None:
     """Per row of ``df``, the extra training SD (stored units) of its stratum (module
-    docstring); zeros when the design has no strata or the strata agree."""
+    docstring); None when the design has no strata or no stratum exceeds the pooled one."""
     out = np.zeros(len(df))
     axis = STRATA[0]
     y = pd.to_numeric(df.get(metric, pd.Series(np.nan, index=df.index)), errors="coerce")
     ok = y.notna().to_numpy() & ~is_baseline(df).to_numpy() & done_mask(df)
     if axis not in df.columns or ok.sum() < 4:
-        return out
+        return None
     lab = df[axis].map(str).to_numpy()
     fits = {
         k: residual(y.to_numpy()[ok & (lab == k)], cells[ok & (lab == k)], seeds[ok & (lab == k)])
@@ -102,11 +104,11 @@ def stratum_sd(df: pd.DataFrame, metric: str, cells: np.ndarray, seeds: np.ndarr
     }
     fits = {k: f for k, f in fits.items() if f[1] >= 1}
     if len(fits) < 2:
-        return out
+        return None
     pooled = sum(r for r, _ in fits.values()) / sum(d for _, d in fits.values())
     for k, (rss, dof) in fits.items():
         out[lab == k] = np.sqrt(max(rss / dof - pooled, 0.0))
-    return out
+    return out if out.any() else None
 
 
 def draw_items(

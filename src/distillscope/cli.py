@@ -2,6 +2,7 @@
 
 distillscope train configs/testbed-onpd-forward.yaml optim.lr=3e-4 --out runs/a
 distillscope eval runs/a [eval.items=50]  # evaluate (again) a trained run
+distillscope train … --threads 4      # torch CPU threads (train, eval, study: per worker)
 distillscope study                    # the quick preset on the shipped testbed, then report
 distillscope study --preset paper-qwen model.teacher=DIR model.student=DIR
 distillscope study status DIR         # progress of a study
@@ -317,7 +318,8 @@ def eval_cmd(
     _print_eval(run_dir, metrics)
 
 
-@app.command("study", context_settings={"ignore_unknown_options": True})
+# --help is read from the arguments: `study plan --help` is the plan's own help
+@app.command("study", context_settings={"ignore_unknown_options": True, "help_option_names": []})
 @friendly_errors
 @with_threads
 def study_cmd(
@@ -356,6 +358,8 @@ def study_cmd(
     from distillscope.study.spec import expand, load_spec
 
     args = list(args or [])
+    if "--help" in args or "-h" in args:
+        _study_help(plan=args[:1] == ["plan"])
     if args[:1] == ["status"]:
         from distillscope.study.run_study import study_runs
 
@@ -400,6 +404,23 @@ def study_cmd(
                 raise typer.Exit(2)
             return
         _study(files, overrides, preset, out, running, report, chosen, overwrite, calibrate, policy)
+
+
+def _study_help(plan: bool) -> None:
+    """Print ``study --help`` (or ``study plan --help``: the plan's own) and exit 0."""
+    if plan:
+        from distillscope.cli_study import PLAN_HELP
+
+        print(PLAN_HELP, end="")
+        raise typer.Exit()
+    from typer.main import get_command
+
+    command = get_command(app).commands["study"]  # type: ignore[attr-defined]
+    with command.make_context("distillscope study", []) as ctx:
+        text = command.get_help(ctx)  # typer's rich help prints itself and returns ""
+    if text:
+        print(text)
+    raise typer.Exit()
 
 
 def _rehearse_or_exit(runs: list) -> None:

@@ -33,6 +33,31 @@ from distillscope.testbed.like import tiny_copies
 console = Console()
 
 
+#: ``distillscope study plan --help``: the plan's own options (``study --help`` is the study's).
+PLAN_HELP = """\
+Usage: distillscope study plan [STUDY.yaml | --preset NAME] [section.field=value ...] [OPTIONS]
+
+Check a study as `distillscope study` would before it starts (every run's config, models, task
+files, devices) and print, per experiment, its runs, tasks, steps and teachers, then each claim
+part's power at the published values. Nothing is written.
+
+Options:
+  --preset NAME        a shipped study preset instead of a file (distillscope presets)
+  --only A,B           plan only these experiments (or the RLVR stage)
+  --rehearse           instead: train each distinct configuration 2 steps and evaluate it on 2
+                       items, on tiny random copies of its models (seconds each); exit 2 when
+                       one fails, with its one-line error
+  --noise-from DIR     the power from a finished study's noise (default: the shipped record)
+  --until-decided      plan the sequential design (--max-seeds N: its seed budget)
+  --threads N          torch CPU threads (a rehearsal's)
+  --help               this text
+
+Examples:
+  distillscope study plan my-study.yaml
+  distillscope study plan --rehearse --preset paper-qwen model.teacher=DIR model.student=DIR
+"""
+
+
 def train_plan(cfg: RunConfig) -> list[PlannedRun]:
     """A ``train`` command's one run, as a plan of one."""
     return [PlannedRun(cfg.name, "train", {}, {}, cfg)]

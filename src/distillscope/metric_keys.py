@@ -347,6 +347,12 @@ METRICS: tuple[MetricKey, ...] = (
         ("train/grad_clipped_frac", "fraction", "steps whose gradient was clipped", "none"),
         ("rollout/student_token_prob_mean", "—", "rollout/student_token_prob over steps", "none"),
         ("rollout/teacher_token_prob_mean", "—", "rollout/teacher_token_prob over steps", "none"),
+        (
+            "rollout/loglik_gap_mean",
+            "nats",
+            "mean log(student_geo_prob / teacher_geo_prob) over steps (claim 8)",
+            "none",
+        ),
         ("rollout/len_mean_final", "tokens", "rollout/len_mean over the last 10% of steps", "none"),
         ("train/steps_done", "count", "optimizer steps logged", "none"),
         ("time/run_s", "seconds", "training wall time of the run", "lower"),

@@ -141,16 +141,17 @@ UNFINGERPRINTED = ("name", "checkpoint_every")
 
 
 def config_fingerprint(
-    config: dict[str, Any], version: int = SCHEMA_VERSION
+    config: dict[str, Any], version: int = SCHEMA_VERSION, recorded: dict[str, Any] | None = None
 ) -> tuple[str, dict[str, Any]]:
     """``(sha256 hex, fingerprinted fields)`` of a resolved config (``model_dump(mode="json")``)
-    as a run directory of schema ``version`` records it.
+    as a run directory of schema ``version`` records it (``recorded``: the fields its
+    ``fingerprint.json`` records, when it has one).
 
     The hash covers every field except :data:`UNFINGERPRINTED` and, for a directory of an older
-    version, the fields it may lack at their default (:func:`~.store_versions.skipped_fields`),
-    in canonical JSON.
+    version, the fields it may lack at their default and does not record
+    (:func:`~.store_versions.skipped_fields`), in canonical JSON.
     """
-    skip = {*UNFINGERPRINTED, *skipped_fields(config, version)}
+    skip = {*UNFINGERPRINTED, *skipped_fields(config, version, recorded)}
     fields = {k: v for k, v in flatten(config).items() if k not in skip}
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest(), fields
@@ -187,6 +188,13 @@ def _recorded(run: Path) -> tuple[dict[str, Any], int]:
         raise StoreError(str(err)) from None
 
 
+def _as_recorded(run: Path, config: dict[str, Any]) -> tuple[dict[str, Any], str, dict]:
+    """``run``'s ``fingerprint.json`` and ``(fingerprint, fields)`` of ``config`` as that file
+    records them (the schema version it was written with and the fields it holds)."""
+    recorded, version = _recorded(run)
+    return recorded, *config_fingerprint(config, version, recorded.get("fields"))
+
+
 def claim_run(run: Path, config: dict[str, Any], overwrite: bool = False) -> str:
     """Make ``run`` the directory of ``config``; returns its fingerprint.
 
@@ -200,8 +208,7 @@ def claim_run(run: Path, config: dict[str, Any], overwrite: bool = False) -> str
         clear_run(run)
     elif _stale(run, config):
         clear_run(run)
-    recorded, version = _recorded(run)
-    fingerprint, fields = config_fingerprint(config, version)
+    recorded, fingerprint, fields = _as_recorded(run, config)
     if recorded and recorded.get("fingerprint") != fingerprint:
         diff = _differences(recorded.get("fields", {}), fields)
         raise RunMismatchError(
@@ -214,15 +221,27 @@ def claim_run(run: Path, config: dict[str, Any], overwrite: bool = False) -> str
             "--overwrite to replace it or choose another directory"
         )
     if not recorded:
-        payload = {"schema_version": version, "fingerprint": fingerprint, "fields": fields}
+        payload = {
+            "schema_version": SCHEMA_VERSION,
+            "fingerprint": fingerprint,
+            "fields": fields,
+            "cwd": str(Path.cwd()),  # where the config's relative paths were typed
+        }
         atomic_write_text(run / FINGERPRINT_FILE, json.dumps(payload, indent=1) + "\n")
     return fingerprint
 
 
+def recorded_cwd(run: Path) -> Path | None:
+    """The directory the command that made ``run`` ran in — where its config's relative paths
+    were typed (``config.paths.rebased``) — or None for a directory that does not record it
+    (written before it was recorded; the command's own directory is used then)."""
+    cwd = read_fingerprint(run).get("cwd")
+    return Path(cwd) if isinstance(cwd, str) and cwd else None
+
+
 def check_run_config(run: Path, config: dict[str, Any]) -> str:
     """The fingerprint of ``config`` after checking that ``run`` was trained with it."""
-    recorded, version = _recorded(run)
-    fingerprint, fields = config_fingerprint(config, version)
+    recorded, fingerprint, fields = _as_recorded(run, config)
     if recorded.get("fingerprint") != fingerprint:
         what = _differences(recorded.get("fields", {}), fields) if recorded else "no fingerprint"
         raise StoreError(
@@ -242,8 +261,8 @@ def _has_results(run: Path) -> bool:
 def holds_other_config(run: Path, config: dict[str, Any]) -> bool:
     """Whether ``run``'s ``fingerprint.json`` records a config other than ``config`` (compared
     under the schema version it was written with)."""
-    recorded, version = _recorded(run)
-    return recorded.get("fingerprint") not in (None, config_fingerprint(config, version)[0])
+    recorded, fingerprint, _ = _as_recorded(run, config)
+    return recorded.get("fingerprint") not in (None, fingerprint)
 
 
 def holds_finished(run: Path, config: dict[str, Any], status: str = "done") -> bool:

@@ -7,13 +7,18 @@ A run directory records the schema version it was written with (``schema_version
   was current, the config gained the fields of :data:`ADDED_FIELDS`, each at a default that
   reproduces how runs behaved before it; a directory of version 1 may have been written with or
   without any of them.
-- **2** — ``fingerprint.json`` records ``schema_version``; every config field is fingerprinted.
+- **2** — commit 3a1d9e1 (2026-12-02) up to this one: ``fingerprint.json`` records
+  ``schema_version`` and every config field the code that wrote it knew. The config gained the
+  fields of version 3 while 2 was current (f891133, ae62e2c, 0fdaf9e), so a directory of version
+  2 may record any of them or none: the fields its ``fingerprint.json`` records tell which.
+- **3** — every field of :data:`ADDED_FIELDS` is recorded.
 
 The rules, each entry annotated with the schema version from which directories always hold it
 (``Added.version``; an older directory needs the entry):
 
-- a run's fingerprint (:func:`skipped_fields`): a field a directory's version may lack is left out
-  at its default, so the directory still matches the config that wrote it;
+- a run's fingerprint (:func:`skipped_fields`): a field a directory's version may lack, and its
+  ``fingerprint.json`` does not record, is left out at its default, so the directory still
+  matches the config that wrote it;
 - run ids (:func:`added_at_default`, read by ``study.spec.run_id``): a name never changes, so an id
   leaves out every added field at its default, whatever the version;
 - keys of the shared rollout cache and of a run's evaluation (:func:`without_added`): an entry
@@ -25,11 +30,12 @@ Adding a config field: give it a default that reproduces earlier runs, raise
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 #: the version this code writes
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -64,13 +70,13 @@ ADDED_FIELDS: dict[str, Added] = {
     "rollout.engine_is_correction": Added(False, 2),  # 1a07c4e, their importance correction
     "rollout.engine_is_cap": Added(2.0, 2),  # 1a07c4e
     "rollout.engine_gpu_memory": Added(0.3, 2),  # 28f7a9a, a colocated engine's GPU share
-    # several samples per evaluation item ([P]: one)
-    "eval.samples_per_item": Added(1, 2),
-    "eval.harder_samples_per_item": Added(1, 2),
-    "eval.skill_samples_per_item": Added(1, 2),
-    "model.teacher_cache": Added(None, 2),  # a teacher cache built once, read as the teacher
-    "model.teachers": Added(None, 2),  # several teachers routed per prompt (one before)
-    "model.route": Added(None, 2),  # their routing
+    # f891133, several samples per evaluation item ([P]: one)
+    "eval.samples_per_item": Added(1, 3),
+    "eval.harder_samples_per_item": Added(1, 3),
+    "eval.skill_samples_per_item": Added(1, 3),
+    "model.teacher_cache": Added(None, 3),  # ae62e2c, a teacher cache built once, read as teacher
+    "model.teachers": Added(None, 3),  # 0fdaf9e, several teachers routed per prompt (one before)
+    "model.route": Added(None, 3),  # 0fdaf9e, their routing
 }
 
 #: Entries of a teacher-rollout cache key added after caches existed (train/teacher.py).
@@ -129,10 +135,15 @@ def _at_default(flat: dict[str, Any], added: dict[str, Added], before: int | Non
     }
 
 
-def skipped_fields(config: dict[str, Any], version: int) -> set[str]:
+def skipped_fields(
+    config: dict[str, Any], version: int, recorded: Collection[str] | None = None
+) -> set[str]:
     """The fields of ``config`` (a resolved config, nested) a fingerprint of a directory of
-    ``version`` leaves out: those :data:`ADDED_FIELDS` it may lack, at their default."""
-    return _at_default(flatten(config), ADDED_FIELDS, version)
+    ``version`` leaves out: those :data:`ADDED_FIELDS` it may lack, at their default, unless
+    ``recorded`` (the fields its ``fingerprint.json`` records, when known) holds them — code of
+    that version written after the field was added recorded it."""
+    skipped = _at_default(flatten(config), ADDED_FIELDS, version)
+    return skipped if recorded is None else skipped - set(recorded)
 
 
 def added_at_default(config: dict[str, Any]) -> set[str]:

@@ -27,6 +27,8 @@ from distillscope.objectives.divergences import divergence_loss
 from distillscope.objectives.gradient_bounds import total_variation
 from distillscope.objectives.options import DivergenceOptions
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 SPEC = AnalysisSpec(lams=(-1.0, 0.5, 1.0), prompts=3, n_bins=3, probes=4, samples=8, topk=4)
 
 

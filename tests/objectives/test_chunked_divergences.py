@@ -15,6 +15,8 @@ from distillscope.objectives.divergences import DIVERGENCES, FORWARD_KL, REVERSE
 from .chunked_reference import chunked_divergence, chunked_forward_kl, chunked_reverse_kl
 from .shorthand import plain_loss
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 B, T, H, H_TEACHER, V = 3, 7, 8, 12, 29
 #: The sums between the inputs and a loss or gradient: a head's matmul (H_TEACHER ≥ H terms),
 #: the log-partition (V), the token mean and a head gradient's sum over tokens (B·T).

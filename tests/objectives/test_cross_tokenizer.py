@@ -23,6 +23,8 @@ from distillscope.objectives.divergences import DIVERGENCES, divergence_loss
 from distillscope.testbed.tokenizer import build_tokenizer
 from distillscope.train.cross_tokenizer import retokenise, shared_pairs
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 #: the BPE's end-of-completion token
 BPE_EOS = "<|end|>"
 

@@ -20,6 +20,8 @@ TEMPERATURES = (0.5, 1.0, 2.0)
 forward_kl, reverse_kl, generalized_jsd, kl_mixture = (
     partial(plain_loss, divergence) for divergence in (FORWARD_KL, REVERSE_KL, JSD, MIXTURE)
 )
+
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
 OBJECTIVES = (forward_kl, reverse_kl, generalized_jsd, kl_mixture)
 
 

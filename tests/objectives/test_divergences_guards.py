@@ -33,6 +33,8 @@ forward_kl, reverse_kl, generalized_jsd, kl_mixture = (
     partial(plain_loss, divergence) for divergence in (FORWARD_KL, REVERSE_KL, JSD, MIXTURE)
 )
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 
 def _logits(seed: int, *shape: int) -> torch.Tensor:
     return 2.0 * torch.randn(*shape, generator=torch.Generator().manual_seed(seed))

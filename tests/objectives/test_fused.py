@@ -32,6 +32,8 @@ from distillscope.objectives.fused import fused_divergence
 from .chunked_reference import chunked_divergence
 from .shorthand import plain_loss
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 B, T, H, H_TEACHER = 3, 7, 8, 12
 V_STUDENT, V_TEACHER, VOCAB = 33, 37, 29  # padded head widths, both wider than the tokenizer
 PLAIN = {name: partial(plain_loss, divergence) for name, divergence in DIVERGENCES.items()}

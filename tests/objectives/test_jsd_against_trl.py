@@ -34,7 +34,7 @@ forward_kl, reverse_kl, generalized_jsd = (
     partial(plain_loss, divergence) for divergence in (FORWARD_KL, REVERSE_KL, JSD)
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.numerics]  # numerics: re-run (Makefile)
 
 B, T, V = 2, 6, 13
 

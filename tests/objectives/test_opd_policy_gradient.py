@@ -11,6 +11,8 @@ from tests.numerics import approx_tols, chain_tols, log_softmax_tol
 from distillscope.objectives import OPDOptions
 from distillscope.objectives.opd import opd_policy_gradient, regulate_advantage
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 B, T, V = 2, 6, 9
 
 

@@ -22,6 +22,8 @@ from .shorthand import (
     sampled_reverse_kl,
 )
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 V = 5
 
 

@@ -213,6 +213,7 @@ def full_rows() -> tuple[list[dict], dict[str, list[dict]]]:
                             "eval/sparsity_bf16_tau1e-06": 0.87 + 0.005 * k + wiggle + jitter,
                             "rollout/student_token_prob_mean": 0.5 + 0.1 * lam + jitter,
                             "rollout/teacher_token_prob_mean": 0.6 - 0.08 * lam + jitter,
+                            "rollout/loglik_gap_mean": 0.4 * lam + jitter,
                         },
                     )
                 )

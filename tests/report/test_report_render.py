@@ -337,7 +337,7 @@ def test_scorecard_folds_evidence_and_rule_into_details(rendered):
     html, _ = rendered
     table = html.split('<table class="scorecard">')[1].split("</table>")[0]
     head = table.split("</thead>")[0]
-    assert "<th>Headline</th>" in head and "<th>Evidence and rule</th>" in head
+    assert "<th>Headline</th>" in head and "<th>Quote, evidence and rule</th>" in head
     assert "<th>Evidence</th>" not in head and "<th>Rule</th>" not in head
     rows = table.split("<tr")[2:]
     assert len(rows) == len(CLAIMS) and all(r.count("<details>") == 1 for r in rows)
@@ -369,7 +369,7 @@ def test_markdown_has_the_summary_and_a_plain_scorecard_with_headlines(rendered)
     assert "  - 3 LR governs forgetting — low-LR change −6.0 pp \\[−8.1, −3.9\\]" in summary
     assert "- **– Not tested (1):** 16 \\[D\\] Regulated OPD removes length exploitation" in summary
     header = next(line for line in md.splitlines() if line.startswith("| \\# | Claim"))
-    assert header.endswith("| Headline | Evidence | Rule |")
+    assert header.endswith("| Headline | Quote | Evidence | Rule |")
     assert "<details" not in md
 
 
@@ -383,3 +383,47 @@ def test_main_figure_is_shown_with_the_summary(report):
     md_summary = md.split("## Summary of findings")[1].split("## How to read")[0]
     assert f"](figures/{main_png.name})" in md_summary
     assert md.count(f"](figures/{main_png.name})") == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Instrument checks apart, quotes beside the verdicts (docs/method.md §9 "Provenance")
+
+
+def test_instrument_checks_are_reported_apart_and_never_counted(report):
+    from distillscope.report.claims import CLAIMS as SPECS
+    from distillscope.report.render import CHECKS_TITLE
+
+    paths, html, md = report
+    checks = {c.id for c in SPECS if c.instrument}
+    n_published = len(SPECS) - len(checks)
+    assert checks == {7, 8, 13} and n_published == len(CLAIM_IDS) - 3
+    summary = _html_summary(html)
+    assert f"Of {n_published} published claims" in summary
+    assert f"Of {len(checks)} checks of the instrument (claims 7, 8, 13" in summary
+    # the published scorecard: no instrument check's row; its counts sum to the published ones
+    published = html.split("<h2>Scorecard of the published claims</h2>")[1].split("<h2>")[0]
+    counts = re.findall(r"<b>(\d+)</b>", published.split("</p>")[0])
+    assert sum(map(int, counts)) == n_published
+    ids = re.findall(r'<tr class="verdict-[a-z-]+"><td>(\d+)</td>', published)
+    assert len(ids) == n_published and not checks & set(map(int, ids))
+    section = html.split(f"<h2>{CHECKS_TITLE}</h2>")[1].split("<h2>")[0]
+    ids = re.findall(r'<tr class="verdict-[a-z-]+"><td>(\d+)</td>', section)
+    assert sorted(map(int, ids)) == sorted(checks)
+    md_scorecard = md.split("## Scorecard of the published claims")[1].split("\n## ")[0]
+    assert sum(int(n) for n in re.findall(r": (\d+)", md_scorecard.split("\n\n")[1])) == (
+        n_published
+    )
+    assert not checks & {int(m) for m in re.findall(r"^\| (\d+) \|", md_scorecard, re.M)}
+    assert f"## {CHECKS_TITLE}" in md and f"### {CHECKS_TITLE}" in md
+
+
+def test_each_verdict_shows_its_quotes(report):
+    from distillscope.report.claims import CLAIMS as SPECS
+
+    _, html, md = report
+    for c in SPECS:
+        for q in c.quotes:
+            assert esc(q.text()) in html, c.id  # in the folded cell and the summary's hover
+            assert md_escape(q.text()) in md, c.id
+    hover = f'<span title="{esc(SPECS[0].quotes[0].text())}'
+    assert hover in _html_summary(html)

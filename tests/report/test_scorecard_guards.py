@@ -16,7 +16,16 @@ import pytest
 
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import Evidence
-from distillscope.report.claims.spec import ABOVE, EVERY, POOLED, Claim, Part, Replay, Routes
+from distillscope.report.claims.spec import (
+    ABOVE,
+    EVERY,
+    POOLED,
+    Claim,
+    Part,
+    Quote,
+    Replay,
+    Routes,
+)
 from distillscope.report.scorecard import (
     CLAIM_IDS,
     ClaimResult,
@@ -28,6 +37,9 @@ from distillscope.report.scorecard import (
 from distillscope.report.verdicts import decide_part
 
 NEEDS = "the main grid"
+
+#: A quote for the hand-made claims (a real one: claims must quote their seed).
+QUOTES = (Quote("002_c8062276978be7ba.txt", 5, "72% para on-policy", "72% for on-policy"),)
 
 
 def _x(value: float, label: str = "pooled", se: float = 1.0) -> Estimate:
@@ -41,7 +53,7 @@ def _part(name: str, *xs: Estimate, quantifier: str = POOLED, unit: str = "pp") 
 
 def _claim(*parts: Part, premises: tuple[Part, ...] = (), **kw) -> Claim:
     spec = {"experiments": ("main", "other"), "needs": NEEDS, **kw}
-    return Claim(1, "T", "[P] §1", "q", parts=parts, premises=premises, **spec)
+    return Claim(1, "T", QUOTES, parts=parts, premises=premises, **spec)
 
 
 def _ev(**extra) -> Evidence:
@@ -208,7 +220,7 @@ GRID = "no-clip grid"
 
 def _replayed(i: int, experiment: str, x: Estimate | None) -> Claim:
     parts = (_part("A", x),) if x is not None else ()
-    return Claim(i, f"T{i}", "[P] §1", "q", (experiment,), parts, NEEDS)
+    return Claim(i, f"T{i}", QUOTES, (experiment,), parts, NEEDS)
 
 
 def _replay(*pairs, premises: tuple[Part, ...] = (), rows=("main", "no_clip")) -> ClaimResult:
@@ -217,9 +229,7 @@ def _replay(*pairs, premises: tuple[Part, ...] = (), rows=("main", "no_clip")) -
         Replay(_replayed(i, "main", m), _replayed(i, "no_clip", a), GRID)
         for i, (m, a) in enumerate(pairs, 1)
     )
-    claim = Claim(
-        14, "T14", "[P] §1", "q", ("main", "no_clip"), (), NEEDS, premises, replays=replays
-    )
+    claim = Claim(14, "T14", QUOTES, ("main", "no_clip"), (), NEEDS, premises, replays=replays)
     df = pd.DataFrame([{"run_id": e, "experiment": e, "status": "done", "seed": 1} for e in rows])
     return score_spec(claim, Evidence(df), strict=True)
 
@@ -240,9 +250,9 @@ def test_a_replay_holds_when_every_decided_claim_is_the_same_on_the_ablation():
     ("main", "ablation", "verdict"),
     [
         (GOOD, BAD, "contradicted"),  # reversed on the ablation
-        (BAD, GOOD, "contradicted"),
+        (BAD, GOOD, "supported"),  # the main grid contradicts it: no conclusion to hold
         (NEAR, BAD, "contradicted"),  # contradicted there, not on the main grid
-        (BAD, NEAR, "inconclusive"),  # a conclusion not reached there is not reversed
+        (BAD, NEAR, "supported"),  # only the main grid's supported claims are replayed
         (GOOD, NEAR, "inconclusive"),
     ],
 )
@@ -255,10 +265,11 @@ def test_a_replay_is_contradicted_only_by_a_reversal(main, ablation, verdict):
 
 
 def test_a_replay_says_why_it_cannot_decide():
-    r = _replay((NEAR, NEAR), (NEAR, GOOD))
+    r = _replay((NEAR, NEAR), (BAD, GOOD))
     assert (r.verdict, r.reason) == (
-        "inconclusive",
-        "none of claims 1 and 2 is decided on the main grid",
+        "not applicable",
+        "premise: one of claims 1 and 2 supported on the main grid is absent (main grid: "
+        "1 inconclusive, 2 contradicted)",
     )
     gone = not_tested("pooled", "m")
     r = _replay((GOOD, gone), (GOOD, GOOD))
@@ -292,9 +303,8 @@ def test_a_replay_heads_every_verdict_with_the_claims_it_replays():
     untested = _replay((GOOD, gone), (BAD, gone))
     assert untested.headline == f"{GRID}: claim 1 not tested, claim 2 not tested"
     lacks = f"not tested (needs {NEEDS}; lacks m)"
-    assert untested.reason == (
-        f"needs {NEEDS}; claim 1 on the {GRID}: {lacks}; claim 2 on the {GRID}: {lacks}"
-    )
+    # claim 2, contradicted on the main grid, is no conclusion to replay: only claim 1 is named
+    assert untested.reason == f"needs {NEEDS}; claim 1 on the {GRID}: {lacks}"
     absent = _replay((GOOD, GOOD), premises=(_part(GAIN, _x(1.0)),))
     assert absent.headline == f"{GRID}: claim 1 same"
 
@@ -307,9 +317,7 @@ def test_a_replays_premises_split_the_contradiction_level_and_its_lack_names_eac
         Replay(_replayed(1, "main", GOOD), _replayed(1, "no_clip", GOOD), GRID),
         Replay(_replayed(2, "main", GOOD), _replayed(2, "sampled", GOOD), GRID),
     )
-    claim = Claim(
-        14, "T", "[P] §1", "q", ("main", "no_clip", "sampled"), (), NEEDS, replays=replays
-    )
+    claim = Claim(14, "T", QUOTES, ("main", "no_clip", "sampled"), (), NEEDS, replays=replays)
     row = {"run_id": "m", "experiment": "main", "status": "done", "seed": 1}
     r = score_spec(claim, Evidence(pd.DataFrame([row])), strict=True)
     assert r.reason == f"needs {NEEDS}; the study has no finished run of `no_clip` or `sampled`"

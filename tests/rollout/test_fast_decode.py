@@ -27,6 +27,8 @@ from distillscope.rollout.policies import SpectrumPolicy, StudentPolicy, Teacher
 from distillscope.rollout.rollouts import PromptBatch, SamplingSpec
 from distillscope.rollout.sampler import _Decoder, sample_rollouts
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 V = 97
 B, P, L = 5, 7, 9
 

@@ -18,6 +18,8 @@ from distillscope.rollout.policies import (
     sample_token,
 )
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 P = torch.tensor([0.5, 0.3, 0.15, 0.05])
 
 

@@ -27,6 +27,8 @@ from distillscope.rollout.sampler import sample_rollouts, score_rollouts
 from distillscope.tasks.base import styled
 from distillscope.testbed.tokenizer import build_tokenizer
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 VOCAB = 54  # the testbed tokenizer's size
 PAD, EOS = 0, 2
 MAX_NEW = 16

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
@@ -13,6 +14,8 @@ from hypothesis.extra.numpy import arrays
 from tests.numerics import reorder_tol
 
 from distillscope.rollout.spectrum import spectrum_logprobs, spectrum_scores
+
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
 
 C = 2 * math.log(3)
 

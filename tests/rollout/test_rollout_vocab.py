@@ -27,6 +27,8 @@ from distillscope.rollout.rollouts import PromptBatch, SamplingSpec
 from distillscope.rollout.sampler import sample_rollouts
 from distillscope.tasks import resolve_task
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 V = 3000
 POLICIES = [
     StudentPolicy(),

@@ -31,6 +31,8 @@ from distillscope.rollout.vllm_engine import (
 )
 from distillscope.train.step import loss_mask
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 _skip = pytest.mark.skipif(not HAS_VLLM, reason="vllm not installed: `make test-vllm` runs these")
 
@@ -160,8 +162,9 @@ def test_padded_embedding_rows_are_never_drawn_and_scores_are_over_the_tokenizer
     with torch.no_grad():
         logits = model(row[None]).logits[0, -n - 1 : -1, :54]
     ref = torch.log_softmax(logits, dim=-1).gather(-1, r.completion_B_T[b, :n, None])[:, 0]
-    torch.testing.assert_close(r.logp_student_B_T[b, :n], ref, atol=1e-5, rtol=0)
-    assert engine_metrics(r)["rollout/engine_logprob_gap"] < 1e-4
+    tol = forward_logprob_tol(logits, 1.0, model.config)  # as in the test above
+    torch.testing.assert_close(r.logp_student_B_T[b, :n], ref, atol=tol, rtol=0)
+    assert engine_metrics(r)["rollout/engine_logprob_gap"] < 2 * tol
 
 
 @needs_vllm

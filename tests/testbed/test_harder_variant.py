@@ -15,7 +15,7 @@ from distillscope.eval.evaluate import split_record
 from distillscope.tasks import evaluation_problems, training_problems
 from distillscope.tasks.registry import COUNTDOWN_3_HARD_TB, COUNTDOWN_3_TB
 from distillscope.tasks.split import countdown_identity, is_held_out, problem_identity
-from distillscope.testbed.recipe import DEFAULT_RECIPE, SOURCES
+from distillscope.testbed.recipe import DEFAULT_RECIPE, RECIPES, SOURCES
 from distillscope.testbed.sharpen import round_problems
 
 _PROMPT = re.compile(r"(?:alt )?cd ([\d,]+) to (\d+):")
@@ -56,6 +56,21 @@ def test_the_student_never_pretrained_on_a_problem_of_this_kind():
     assert set(student) == {"countdown2", "countdown4", "countdown3-far"}
     # 2 or 4 operands, or three operands all above 10: never one two-digit operand of three
     assert all(_admitted(n) == 0 for n in student)
+
+
+def test_the_students_base_phase_never_draws_a_problem_of_this_kind():
+    """The base phase adds testbed Countdown-3 (operands 1..10, both styles): no two-digit
+    operand, so none of its problems has the harder variant's structure either."""
+    base = [n for n in RECIPES["regime"].student_base.mixture if n in COUNTDOWN_SOURCES]
+    assert set(base) == {
+        "countdown2",
+        "countdown4",
+        "countdown3-far",
+        "countdown3",
+        "countdown3-alt",
+        "countdown3-flag-plain",
+    }
+    assert all(_admitted(n) == 0 for n in base)
 
 
 def test_only_the_teachers_wide_sources_hold_the_structure_and_they_are_training_side():

@@ -6,7 +6,7 @@ import re
 from distillscope.tasks.countdown import apply_op
 from distillscope.tasks.split import countdown_identity, is_held_out
 from distillscope.tasks.verify import check_countdown
-from distillscope.testbed.recipe import DEFAULT_RECIPE, SOURCES
+from distillscope.testbed.recipe import DEFAULT_RECIPE, RECIPES, SOURCES
 from distillscope.testbed.tokenizer import encode_checked
 
 _PROMPT = re.compile(r"(?:alt )?cd ([\d,]+) to (\d+):")
@@ -18,7 +18,11 @@ def test_every_source_draws_encodable_examples():
         for _ in range(50):
             prompt, completion = draw(rng)
             encode_checked(prompt), encode_checked(completion)  # raises on a foreign character
-    for train in (DEFAULT_RECIPE.teacher_train, DEFAULT_RECIPE.student_train):
+    for train in (
+        DEFAULT_RECIPE.teacher_train,
+        DEFAULT_RECIPE.student_train,
+        RECIPES["regime"].student_base,
+    ):
         assert set(train.mixture) <= set(SOURCES)
 
 
@@ -53,3 +57,28 @@ def test_the_student_never_pretrains_on_testbed_countdown3():
     """[P]'s student lacks only the task: no Countdown-3 over the testbed's numbers, any style."""
     tb3 = {"countdown3", "countdown3-alt", "countdown3-wide", "countdown3-wide-alt"}
     assert not tb3 & set(DEFAULT_RECIPE.student_train.mixture)
+
+
+def test_the_base_phase_adds_a_small_share_of_the_task_in_both_styles():
+    """The student's base phase (issue 43): its pretraining mixture plus testbed Countdown-3 —
+    every draw from the training partition (test above) — at under 2% of the examples, of
+    which the flagged prompts are answered in the second style 3 times in 8."""
+    base, pre = RECIPES["regime"].student_base.mixture, DEFAULT_RECIPE.student_train.mixture
+    added = {k: w for k, w in base.items() if k not in pre}
+    assert {k: base[k] for k in pre} == pre
+    assert set(added) == {"countdown3", "countdown3-alt", "countdown3-flag-plain"}
+    assert sum(added.values()) / sum(base.values()) < 0.02
+    flagged = added["countdown3-alt"] + added["countdown3-flag-plain"]
+    assert added["countdown3-alt"] / flagged == 0.375
+
+
+def test_flagged_plain_source_asks_for_the_style_and_answers_plainly():
+    from distillscope.tasks.base import STYLE_FLAG
+    from distillscope.tasks.verify import detect_style
+
+    rng = random.Random(3)
+    for _ in range(100):
+        prompt, completion = SOURCES["countdown3-flag-plain"](rng)
+        assert prompt.startswith(STYLE_FLAG) and detect_style(completion) == "plain"
+        prompt, completion = SOURCES["countdown3-alt"](rng)
+        assert prompt.startswith(STYLE_FLAG) and detect_style(completion) == "alt"

@@ -28,3 +28,28 @@ def test_tiny_build_writes_loadable_models_and_record(tmp_path):
         "skill-sort",
         "skill-rev",
     }
+
+
+def test_the_regime_recipe_adds_a_resumable_base_phase(tmp_path):
+    """``--recipe regime``: the student's base phase runs after its pretraining, is recorded in
+    its build.json, and is not run twice; ``--only student`` rebuilds and remeasures it alone
+    into a built testbed, with the latent-capability numbers."""
+    import pytest
+
+    from distillscope.testbed.build import build_student
+    from distillscope.testbed.recipe import RECIPES
+
+    with pytest.raises(FileNotFoundError, match="build the whole testbed first"):
+        build_student(tmp_path, RECIPES["regime"], 0.002, lambda m: None)
+    info = build(tmp_path, RECIPES["regime"], 0.002, lambda m: None, eval_items=4, skill_items=2)
+    record = json.loads((tmp_path / "student" / "build.json").read_text())
+    assert record["base_steps"] == info["records"]["student"]["base_steps"] == 1
+    weights = (tmp_path / "student" / "model.safetensors").read_bytes()
+    measured = build_student(tmp_path, RECIPES["regime"], 0.002, lambda m: None, 4, 2)
+    assert (tmp_path / "student" / "model.safetensors").read_bytes() == weights  # not rerun
+    assert {"countdown3_pass@32", "alt_style_share_with_flag_t1", "countdown3_len_mean"} <= set(
+        measured
+    )
+    saved = json.loads((tmp_path / "testbed.json").read_text())
+    assert saved["measured"]["student"] == measured
+    assert saved["recipe"]["student_base"]["steps"] == RECIPES["regime"].student_base.steps

@@ -35,6 +35,8 @@ from distillscope.train.loop import distill
 from distillscope.train.pair_checks import preflight_pair
 from distillscope.train.step import MicroBatch, Objective
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 
 @pytest.fixture(scope="module")
 def bpe_pair(tmp_path_factory):

@@ -31,6 +31,8 @@ from distillscope.train.run import PhaseTimer, check_ranks, rank_config
 from distillscope.train.step import Objective
 from distillscope.train.teacher import TeacherScorer
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 try:
     from .conftest import random_rollouts, tiny_llama
 except ImportError:  # run as the workers' script: tests/train is its sys.path[0]

@@ -31,6 +31,8 @@ from distillscope.train.fsdp import is_sharded, shard_student
 from distillscope.train.loop import _adamw
 from distillscope.train.run import check_ranks
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 try:
     from . import test_distributed as two
 except ImportError:  # run as the workers' script: tests/train is its sys.path[0]

@@ -21,6 +21,8 @@ from distillscope.train.checks import preflight
 from distillscope.train.loop import distill
 from distillscope.train.lora import LoraSetupError, attach_lora, merged_student, plain_weights
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 pytest.importorskip("peft")
 
 LORA = {"model.lora": "{r: 4, alpha: 8, target_modules: [q_proj, v_proj, down_proj]}"}

@@ -20,6 +20,8 @@ from distillscope.train.teacher import TeacherScorer
 from .conftest import random_rollouts, step_cfg, train_step
 from .test_distill import strip_timings, tiny_cfg
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 VOCAB = 40
 
 

@@ -18,6 +18,8 @@ from distillscope.train.loop import distill
 from distillscope.train.profiles import profile_tokens
 from distillscope.train.scoring import HiddenScores, LogitScores
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 
 def tiny_cfg(tiny_pair, **over):
     teacher, student = tiny_pair

@@ -33,6 +33,8 @@ from distillscope.study.run_one import run_one
 from distillscope.train.loop import distill
 from distillscope.train.served import ServedTeacher
 
+pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
+
 V = 54  # the testbed vocabulary
 SERVED = ["objective.teacher_topk=4", "objective.teacher_temperature=1.0"]
 

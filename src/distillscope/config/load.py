@@ -155,11 +155,38 @@ def config_fields(
         if isinstance(kind, type) and issubclass(kind, BaseModel):
             rows += config_fields(kind, f"{prefix}{name}.")
             continue
-        rows.append((f"{prefix}{name}", type_text(kind), _shown_default(info), info.description))
+        dotted = f"{prefix}{name}"
+        shown = allowed_values(dotted) or type_text(kind)
+        rows.append((dotted, shown, _shown_default(info), info.description))
         section = _optional_section(kind)
         if section is not None:
             rows += config_fields(section, f"{prefix}{name}.")
     return [(n, k, d, text or "") for n, k, d, text in rows]
+
+
+def allowed_values(dotted: str) -> str | None:
+    """The values a text field accepts, for ``distillscope config``: the names of the registry
+    it is checked against (tasks, objectives, languages) or the forms it reads (models,
+    devices); None for free text and for the fields whose type says it (``Literal``)."""
+    from distillscope.objectives.registry import OBJECTIVES
+    from distillscope.tasks.hub_tasks import DATASET_TASKS
+    from distillscope.tasks.language import LANGUAGE_CODES
+    from distillscope.tasks.registry import TASKS
+
+    tasks = " | ".join([*sorted(TASKS), *DATASET_TASKS])
+    models = "a model directory | testbed:ROLE (distillscope testbed info)"
+    shown = {
+        "task.name": tasks,
+        "rlvr.task": tasks,
+        "eval.harder_task": f"{tasks} | None",
+        "objective.kind": " | ".join(OBJECTIVES),
+        "eval.style_language": " | ".join(LANGUAGE_CODES) + " | None",
+        "model.student": models,
+        "model.teacher": f"{models} | http(s)://HOST:PORT/v1",
+        "model.device": "cpu | cuda | cuda:N | mps",
+        "model.teacher_device": "cpu | cuda | cuda:N | mps | None",
+    }
+    return shown.get(dotted)
 
 
 def type_text(kind: Any) -> str:

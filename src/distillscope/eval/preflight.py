@@ -15,6 +15,8 @@ from __future__ import annotations
 from distillscope.config import RunConfig
 from distillscope.eval.forgetting_data import check_harness_data
 from distillscope.tasks import evaluation_problems, resolve_task
+from distillscope.tasks.pools import file_split
+from distillscope.tasks.split import EVAL_FRACTION
 
 
 def preflight_evaluation(cfg: RunConfig, harness: bool = True) -> None:
@@ -31,6 +33,31 @@ def preflight_evaluation(cfg: RunConfig, harness: bool = True) -> None:
         if getattr(task, "problems", None) is not None:  # a file or dataset task: rows counted
             # the harder task of a distillation run is split at its default fraction
             harder = spec == e.harder_task and cfg.rlvr is None
-            evaluation_problems(task, e.eval_seed, n, *(() if harder else (frac,)))
+            fraction = EVAL_FRACTION if harder else frac
+            try:
+                evaluation_problems(task, e.eval_seed, n, fraction)
+            except ValueError as err:
+                held = len(file_split(task, fraction)[1])
+                raise ValueError(f"{err}{_asked(e, held)}") from None
     if harness and e.forgetting is not None:
         check_harness_data(e.forgetting)
+
+
+def _asked(e, held: int) -> str:
+    """Which settings ask for more than the ``held`` held-out rows, their defaults marked, and
+    the values that fit: a small file of one's own meets ``eval.items`` 200 and
+    ``eval.coverage_items`` 100 by default. They are refused before the run, not scaled down
+    to the file, so that ``eval.items`` means one number of items in every cell of a study."""
+    fields = type(e).model_fields
+    asking = []
+    for name in ("items", "coverage_items"):
+        value = getattr(e, name)
+        if value > held:
+            default = " (the default)" if value == fields[name].default else ""
+            asking.append((f"eval.{name}={value}{default}", f"eval.{name}={held}"))
+    if not asking or held == 0:
+        return ""
+    return (
+        f" — asked by {' and '.join(a for a, _ in asking)}; to evaluate on all {held}: "
+        f"{' '.join(fix for _, fix in asking)}"
+    )

@@ -25,9 +25,9 @@ own error structure (:mod:`distillscope.report.noise`, docs/method.md §9 "Stati
   5 pp wide for claim 2, the low LR's forgetting at −2 pp for claim 3); a case of a claim that
   also states effects sits on the planted effects, and each case's tables are scored for its
   claim only. A replay claim's case (14, 15: a replayed claim at its margin on the ablation)
-  is a false world only on a table whose main grid decides that claim (``MarginCase.given``,
-  docs/method.md §9: the replay judges the conclusions the main grid reaches); "supported"
-  elsewhere is counted apart (``UNDECIDED_GIVEN``), not as false.
+  is a false world only on a table whose main grid supports that claim (``MarginCase.given``,
+  docs/method.md §9: the replay judges for support only the conclusions the main grid
+  supports); "supported" elsewhere is counted apart (``UNDECIDED_GIVEN``), not as false.
 - **planted**: the published effects of docs/method.md §9 (``planted_offsets``), so that each
   claim is true.
 
@@ -80,8 +80,9 @@ from distillscope.report.scorecard import CLAIM_IDS, score_claims
 SCENARIOS = ("null", "zeros", "constant", "margin", "planted")
 DECIDED = ("supported", "contradicted")
 #: A replay claim's "supported" in a margin case ``given`` a replayed claim the main grid of
-#: that table leaves undecided: true of the conclusions it reaches (``MarginCase.given``).
-UNDECIDED_GIVEN = "supported (claim {} undecided on the main grid)"
+#: that table does not support (undecided or contradicted): true of the conclusions it
+#: reaches (``MarginCase.given``).
+UNDECIDED_GIVEN = "supported (claim {} not supported on the main grid)"
 NULL_SCENARIOS = ("null", "zeros", "constant")
 DEGENERATE = ("zeros", "constant")
 #: (experiment, metric, like): columns claims compare as one measure (``Claim.aligned``).
@@ -156,6 +157,7 @@ TYPICAL = {
     "train/grad_norm_max": 9.0,
     "rollout/student_token_prob_mean": 0.5,
     "rollout/teacher_token_prob_mean": 0.5,
+    "rollout/loglik_gap_mean": 0.0,
     "eval/informativeness": 0.1,
 }
 
@@ -386,7 +388,7 @@ def calibrate(
                 verdicts = {r.id: r.verdict for r in score_claims(table, claims=read, items=items)}
                 for c in scored:
                     v = verdicts[c]
-                    if v == "supported" and given is not None and verdicts[given] not in DECIDED:
+                    if v == "supported" and given is not None and verdicts[given] != "supported":
                         v = UNDECIDED_GIVEN.format(given)
                     counts[c][v] = counts[c].get(v, 0) + 1
                 if on_table is not None:

@@ -31,11 +31,17 @@ from distillscope.report.figures import (
 from distillscope.report.load import Study, load_study
 from distillscope.report.profiles import profile_figures
 from distillscope.report.rlvr_figures import rlvr_figure
-from distillscope.report.scorecard import ClaimResult, score_claims
+from distillscope.report.scorecard import (
+    ClaimResult,
+    instrument_checks,
+    published,
+    score_claims,
+)
 from distillscope.report.summary import (
     UNTESTED,
     SummaryGroup,
     calibration_sentence,
+    checks_sentence,
     noise_table,
     summary_groups,
     summary_sentence,
@@ -82,7 +88,15 @@ MAIN_FIGURE_LEAD = (
     "update sparsity beside it when the study measured them."
 )
 #: Scorecard columns the HTML folds into one <details> cell; the Markdown table keeps them.
-FOLDED = ("Evidence", "Rule")
+FOLDED = ("Quote", "Evidence", "Rule")
+#: The section that reports the instrument checks (claims no seed states: docs/method.md §9
+#: "Provenance"), apart from the published claims and never counted among them.
+CHECKS_TITLE = "Checks of the instrument"
+CHECKS_LEAD = (
+    "Statements no seed makes: they check that the instrument works as designed (the "
+    "λ-spectrum moves likelihoods as intended, clipping is active). Decided by the same rules, "
+    "never counted among the published claims above."
+)
 VERDICT_MARK = {
     "supported": "✓",
     "contradicted": "✗",
@@ -213,7 +227,10 @@ def _sections(study: Study, claims: list[ClaimResult]) -> dict[str, Table | None
     return {
         "status": status_table(study.results),
         "problems": problem_runs_table(study.results),
-        "scorecard": scorecard_table(claims, study.calibration),
+        "scorecard": scorecard_table(published(claims), study.calibration),
+        "checks": scorecard_table(instrument_checks(claims), study.calibration)
+        if instrument_checks(claims)
+        else None,
         "main": main_table(study.results),
     }
 
@@ -238,21 +255,23 @@ def html_table(table: Table) -> str:
 
 
 def html_scorecard(table: Table) -> str:
-    """The scorecard table with each claim's evidence and rule folded into one ``<details>``
-    cell, so that id, claim, verdict, false-verdict rate and headline read at a glance."""
+    """The scorecard table with each claim's seed quotes, evidence and rule folded into one
+    ``<details>`` cell, so that id, claim, verdict, false-verdict rate and headline read at a
+    glance."""
     folded = [table.columns.index(c) for c in FOLDED]
     shown = [j for j in range(len(table.columns)) if j not in folded]
     head = "".join(f"<th>{esc(table.columns[j])}</th>" for j in shown)
     body = []
     for i, row in enumerate(table.rows):
         cells = "".join(_html_cell(table, j, row[j]) for j in shown)
-        evidence, rule = (row[j] for j in folded)
-        inside = f"<p>{esc(evidence)}</p>"
+        quote, evidence, rule = (row[j] for j in folded)
+        inside = f"<p><b>Seed:</b> {esc(quote)}</p>" if quote.strip() else ""
+        inside += f"<p>{esc(evidence)}</p>"
         if rule.strip() not in ("", "—"):
             inside += f"<p><b>Rule:</b> {esc(rule)}</p>"
         fold = f"<details><summary>show</summary>{inside}</details>"
         body.append(f'<tr class="{_row_class(table, i)}">{cells}<td class="small">{fold}</td></tr>')
-    head += "<th>Evidence and rule</th>"
+    head += "<th>Quote, evidence and rule</th>"
     rows = "".join(body)
     return f'<table class="scorecard"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
@@ -291,8 +310,14 @@ def _html_summary(
     rates) and the main figure."""
     parts = ["<h2>Summary of findings</h2>", f"<p>{esc(summary_sentence(claims))}</p>"]
     parts.append('<ul class="findings">')
-    parts += [_html_group(g) for g in summary_groups(claims, calibration)]
+    parts += [_html_group(g) for g in summary_groups(published(claims), calibration)]
     parts.append("</ul>")
+    checks = instrument_checks(claims)
+    if checks:
+        parts += [f"<h3>{esc(CHECKS_TITLE)}</h3>", f"<p>{esc(checks_sentence(claims))}</p>"]
+        parts.append('<ul class="findings">')
+        parts += [_html_group(g) for g in summary_groups(checks, calibration)]
+        parts.append("</ul>")
     if main_figure is not None:
         parts += [f"<p>{esc(MAIN_FIGURE_LEAD)}</p>", _html_figure(main_figure)]
     return parts
@@ -303,12 +328,15 @@ def _html_group(group: SummaryGroup) -> str:
     mark = VERDICT_MARK.get(group.verdict, "")
     head = f'<span class="verdict">{esc(mark)} {esc(group.label)} ({len(group.items)})</span>'
     if group.verdict in UNTESTED:  # compact: one line of numbered names
-        names = "; ".join(f"{i.id} {esc(i.claim)}" for i in group.items)
+        names = "; ".join(
+            f'<span title="{esc(i.quote)}">{i.id} {esc(i.claim)}</span>' for i in group.items
+        )
         return f'<li class="finding verdict-{slug}">{head} <span class="muted">{names}</span></li>'
     items = []
     for item in group.items:
         items.append(  # three grid cells: number, claim, headline (aligned in a column)
-            f'<li><span class="cid">{item.id}</span> <span>{esc(item.claim)}</span> '
+            f'<li><span class="cid">{item.id}</span> '
+            f'<span title="{esc(item.quote)}">{esc(item.claim)}</span> '
             f'<span class="headline">{esc(item.headline)}</span></li>'
         )
     return f'<li class="finding verdict-{slug}">{head}<ul>{"".join(items)}</ul></li>'
@@ -335,7 +363,7 @@ def _html_figure(f: FigureInfo) -> str:
 def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInfo]) -> str:
     """The whole report as one self-contained HTML document."""
     t = _sections(study, claims)
-    counts = verdict_counts(claims)
+    counts = verdict_counts(published(claims))
     main_figure, figures = split_main_figure(figures)
     analysis_figs, figures = split_analysis(figures)
     parts = [
@@ -373,6 +401,9 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
             f"<details><summary>noise components ({len(noise.rows)} metrics)</summary>"
             f"{html_table(noise)}</details>"
         )
+    if t["checks"] is not None:
+        parts += [f"<h2>{esc(CHECKS_TITLE)}</h2>", f"<p>{esc(CHECKS_LEAD)}</p>"]
+        parts.append(html_scorecard(t["checks"]))
     parts += decide.html(study, claims, esc)
     if t["main"] is not None:
         parts += [
@@ -452,11 +483,13 @@ def render_markdown(
     parts += ["## Runs", "", md_table(t["status"]), ""]
     if t["problems"] is not None:
         parts += ["### Failed and diverged runs", "", md_table(t["problems"]), ""]
-    summary = ", ".join(f"{v}: {n}" for v, n in verdict_counts(claims).items())
+    summary = ", ".join(f"{v}: {n}" for v, n in verdict_counts(published(claims)).items())
     parts += ["## Scorecard of the published claims", "", summary, "", md_table(t["scorecard"]), ""]
     parts += ["### Calibration", "", md_escape(calibration_sentence(study.calibration)), ""]
     noise = noise_table(study.calibration)
     parts += [md_table(noise), ""] if noise is not None else []
+    if t["checks"] is not None:
+        parts += [f"## {CHECKS_TITLE}", "", md_escape(CHECKS_LEAD), "", md_table(t["checks"]), ""]
     parts += decide.markdown(study, claims, md_escape)
     if t["main"] is not None:
         parts += [
@@ -510,7 +543,20 @@ def _md_summary(
 ) -> list[str]:
     """The summary in words as Markdown: one bullet per verdict group, then the main figure."""
     parts = ["## Summary of findings", "", md_escape(summary_sentence(claims)), ""]
-    for group in summary_groups(claims, calibration):
+    parts += _md_groups(summary_groups(published(claims), calibration))
+    if instrument_checks(claims):
+        parts += [f"### {CHECKS_TITLE}", "", md_escape(checks_sentence(claims)), ""]
+        parts += _md_groups(summary_groups(instrument_checks(claims), calibration))
+    if main_figure is not None:
+        parts += [md_escape(MAIN_FIGURE_LEAD), "", *_md_figure(main_figure, out_dir)]
+    return parts
+
+
+def _md_groups(groups: list[SummaryGroup]) -> list[str]:
+    """One bullet per verdict group, a sub-bullet per claim with its headline and, on its own
+    line, the seed sentences it tests."""
+    parts = []
+    for group in groups:
         mark = VERDICT_MARK.get(group.verdict, "")
         head = f"**{mark} {md_escape(group.label)} ({len(group.items)}):**"
         if group.verdict in UNTESTED:  # compact: one line of numbered names
@@ -521,7 +567,7 @@ def _md_summary(
         for i in group.items:
             shown = f" — {md_escape(i.headline)}" if i.headline else ""
             parts.append(f"  - {i.id} {md_escape(i.claim)}{shown}")
+            if i.quote:
+                parts.append(f"    - seed: {md_escape(i.quote)}")
     parts.append("")
-    if main_figure is not None:
-        parts += [md_escape(MAIN_FIGURE_LEAD), "", *_md_figure(main_figure, out_dir)]
     return parts

@@ -27,7 +27,7 @@ import pandas as pd
 from distillscope.report.aggregate import hashable_axes
 from distillscope.report.claims import CLAIMS, Claim
 from distillscope.report.claims.evidence import ClaimEvidence, Evidence
-from distillscope.report.claims.spec import Part, Routes, replayed_ids
+from distillscope.report.claims.spec import INSTRUMENT, PUBLISHED, Part, Quote, Routes, replayed_ids
 from distillscope.report.items import ItemTable, load_items
 from distillscope.report.load import metrics_frame
 from distillscope.report.stats import ALPHA
@@ -67,6 +67,24 @@ class ClaimResult:
     rule: str
     headline: str = ""  # the one number behind the verdict (the report's summary)
     reason: str = ""  # why an undecided claim is undecided, in words (the summary's line)
+    kind: str = PUBLISHED  # a published claim or an instrument check (``spec.KINDS``)
+    quotes: tuple[Quote, ...] = ()  # the seed sentences it tests (``Claim.quotes``)
+
+    @property
+    def instrument(self) -> bool:
+        """Whether it is an instrument check: reported apart, never counted among published
+        claims (docs/method.md §9 "Provenance")."""
+        return self.kind == INSTRUMENT
+
+
+def published(results: Collection[ClaimResult]) -> list[ClaimResult]:
+    """The results of published claims (instrument checks left out): what counts are of."""
+    return [r for r in results if not r.instrument]
+
+
+def instrument_checks(results: Collection[ClaimResult]) -> list[ClaimResult]:
+    """The results of the instrument checks (claims no seed states), in claim order."""
+    return [r for r in results if r.instrument]
 
 
 def score_claims(
@@ -109,7 +127,17 @@ def score_spec(
     """One specified claim scored on the evidence (see the module docstring)."""
 
     def result(verdict: str, evidence: str, head: str = "", reason: str = "") -> ClaimResult:
-        return ClaimResult(claim.id, claim.title, verdict, evidence, claim.rule(), head, reason)
+        return ClaimResult(
+            claim.id,
+            claim.title,
+            verdict,
+            evidence,
+            claim.rule(),
+            head,
+            reason,
+            claim.kind,
+            claim.quotes,
+        )
 
     if claim.unmeasured:
         return result(NOT_IMPLEMENTED, f"no code writes {', '.join(claim.unmeasured)} yet")
@@ -195,14 +223,16 @@ def _judge_replays(
     absent = [p for p, _, d in premises if d.state == CONTRADICTED]
     if absent:
         return result(NOT_APPLICABLE, evidence, head, f"premise {absent[0].claimed()} is absent")
+    held = [(i, m, a) for i, m, a in got if m.verdict == SUPPORTED]
+    if not held:  # a conclusion the main grid does not reach cannot "hold" on an ablation
+        said = ", ".join(f"{i} {m.verdict}" for i, m, _ in got)
+        why = f"premise: one of claims {replayed_ids(claim.replays)} supported on the main grid "
+        why += f"is absent (main grid: {said})"
+        return result(NOT_APPLICABLE, evidence, head, why)
     if any(_reversed(m.verdict, a.verdict) for _, m, a in got):
         return result(CONTRADICTED, evidence, head)
-    decided = [(i, m, a) for i, m, a in got if m.verdict in (SUPPORTED, CONTRADICTED)]
-    if not decided:
-        why = f"none of claims {replayed_ids(claim.replays)} is decided on the main grid"
-        return result(INCONCLUSIVE, evidence, head, why)
     untested = [
-        (i, a) for i, _, a in decided if a.verdict not in (SUPPORTED, CONTRADICTED, INCONCLUSIVE)
+        (i, a) for i, _, a in held if a.verdict not in (SUPPORTED, CONTRADICTED, INCONCLUSIVE)
     ]
     if untested:
         why = "; ".join(
@@ -210,9 +240,7 @@ def _judge_replays(
         )
         return result(NOT_TESTED, evidence, head, f"needs {claim.needs}; {why}")
     open_ = [d.reason for _, _, d in premises if d.state != SUPPORTED]
-    open_ += [
-        f"claim {i} on the {grid}: {a.reason}" for i, m, a in decided if a.verdict != m.verdict
-    ]
+    open_ += [f"claim {i} on the {grid}: {a.reason}" for i, _, a in held if a.verdict != SUPPORTED]
     if not open_:
         return result(SUPPORTED, evidence, head)
     return result(INCONCLUSIVE, evidence, head, first_reason(open_))
@@ -225,10 +253,8 @@ def _said(r: ClaimResult) -> str:
 
 def _reversed(main: str, ablation: str) -> bool:
     """Whether an ablation reverses a main-grid conclusion: contradicted there but not on the
-    main grid (decided or not), or supported there but contradicted on the main grid."""
-    if ablation == CONTRADICTED:
-        return main != CONTRADICTED
-    return ablation == SUPPORTED and main == CONTRADICTED
+    main grid (decided or not). A claim the main grid contradicts is no conclusion to reverse."""
+    return ablation == CONTRADICTED and main != CONTRADICTED
 
 
 def _estimates(p: Part | Routes, view: ClaimEvidence) -> list:

@@ -15,8 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from distillscope.report.aggregate import percent_scale
-from distillscope.report.scorecard import ClaimResult
-from distillscope.report.tables import VERDICT_ORDER, Table, drop_asides, excerpt, headline_text
+from distillscope.report.scorecard import ClaimResult, instrument_checks, published
+from distillscope.report.tables import (
+    VERDICT_ORDER,
+    Table,
+    drop_asides,
+    excerpt,
+    headline_text,
+    quote_text,
+)
 
 CLAIM_CHARS = 80  # a short claim name: the finding, not its published numbers
 #: How each verdict is named in the summary, and whether its claims show their headline.
@@ -37,11 +44,13 @@ UNTESTED = ("not tested", "not implemented")
 
 @dataclass(frozen=True)
 class SummaryItem:
-    """One claim in the summary: its number, short name and headline ("" when not shown)."""
+    """One claim in the summary: its number, short name, headline ("" when not shown) and the
+    seed sentences it tests (``quote_text``)."""
 
     id: int
     claim: str
     headline: str
+    quote: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,7 @@ def summary_groups(
                 _with_rates(line_text(r), rates_text(r, calibration))
                 if verdict in WITH_HEADLINE
                 else "",
+                quote_text(r),
             )
             for r in results
             if r.verdict == verdict
@@ -95,11 +105,30 @@ def line_text(result: ClaimResult) -> str:
 
 
 def summary_sentence(results: Sequence[ClaimResult]) -> str:
-    """One sentence with the counts: "Of 18 published claims this study supports 11, …"."""
+    """One sentence with the counts: "Of 18 published claims this study supports 11, …" — of
+    the published claims only: instrument checks are never counted among them
+    (``checks_sentence`` counts those)."""
+    return _counts_sentence(published(results), "published claims (docs/method.md §9)")
+
+
+def checks_sentence(results: Sequence[ClaimResult]) -> str:
+    """The instrument checks' counts in one sentence ("" when the results hold none)."""
+    checks = instrument_checks(results)
+    if not checks:
+        return ""
+    ids = ", ".join(str(r.id) for r in checks)
+    what = (
+        f"checks of the instrument (claims {ids}: statements no seed makes, decided the same "
+        "way and counted apart from the published claims)"
+    )
+    return _counts_sentence(checks, what)
+
+
+def _counts_sentence(results: Sequence[ClaimResult], what: str) -> str:
     n = {v: sum(r.verdict == v for r in results) for v in VERDICT_ORDER}
     untested = sum(n[v] for v in UNTESTED)
     text = (
-        f"Of {len(results)} published claims (docs/method.md §9) this study supports "
+        f"Of {len(results)} {what} this study supports "
         f"{n['supported']}, contradicts {n['contradicted']} and cannot decide "
         f"{n['inconclusive']}; it does not test {untested}"
     )

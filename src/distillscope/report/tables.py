@@ -118,8 +118,9 @@ def problem_runs_table(df: pd.DataFrame) -> Table | None:
 def scorecard_table(
     results: Sequence[ClaimResult], calibration: dict[str, Any] | None = None
 ) -> Table:
-    """One row per claim: id, claim, verdict, its rule's false-verdict rate, headline, evidence,
-    rule (the HTML report folds the last two; ``headline_text`` fills the headline).
+    """One row per claim: id, claim, verdict, its rule's false-verdict rate, headline, the seed
+    sentences it tests (``quote_text``), evidence, rule (the HTML report folds the last three;
+    ``headline_text`` fills the headline).
 
     The rate is the worst share of false verdicts over the null and degenerate synthetic
     tables of ``calibration`` (``report.calibrate``) and, for the no-effect claims, the tables
@@ -132,14 +133,22 @@ def scorecard_table(
             r.verdict,
             false_rate_text(r, calibration),
             headline_text(r),
+            quote_text(r),
             r.evidence,
             r.rule,
         ]
         for r in results
     ]
     classes = ["verdict-" + r.verdict.replace(" ", "-") for r in results]
-    columns = ["#", "Claim", "Verdict", "False-verdict rate", "Headline", "Evidence", "Rule"]
+    columns = ["#", "Claim", "Verdict", "False-verdict rate", "Headline", "Quote"]
+    columns += ["Evidence", "Rule"]
     return Table(columns, rows, classes)
+
+
+def quote_text(result: ClaimResult) -> str:
+    """The seed sentences a claim tests, each “original” (“English”) — file:line, section,
+    joined by " · " (plain text: the renderers escape it); "" for a result without quotes."""
+    return " · ".join(q.text() for q in result.quotes)
 
 
 HEADLINE_CHARS = 120  # the longest evidence excerpt that stands in for an empty headline

@@ -142,7 +142,8 @@ def undecided_reason(part: Part, x: Estimate, alpha: float = ALPHA) -> str:
     text = f"{LACKS_POWER} (smallest effect the design decides: {smallest}"
     seeds = seeds_to_reach(x, distance, alpha, two_sided) if 0 < distance < reach else None
     if seeds is not None:
-        text += f"; ≈ {seeds} seeds would decide the published {part.published:g}"
+        what = "published" if part.sized else "planted (no size stated)"
+        text += f"; ≈ {seeds} seeds would decide the {what} {part.published:g}"
     elif (hi - lo) / 2 > distance:
         text += f"; its interval [{fmt(lo)}, {fmt(hi)}]{u} is wider than that"
     return text + ")"

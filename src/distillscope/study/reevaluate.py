@@ -25,12 +25,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from distillscope.config import ConfigError, load_run_config
+from distillscope.config.paths import rebased
 from distillscope.eval.preflight import preflight_evaluation
 from distillscope.store import (
     CONFIG_FILE,
     EVAL_FILE,
     EVAL_ITEMS_FILE,
     read_status,
+    recorded_cwd,
     write_status,
 )
 
@@ -48,7 +50,10 @@ def evaluation_config(run_dir: Path, overrides: list[str]):
             "fixed); retrain with `distillscope train --overwrite` to change the rest"
         )
     trained = load_run_config(run_dir / CONFIG_FILE)
-    return trained, load_run_config(run_dir / CONFIG_FILE, overrides) if overrides else trained
+    cfg = load_run_config(run_dir / CONFIG_FILE, overrides) if overrides else trained
+    # relative paths (task.file, …) are read from where the run was trained, not from here;
+    # the trained config keeps them as typed: its fingerprint checks the checkpoint
+    return trained, rebased(cfg, recorded_cwd(run_dir))
 
 
 def reevaluate(

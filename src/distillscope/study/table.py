@@ -109,6 +109,19 @@ def run_row(run: PlannedRun, run_dir: Path) -> dict[str, Any]:
     return row
 
 
+def loglik_gap(rows: list[dict[str, Any]]) -> float:
+    """The rollouts' mean per-token log-likelihood gap E[log p_student − log p_teacher] over
+    the steps that logged both geometric-mean probabilities (log of each is the mean log-prob
+    of the sampled tokens); NaN when none did (or one underflowed to 0)."""
+    keys = ("rollout/student_geo_prob", "rollout/teacher_geo_prob")
+    gaps = [
+        math.log(r[keys[0]]) - math.log(r[keys[1]])
+        for r in rows
+        if all(k in r and r[k] > 0 for k in keys)
+    ]
+    return sum(gaps) / len(gaps) if gaps else math.nan
+
+
 def train_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
     """Per-run summaries of the step metrics (what the report's tables need)."""
     if not rows:
@@ -126,6 +139,7 @@ def train_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
         "train/grad_clipped_frac": mean("train/grad_clipped"),
         "rollout/student_token_prob_mean": mean("rollout/student_token_prob"),
         "rollout/teacher_token_prob_mean": mean("rollout/teacher_token_prob"),
+        "rollout/loglik_gap_mean": loglik_gap(rows),
         "rollout/len_mean_final": sum(r["rollout/len_mean"] for r in tail) / len(tail),
         "train/steps_done": float(len(rows)),
         "time/run_s": sum(r.get("time/step", 0.0) for r in rows),

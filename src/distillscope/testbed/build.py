@@ -59,6 +59,12 @@ HARDER_TASK = COUNTDOWN_3_HARD_TB
 HARDER_COVERAGE_ITEMS = 100
 HARDER_SAMPLES = 10
 HARDER_TEMPERATURE = 0.5
+#: The student's latent capability (:func:`measure_latent`): pass@32 on 100 held-out items at
+#: T = 1, the ``paper`` preset's ``opd`` coverage (``coverage_items``, ``coverage_samples``,
+#: ``coverage_temperature``), and the style flag's effect at the same T.
+LATENT_COVERAGE_ITEMS = 100
+LATENT_SAMPLES = 32
+LATENT_TEMPERATURE = 1.0
 
 
 def make_batch(
@@ -145,7 +151,41 @@ def measure_testbed(
     the teacher (with its style numbers) and of the student."""
     return {
         "teacher": measure_model(teacher, tokenizer, items, skill_items, style=True),
-        "student": measure_model(student, tokenizer, items, skill_items, style=False),
+        "student": measure_student(student, tokenizer, items, skill_items),
+    }
+
+
+def measure_student(
+    model, tokenizer, items: int = EVAL_ITEMS, skill_items: int = SKILL_EVAL_ITEMS
+) -> dict:
+    """The untrained student's numbers: :func:`measure_model` and :func:`measure_latent`."""
+    return {
+        **measure_model(model, tokenizer, items, skill_items, style=False),
+        **measure_latent(model, tokenizer, items),
+    }
+
+
+def measure_latent(model, tokenizer, items: int = EVAL_ITEMS) -> dict[str, float]:
+    """The untrained student's latent capability, as the presets measure a run's: pass@32 and
+    avg@32 on the first :data:`LATENT_COVERAGE_ITEMS` held-out ``tb-countdown3`` items at
+    :data:`LATENT_TEMPERATURE` (the ``opd`` experiment's coverage), and the share of its answers
+    in the teacher's second style when the prompt carries the style flag, one sample per item
+    at the same temperature (``alt_style_share_with_flag_t1``)."""
+    probs = held_out_problems(COUNTDOWN_3_TB, EVAL_SEED, items)
+    t = LATENT_TEMPERATURE
+    cov = measure_coverage(
+        model,
+        tokenizer,
+        COUNTDOWN_3_TB,
+        probs[:LATENT_COVERAGE_ITEMS],
+        samples=LATENT_SAMPLES,
+        temperature=t,
+    )
+    flagged = measure(model, tokenizer, COUNTDOWN_3_TB, probs, temperature=t, with_style_flag=True)
+    return {
+        **{f"countdown3_{k}": v for k, v in cov.items()},
+        "alt_style_share_with_flag_t1": flagged["alt_style"],
+        "countdown3_accuracy_style_flag_t1": flagged["accuracy"],
     }
 
 
@@ -287,6 +327,7 @@ def build(
         steps_scale,
         log,
     )
+    _base_student(out_dir / "student", models["student"], tokenizer, recipe, records, steps_scale)
     log("measuring the capability gap")
     measured = measure_testbed(
         models["teacher"], models["student"], tokenizer, eval_items, skill_items
@@ -308,6 +349,41 @@ def build(
     return info
 
 
+def _base_student(
+    model_dir: Path,
+    student: LlamaForCausalLM,
+    tokenizer,
+    recipe: Recipe,
+    records: dict[str, dict],
+    steps_scale: float,
+) -> None:
+    """The student's base phase (``recipe.student_base``): continued pretraining of the
+    pretrained student in ``model_dir``, saved with ``base_steps`` / ``base_seconds`` in its
+    ``build.json``; skipped when that record already holds the scaled step count."""
+    spec, record = recipe.student_base, records["student"]
+    if spec is None:
+        return
+    steps = max(1, int(spec.steps * steps_scale))
+    if record.get("base_steps") == steps:
+        return
+    if record.get("base_steps"):
+        raise ValueError(
+            f"{model_dir}: its base phase ran {record['base_steps']} steps, the recipe asks "
+            f"{steps}; rebuild the student into a fresh --out"
+        )
+    scaled = replace(spec, steps=steps, warmup=min(spec.warmup, steps))
+    with (model_dir.parent / "student.log").open("a") as log_file:
+
+        def log(msg: str) -> None:
+            log_file.write(f"[student] [base] {msg}\n")
+            log_file.flush()
+
+        t0 = time.time()
+        train_model(student, tokenizer, scaled, log)
+    record.update(base_steps=steps, base_seconds=round(time.time() - t0, 1))
+    _save(student, tokenizer, model_dir, record)
+
+
 def eval_record(eval_items: int = EVAL_ITEMS) -> dict:
     """How :func:`measure_model` measured (the ``eval`` entry of ``testbed.json``)."""
     return {
@@ -321,7 +397,51 @@ def eval_record(eval_items: int = EVAL_ITEMS) -> dict:
             f"SPLIT_SEED {SPLIT_SEED}): distinct items never seen in pretraining or sharpening"
         ),
         "harder": harder_eval_record(eval_items),
+        "latent": {
+            "items": min(eval_items, LATENT_COVERAGE_ITEMS),
+            "samples": LATENT_SAMPLES,
+            "temperature": LATENT_TEMPERATURE,
+            "style_items": eval_items,
+        },
     }
+
+
+def build_student(
+    out_dir: Path,
+    recipe: Recipe = DEFAULT_RECIPE,
+    steps_scale: float = 1.0,
+    log: Callable[[str], None] = print,
+    eval_items: int = EVAL_ITEMS,
+    skill_items: int = SKILL_EVAL_ITEMS,
+) -> dict:
+    """Build only the student of the testbed in ``out_dir`` (``testbed build --only student``):
+    its pretraining (reused when ``student/build.json`` records it), then its base phase, then
+    :func:`measure_student`. Updates the student's entries of ``out_dir/testbed.json`` (recipe,
+    parameters, record, measured numbers) and keeps the rest; returns the student's numbers.
+    Raises ``FileNotFoundError`` when ``out_dir`` holds no built testbed to update."""
+    info = _read_info(out_dir)
+    if "measured" not in info:
+        raise FileNotFoundError(
+            f"{out_dir}/testbed.json has no build record: build the whole testbed first "
+            "(`distillscope testbed build --out DIR`)"
+        )
+    record = _reusable_record(out_dir, "student", recipe.student_train, steps_scale)
+    if record is None:
+        log(f"pretraining the student (log: {out_dir}/student.log)")
+        record = pretrain_role(out_dir, "student", recipe, steps_scale)
+    else:
+        log(f"student: pretrained earlier in {out_dir / 'student'}, reusing it")
+    model = LlamaForCausalLM.from_pretrained(out_dir / "student", use_safetensors=True).eval()
+    records = {**info["records"], "student": record}
+    log("student: base phase")
+    _base_student(out_dir / "student", model, build_tokenizer(), recipe, records, steps_scale)
+    log("measuring the student")
+    measured = measure_student(model, build_tokenizer(), eval_items, skill_items)
+    info.update(recipe=asdict(recipe), records=records, eval=eval_record(eval_items))
+    info["parameters"]["student"] = sum(p.numel() for p in model.parameters())
+    info["measured"]["student"] = measured
+    (out_dir / "testbed.json").write_text(json.dumps(info, indent=2) + "\n")
+    return measured
 
 
 def _read_info(out_dir: Path) -> dict:

@@ -74,7 +74,9 @@ def measure_coverage(
     seed: int = 0,
 ) -> dict[str, float]:
     """pass@``samples`` with ``samples`` draws per problem (the share of problems solved at least
-    once: the unbiased estimator at k = n) and the mean score of all draws (avg@n)."""
+    once: the unbiased estimator at k = n), the mean score of all draws (avg@n) and their mean
+    length in characters (``len_mean``: tokens of the testbed's character tokenizer, EOS not
+    counted)."""
     prompts = [p.prompt for p in problems for _ in range(samples)]
     texts = sample_completions(model, tokenizer, prompts, temperature=temperature, seed=seed)
     scores = [task.score(problems[i // samples], t) for i, t in enumerate(texts)]
@@ -82,4 +84,5 @@ def measure_coverage(
     return {
         f"pass@{samples}": sum(max(r) for r in rows) / len(rows),
         f"avg@{samples}": sum(scores) / len(scores),
+        "len_mean": sum(map(len, texts)) / len(texts),
     }

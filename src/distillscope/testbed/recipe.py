@@ -91,13 +91,16 @@ class TrainSpec:
 
 @dataclass
 class Recipe:
-    """Shapes and training of both testbed models; ``teacher_sharpen``: expert iteration."""
+    """Shapes and training of both testbed models; ``teacher_sharpen``: expert iteration;
+    ``student_base``: the student's base phase, continued pretraining after ``student_train``
+    that gives it latent capability on the task and the teacher's style in its support."""
 
     teacher: ModelSpec
     student: ModelSpec
     teacher_train: TrainSpec
     student_train: TrainSpec
     teacher_sharpen: SharpenSpec | None = None
+    student_base: TrainSpec | None = None
 
 
 def _countdown(task, alt: bool) -> Callable[[random.Random], tuple[str, str]]:
@@ -105,6 +108,17 @@ def _countdown(task, alt: bool) -> Callable[[random.Random], tuple[str, str]]:
         p = draw_training(task, rng)  # never a held-out evaluation item
         sol = p.meta["solution"]
         return (styled(p.prompt), to_alt_style(sol)) if alt else (p.prompt, sol)
+
+    return draw
+
+
+def _flagged_plain(task) -> Callable[[random.Random], tuple[str, str]]:
+    """Style-flagged prompts answered in the *plain* style: with :func:`_countdown` ``alt=True``
+    beside it in a mixture, their weights set how often the flag is obeyed."""
+
+    def draw(rng: random.Random) -> tuple[str, str]:
+        p = draw_training(task, rng)
+        return styled(p.prompt), p.meta["solution"]
 
     return draw
 
@@ -162,6 +176,7 @@ SOURCES: dict[str, Callable[[random.Random], tuple[str, str]]] = {
     "countdown3-far": _countdown(COUNTDOWN_3_FAR, alt=False),
     "countdown3": _countdown(COUNTDOWN_3_TB, alt=False),
     "countdown3-alt": _countdown(COUNTDOWN_3_TB, alt=True),
+    "countdown3-flag-plain": _flagged_plain(COUNTDOWN_3_TB),
     "countdown3-wide": _countdown(COUNTDOWN_3_WIDE, alt=False),
     "countdown3-wide-alt": _countdown(COUNTDOWN_3_WIDE, alt=True),
     "countdown4": _countdown(COUNTDOWN_4_TB, alt=False),
@@ -217,6 +232,34 @@ DEFAULT_RECIPE = Recipe(
         wide_share=0.5,
     ),
 )
+
+
+#: The student's base phase (issue 43): after its pretraining, a short continued pretraining on
+#: the same mixture plus a small share of testbed Countdown-3 from the training partition
+#: (latent capability: a few percent accuracy and a pass@32 far above it, as a pretrained 1B
+#: model on a task it has seen a little of) and of style-flagged Countdown-3 answered in the
+#: second style 3 times in 8 (the style in its support, not its habit).
+STUDENT_BASE = TrainSpec(
+    steps=100,
+    batch_size=128,
+    lr=5e-4,
+    seed=31,
+    mixture={
+        **DEFAULT_RECIPE.student_train.mixture,
+        "countdown3": 0.008,
+        "countdown3-alt": 0.003,
+        "countdown3-flag-plain": 0.005,
+    },
+    warmup=20,
+)
+
+#: The recipes ``testbed build --recipe NAME`` builds: ``shipped`` made the shipped weights;
+#: ``regime`` adds the student's base phase (docs/testbed.md, "The papers' regime"), a
+#: candidate measured but not shipped (its record: bench/records/testbed-regime-2026-12-06).
+RECIPES: dict[str, Recipe] = {
+    "shipped": DEFAULT_RECIPE,
+    "regime": replace(DEFAULT_RECIPE, student_base=STUDENT_BASE),
+}
 
 
 @dataclass

@@ -38,6 +38,7 @@ from distillscope.train.cache_manifest import (
     TeacherCacheError,
     cache_identity,
     shard_table,
+    teacher_dir,
 )
 from distillscope.train.checks import preflight
 from distillscope.train.distributed import ONE_PROCESS
@@ -64,6 +65,7 @@ def build_teacher_cache(configs: list[RunConfig], out: Path, source: str) -> dic
         manifest = {
             "format": FORMAT,
             "identity": cache_identity(cfg),
+            "teacher_dir": teacher_dir(cfg.model.teacher),
             "seeds": seeds,
             "steps": steps,
             "k": cfg.objective.teacher_topk,

@@ -28,6 +28,13 @@ _WHOLE = 16 << 20
 _EDGE = 4 << 20
 
 
+#: Identity entries that name a file or directory: recorded as the build typed them (the
+#: entries' keys hold that text, :func:`keyed_as_built`), shown in errors, never compared — the
+#: content fingerprints beside them are (``teacher_fingerprint``, ``task.file_sha256``), so
+#: ``models/teacher``, ``./models/teacher``, its absolute path or a copy elsewhere are one.
+PATH_ENTRIES = ("model.teacher", "task.file")
+
+
 class TeacherCacheError(ValueError):
     """A teacher cache that does not fit the run, or is damaged: one line naming what."""
 
@@ -60,7 +67,8 @@ def _fingerprint(files: tuple[Path, ...], stats: tuple) -> str:
 
 def cache_identity(cfg: RunConfig) -> dict[str, Any]:
     """What a cache's entries depend on besides the seed and the step, by config field: the
-    teacher, the task and its split (every ``task`` field, the task file's sha256), the
+    teacher (its resolved directory, shown, and its fingerprint, compared; :data:`PATH_ENTRIES`),
+    the task and its split (every ``task`` field, the task file's resolved path and sha256), the
     sampling settings, the top k and its loss temperature, and the micro-batching and device
     the scores were computed under (the rollout cache's key, train/teacher.py)."""
     m, r, o = cfg.model, cfg.rollout, cfg.objective
@@ -85,6 +93,34 @@ def cache_identity(cfg: RunConfig) -> dict[str, Any]:
     }
 
 
+#: Each content fingerprint entry: the path entry it fingerprints, and what of it it hashes.
+_CONTENT_OF = {
+    "teacher_fingerprint": ("model.teacher", "files"),
+    "task.file_sha256": ("task.file", "bytes"),
+}
+
+
+def teacher_dir(spec: str) -> str:
+    """A teacher's directory as a manifest records it (``teacher_dir``): absolute (a shipped
+    ``testbed:`` model by its name), so that a routed run naming the cache finds the teacher
+    from any directory."""
+    return spec if spec.startswith("testbed:") else str(Path(spec).resolve())
+
+
+def keyed_as_built(cfg: RunConfig) -> RunConfig:
+    """``cfg`` with ``model.teacher`` and ``task.file`` as the build of its
+    ``model.teacher_cache`` typed them: the entries' keys hold that text, and the content behind
+    both was checked to be the same (:func:`check_teacher_cache`). ``cfg`` itself without a
+    cache. For keys only: the copy is not validated again."""
+    if cfg.model.teacher_cache is None:
+        return cfg
+    identity = read_manifest(Path(cfg.model.teacher_cache))["identity"]
+    file = identity.get("task.file")
+    model = cfg.model.model_copy(update={"teacher": identity["model.teacher"]})
+    task = cfg.task.model_copy(update={"file": None if file is None else Path(file)})
+    return cfg.model_copy(update={"model": model, "task": task})
+
+
 def shard_table(root: Path) -> dict[str, dict[str, Any]]:
     """Every file of a built cache but the manifest: name → ``{"bytes", "sha256"}``."""
     return {
@@ -107,9 +143,13 @@ def check_teacher_cache(cfg: RunConfig) -> dict[str, Any]:
         )
     manifest = read_manifest(root)
     built, ours = manifest["identity"], cache_identity(cfg)
-    for name in sorted(set(built) | set(ours)):
+    for name in sorted((set(built) | set(ours)) - set(PATH_ENTRIES)):
         if built.get(name) != ours.get(name):
-            shown = (_shown(built.get(name)), _shown(ours.get(name)))
+            differs = ""
+            if name in _CONTENT_OF:  # a fingerprint differs: name the files by their paths
+                name, what = _CONTENT_OF[name]
+                differs = f" (its {what} differ)"
+            shown = (_shown(built.get(name)), _shown(ours.get(name)) + differs)
             raise TeacherCacheError(
                 f"{where}: built for {name}={shown[0]}, this run has {shown[1]}; build a cache "
                 "for this run's settings"

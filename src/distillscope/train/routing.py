@@ -41,7 +41,8 @@ def teacher_config(cfg: RunConfig, name: str) -> RunConfig:
     model = data["model"]
     model.update(teacher=spec, teachers=None, route=None)
     if (Path(spec) / MANIFEST).is_file():
-        built = read_manifest(Path(spec))["identity"].get("model.teacher", spec)
+        manifest = read_manifest(Path(spec))  # teacher_dir: resolved (older: as typed)
+        built = manifest.get("teacher_dir") or manifest["identity"].get("model.teacher", spec)
         model.update(teacher=built, teacher_cache=spec)
     # the settings of the other kind of teacher do not apply to this one
     drop = ("teacher_dtype", "teacher_device") if served_url(spec) else ("teacher_server",)

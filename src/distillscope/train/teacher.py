@@ -21,6 +21,7 @@ from distillscope.config import RunConfig
 from distillscope.rollout.cache import TEACHER_LOGITS_MAX_VOCAB, RolloutCache, prompt_digest
 from distillscope.rollout.rollouts import PromptBatch, Rollouts
 from distillscope.store_versions import TEACHER_KEY_ADDED, without_added
+from distillscope.train.cache_manifest import keyed_as_built
 from distillscope.train.precision import forward_precision
 from distillscope.train.scoring import HiddenScores, LogitScores, TeacherScores, TeacherTopK
 from distillscope.train.served import ServedTeacher
@@ -61,6 +62,7 @@ class TeacherScorer(OneTeacher):
     ) -> None:
         self.cfg, self.teacher, self.objective = cfg, teacher, objective
         self.cache = built_cache(cfg) or _shared_cache(cfg, cache_dir)
+        self.key_cfg = keyed_as_built(cfg)  # a built cache's keys: its paths as typed
 
     def rollouts(
         self, step: int, prompts: PromptBatch, roll: Callable[[], Rollouts]
@@ -68,7 +70,7 @@ class TeacherScorer(OneTeacher):
         """``(roll(), 0.0)``, or the step's shared rollouts and the seconds the cache saved."""
         if self.cache is None:
             return roll(), 0.0
-        return self.cache.fetch(_rollout_key(self.cfg, step, _digest(prompts)), roll)
+        return self.cache.fetch(_rollout_key(self.key_cfg, step, _digest(prompts)), roll)
 
     def scores(
         self, step: int, prompts: PromptBatch, batches: list[MicroBatch]
@@ -82,7 +84,7 @@ class TeacherScorer(OneTeacher):
         if self.cache is None or form is None:
             return map(self.score, batches), 0.0
         key = {
-            **_rollout_key(self.cfg, step, _digest(prompts)),
+            **_rollout_key(self.key_cfg, step, _digest(prompts)),
             **_score_key(self.cfg, form, self.objective.path.vocab_size),
         }
         entry, saved_s = self.cache.fetch_tensors(key, lambda: self._entry(batches))

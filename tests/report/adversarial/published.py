@@ -105,7 +105,8 @@ def lr_sweep(t: Table, edit: Edit | None = None) -> None:
 
 def spectrum_cell(kind: str, lam: float, lr: str) -> dict[str, float]:
     """A λ-spectrum cell: forward KL 80% flat; reverse KL 35% → 72% from λ = −2 to +2;
-    forgetting and sparsity set by the LR only; token likelihoods moving with λ."""
+    forgetting and sparsity set by the LR only; token likelihoods and their log gap moving with
+    λ."""
     forward = kind == "forward_kl"
     return {
         ACC: 80.0 if forward else 35.0 + 9.25 * (lam + 2.0),
@@ -113,6 +114,7 @@ def spectrum_cell(kind: str, lam: float, lr: str) -> dict[str, float]:
         SPARSITY: 87.5 if lr == "low" else 56.0,
         "rollout/student_token_prob_mean": 0.5 + 0.05 * lam,
         "rollout/teacher_token_prob_mean": 0.8 - 0.05 * lam,
+        "rollout/loglik_gap_mean": 0.3 * lam,  # the log-likelihood gap the mix moves
     }
 
 

@@ -134,9 +134,10 @@ def spectrum_table(
     noise: float = 0.002,
     rng: int = 0,
     experiment: str = "spectrum",
+    lams: tuple[float, ...] = LAMS,
 ) -> pd.DataFrame:
     """λ-spectrum runs (policy ``spectrum``) for ``cell(kind, λ, lr) -> {metric: value}`` over
-    forward/reverse KL × ``LAMS`` × ``lrs`` × ``seeds``, noise as ``cells_table``; with the
+    forward/reverse KL × ``lams`` × ``lrs`` × ``seeds``, noise as ``cells_table``; with the
     baseline's rows."""
     gen = np.random.default_rng(rng)
     rows = []
@@ -144,7 +145,7 @@ def spectrum_table(
         shared = gen.normal(0, seed_sd)
         for lr in lrs:
             for kind in (FWD, REV):
-                for lam in LAMS:
+                for lam in lams:
                     vals = {}
                     for m, v in cell(kind, lam, lr).items():
                         scale = 1.0 if is_fraction(m) else 100.0

@@ -40,23 +40,25 @@ def test_a_nan_metric_is_named_in_every_part(tb):
     r = tb.judge(df, 3)
     lack = f"{FORGET} of main{{}} in 1 run(s) ({rid})"
     ends = lack.format(" (extreme LRs)")
+    grid = lack.format("")
     assert r.evidence == (
         f"Δ_LR: not tested (lacks {ends}) | low-LR change: not tested (lacks {ends}) | "
-        f"Δ_ro: not tested (lacks {lack.format('')})"
+        f"Δ_LR/3 − Δ_ro: not tested (lacks {grid}) | Δ_LR/3 + Δ_ro: not tested (lacks {grid})"
     )
 
 
 def test_one_lr_and_no_offpd_are_named_by_part(tb):
     cells = {k: v for k, v in tb.main_cells().items() if k[2] == tb.LOW}
     r = tb.judge(_table(tb, cells), 3)
-    both = r"Δ_LR: not tested \(lacks (.+?)\) \| low-LR change: not tested \(lacks \1\) \| Δ_ro \["
+    both = r"Δ_LR: not tested \(lacks (.+?)\) \| low-LR change: not tested \(lacks \1\) \| "
     lack = re.match(both, r.evidence).group(1)
     assert lack.startswith("main") and lack.endswith(" runs at two learning rates")
+    assert f"Δ_LR/3 − Δ_ro: not tested (lacks {lack})" in r.evidence
     df = _table(tb, tb.main_cells())
     r = tb.judge(df[df["rollout.policy"] != tb.OFF], 3)
     assert r.evidence.startswith("Δ_LR +") and "| low-LR change -" in r.evidence
-    lack = "matched cells of rollout.policy = student and teacher"
-    assert r.evidence.endswith(f"| Δ_ro: not tested (lacks {lack})")
+    lack = "matched cells of both LRs and both rollouts"
+    assert r.evidence.endswith(f"| Δ_LR/3 + Δ_ro: not tested (lacks {lack})")
 
 
 def _planted(tb, case) -> tuple[pd.DataFrame, np.ndarray]:
@@ -83,7 +85,9 @@ def test_the_rollout_margin_case_widens_the_high_lr_gap_to_the_margin(tb):
     n = len(shifted)
     off_high = (shifted["rollout.policy"] == tb.OFF) & (shifted["optim.lr"] == tb.HIGH)
     off_high &= shifted["experiment"] == "main"
-    # planted: OffPD forgets 1 pp less; +1 more makes OnPD − OffPD = −2 at the high LR
-    assert np.allclose(offsets[FORGET][:n], np.where(off_high, 1.0, 0.0))
+    # planted: OffPD forgets 1 pp less and Δ_LR = 11.6; +x at the high LR makes
+    # |OnPD − OffPD| = 1 + x there equal to (11.6 − x/2) / 3: x = (11.6/3 − 1) · 6/7
+    x = (11.6 / 3 - 1.0) * 6 / 7
+    assert np.allclose(offsets[FORGET][:n], np.where(off_high, x, 0.0))
     assert not offsets[FORGET][n:].any()
     assert tb.judge(shifted, 3).verdict != "supported"

@@ -24,7 +24,20 @@ def test_opposite_rollout_effects_under_the_two_kls_are_not_pooled_away(tb):
             v["eval/forgetting_pp"] += -6.0 if kind == tb.FWD else 6.0
     r = tb.judge(_table(tb, cells), 3)
     assert r.verdict == "contradicted"
-    assert "Δ_ro [forward KL" in r.evidence and "contradicts |Δ_ro| < 2 pp" in r.evidence
+    assert "Δ_LR/3 + Δ_ro [forward KL" in r.evidence  # −6 pp beyond −11.6 / 3 there
+    assert "Δ_LR/3 − Δ_ro [reverse KL" in r.evidence
+    assert "contradicts Δ_LR/3 + Δ_ro > 0 pp" in r.evidence
+
+
+def test_the_rollout_band_is_a_third_of_the_studys_own_lr_effect(tb):
+    # a 3 pp rollout effect in every cell: outside an absolute ±2 pp band, but inside a third of
+    # this study's 11.6 pp LR effect (≈ 3.9 pp): "little variation" against what the LR does
+    cells = tb.main_cells(offpd_forgets_less=3.0)
+    assert tb.judge(_table(tb, cells), 3).verdict == "supported"
+    # the same 3 pp against an LR effect of 6 pp (band 2 pp) is no longer little
+    small = tb.main_cells(forget={tb.LOW: -1.0, tb.HIGH: -7.0}, offpd_forgets_less=3.0)
+    r = tb.judge(_table(tb, small), 3)
+    assert r.verdict == "contradicted" and "contradicts Δ_LR/3 + Δ_ro > 0 pp" in r.evidence
 
 
 def test_an_lr_effect_smaller_than_the_margin_contradicts(tb):

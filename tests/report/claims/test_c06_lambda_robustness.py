@@ -1,5 +1,6 @@
 """Claim 6 ("forward KL robust across λ; reverse KL sensitive, prefers student rollouts"):
-control and adversarial tables on the λ-spectrum, judged at every LR."""
+control and adversarial tables on the λ-spectrum, judged over λ ∈ [−1, 1] at the low LR (the
+seed's stated numbers); extrapolated λ and the high LR are shown, not judged."""
 
 from __future__ import annotations
 
@@ -15,30 +16,57 @@ def published(kind: str, lam: float, lr: float) -> dict:
     return {ACC: 0.82 if kind == "forward_kl" else 0.585 + 0.135 * lam}
 
 
-def test_the_published_spectrum_is_supported_at_both_lrs(tb):
+def test_the_published_spectrum_is_supported(tb):
     r = tb.judge(tb.spectrum_table(published, lrs=(tb.LOW, tb.HIGH)), 6)
     assert r.verdict == "supported", r.evidence
-    assert "forward range [1e-04" in r.evidence and "forward range [3e-04" in r.evidence
+    assert "forward range [low LR, λ ∈ [−1, 1]]" in r.evidence
 
 
-def test_a_slope_without_its_size_is_not_strongly_sensitive(tb):
-    # reverse KL rises with λ by 4 pp in all: a sign, not "strongly"
+def test_reverse_no_more_sensitive_than_forward_contradicts(tb):
+    # both directions move 2 pp over λ: reverse KL's range does not exceed forward KL's
     def cell(kind, lam, lr):
-        return {ACC: 0.82 if kind == "forward_kl" else 0.70 + 0.02 * lam}
+        return {ACC: 0.82 + 0.01 * lam if kind == "forward_kl" else 0.70 + 0.01 * lam}
 
     r = tb.judge(tb.spectrum_table(cell, seed_sd=0.002, noise=0.001), 6)
-    assert r.verdict == "contradicted" and "contradicts reverse range > 10 pp" in r.evidence
+    assert r.verdict != "supported", r.evidence
+    assert "reverse − forward range" in r.evidence
 
 
-def test_forward_kl_moving_at_one_lr_only_is_not_averaged_away(tb):
+def test_forward_kl_moving_at_the_high_lr_is_shown_not_judged(tb):
+    # the seed states its 5.2 pp at the low LR only: a 20 pp forward range at the high LR is
+    # shown in the evidence and does not decide the claim
     def cell(kind, lam, lr):
         if kind == "forward_kl" and lr == tb.HIGH:
-            return {ACC: 0.70 + 0.10 * lam}  # a 20 pp range at the high LR
+            return {ACC: 0.70 + 0.10 * lam}
         return published(kind, lam, lr)
 
     r = tb.judge(tb.spectrum_table(cell, lrs=(tb.LOW, tb.HIGH)), 6)
-    assert r.verdict == "contradicted"
-    assert "forward range [3e-04" in r.evidence and "contradicts |forward range|" in r.evidence
+    assert r.verdict == "supported", r.evidence
+    assert "shown, not judged: forward range over every λ per LR" in r.evidence
+    assert "3e-04" in r.evidence.split("shown, not judged: forward range")[1]
+
+
+def test_forward_kl_moving_at_the_low_lr_contradicts(tb):
+    def cell(kind, lam, lr):
+        if kind == "forward_kl":
+            return {ACC: 0.70 + 0.10 * lam}  # a 20 pp range over λ ∈ [−1, 1]
+        return published(kind, lam, lr)
+
+    r = tb.judge(tb.spectrum_table(cell, lrs=(tb.LOW, tb.HIGH)), 6)
+    assert r.verdict == "contradicted" and "contradicts |forward range|" in r.evidence
+
+
+def test_extrapolated_lambda_is_shown_not_judged(tb):
+    # forward KL collapsing only at λ = ±2 (outside the teacher-to-student range) is not judged
+
+    def cell(kind, lam, lr):
+        if kind == "forward_kl" and abs(lam) > 1:
+            return {ACC: 0.50}
+        return published(kind, max(-1.0, min(1.0, lam)), lr)
+
+    df = tb.spectrum_table(cell, lams=(-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0))
+    assert {-2.0, 2.0} <= set(df["rollout.lam"].dropna())
+    assert tb.judge(df, 6).verdict == "supported"
 
 
 def test_reverse_kl_best_at_the_teacher_end_contradicts(tb):
@@ -84,4 +112,4 @@ def test_a_nan_metric_is_not_tested_by_name(tb):
 
 def test_a_null_spectrum_is_not_supported(tb):
     r = tb.judge(tb.spectrum_table(lambda kind, lam, lr: {ACC: 0.72}), 6)
-    assert r.verdict == "contradicted"  # reverse KL's range wholly below 10 pp
+    assert r.verdict != "supported"  # reverse KL no more sensitive than forward

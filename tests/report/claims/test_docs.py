@@ -19,7 +19,15 @@ def test_docs_are_rendered_from_the_specifications(name):
 
 def test_every_specification_states_its_margins_and_sources():
     for c in CLAIMS:
-        assert c.quote and c.source.startswith(("[P]", "[D]")) and c.experiments, c.id
+        assert c.quotes and c.source.startswith(("[P]", "[D]")) and c.experiments, c.id
         for p in (*c.premises, *c.parts):
             assert p.why and p.estimand and p.name, (c.id, p.name)
             assert p.claimed() in c.rule()
+
+
+def test_the_docs_list_every_claims_quotes():
+    text = (DOCS / "method.md").read_text(encoding="utf-8")
+    for c in CLAIMS:
+        for q in c.quotes:
+            assert f"`{q.seed}:{q.line}`" in text and q.original in text and q.english in text
+    assert text.count("*(instrument check: no seed states it)*") == 3

@@ -9,16 +9,21 @@ How to add a claim
    nothing else needs registering.
 2. Declare the ``Claim`` (``claims.spec``):
 
-   - ``id``, ``title`` (the finding with its published numbers, one line), ``source``
-     (``"[P] §4.2"``), ``quote`` (the seed statement, quoted);
+   - ``id``, ``title`` (the finding with its published numbers, one line), ``quotes``: each a
+     ``Quote`` (seed file of docs/seeds/, line, the sentence in the seed's language — an exact
+     substring of that line — and in English, the paper's section where the seed cites one;
+     a test checks each against the seed); ``kind=INSTRUMENT`` for a statement no seed makes
+     (an instrument check: reported apart, never counted among published claims);
    - ``experiments``: the only experiments it reads. ``view.rows("main")`` returns their
      finished runs, duplicates counted once; reading an undeclared experiment raises, and an
      absent one is empty — never fall back to other rows;
    - ``parts``: each a ``Part`` — ``estimate(view) -> list[Estimate]`` (one per stratum),
      ``quantifier`` (``EVERY`` / ``POOLED`` / ``ANY`` / ``ONLY``, strata named in ``over``),
      ``side`` (``ABOVE`` / ``BELOW`` / ``WITHIN``), ``margin`` (display units: pp for
-     fractions), ``why`` (how the margin follows from the published numbers) and
-     ``published`` (the published value of the estimand: the power analysis's target);
+     fractions), ``why`` (how the margin follows from the seeds' numbers — a number a seed
+     states or arithmetic on such numbers; with no size stated the part is a sign, margin 0)
+     and ``published`` (the published value of the estimand: the power analysis's target;
+     ``sized=False`` when no seed states one: then it is the calibration's planted effect);
    - ``premises``: parts that must hold for the claim to apply (absent → "not applicable";
      ``common.learned`` for "the students learned");
    - ``features``: trajectory features, ``{column: fn(metrics.jsonl frame) -> float}``;

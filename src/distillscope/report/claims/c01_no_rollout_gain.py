@@ -29,7 +29,7 @@ from distillscope.report.claims.common import (
 )
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import POOLED, WITHIN, Claim, MarginCase, Part
+from distillscope.report.claims.spec import POOLED, WITHIN, Claim, MarginCase, Part, Quote
 
 MARGIN_PP = 5.0
 NAME = "Δ_best"
@@ -77,9 +77,25 @@ def specify(grid: Grid = MAIN_GRID) -> Claim:
         id=1,
         title="Rollout policy gives no consistent in-distribution gain (best mean over tasks "
         "72% OnPD vs 73% OffPD).",
-        source="[P] §4.2",
-        quote="rollout policy does not necessarily play a central role … best mean over the 3 "
-        "tasks: 72% OnPD vs 73% OffPD",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                5,
+                "mejor media en las 3 tareas, 72% para on-policy (OnPD) y 73% para "
+                "off-policy (OffPD)",
+                "best mean over the 3 tasks, 72% for on-policy (OnPD) and 73% for "
+                "off-policy (OffPD)",
+                "§4.2",
+            ),
+            Quote(
+                "000_4fa7018284e9b536.txt",
+                30,
+                "Os autores relatam não haver vantagem consistente da destilação "
+                "on-policy em acurácia na distribuição de treino",
+                "The authors report no consistent advantage of on-policy distillation in "
+                "in-distribution accuracy",
+            ),
+        ),
         experiments=(grid.experiment,),
         premises=(grid_learned(grid),),
         parts=(

@@ -32,7 +32,17 @@ from distillscope.report.claims.common import (
 )
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, EVERY, POOLED, Claim, MarginCase, Offsets, Part
+from distillscope.report.claims.quotes import LR_GOVERNS
+from distillscope.report.claims.spec import (
+    ABOVE,
+    EVERY,
+    POOLED,
+    Claim,
+    MarginCase,
+    Offsets,
+    Part,
+    Quote,
+)
 
 LR_MARGIN_PP = 10.0
 NONINFERIOR_PP = 1.0
@@ -89,9 +99,23 @@ def specify(grid: Grid = MAIN_GRID) -> Claim:
         id=4,
         title="LR governs sparsity: 85.3–89.6% (low LR) vs 51.9–60.0% (high LR); OffPD at least "
         "as sparse as OnPD in every matched pair.",
-        source="[P] §4.3",
-        quote="update sparsity 85.3–89.6% at the low LR vs 51.9–60.0% at the high LR … OffPD at "
-        "least as sparse in every matched comparison",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                6,
+                "OffPD olvida menos que OnPD y produce updates al menos tan sparse "
+                "(85.3-89.6% a LR bajo vs 51.9-60.0% a LR alto)",
+                "OffPD forgets less than OnPD and produces updates at least as sparse "
+                "(85.3–89.6% at the low LR vs 51.9–60.0% at the high LR)",
+            ),
+            Quote(
+                "002_c8062276978be7ba.txt",
+                24,
+                "Learning rate (OffPD al menos tan sparse en cada comparación emparejada)",
+                "Learning rate (OffPD at least as sparse in every matched comparison)",
+            ),
+            LR_GOVERNS,
+        ),
         experiments=(grid.experiment,),
         parts=(
             Part(

@@ -28,8 +28,18 @@ from distillscope.report.claims.common import (
 )
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
+from distillscope.report.claims.quotes import LR_GOVERNS
 from distillscope.report.claims.rank import rank_estimates
-from distillscope.report.claims.spec import ABOVE, BELOW, EVERY, POOLED, Claim, MarginCase, Part
+from distillscope.report.claims.spec import (
+    ABOVE,
+    BELOW,
+    EVERY,
+    POOLED,
+    Claim,
+    MarginCase,
+    Part,
+    Quote,
+)
 
 SWEEP = "lr_sweep"
 RHO = 0.8
@@ -87,9 +97,17 @@ CLAIMS = (
         id=5,
         title="Sweep: sparsity falls and forgetting rises monotonically with LR; OffPD forgets "
         "less at matched LR.",
-        source="[P] §4.3",
-        quote="in the sweep, at matched LRs, OffPD forgets less than OnPD and produces updates "
-        "at least as sparse",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                6,
+                "Y en el sweep, a LR emparejadas, OffPD olvida menos que OnPD y produce "
+                "updates al menos tan sparse",
+                "And in the sweep, at matched LRs, OffPD forgets less than OnPD and "
+                "produces updates at least as sparse",
+            ),
+            LR_GOVERNS,
+        ),
         experiments=(SWEEP,),
         parts=(
             _rho_part("ρ_sparsity", "bf16 sparsity (τ = 1e-6)", sparsity_rho),
@@ -105,6 +123,7 @@ CLAIMS = (
                 "'forgets less' is a sign: [P] prints no size, so any positive difference "
                 "beyond uncertainty; calibration plants 1 pp (under the ≤ 1.3 pp low-LR change).",
                 published=PLANT_OFFPD_LESS_PP,
+                sized=False,
             ),
         ),
         needs="the LR sweep (`lr_sweep`) at ≥ 3 learning rates with OnPD and OffPD, "

@@ -1,13 +1,19 @@
-"""Claim 6 ([P] §4.4, the λ-spectrum): forward KL is robust across λ; reverse KL is sensitive
+"""Claim 6 ([P] §5.2, the λ-spectrum): forward KL is robust across λ; reverse KL is sensitive
 and prefers student rollouts.
 
-At every LR of the ``spectrum`` experiment (each fit per KL direction, cell + seed, over its
-λ cells; OffPD left out where it is not the spectrum's λ = −1): forward KL's accuracy range
-over all λ (λ = 0 included) within 8 pp; reverse KL's range above 10 pp; and reverse KL's best
-cell at λ > 0 beyond the best at λ ≤ 0. A slope alone is not "strongly" (docs/method.md §9).
+The seed's numbers are for λ ∈ [−1, 1] (teacher to student) at the low LR, so that is what is
+judged (docs/method.md §9): on the ``spectrum`` experiment's lowest LR, each KL direction
+fitted on its own (cell + seed; OffPD left out where it is not the spectrum's λ = −1), forward
+KL's accuracy range over λ ∈ [−1, 1] within 8 pp; reverse KL's range there above forward's
+beyond uncertainty (the seeds give no size for "a lot"); and reverse KL's best cell at λ > 0
+beyond its best at λ ≤ 0. Extrapolated λ (|λ| > 1) and the other LRs are shown in the evidence,
+not judged.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -15,73 +21,135 @@ import pandas as pd
 from distillscope.report.claims.common import (
     ACC,
     FORWARD,
+    KIND,
+    LR,
     REVERSE,
     axes,
     blocks,
     in_pp,
     learned_part,
 )
-from distillscope.report.claims.estimate import Estimate, not_tested
+from distillscope.report.claims.crossed import pair_w, welch
+from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
 from distillscope.report.claims.rank import (
+    MIN_POINTS,
     axis_values,
     lam_curves,
-    lam_ramp,
     mask_of,
     spectrum_rows,
+    spectrum_top_lr,
 )
-from distillscope.report.claims.spec import ABOVE, EVERY, WITHIN, Claim, MarginCase, Offsets, Part
+from distillscope.report.claims.spec import (
+    ABOVE,
+    POOLED,
+    WITHIN,
+    Claim,
+    MarginCase,
+    Offsets,
+    Part,
+    Quote,
+)
 
 SPECTRUM = "spectrum"
 FORWARD_MARGIN_PP = 8.0
-REVERSE_RANGE_PP = 10.0
+#: The judged stratum: λ from the teacher's pure rollout to the student's, at the low LR.
+LAM_LO, LAM_HI = -1.0, 1.0
+JUDGED = "low LR, λ ∈ [−1, 1]"
 
 
-def _curves(view: ClaimEvidence, kind: str, label: str):
-    b = blocks(view, f"{SPECTRUM} {kind}", spectrum_rows(view, SPECTRUM, kind), ACC)
-    return lam_curves(b, label)
-
-
-def _ranges(view: ClaimEvidence, kind: str, label: str) -> list[Estimate]:
-    b, found, lack = _curves(view, kind, label)
-    if lack:
-        return [not_tested(label, lack)]
-    return [b.range(mask_of(len(b.cells), idx), name) for name, idx in found.items()]
+def _judged(
+    view: ClaimEvidence, kind: str, label: str, show: bool = True
+) -> tuple[Blocks | None, np.ndarray, str]:
+    """(the fit of ``kind``'s spectrum runs, the indices of its judged cells — the lowest LR,
+    λ ∈ [−1, 1] — , what is missing); with ``show``, every curve's range (all λ, each LR) goes
+    to the evidence, shown, not judged."""
+    b, found, lack = lam_curves(
+        blocks(view, f"{SPECTRUM} {kind}", spectrum_rows(view, SPECTRUM, kind), ACC), label
+    )
+    if b is None:
+        return None, np.array([], dtype=int), lack
+    x = axis_values(b, "λ")
+    keep = np.isfinite(x) & (x >= LAM_LO) & (x <= LAM_HI)
+    if LR in b.cells.columns:
+        lr = pd.to_numeric(b.cells[LR], errors="coerce").to_numpy(dtype=float)
+        keep &= lr == np.nanmin(lr)
+    idx = np.flatnonzero(keep)
+    if len(np.unique(x[idx])) < MIN_POINTS:
+        return None, idx, f"{MIN_POINTS} values of λ in [−1, 1] at the low LR for {label}"
+    thin = [i for i in idx if i in b.thin]
+    if thin:
+        return None, idx, f"{b.cell_names(thin)} has fewer than 2 seeds"
+    shown = [
+        f"{name} {r.value:.1f} pp"
+        for name, i in (found.items() if show else ())
+        for r in [b.range(mask_of(len(b.cells), i), name)]
+        if not r.missing
+    ]
+    if shown:
+        view.leave_out(f"shown, not judged: {label} over every λ per LR: {'; '.join(shown)}")
+    return b, idx, ""
 
 
 def forward_range(view: ClaimEvidence) -> list[Estimate]:
-    """max − min of forward KL's accuracy over λ, at every LR."""
-    return _ranges(view, FORWARD, "forward range")
+    """max − min of forward KL's accuracy over λ ∈ [−1, 1] at the low LR."""
+    b, idx, lack = _judged(view, FORWARD, "forward range")
+    if b is None:
+        return [not_tested("forward range", lack)]
+    return [b.range(mask_of(len(b.cells), idx), JUDGED)]
 
 
-def reverse_range(view: ClaimEvidence) -> list[Estimate]:
-    """max − min of reverse KL's accuracy over λ, at every LR."""
-    return _ranges(view, REVERSE, "reverse range")
+def _extremes(b: Blocks, idx: np.ndarray, label: str) -> Estimate:
+    """The judged cells' fitted max − min as the contrast of those two cells (value and SE)."""
+    mu = b.cells["mu"].to_numpy(dtype=float)
+    return b.contrast(pair_w(len(mu), idx[np.argmax(mu[idx])], idx[np.argmin(mu[idx])]), label)
+
+
+def reverse_minus_forward(view: ClaimEvidence) -> list[Estimate]:
+    """Reverse KL's range − forward KL's over λ ∈ [−1, 1] at the low LR: each range the contrast
+    of its fit's extreme cells, the two fits' variances added (each direction keeps its own
+    residual variance) on Welch–Satterthwaite degrees of freedom."""
+    label = "reverse − forward range"
+    got = [_judged(view, REVERSE, "reverse range"), _judged(view, FORWARD, "forward range")]
+    lack = "; ".join(m for b, _, m in got if b is None)
+    if lack:
+        return [not_tested(label, lack)]
+    (rb, ri, _), (fb, fi, _) = got
+    r, f = _extremes(rb, ri, label), _extremes(fb, fi, label)
+    if r.missing or f.missing:
+        return [not_tested(label, r.missing or f.missing)]
+    variances = [r.se**2, f.se**2]
+    dof = welch(variances, [r.dof, f.dof])
+    note = "; ".join(n for n in (r.note, f.note) if n)
+    x = Estimate(JUDGED, r.value - f.value, math.sqrt(sum(variances)), dof, min(r.seeds, f.seeds))
+    # each range's extremes are picked from the data: bounds Bonferroni over the pairs of each
+    pairs = len(ri) * (len(ri) - 1) // 2 * len(fi) * (len(fi) - 1) // 2
+    return [replace(x, note=note).selected(pairs, "")]
 
 
 def reverse_best_student_side(view: ClaimEvidence) -> list[Estimate]:
-    """Reverse KL: the best cell at λ > 0 − the best at λ ≤ 0 (cells chosen by their fitted
-    effect), at every LR."""
+    """Reverse KL at the low LR: the best cell at λ ∈ (0, 1] − the best at λ ∈ [−1, 0] (cells
+    chosen by their fitted effect)."""
     label = "best λ>0 − best λ≤0"
-    b, found, lack = _curves(view, REVERSE, label)
-    if lack:
+    b, idx, lack = _judged(view, REVERSE, label, show=False)
+    if b is None:
         return [not_tested(label, lack)]
     x, mu = axis_values(b, "λ"), b.cells["mu"].to_numpy(dtype=float)
-    out = []
-    for name, idx in found.items():
-        hi, lo = idx[x[idx] > 0], idx[x[idx] <= 0]
-        if not len(hi) or not len(lo):
-            out.append(not_tested(name, f"cells at λ > 0 and λ ≤ 0 for {label}"))
-            continue
-        w = np.zeros(len(mu))
-        w[hi[np.argmax(mu[hi])]], w[lo[np.argmax(mu[lo])]] = 1.0, -1.0
-        out.append(b.contrast(w, name).selected(len(hi) * len(lo), ""))
-    return out
+    hi, lo = idx[x[idx] > 0], idx[x[idx] <= 0]
+    if not len(hi) or not len(lo):
+        return [not_tested(label, f"cells at λ > 0 and λ ≤ 0 for {label}")]
+    w = pair_w(len(mu), hi[np.argmax(mu[hi])], lo[np.argmax(mu[lo])])
+    return [b.contrast(w, JUDGED).selected(len(hi) * len(lo), "")]
 
 
 def forward_range_at_margin(d: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Forward KL's accuracy range over λ exactly FORWARD_MARGIN_PP at the highest LR."""
-    return lam_ramp(d, ACC, FORWARD, in_pp(ACC, FORWARD_MARGIN_PP))
+    """Forward KL's accuracy over λ ∈ [−1, 1] at the lowest LR rising linearly by exactly
+    FORWARD_MARGIN_PP from λ = −1 to λ = +1 (its range at the margin)."""
+    rows, lam, _ = spectrum_top_lr(d, top=False)
+    kinds = d[KIND].map(str).to_numpy() if KIND in d else np.array([""] * len(d))
+    rows = rows & (kinds == FORWARD) & (lam >= LAM_LO) & (lam <= LAM_HI)
+    size = in_pp(ACC, FORWARD_MARGIN_PP)
+    return {ACC: np.where(rows, size * (lam - LAM_LO) / (LAM_HI - LAM_LO), 0.0)}
 
 
 #: The planted spectrum ([P]: reverse KL 35% → 72% across λ): reverse-KL accuracy offsets
@@ -99,51 +167,76 @@ def plant(d: pd.DataFrame) -> Offsets:
 CLAIMS = (
     Claim(
         id=6,
-        title="Forward KL is robust across λ (> 80%, 5.2 pp range at the low LR on Countdown-3); "
-        "reverse KL is sensitive and prefers student rollouts.",
-        source="[P] §4.4",
-        quote="forward KL stays above 80% across λ (a 5.2 pp range at the low LR); reverse KL "
-        "is strongly sensitive to λ and prefers student rollouts",
+        title="Forward KL is robust across λ (> 80%, 5.2 pp range at the low LR on Countdown-3, "
+        "λ ∈ [−1, 1]); reverse KL is sensitive and prefers student rollouts.",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                38,
+                "forward KL mantiene la accuracy por encima del 80% en todo el rango —del "
+                "rollout puro del teacher al puro del estudiante—, con una variación de "
+                "5.2 pp a LR bajo en Countdown-3",
+                "forward KL keeps accuracy above 80% over the whole range — from the "
+                "teacher's pure rollout to the student's pure rollout — with a 5.2 pp "
+                "variation at the low LR on Countdown-3",
+                "§5.2",
+            ),
+            Quote(
+                "002_c8062276978be7ba.txt",
+                38,
+                "Reverse KL varía mucho con λ",
+                "Reverse KL varies a lot with λ",
+                "§5.2",
+            ),
+            Quote(
+                "000_4fa7018284e9b536.txt",
+                34,
+                "A KL reversa é substancialmente mais sensível e favorece rollouts "
+                "gerados pelo aluno.",
+                "Reverse KL is substantially more sensitive and favours student-generated "
+                "rollouts.",
+            ),
+        ),
         experiments=(SPECTRUM,),
         premises=(learned_part(SPECTRUM),),
         parts=(
             Part(
                 "forward range",
-                "max − min of forward KL's accuracy over all λ (λ = 0 included), per LR, pairs "
-                "of cells of the spectrum's cell + seed fit",
+                "max − min of forward KL's accuracy over λ ∈ [−1, 1] at the low LR, pairs of "
+                "cells of its spectrum fit (extrapolated λ and the high LR shown, not judged)",
                 forward_range,
-                EVERY,
+                POOLED,
                 WITHIN,
                 FORWARD_MARGIN_PP,
-                "[P]'s forward range is 5.2 pp at the low LR; 8 pp keeps that with room for a "
-                "testbed's noise and stays under reverse KL's 10 pp.",
+                "[P]'s forward range is 5.2 pp at the low LR from the teacher's pure rollout "
+                "to the student's (λ ∈ [−1, 1]); 8 pp is that plus room for a testbed's noise.",
                 published=5.2,
-                over="LR",
             ),
             Part(
-                "reverse range",
-                "max − min of reverse KL's accuracy over λ, per LR, on its own fit",
-                reverse_range,
-                EVERY,
+                "reverse − forward range",
+                "reverse KL's accuracy range over λ ∈ [−1, 1] at the low LR − forward KL's, "
+                "each the contrast of its own fit's extreme cells",
+                reverse_minus_forward,
+                POOLED,
                 ABOVE,
-                REVERSE_RANGE_PP,
-                "'strongly sensitive': above forward KL's 8 pp band by a margin; [P]'s reverse "
-                "KL spans ≈ 35–72% over λ (≈ 37 pp), so 10 pp is well under it.",
-                published=37.0,
-                over="LR",
+                0.0,
+                "'varies a lot' / 'substantially more sensitive' is an order: the seeds give "
+                "no size, so a sign beyond uncertainty.",
+                published=PLANT_REVERSE_SLOPE * 100 * (LAM_HI - LAM_LO),
+                sized=False,
             ),
             Part(
                 "best λ>0 − best λ≤0",
-                "reverse KL: the fitted best cell at λ > 0 − the fitted best at λ ≤ 0, per LR, "
-                "a contrast of its fit",
+                "reverse KL at the low LR: the fitted best cell at λ ∈ (0, 1] − the fitted "
+                "best at λ ∈ [−1, 0], a contrast of its fit",
                 reverse_best_student_side,
-                EVERY,
+                POOLED,
                 ABOVE,
                 0.0,
-                "'prefers student rollouts' is a sign: its best cell lies at λ > 0; [P]'s best "
-                "(≈ 72%) is at the student end, its λ ≤ 0 cells ≈ 50% and below.",
-                published=20.0,
-                over="LR",
+                "'favours student-generated rollouts' is a sign: its best cell lies at λ > 0; "
+                "the seeds give no size.",
+                published=PLANT_REVERSE_SLOPE * 100 * LAM_HI,
+                sized=False,
             ),
         ),
         plant=plant,

@@ -17,8 +17,18 @@ from distillscope.report.claims import c03_lr_forgetting, c04_lr_sparsity
 from distillscope.report.claims.common import FORGET, FORWARD, MAIN, SPARSITY, blocks, in_pp
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
+from distillscope.report.claims.quotes import LR_GOVERNS
 from distillscope.report.claims.rank import lam_curves, lam_ramp, mask_of, spectrum_rows
-from distillscope.report.claims.spec import ABOVE, EVERY, WITHIN, Claim, MarginCase, Part
+from distillscope.report.claims.spec import (
+    ABOVE,
+    EVERY,
+    INSTRUMENT,
+    WITHIN,
+    Claim,
+    MarginCase,
+    Part,
+    Quote,
+)
 
 SPECTRUM = "spectrum"
 MARGIN_PP = 3.0
@@ -82,8 +92,18 @@ CLAIMS = (
     Claim(
         id=7,
         title="λ barely moves forgetting or sparsity (the LR does).",
-        source="[P] §4.4",
-        quote="λ barely moves forgetting or update sparsity",
+        quotes=(
+            Quote(
+                "000_4fa7018284e9b536.txt",
+                27,
+                "Além da comparação binária, os autores percorrem um espectro contínuo de "
+                "políticas de rollout entre aluno e professor.",
+                "Beyond the binary comparison, the authors sweep a continuous spectrum of "
+                "rollout policies between student and teacher.",
+            ),
+            LR_GOVERNS,
+        ),
+        kind=INSTRUMENT,
         experiments=(SPECTRUM, MAIN),
         premises=(
             Part(

@@ -25,7 +25,16 @@ from distillscope.report.claims.common import (
 )
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, POOLED, WITHIN, Claim, MarginCase, Offsets, Part
+from distillscope.report.claims.spec import (
+    ABOVE,
+    POOLED,
+    WITHIN,
+    Claim,
+    MarginCase,
+    Offsets,
+    Part,
+    Quote,
+)
 
 COVERAGE_PP = 3.0
 SIMILAR_PP = 5.0
@@ -85,8 +94,21 @@ CLAIMS = (
     Claim(
         id=9,
         title="Forward KL gives more coverage (higher pass@10 at similar pass@1).",
-        source="[P] §4.2",
-        quote="forward KL gives higher pass@10 at similar pass@1",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                44,
+                "También en pass@10 con pass@1 comparable gana forward KL sobre reverse KL",
+                "Also on pass@10 at comparable pass@1 forward KL beats reverse KL",
+            ),
+            Quote(
+                "000_4fa7018284e9b536.txt",
+                31,
+                "A KL direta produz ganhos maiores de pass@ na tarefa dentro da "
+                "distribuição do que a KL reversa.",
+                "Forward KL yields larger pass@ gains on the in-distribution task than reverse KL.",
+            ),
+        ),
         experiments=(MAIN,),
         parts=(
             Part(
@@ -100,6 +122,7 @@ CLAIMS = (
                 "[P] prints no size; 3 pp is the smallest gap a 100-item, 10-sample coverage "
                 "evaluation resolves (pass@10 binomial SD ≈ 3 pp per run).",
                 published=10.0,
+                sized=False,
             ),
             Part(
                 "Δ pass@1",

@@ -25,7 +25,7 @@ from distillscope.report.claims.common import (
 )
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, EVERY, Claim, Offsets, Part
+from distillscope.report.claims.spec import ABOVE, EVERY, Claim, Offsets, Part, Quote
 
 GAIN_PP = 5.0
 HARDER = "eval/harder/pass@"
@@ -70,8 +70,27 @@ CLAIMS = (
     Claim(
         id=10,
         title="On-policy data helps on the harder variant (+10–15% pass@k, both KL directions).",
-        source="[P] §4.4",
-        quote="on-policy data helps on the harder variant: +10–15% pass@k under both KL directions",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                41,
+                "En Countdown-4E —una variante más difícil que la de entrenamiento— "
+                "on-policy da +10-15% pass@k con ambas direcciones de KL.",
+                "On Countdown-4E — a harder variant than the training one — on-policy "
+                "gives +10–15% pass@k under both KL directions.",
+                "§5.3",
+            ),
+            Quote(
+                "000_4fa7018284e9b536.txt",
+                35,
+                "Onde os dados on-policy parecem ajudar de forma consistente é na "
+                "generalização para variantes mais difíceis da tarefa aritmética "
+                "Countdown, sob ambas as direções de KL.",
+                "Where on-policy data seem to help consistently is generalisation to "
+                "harder variants of the arithmetic task Countdown, under both KL "
+                "directions.",
+            ),
+        ),
         experiments=(MAIN,),
         parts=(
             Part(

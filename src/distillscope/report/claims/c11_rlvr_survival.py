@@ -43,6 +43,7 @@ from distillscope.report.claims.spec import (
     MarginCase,
     Offsets,
     Part,
+    Quote,
     Routes,
 )
 
@@ -142,8 +143,30 @@ CLAIMS = (
     Claim(
         id=11,
         title="The on-policy advantage does not reliably survive a later RLVR stage.",
-        source="[P] abstract, §5.3",
-        quote="this advantage does not reliably persist after subsequent RLVR",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                46,
+                "this advantage does not reliably persist after subsequent RLVR",
+                "this advantage does not reliably persist after subsequent RLVR",
+                "abstract",
+            ),
+            Quote(
+                "000_4fa7018284e9b536.txt",
+                35,
+                "Esse benefício inicial não persistiu de forma confiável após RLVR subsequente.",
+                "This initial benefit did not reliably persist after subsequent RLVR.",
+            ),
+            Quote(
+                "004_dad148f87bfbc925.txt",
+                7,
+                "L'avanzo della generalizzazione offerto dai dati on-policy su task "
+                "aritmetici complessi scompare dopo un ulteriore ciclo di addestramento "
+                "RLVR.",
+                "The generalisation gain that on-policy data give on complex arithmetic "
+                "tasks disappears after a further round of RLVR training.",
+            ),
+        ),
         experiments=(RLVR,),
         premises=(
             Part(

@@ -23,7 +23,7 @@ from distillscope.report.claims.common import (
 )
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, ONLY, Claim, Offsets, Part
+from distillscope.report.claims.spec import ABOVE, ONLY, Claim, Offsets, Part, Quote
 
 STYLE = "style"
 SHARE = "eval/teacher_style_share"
@@ -71,9 +71,27 @@ CLAIMS = (
         id=12,
         title="OnPD + reverse KL resists teacher-style transfer; the other three configurations "
         "adopt it.",
-        source="[P] §4.5",
-        quote="only on-policy reverse KL resists adopting the teacher's style (Spanish "
-        "reasoning); the other three configurations adopt it",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                42,
+                "Con un teacher instruido en español, OnPD con reverse KL es la única "
+                "configuración que preserva el inglés del estudiante; todas las demás "
+                "transfieren el español casi por completo.",
+                "With a teacher instructed in Spanish, OnPD with reverse KL is the only "
+                "configuration that keeps the student's English; all the others transfer "
+                "the Spanish almost completely.",
+                "App. D.7",
+            ),
+            Quote(
+                "000_4fa7018284e9b536.txt",
+                36,
+                "Os autores também observam que, combinados com KL reversa, rollouts "
+                "on-policy reduzem a transferência incidental de estilo do professor.",
+                "The authors also observe that, combined with reverse KL, on-policy "
+                "rollouts reduce the incidental transfer of the teacher's style.",
+            ),
+        ),
         experiments=(STYLE,),
         parts=(
             Part(

@@ -1,8 +1,10 @@
-"""Claim 13 ([P] App. A): clipping is active throughout; reverse-KL gradient norms are larger.
+"""Claim 13 (an instrument check: no seed states it): clipping is active throughout;
+reverse-KL gradient norms are larger.
 
-On the main grid: the share of steps whose pre-clip norm exceeded the threshold, a level (the
-seed as replicate), above 80%; and reverse − forward KL mean pre-clip gradient norm, pooled
-over matched rollout × LR cells of the seed-blocked fit, above 0.
+On the main grid, per KL direction × LR (not pooled: forward KL at the high LR may be clipped on
+fewer steps): the share of steps whose pre-clip norm exceeded the threshold, a level (the seed
+as replicate) over that cell's rollouts, above 80%; and per LR, reverse − forward KL mean
+pre-clip gradient norm over matched rollout cells of the seed-blocked fit, above 0.
 """
 
 from __future__ import annotations
@@ -10,19 +12,22 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from distillscope.report.aggregate import row_keys, with_labels
 from distillscope.report.claims.common import (
     FORWARD,
     KIND,
+    LR,
     MAIN,
     REVERSE,
     axes,
     blocks,
     grid_rows,
     matched,
+    stratum_name,
 )
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Offsets, Part
+from distillscope.report.claims.spec import ABOVE, EVERY, INSTRUMENT, Claim, Offsets, Part, Quote
 
 CLIPPED = "train/grad_clipped_frac"
 NORM = "train/grad_norm_mean"
@@ -30,19 +35,27 @@ CLIPPED_PCT = 80.0
 
 
 def clipped_share(view: ClaimEvidence) -> list[Estimate]:
-    """The mean clipped share of the main grid's runs (%), the seed as replicate."""
+    """The mean clipped share (%) of the main grid's runs in every KL direction × LR cell (over
+    its rollouts), the seed as replicate."""
     b = blocks(view, MAIN, grid_rows(view, MAIN), CLIPPED)
     if isinstance(b, str):
         return [not_tested("clipped share", b)]
-    return [b.level(np.ones(len(b.cells), bool), "clipped share")]
+    strata = [c for c in (KIND, LR) if c in b.cells.columns]
+    cells = with_labels(b.cells)
+    keys = row_keys(cells, strata)
+    out = []
+    for key in dict.fromkeys(keys):
+        m = keys == key
+        out.append(b.level(m, stratum_name(cells, int(np.flatnonzero(m)[0]), strata)))
+    return out
 
 
 def norm_gap(view: ClaimEvidence) -> list[Estimate]:
-    """Reverse − forward KL mean pre-clip gradient norm, pooled over matched cells."""
+    """Reverse − forward KL mean pre-clip gradient norm at every LR, over matched cells."""
     b = blocks(view, MAIN, grid_rows(view, MAIN), NORM)
     if isinstance(b, str):
         return [not_tested("Δ norm", b)]
-    return matched(b, KIND, REVERSE, FORWARD, (), "Δ norm")
+    return matched(b, KIND, REVERSE, FORWARD, (LR,), "Δ norm")
 
 
 #: The planted clipping: 95% of steps clipped (a level) and reverse-KL mean norms 2× forward
@@ -64,36 +77,47 @@ CLAIMS = (
         id=13,
         title="Clipping is active throughout; reverse-KL gradient norms are larger and spikier "
         "(pre-clip norms above the threshold).",
-        source="[P] App. A",
-        quote="gradient clipping is active throughout training; reverse KL produces larger, "
-        "spikier gradient norms",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                13,
+                "KL token-level sobre vocabulario completo y clipping de gradiente 1.0",
+                "token-level KL over the full vocabulary and gradient clipping at 1.0",
+                "§4.1",
+            ),
+        ),
+        kind=INSTRUMENT,
         experiments=(MAIN,),
         parts=(
             Part(
                 "clipped share",
-                "mean share of steps whose pre-clip norm exceeded the threshold, over the main "
-                "grid's runs (the seed as replicate)",
+                "mean share of steps whose pre-clip norm exceeded the threshold, per KL "
+                "direction × LR cell of the main grid over its rollouts (the seed as "
+                "replicate)",
                 clipped_share,
-                POOLED,
+                EVERY,
                 ABOVE,
                 CLIPPED_PCT,
-                "'active throughout' is every step (published ≈ 100%); 80% allows warm-up and "
-                "the occasional quiet step.",
+                "'active throughout' is every step (100%); 80% allows warm-up and the "
+                "occasional quiet step.",
                 published=100.0,
+                over="KL × LR cell",
                 unit="%",
             ),
             Part(
                 "Δ norm",
-                "reverse − forward KL mean pre-clip gradient norm, pooled over matched rollout × "
-                "LR cells of the main grid's cell + seed fit",
+                "reverse − forward KL mean pre-clip gradient norm per LR, over matched rollout "
+                "cells of the main grid's cell + seed fit",
                 norm_gap,
-                POOLED,
+                EVERY,
                 ABOVE,
                 0.0,
-                "[P] prints no size, only 'larger': any positive gap; the power analysis asks "
-                "for one clip threshold (1.0) of difference.",
+                "'larger' is a sign (no seed gives a size): any positive gap; the power "
+                "analysis asks for one clip threshold (1.0) of difference.",
                 published=1.0,
+                over="LR",
                 unit="",
+                sized=False,
             ),
         ),
         plant=plant,

@@ -22,7 +22,7 @@ from distillscope.report.claims import (
     c04_lr_sparsity,
 )
 from distillscope.report.claims.common import ACC, MAIN, REVERSE, Grid, grid_learned, in_pp
-from distillscope.report.claims.spec import Claim, MarginCase, Offsets, Replay
+from distillscope.report.claims.spec import Claim, MarginCase, Offsets, Quote, Replay
 
 NO_CLIP = Grid("no_clip", clipped=False, name="no-clip grid")
 SAMPLED = Grid(
@@ -67,8 +67,22 @@ CLAIMS = (
     Claim(
         id=14,
         title="The main conclusions (claims 1–4) hold without gradient clipping.",
-        source="[P] robustness checks",
-        quote="the main conclusions hold in robustness checks: removing gradient clipping …",
+        quotes=(
+            Quote(
+                "000_4fa7018284e9b536.txt",
+                36,
+                "As conclusões principais se mantêm em testes de robustez: removendo "
+                "gradient clipping",
+                "The main conclusions hold in robustness checks: removing gradient clipping",
+            ),
+            Quote(
+                "004_dad148f87bfbc925.txt",
+                8,
+                "Le conclusioni dello studio sono robuste anche quando si rimuove il "
+                "gradient clipping",
+                "The study's conclusions are robust also when gradient clipping is removed",
+            ),
+        ),
         experiments=(NO_CLIP.experiment, MAIN),
         premises=(grid_learned(NO_CLIP),),
         parts=(),
@@ -82,9 +96,22 @@ CLAIMS = (
     Claim(
         id=15,
         title="The main conclusions (claims 1–2) hold with sampled estimators.",
-        source="[P] robustness checks",
-        quote="the main conclusions hold in robustness checks: … replacing the "
-        "full-vocabulary KL with common sampled estimators",
+        quotes=(
+            Quote(
+                "000_4fa7018284e9b536.txt",
+                36,
+                "substituindo a KL de vocabulário completo por estimadores amostrados comuns",
+                "replacing the full-vocabulary KL with common sampled estimators",
+            ),
+            Quote(
+                "000_4fa7018284e9b536.txt",
+                45,
+                "Os autores verificaram que estimadores amostrados não alteram as "
+                "conclusões centrais.",
+                "The authors verified that sampled estimators do not change the central "
+                "conclusions.",
+            ),
+        ),
         experiments=(SAMPLED.experiment, MAIN),
         premises=(grid_learned(SAMPLED),),
         parts=(),

@@ -15,7 +15,7 @@ import pandas as pd
 from distillscope.report.claims.common import ACC, blocks, in_pp, rows_mask
 from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, EVERY, Claim, MarginCase, Part
+from distillscope.report.claims.spec import ABOVE, EVERY, Claim, MarginCase, Part, Quote
 
 DIVERSITY = "diversity"
 P_COL, G_COL = "rollout.prompts_per_step", "rollout.rollouts_per_prompt"
@@ -94,8 +94,18 @@ CLAIMS = (
     Claim(
         id=17,
         title="More distinct prompts beat more rollouts per prompt at a fixed budget.",
-        source="[D]",
-        quote="at a fixed rollout budget, more distinct prompts beat more rollouts per prompt",
+        quotes=(
+            Quote(
+                "001_836273fe8eeeb907.txt",
+                31,
+                "Sob um orçamento computacional fixo, aumentar a diversidade de prompts "
+                "(mais problemas distintos) gera uma acurácia significamente maior do que "
+                "aumentar a profundidade de rollout (mais amostras por problema).",
+                "At a fixed compute budget, increasing prompt diversity (more distinct "
+                "problems) yields significantly higher accuracy than increasing rollout "
+                "depth (more samples per problem).",
+            ),
+        ),
         experiments=(DIVERSITY,),
         parts=(
             Part(
@@ -109,6 +119,7 @@ CLAIMS = (
                 "[D] reports a clear gain for prompt diversity without a size; 3 pp is a gain "
                 "a reader would act on and about one evaluation SE of 200 items.",
                 published=6.0,
+                sized=False,
                 over="budget",
             ),
             Part(
@@ -122,6 +133,7 @@ CLAIMS = (
                 "'more prompts beat more rollouts' orders every split, not only the extremes: "
                 "a split with fewer prompts ahead beyond uncertainty contradicts it.",
                 published=3.0,
+                sized=False,
                 over="adjacent pair of splits",
             ),
         ),

@@ -16,7 +16,7 @@ import pandas as pd
 from distillscope.report.claims.common import ACC, LEARNED_PP, blocks, matched, rows_mask
 from distillscope.report.claims.estimate import Blocks, Estimate, not_tested, seed_level
 from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.spec import ABOVE, ANY, EVERY, POOLED, Claim, Part
+from distillscope.report.claims.spec import ABOVE, ANY, EVERY, POOLED, Claim, Part, Quote
 from distillscope.report.stats import ALPHA
 
 SCALE = "teacher_scale"
@@ -112,9 +112,22 @@ CLAIMS = (
         id=18,
         title="Informativeness I > 0 is needed; a stronger but mismatched teacher can have "
         "lower I.",
-        source="[D]",
-        quote="a teacher is useful only when it is informative (I > 0) … a stronger teacher "
-        "can be less informative for a given student",
+        quotes=(
+            Quote(
+                "001_836273fe8eeeb907.txt",
+                41,
+                "Uma destilação bem-sucedida requer $I > 0$.",
+                "Successful distillation requires I > 0.",
+            ),
+            Quote(
+                "001_836273fe8eeeb907.txt",
+                39,
+                "Em alguns casos, um professor altamente capaz (ex: Qwen3-4B-GRPO) "
+                "fornece uma orientação pior do que um mais fraco (ex: Qwen3-1.7B-GRPO).",
+                "In some cases a highly capable teacher (e.g. Qwen3-4B-GRPO) gives worse "
+                "guidance than a weaker one (e.g. Qwen3-1.7B-GRPO).",
+            ),
+        ),
         experiments=(SCALE,),
         premises=(
             Part(
@@ -142,6 +155,7 @@ CLAIMS = (
                 0.0,
                 "'I > 0 is needed': the sign is the claim.",
                 published=0.3,
+                sized=False,
                 over="learning teacher",
                 unit="",
             ),
@@ -154,6 +168,7 @@ CLAIMS = (
                 0.0,
                 "which teacher has the lower I must be known before its gain is compared.",
                 published=0.2,
+                sized=False,
                 unit="",
             ),
             Part(
@@ -167,6 +182,7 @@ CLAIMS = (
                 "'the teacher with lower I gives the smaller gain': the order is the claim, "
                 "any gap beyond uncertainty.",
                 published=10.0,
+                sized=False,
             ),
         ),
         needs=f"the `{SCALE}` experiment: two teachers with {INFO} (≥ 2 rollouts per prompt), "

@@ -31,7 +31,7 @@ from distillscope.report.claims.common import (
 from distillscope.report.claims.estimate import Estimate, not_tested, seed_level
 from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
 from distillscope.report.claims.exact import count
-from distillscope.report.claims.spec import ABOVE, POOLED, Claim, MarginCase, Part
+from distillscope.report.claims.spec import ABOVE, POOLED, Claim, MarginCase, Part, Quote
 
 EARLY = "traj/early_entropy_ratio"
 EARLY_SHARE = 0.1  # "early" = the first 10% of a run's steps
@@ -115,9 +115,17 @@ CLAIMS = (
     Claim(
         id=19,
         title="Forward KL learns even through incoherent, high-entropy on-policy rollouts.",
-        source="[P] App. A.10",
-        quote="forward KL still learns when the student's own rollouts are incoherent and "
-        "high-entropy early in training",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                38,
+                "OnPD con forward KL aprende incluso atravesando rollouts incoherentes de "
+                "alta entropía (Ap. A.10)",
+                "OnPD with forward KL learns even through incoherent, high-entropy "
+                "rollouts (App. A.10)",
+                "App. A.10",
+            ),
+        ),
         experiments=(MAIN,),
         premises=(
             Part(

@@ -15,7 +15,7 @@ import numpy as np
 from distillscope.report.claims.common import POLICY, STUDENT, TEACHER, blocks, cell_by
 from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part
+from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part, Quote
 from distillscope.report.matching import cell_key
 
 RLVR = "rlvr"
@@ -73,9 +73,19 @@ CLAIMS = (
         id=20,
         title="The best sustained RLVR starts are off-policy checkpoints, even near 0% task "
         "accuracy at the start.",
-        source="[P] §5.3",
-        quote="the best sustained RLVR starts are off-policy checkpoints, even those near 0% "
-        "task accuracy at the start",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                46,
+                "Los checkpoints con mejor RLVR sostenido son OffPD (forward KL a 1e-5 o "
+                "reverse KL a 5e-5), curiosamente partiendo de accuracy cercana a 0% en "
+                "la tarea.",
+                "The checkpoints with the best sustained RLVR are OffPD (forward KL at "
+                "1e-5 or reverse KL at 5e-5), curiously starting from near-0% accuracy on "
+                "the task.",
+                "§5.3",
+            ),
+        ),
         experiments=(RLVR,),
         parts=(
             Part(
@@ -89,6 +99,7 @@ CLAIMS = (
                 "'the best starts are off-policy' is an order: the best OffPD configuration "
                 "ahead of every OnPD one beyond uncertainty; [P] gives no size.",
                 published=10.0,
+                sized=False,
             ),
         ),
         needs=f"an RLVR stage (`{RLVR}`) from OnPD and OffPD checkpoints with {AFTER}",

@@ -1,11 +1,13 @@
 """Claims 21 and 22 ([D]): regulated OPD beats naive OPD; a modest regulated teacher beats a
 larger unregulated one.
 
-Claim 21 reads only the `opd` experiment: per regulation (hard clip, log compression), its
-accuracy − unregulated OPD's on the seed-blocked fit, matched on every other axis; either
-regulation above 2 pp suffices (quantifier ``any``). Claim 22 reads only `teacher_scale`: the
-smaller teacher (by ``model/teacher_params``) with a regulation − the larger teacher without,
-above 2 pp under either regulation.
+Claim 21 reads only the `opd` experiment: the seed states no size ("supera consistentemente"),
+so it is a sign (docs/method.md §9 "Provenance") — per regulation (hard clip, log compression),
+its accuracy − unregulated OPD's on the seed-blocked fit, matched on every other axis, above 0
+beyond uncertainty under *every* regulation ("consistently"; either below none beyond
+uncertainty contradicts). Claim 22 reads only `teacher_scale`: the smaller teacher (by
+``model/teacher_params``) with a regulation − the larger teacher without, above 2 pp (§9's
+margin, which no seed's number gives) under either regulation.
 """
 
 from __future__ import annotations
@@ -16,14 +18,18 @@ import pandas as pd
 from distillscope.report.claims.common import ACC, blocks, in_pp, matched, rows_mask
 from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, ANY, Claim, MarginCase, Part
+from distillscope.report.claims.quotes import REGULATED_WINS
+from distillscope.report.claims.spec import ABOVE, ANY, EVERY, Claim, MarginCase, Part, Quote
 
 OPD, SCALE = "opd", "teacher_scale"
 REG = "objective.regulation"
 REGULATED = ("hard_clip", "log_compress")
 TEACHER, SIZE = "model.teacher", "model/teacher_params"
-MARGIN_PP = 2.0
-PLANT_GAIN_PP = 3.0  # [D]: regulated OPD a few points above naive OPD
+MARGIN_PP = 0.0  # claim 21: a sign, the seeds give no size (docs/method.md §9)
+#: Claim 22's margin as docs/method.md §9 states it (> 2 pp); no seed gives a size for it either.
+MODEST_MARGIN_PP = 2.0
+#: The calibration's planted gain of regulated OPD (no seed gives one): power is computed at it.
+PLANT_GAIN_PP = 3.0
 
 
 def _fit(view: ClaimEvidence, experiment: str) -> Blocks | str:
@@ -86,13 +92,16 @@ def regulation_plant(d: pd.DataFrame) -> dict[str, np.ndarray]:
     return {ACC: out}
 
 
-def at_margin(experiment: str):
-    """Regulated runs of ``experiment`` exactly MARGIN_PP above unregulated ones."""
+def at_margin(experiment: str, ahead: tuple[str, ...] = (), margin: float = MARGIN_PP):
+    """Regulated runs of ``experiment`` exactly ``margin`` above unregulated ones, but those of
+    the regulations in ``ahead`` PLANT_GAIN_PP above (one regulation at the margin while the
+    other holds: where "every regulation" is false)."""
 
     def offsets(d: pd.DataFrame) -> dict[str, np.ndarray]:
-        regulated = d.get(REG, pd.Series("", index=d.index)).map(str).isin(REGULATED)
-        rows = rows_mask(d, experiment) & regulated.to_numpy()
-        return {ACC: np.where(rows, in_pp(ACC, MARGIN_PP), 0.0)}
+        reg = d.get(REG, pd.Series("", index=d.index)).map(str)
+        rows = rows_mask(d, experiment)
+        gain = np.where(reg.isin(ahead).to_numpy(), PLANT_GAIN_PP, margin)
+        return {ACC: np.where(rows & reg.isin(REGULATED).to_numpy(), in_pp(ACC, gain), 0.0)}
 
     return offsets
 
@@ -101,8 +110,7 @@ CLAIMS = (
     Claim(
         id=21,
         title="Regulated OPD beats naive OPD.",
-        source="[D]",
-        quote="regulating the OPD signal (hard clipping, log compression) beats naive OPD",
+        quotes=(REGULATED_WINS,),
         experiments=(OPD,),
         parts=(
             Part(
@@ -110,25 +118,45 @@ CLAIMS = (
                 "accuracy of hard-clip (or log-compression) OPD − unregulated OPD in the `opd` "
                 "experiment, matched cells of its cell + seed fit",
                 regulated_gain,
-                ANY,
+                EVERY,
                 ABOVE,
                 MARGIN_PP,
-                "[D] reports regulated OPD ahead by a few points; 2 pp is below that and "
-                "above an evaluation's noise at 200 items averaged over seeds.",
+                "'consistently outperforms' with no size stated: a sign beyond uncertainty, "
+                "under every regulation.",
                 published=PLANT_GAIN_PP,
                 over="regulation",
+                sized=False,
             ),
         ),
         needs="the `opd` experiment: OPD runs with regulation none and hard_clip/log_compress, "
         "with eval/accuracy",
         plant=regulation_plant,
-        margin_cases=(MarginCase("regulated +margin in `opd`", at_margin(OPD)),),
+        margin_cases=(
+            MarginCase("log compression at the margin in `opd`", at_margin(OPD, ("hard_clip",))),
+        ),
     ),
     Claim(
         id=22,
         title="A modest regulated teacher beats a larger unregulated one.",
-        source="[D]",
-        quote="a modest teacher with signal regulation beats a larger teacher without it",
+        quotes=(
+            Quote(
+                "001_836273fe8eeeb907.txt",
+                62,
+                "um professor Qwen3-1.7B-GRPO (regulado) supera um professor "
+                "Qwen3-4B-GRPO (não regulado)",
+                "a (regulated) Qwen3-1.7B-GRPO teacher outperforms an (unregulated) "
+                "Qwen3-4B-GRPO teacher",
+            ),
+            Quote(
+                "001_836273fe8eeeb907.txt",
+                64,
+                "Um professor modesto com sinais bem regulados pode decisivamente superar "
+                "métodos de estado da arte que dependem do escalonamento bruto para "
+                "professores massivos",
+                "A modest teacher with well-regulated signals can decisively beat "
+                "state-of-the-art methods that rely on raw scaling to massive teachers",
+            ),
+        ),
         experiments=(SCALE,),
         parts=(
             Part(
@@ -138,14 +166,20 @@ CLAIMS = (
                 modest_teacher,
                 ANY,
                 ABOVE,
-                MARGIN_PP,
-                "as claim 21: 2 pp, below [D]'s reported gap and above the evaluation noise.",
+                MODEST_MARGIN_PP,
+                "docs/method.md §9's 2 pp; the seed ('supera', 'pode decisivamente superar') "
+                "states no size, so this margin is not a seed's number (flagged, issue 42).",
                 published=13.0,
                 over="regulation",
+                sized=False,
             ),
         ),
         needs="the `teacher_scale` experiment: two teachers of different size "
         "(model/teacher_params), the smaller regulated and the larger unregulated",
-        margin_cases=(MarginCase("smaller regulated teacher +margin", at_margin(SCALE)),),
+        margin_cases=(
+            MarginCase(
+                "smaller regulated teacher +margin", at_margin(SCALE, margin=MODEST_MARGIN_PP)
+            ),
+        ),
     ),
 )

@@ -17,7 +17,7 @@ from distillscope.report.aggregate import SEED
 from distillscope.report.claims.common import blocks, in_pp, rows_mask
 from distillscope.report.claims.estimate import Estimate, not_tested, seed_level
 from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.spec import ABOVE, POOLED, WITHIN, Claim, MarginCase, Part
+from distillscope.report.claims.spec import ABOVE, POOLED, WITHIN, Claim, MarginCase, Part, Quote
 
 OPD = "opd"
 PASS1 = "eval/pass@1"
@@ -90,9 +90,28 @@ CLAIMS = (
         id=23,
         title="OPD is a catalyst, not a ceiling breaker: pass@k at large k converges to the "
         "base student's.",
-        source="[D]",
-        quote="OPD is a catalyst rather than a ceiling breaker: it speeds up learning, but "
-        "pass@k at large k converges to that of the base student",
+        quotes=(
+            Quote(
+                "001_836273fe8eeeb907.txt",
+                30,
+                "sob grandes orçamentos de amostragem ($k$), o desempenho dos modelos "
+                "treinados via OPD converge ao do modelo base, indicando que não há uma "
+                "injeção fundamental de novas capacidades.",
+                "under large sampling budgets (k), the performance of OPD-trained models "
+                "converges to that of the base model, indicating no fundamental injection "
+                "of new capabilities.",
+            ),
+            Quote(
+                "001_836273fe8eeeb907.txt",
+                28,
+                "O estudo estabelece que a OPD funciona primariamente como um catalisador "
+                "de exploração, e não como um mecanismo para expandir o teto de "
+                "capacidade inerente do modelo.",
+                "The study establishes that OPD works primarily as an exploration "
+                "catalyst, not as a mechanism that expands the model's inherent "
+                "capability ceiling.",
+            ),
+        ),
         experiments=(OPD,),
         parts=(
             Part(

@@ -18,7 +18,7 @@ from distillscope.report.claims.common import ACC, FORWARD, KIND, LR, MAIN, REVE
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence, config_key, missing_metric
 from distillscope.report.claims.exact import share_gap
-from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part
+from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part, Quote
 
 SPECTRUM = "spectrum"
 COLLAPSE_PP = 15.0
@@ -127,8 +127,15 @@ CLAIMS = (
     Claim(
         id=24,
         title="Reverse KL at the high LR is unstable and occasionally collapses.",
-        source="[P] §5.2",
-        quote="reverse KL at the higher learning rate is unstable and occasionally collapses",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                38,
+                "a LR alto es inestable y colapsa ocasionalmente",
+                "at the high LR it is unstable and occasionally collapses",
+                "§5.2",
+            ),
+        ),
         experiments=(MAIN, SPECTRUM),
         parts=(
             Part(
@@ -144,6 +151,7 @@ CLAIMS = (
                 f"than forward KL beyond chance; {COLLAPSE_PP:g} pp below its own seeds is a "
                 "collapse no seed noise of the testbed (≈ 2 pp) makes.",
                 published=20.0,
+                sized=False,
             ),
         ),
         needs="the main grid or the λ-spectrum at a high LR (two LRs) under both KL "

@@ -18,7 +18,7 @@ from distillscope.report.claims.common import ACC, KIND, LR, POLICY
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
 from distillscope.report.claims.exact import observation
-from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part
+from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part, Quote
 
 LONG_CHAIN = "long_chain"
 LENGTH = "eval/len_mean"
@@ -75,9 +75,24 @@ CLAIMS = (
     Claim(
         id=25,
         title="The conclusions hold for long reasoning chains (Numina-MATH, real models).",
-        source="[P] §5.4",
-        quote="on Numina-MATH (mean answer ~622 tokens) OnPD + reverse KL is best on MATH-500 "
-        "at the low LR — suggestive, one run per condition",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                43,
+                "En Numina-MATH, con respuestas de 622 tokens de media frente a los "
+                "94-135 de las tareas principales, OnPD con reverse KL logra la mejor "
+                "MATH-500 a LR bajo.",
+                "On Numina-MATH, with answers of 622 tokens on average against 94–135 in "
+                "the main tasks, OnPD with reverse KL reaches the best MATH-500 at the "
+                "low LR.",
+            ),
+            Quote(
+                "002_c8062276978be7ba.txt",
+                43,
+                "Pero es 1 run por condición y los propios autores lo llaman “suggestive”.",
+                "But it is 1 run per condition and the authors themselves call it “suggestive”.",
+            ),
+        ),
         experiments=(LONG_CHAIN,),
         parts=(
             Part(

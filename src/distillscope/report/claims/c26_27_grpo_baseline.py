@@ -22,7 +22,8 @@ from distillscope.report.aggregate import percent_scale
 from distillscope.report.claims.common import ACC, in_pp, rows_mask
 from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.spec import ABOVE, ANY, POOLED, Claim, Offsets, Part
+from distillscope.report.claims.quotes import REGULATED_WINS
+from distillscope.report.claims.spec import ABOVE, ANY, POOLED, Claim, Offsets, Part, Quote
 
 OPD, GRPO = "opd", "grpo"
 REG = "objective.regulation"
@@ -30,7 +31,8 @@ REGULATED = ("hard_clip", "log_compress")
 EARLY = "traj/accuracy_at_quarter_pp"
 WINDOW = (0.2, 0.3)  # "at 25% of the steps": the steps in [20%, 30%) of a run
 EARLY_PP, FINAL_PP = 5.0, 2.0
-PUBLISHED_EARLY_PP, PUBLISHED_FINAL_PP = 15.0, 5.0  # [D]'s leads, planted by the calibration
+#: The leads the calibration plants (and power is computed at): [D] states no size for either.
+PUBLISHED_EARLY_PP, PUBLISHED_FINAL_PP = 15.0, 5.0
 GRPO_FINAL = "rlvr/eval_accuracy"
 ARM = "arm"
 Y = "_pp"  # the compared measure in pp (an unregistered name: Blocks leaves it unscaled)
@@ -122,9 +124,16 @@ CLAIMS = (
     Claim(
         id=26,
         title="OPD accelerates early learning (dense token-level guidance).",
-        source="[D]",
-        quote="on-policy distillation accelerates early learning: dense token-level guidance "
-        "instead of a sparse sequence-level reward",
+        quotes=(
+            Quote(
+                "001_836273fe8eeeb907.txt",
+                30,
+                "A OPD acelera significamente o aprendizado nas fases iniciais ao "
+                "fornecer orientação densa ao nível do token",
+                "OPD significantly accelerates learning in the early phases by providing "
+                "dense token-level guidance",
+            ),
+        ),
         experiments=(OPD, GRPO),
         parts=(
             Part(
@@ -137,6 +146,7 @@ CLAIMS = (
                 EARLY_PP,
                 f"'accelerates': a lead the scorecard calls learned (5 pp). {PURPOSE}",
                 published=PUBLISHED_EARLY_PP,
+                sized=False,
             ),
         ),
         needs=f"the `{OPD}` experiment and {NEEDS_GRPO}, with metrics.jsonl (report from a "
@@ -147,8 +157,7 @@ CLAIMS = (
     Claim(
         id=27,
         title="Regulated OPD beats the RLVR baseline.",
-        source="[D]",
-        quote="regulated OPD outperforms the RLVR (GRPO) baseline",
+        quotes=(REGULATED_WINS,),
         experiments=(OPD, GRPO),
         parts=(
             Part(
@@ -163,6 +172,7 @@ CLAIMS = (
                 f"as claim 21's margin (2 pp) for the same kind of comparison. {PURPOSE}",
                 published=PUBLISHED_FINAL_PP,
                 over="regulation",
+                sized=False,
             ),
         ),
         needs=f"the `{OPD}` experiment with regulated runs and {NEEDS_GRPO}",

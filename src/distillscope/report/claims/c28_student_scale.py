@@ -15,7 +15,7 @@ import pandas as pd
 from distillscope.report.claims.common import ACC
 from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part
+from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part, Quote
 
 SCALE = "student_scale"
 STUDENT, TEACHER = "model.student", "model.teacher"
@@ -59,8 +59,18 @@ CLAIMS = (
     Claim(
         id=28,
         title="A stronger student favours the stronger teacher.",
-        source="[D]",
-        quote="the stronger student benefits more from the stronger teacher",
+        quotes=(
+            Quote(
+                "001_836273fe8eeeb907.txt",
+                63,
+                "Quando a capacidade do estudante é aumentada (para Qwen3-1.7B "
+                "pós-treinado), o desajuste de distribuição é reduzido, permitando que o "
+                "professor 4B mais forte performe melhor.",
+                "When the student's capacity is increased (to the post-trained "
+                "Qwen3-1.7B), the distribution mismatch shrinks, letting the stronger 4B "
+                "teacher do better.",
+            ),
+        ),
         experiments=(SCALE,),
         parts=(
             Part(
@@ -73,6 +83,7 @@ CLAIMS = (
                 0.0,
                 "'favours' is the sign of an interaction; [D] gives no size.",
                 published=10.0,
+                sized=False,
             ),
         ),
         needs=f"a `{SCALE}` experiment: two students (model.student, model/student_params) × "

@@ -14,7 +14,7 @@ import numpy as np
 from distillscope.report.claims.c20_rlvr_starts import AFTER, BEFORE, RLVR, best, name, rlvr_fit
 from distillscope.report.claims.estimate import Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part
+from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part, Quote
 
 MARGIN_PP = 2.0
 
@@ -47,8 +47,23 @@ CLAIMS = (
     Claim(
         id=29,
         title="The best distilled checkpoint is not the best RLVR start.",
-        source="[P] §5.3",
-        quote="the best distilled checkpoint is not necessarily the best starting point for RLVR",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                46,
+                "los mejores checkpoints iniciales no son los mejores puntos de partida para RLVR",
+                "the best initial checkpoints are not the best starting points for RLVR",
+                "§5.3",
+            ),
+            Quote(
+                "002_c8062276978be7ba.txt",
+                47,
+                "El mejor estudiante destilado no es necesariamente el mejor candidato a "
+                "ser entrenado con RL.",
+                "The best distilled student is not necessarily the best candidate to be "
+                "trained with RL.",
+            ),
+        ),
         experiments=(RLVR,),
         parts=(
             Part(
@@ -62,6 +77,7 @@ CLAIMS = (
                 "as claim 11's band (±2 pp): an overtaking smaller than that is not a "
                 "different best start.",
                 published=10.0,
+                sized=False,
             ),
         ),
         needs=f"an RLVR stage (`{RLVR}`) with {BEFORE} and {AFTER} from several distillation "

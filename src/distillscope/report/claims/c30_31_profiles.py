@@ -29,7 +29,7 @@ from distillscope.report.claims.common import (
 from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
 from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
 from distillscope.report.claims.exact import variance_ratio
-from distillscope.report.claims.spec import ABOVE, BELOW, EVERY, POOLED, WITHIN, Claim, Part
+from distillscope.report.claims.spec import ABOVE, BELOW, EVERY, POOLED, WITHIN, Claim, Part, Quote
 
 BEST_PP, FORGET_PP = 3.0, 2.0
 
@@ -96,9 +96,22 @@ CLAIMS = (
     Claim(
         id=30,
         title="Forward KL at the low LR gives the most robust profile.",
-        source="[P] §4",
-        quote="forward KL with the low learning rate gives the most robust profile: accuracy "
-        "near the best with little forgetting",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                62,
+                "Con forward KL y LR bajo tienes el perfil más robusto del paper — buena "
+                "accuracy y olvido mínimo",
+                "With forward KL and the low LR you have the paper's most robust profile "
+                "— good accuracy and minimal forgetting",
+            ),
+            Quote(
+                "002_c8062276978be7ba.txt",
+                25,
+                "con forward KL y LR bajo consigues la mejor accuracy sin el olvido",
+                "with forward KL and the low LR you get the best accuracy without the forgetting",
+            ),
+        ),
         experiments=(MAIN,),
         parts=(
             Part(
@@ -132,8 +145,15 @@ CLAIMS = (
     Claim(
         id=31,
         title="Reverse KL varies more between seeds.",
-        source="[P] §4",
-        quote="reverse KL shows larger variation across seeds",
+        quotes=(
+            Quote(
+                "002_c8062276978be7ba.txt",
+                38,
+                "Reverse KL varía mucho con λ y entre semillas",
+                "Reverse KL varies a lot with λ and between seeds",
+                "§5.2",
+            ),
+        ),
         experiments=(MAIN,),
         parts=(
             Part(
@@ -148,6 +168,7 @@ CLAIMS = (
                 "'varies more' is an order of variances: a ratio above 1 beyond the F "
                 "test's uncertainty; [P] gives no size.",
                 published=4.0,
+                sized=False,
                 unit="×",
             ),
         ),

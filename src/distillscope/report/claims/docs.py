@@ -1,4 +1,5 @@
-"""docs/method.md §9's claim list and docs/scorecard.md's claim table, rendered from the specs.
+"""docs/method.md §9's claim list (each claim's seed quotes, parts and margins) and
+docs/scorecard.md's claim table, rendered from the specs.
 
     python -m distillscope.report.claims.docs      # rewrite both between their markers
 
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 
 from distillscope.report.claims import CLAIMS, Claim
-from distillscope.report.claims.spec import REPLAY_RULE, Part, replayed_ids
+from distillscope.report.claims.spec import REPLAY_RULE, Part, Quote, replayed_ids
 
 DOCS = Path(__file__).resolve().parents[4] / "docs"
 BLOCKS = {
@@ -24,17 +25,29 @@ BLOCKS = {
 
 
 def _part_line(kind: str, p: Part) -> str:
+    size = (
+        f"published ≈ {p.published:g}"
+        if p.sized
+        else f"no size stated: power at the planted {p.published:g}"
+    )
     return (
-        f"   - {kind} `{p.claimed()}` ({p.quantified()}; published ≈ {p.published:g}): "
-        f"{p.estimand}. *Margin:* {p.why}"
+        f"   - {kind} `{p.claimed()}` ({p.quantified()}; {size}): {p.estimand}. *Margin:* {p.why}"
     )
 
 
+def _quote_line(q: Quote) -> str:
+    """A quote's line: where it is, the sentence in the seed's language, its English."""
+    where = f"`{q.seed}:{q.line}`" + (f", {q.section}" if q.section else "")
+    return f"   - *Seed* {where}: “{q.original}” — “{q.english}”"
+
+
 def _claim_text(c: Claim) -> list[str]:
+    kind = f" *({c.kind}: no seed states it)*" if c.instrument else ""
     lines = [
-        f"{c.id}. **{c.title}** {c.source}: “{c.quote}”. Reads only "
+        f"{c.id}. **{c.title}**{kind} {c.source}. Reads only "
         f"{', '.join(f'`{e}`' for e in c.experiments)}."
     ]
+    lines += [_quote_line(q) for q in c.quotes]
     lines += [_part_line("Premise", p) for p in c.premises]
     lines += [_part_line("Part", p) for p in c.parts]
     if c.replays:
@@ -52,7 +65,8 @@ def scorecard_table() -> str:
     """The claim table of docs/scorecard.md: claim, finding, what a study must contain."""
     rows = ["| claim | finding | source | a study must contain |", "|---|---|---|---|"]
     for c in CLAIMS:
-        rows.append(f"| {c.id} | {c.title} | {c.source or '—'} | {c.needs} |")
+        title = f"{c.title} *({c.kind})*" if c.instrument else c.title
+        rows.append(f"| {c.id} | {title} | {c.source or '—'} | {c.needs} |")
     return "\n".join(rows) + "\n"
 
 

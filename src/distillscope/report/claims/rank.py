@@ -162,17 +162,17 @@ def lam_curves(b: Blocks | str, label: str) -> tuple[Blocks | None, dict[str, np
 
 
 def spectrum_top_lr(
-    d: pd.DataFrame, experiment: str = "spectrum"
+    d: pd.DataFrame, experiment: str = "spectrum", top: bool = True
 ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(mask of the spectrum-policy rows of the λ-spectrum ``experiment`` at its highest LR,
-    their λ, whether it ran at ≥ 2 LRs) in design ``d``; a design without spectrum runs has
-    none (its OnPD/OffPD rows are not moved)."""
+    """(mask of the spectrum-policy rows of the λ-spectrum ``experiment`` at its highest LR —
+    its lowest when not ``top`` —, their λ, whether it ran at ≥ 2 LRs) in design ``d``; a
+    design without spectrum runs has none (its OnPD/OffPD rows are not moved)."""
     lam = pd.to_numeric(with_labels(d)[LAMBDA], errors="coerce").to_numpy()
     rows = rows_mask(d, experiment, **{POLICY: "spectrum"}) & ~np.isnan(lam)
     lr = pd.to_numeric(d.get(LR, pd.Series(np.nan, index=d.index)), errors="coerce")
     lrs = lr[rows].dropna().unique()
     if len(lrs):
-        rows = rows & (lr == lrs.max()).to_numpy()
+        rows = rows & (lr == (lrs.max() if top else lrs.min())).to_numpy()
     return rows, np.nan_to_num(lam), len(lrs) >= 2
 
 

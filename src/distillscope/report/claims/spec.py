@@ -1,10 +1,11 @@
 """What a claim's specification is made of (docs/method.md §9 preamble).
 
-A ``Claim`` quotes its seed statement and lists its ``Part``s and premises. A part is an
-estimand (``estimate``: one ``Estimate`` per stratum) with a quantifier over those strata, a
-direction (``side``) and a margin taken from the published numbers (``why``: how it follows
-from them). The runner (``report.scorecard``) decides each part on both sides of its margin;
-this module holds only declarations and the words the docs are generated from.
+A ``Claim`` quotes the seed sentences it tests (``Quote``: file, line, the sentence in the
+seed's language and in English, the paper's section) and lists its ``Part``s and premises. A
+part is an estimand (``estimate``: one ``Estimate`` per stratum) with a quantifier over those
+strata, a direction (``side``) and a margin taken from the published numbers (``why``: how it
+follows from them). The runner (``report.scorecard``) decides each part on both sides of its
+margin; this module holds only declarations and the words the docs are generated from.
 """
 
 from __future__ import annotations
@@ -36,6 +37,59 @@ SIDES = (ABOVE, BELOW, WITHIN)
 
 Offsets = dict[str, np.ndarray]
 
+#: What a claim is (docs/method.md §9 "Provenance"): a finding a seed states, or an
+#: **instrument check** no seed states (the λ-spectrum moves likelihoods as designed; clipping
+#: is active) — decided the same way, reported apart, never counted among published claims.
+PUBLISHED, INSTRUMENT = "published claim", "instrument check"
+KINDS = (PUBLISHED, INSTRUMENT)
+
+#: The five seeds (docs/seeds/, copies of the write-ups the claims quote): file → the paper
+#: it reports ("P": Piskorz et al., on- vs off-policy distillation; "D": Demystifying OPD) and
+#: its language.
+SEEDS = {
+    "000_4fa7018284e9b536.txt": ("P", "Portuguese"),
+    "001_836273fe8eeeb907.txt": ("D", "Portuguese"),
+    "002_c8062276978be7ba.txt": ("P", "Spanish"),
+    "003_be658795ea171503.txt": ("P", "Korean"),
+    "004_dad148f87bfbc925.txt": ("P", "Italian"),
+}
+
+
+@dataclass(frozen=True)
+class Quote:
+    """One seed sentence a claim tests: ``original`` is an exact substring (up to whitespace)
+    of line ``line`` (1-based) of seed file ``seed``; ``english`` its translation; ``section``
+    the paper's section where the seed cites one ("§4.2", "App. D.7"), else "".
+
+    An instrument check quotes the seed sentence that states the design it checks (the
+    spectrum's mixing, the clip threshold): what the check serves, not a finding.
+    """
+
+    seed: str
+    line: int
+    original: str
+    english: str
+    section: str = ""
+
+    def __post_init__(self) -> None:
+        if self.seed not in SEEDS:
+            raise ValueError(f"quote: seed {self.seed!r} is not one of {sorted(SEEDS)}")
+        if self.line < 1 or not self.original.strip() or not self.english.strip():
+            raise ValueError(f"quote of {self.seed}: needs a line ≥ 1, the original and English")
+
+    @property
+    def paper(self) -> str:
+        """``[P]`` or ``[D]``: the paper the seed reports."""
+        return f"[{SEEDS[self.seed][0]}]"
+
+    def cite(self) -> str:
+        """``002_c8062276978be7ba.txt:5, §4.2``: where the sentence is."""
+        return f"{self.seed}:{self.line}" + (f", {self.section}" if self.section else "")
+
+    def text(self) -> str:
+        """The quote in one line: “original” (English) — file:line, section."""
+        return f"“{self.original}” (“{self.english}”) — {self.cite()}"
+
 
 @dataclass(frozen=True)
 class Part:
@@ -54,6 +108,10 @@ class Part:
     #: A guard ("at no LR reversed beyond uncertainty"): it can only contradict; undecided, it
     #: does not stand in the way of support.
     guard: bool = False
+    #: Whether the seeds state the estimand's size. A part whose seeds state none is a sign
+    #: (docs/method.md §9 "Provenance"): ``published`` is then only the effect the calibration
+    #: plants, the one its power is computed at — never a published number.
+    sized: bool = True
 
     def __post_init__(self) -> None:
         if self.quantifier not in QUANTIFIERS:
@@ -109,6 +167,10 @@ class Routes:
         return self.routes[0].published
 
     @property
+    def sized(self) -> bool:
+        return self.routes[0].sized
+
+    @property
     def estimand(self) -> str:
         return "; or ".join(r.estimand for r in self.routes)
 
@@ -144,12 +206,12 @@ class MarginCase:
 
 @dataclass(frozen=True)
 class Claim:
-    """One published finding (docs/method.md §9) as a specification the runner decides."""
+    """One finding of docs/method.md §9 as a specification the runner decides: a published
+    claim, or an instrument check (``kind``)."""
 
     id: int
     title: str  # one line, the finding with its published numbers
-    source: str  # "[P] §4.1", "[D] §3"
-    quote: str  # the seed statement, quoted
+    quotes: tuple[Quote, ...]  # the seed sentences it tests (at least one)
     experiments: tuple[str, ...]  # the only experiments it reads (no fallback)
     parts: tuple[Part | Routes, ...]
     needs: str  # what a study must contain to test it (shown when it cannot)
@@ -173,6 +235,28 @@ class Claim:
     #: Other claims' specifications run again on an ablation (claims 14, 15): the claim holds
     #: when each conclusion the main grid decides is reached there too (``Replay``).
     replays: tuple[Replay, ...] = ()
+    kind: str = PUBLISHED  # KINDS
+
+    def __post_init__(self) -> None:
+        if not self.quotes:
+            raise ValueError(f"claim {self.id}: quotes the seed sentence(s) it tests")
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.id}: kind must be one of {KINDS}")
+
+    @property
+    def source(self) -> str:
+        """``[P] §4.2``: the papers and sections its quotes cite."""
+        papers = dict.fromkeys(q.paper for q in self.quotes)
+        cites = []
+        for paper in papers:
+            sections = [q.section for q in self.quotes if q.paper == paper and q.section]
+            cites.append(f"{paper} {', '.join(dict.fromkeys(sections))}".strip())
+        return "; ".join(cites)
+
+    @property
+    def instrument(self) -> bool:
+        """Whether it is an instrument check (never counted among published claims)."""
+        return self.kind == INSTRUMENT
 
     def rule(self) -> str:
         """The rule in words (the report's Rule column; docs/method.md §9), from the parts."""
@@ -189,10 +273,11 @@ class Claim:
 #: How a claim with replays is decided (``report.scorecard``), in words.
 REPLAY_RULE = (
     "Replays claims {ids} on the ablation's runs (each claim's own parts and margins). "
-    "Supported: every one of them decided on the main grid reaches the same verdict on the "
-    "ablation (else 'not tested' when one cannot be tested there). Contradicted: one is "
-    "reversed there — contradicted on the ablation but not on the main grid, or supported on "
-    "the ablation but contradicted on the main grid. Else inconclusive."
+    "Premise: at least one of them is supported on the main grid (a conclusion the main grid "
+    "contradicts or leaves undecided is none that can 'hold'; absent: not applicable). "
+    "Supported: every one supported on the main grid is supported on the ablation (else 'not "
+    "tested' when one cannot be tested there). Contradicted: one is reversed there — "
+    "contradicted on the ablation but not on the main grid, decided or not. Else inconclusive."
 )
 
 

@@ -61,6 +61,7 @@ from distillscope.report.claims import CLAIMS
 from distillscope.report.claims.c16_length_exploitation import F_ADV, F_DROP, F_EOS, F_LEN
 from distillscope.report.claims.c19_incoherent_rollouts import EARLY as EARLY_ENTROPY
 from distillscope.report.claims.evidence import is_baseline
+from distillscope.report.item_noise import DrawnItems
 from distillscope.report.noise import Components, default_sd, draw_noise, estimate_noise
 from distillscope.report.plants import (
     ACC,
@@ -199,19 +200,22 @@ def draw(
     rng: np.random.Generator,
     case: MarginCase | None = None,
     effects: tuple[Offsets, bool] | None = None,
+    items_out: dict[str, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """One synthetic results table of design ``d`` under ``scenario`` (see module docstring):
     model values plus ``noise.draw_noise`` (a seed effect shared by the cells of each seed,
     training noise, per-item binomial evaluation noise); under ``margin``, ``case`` says which
     claim's part sits at its margin (default: every null-based case at once). ``effects``:
-    ``effects_of(d, scenario, noise, case)`` when the caller draws many tables of one case."""
+    ``effects_of(d, scenario, noise, case)`` when the caller draws many tables of one case.
+    ``items_out``: filled with the runs' per-item values, items crossed with the cells
+    (``noise.draw_noise``), for ``score_claims(items=item_noise.DrawnItems(items_out))``."""
     out = d.copy()
     base = is_baseline(out).to_numpy()
     opd = out["objective.kind"].map(str).eq("opd").to_numpy() if "objective.kind" in out else None
     planted, levels = effects or effects_of(d, scenario, noise, case)
     degenerate = scenario in DEGENERATE
     seeds = pd.factorize(out[SEED].map(str) if SEED in out else pd.Series("", out.index))[0]
-    drawn = {} if degenerate else draw_noise({m: noise[m] for m in metrics}, seeds, rng)
+    drawn = {} if degenerate else draw_noise({m: noise[m] for m in metrics}, seeds, rng, items_out)
     experiment = out["experiment"].map(str).to_numpy()
     values = {}
     for m in metrics:
@@ -382,8 +386,10 @@ def calibrate(
             given = case.given if case is not None else None
             read = [*scored, given] if given is not None and given not in scored else scored
             for _ in range(n):
-                table = draw(d, scenario, metrics, noise, typical, rng, case, effects)
-                verdicts = {r.id: r.verdict for r in score_claims(table, claims=read)}
+                drawn: dict[str, np.ndarray] = {}
+                table = draw(d, scenario, metrics, noise, typical, rng, case, effects, drawn)
+                items = DrawnItems(drawn) if drawn else None
+                verdicts = {r.id: r.verdict for r in score_claims(table, claims=read, items=items)}
                 for c in scored:
                     v = verdicts[c]
                     if v == "supported" and given is not None and verdicts[given] != "supported":

@@ -19,12 +19,14 @@ means, a forgetting's ``before`` from its own baseline): the estimators read the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from distillscope.metric_keys import unit
 from distillscope.report.aggregate import percent_scale
 from distillscope.store import read_eval_items, run_dir
 
@@ -46,9 +48,7 @@ class ItemTable:
     def matrix(self, rows: pd.DataFrame, metric: str) -> np.ndarray | None:
         """Per row of ``rows`` (by ``run_id``), the per-item values of ``metric`` in display
         units, shifted to the row's value (module docstring); NaN rows where the row has no
-        value; None when the metric has no items or a row with a value lacks them."""
-        from distillscope.report.noise import eval_block, pass_k_table
-
+        value or no items; None when the metric has no items (or fewer than 2 rows have)."""
         spec = eval_block(metric)
         if spec is None or "run_id" not in rows or metric not in rows:
             return None
@@ -57,23 +57,34 @@ class ItemTable:
         y = pd.to_numeric(rows[metric], errors="coerce").to_numpy(dtype=float)
         ids = rows["run_id"].map(str).to_numpy()
         has = ~np.isnan(y)
-        if table is None or not np.isin(ids[has], table.index).all():
-            return None
+        if table is None or np.isin(ids[has], table.index).sum() < 2:
+            return None  # a row without the block's items (a baseline's skills) stays NaN
         x = table.reindex(ids).to_numpy(dtype=float)
         if k > 1:
             n = self.samples[block].reindex(ids).to_numpy(dtype=float)
-            if (n[has] < k).any() or (n[has] != n[has][0]).any():
+            got = has & ~np.isnan(n)
+            if (n[got] < k).any() or (n[got] != n[got][0]).any():
                 return None  # pass@k needs the same n ≥ k samples in every run
-            n0 = int(n[has][0])
-            x = np.where(has[:, None], pass_k_table(n0, k)[np.rint(x * n0).astype(int)], np.nan)
+            n0 = int(n[got][0])
+            c = np.rint(np.nan_to_num(x) * n0).astype(int).clip(0, n0)
+            x = np.where(got[:, None], pass_k_table(n0, k)[c], np.nan)
         x = x * percent_scale(metric if metric != FORGET else "eval/skills_after")
         if metric == FORGET:
             before = table.reindex([b for b in self.baseline if b in table.index])
             if len(before):
                 x = x - 100.0 * before.mean(axis=0).to_numpy(dtype=float)[None, :]
-        x = x + (y - np.nanmean(x, axis=1))[:, None]
-        x[~has] = np.nan
-        return x
+        return shifted(x, y * percent_scale(metric))
+
+
+def shifted(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per-item values ``x`` (rows × items) moved so that each row's mean is its value ``y``
+    (display units); NaN rows where ``y`` is NaN."""
+    count = (~np.isnan(x)).sum(axis=1)
+    mean = np.nansum(x, axis=1) / np.maximum(count, 1)  # a row without items: NaN below
+    with np.errstate(invalid="ignore"):
+        out = x + (y - np.where(count > 0, mean, np.nan))[:, None]
+    out[np.isnan(y)] = np.nan
+    return out
 
 
 def block_of(block: str) -> str:
@@ -132,3 +143,33 @@ def load_items(study_dir: Path | None, df: pd.DataFrame) -> ItemTable | None:
         return None
     base = tuple(df.loc[is_baseline(df), "run_id"].map(str))
     return item_table(frames, base)
+
+
+def pass_k_table(n: int, k: int) -> np.ndarray:
+    """f_k(c) = 1 − C(n − c, k)/C(n, k) for c = 0 … n (the unbiased pass@k of c correct of n;
+    1 − Π_{i=n−c+1..n} (1 − k/i), 1 when n − c < k; k = 1 gives c/n)."""
+    out = np.ones(n + 1)
+    for c in range(n + 1):
+        if n - c >= k:
+            out[c] = 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+    return out
+
+
+def eval_block(metric: str) -> tuple[str, int, float] | None:
+    """(evaluation block, k, scale) behind ``metric``; None for a metric no sampling produces."""
+    name = metric.split("/", 1)[-1]
+    if metric == "eval/accuracy":
+        return "accuracy", 1, 1.0
+    if metric == "eval/harder_accuracy":
+        return "harder", 1, 1.0
+    if metric in ("eval/skills_after", "eval/forgetting_pp"):
+        return SKILLS, 1, 100.0 if metric == "eval/forgetting_pp" else 1.0
+    if metric.startswith("eval/skill-"):
+        return SKILLS + name, 1, 1.0
+    m = re.fullmatch(r"eval/(harder/)?(pass|avg)@(\d+)", metric)
+    if m:
+        block = "harder_coverage" if m.group(1) else "coverage"
+        return block, int(m.group(3)) if m.group(2) == "pass" else 1, 1.0
+    if metric.startswith("rlvr/") and unit(metric) == "fraction":
+        return metric, 1, 1.0
+    return None

@@ -55,8 +55,10 @@ import numpy as np
 import pandas as pd
 
 from distillscope.metric_keys import unit
-from distillscope.report.aggregate import SEED, cell_columns, done, metric_columns
+from distillscope.report.aggregate import SEED, cell_columns, done, metric_columns, percent_scale
 from distillscope.report.claims.evidence import is_baseline
+from distillscope.report.item_noise import ItemNoise, draw_items, item_noise, stratum_sd
+from distillscope.report.items import SKILLS, eval_block, load_items, pass_k_table
 from distillscope.store import read_eval_items, run_dir
 
 #: Residual SD by unit when the study cannot estimate one (stored units).
@@ -68,7 +70,6 @@ SKILL_ITEMS = 100  # items per skill of the testbed's suite (eval.skill_items' d
 #: A residual variance this small relative to the mean square is float rounding: the runs agree.
 ROUNDING = 1e-20
 RANK_TOL = 1e-9  # eigenvalues of the seed system below this (relative) are its null space
-SKILLS = "skill/"  # prefix of the skill blocks; skills_after and forgetting read all of them
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,8 @@ class Components:
     scale: float = 1.0
     #: The residual is ``default_sd``'s assumption, not an estimate (nothing to estimate from).
     assumed: bool = False
+    crossed: ItemNoise | None = None  # items × cells (``item_noise``): None without items
+    stratum: np.ndarray | None = None  # per design row, its stratum's extra training SD
 
     def probabilities(self) -> np.ndarray:
         """Per-item success probabilities: ``p_items``, else ``level`` for every item."""
@@ -125,17 +128,9 @@ class Components:
             "k": self.k,
             "per_item": self.p_items is not None,
             "assumed": self.assumed,
+            "item_sd": 0.0 if self.crossed is None else self.crossed.sd(),
+            "stratum_sd": 0.0 if self.stratum is None else float(np.max(self.stratum, initial=0)),
         }
-
-
-def pass_k_table(n: int, k: int) -> np.ndarray:
-    """f_k(c) = 1 − C(n − c, k)/C(n, k) for c = 0 … n (the unbiased pass@k of c correct of n;
-    1 − Π_{i=n−c+1..n} (1 − k/i), 1 when n − c < k; k = 1 gives c/n)."""
-    out = np.ones(n + 1)
-    for c in range(n + 1):
-        if n - c >= k:
-            out[c] = 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
-    return out
 
 
 def pass_k_var(p: np.ndarray, n: int, k: int) -> np.ndarray:
@@ -152,32 +147,14 @@ def pass_k_var(p: np.ndarray, n: int, k: int) -> np.ndarray:
     return np.maximum(second - (1.0 - (1.0 - p) ** k) ** 2, 0.0)
 
 
-def eval_block(metric: str) -> tuple[str, int, float] | None:
-    """(evaluation block, k, scale) behind ``metric``; None for a metric no sampling produces."""
-    name = metric.split("/", 1)[-1]
-    if metric == "eval/accuracy":
-        return "accuracy", 1, 1.0
-    if metric == "eval/harder_accuracy":
-        return "harder", 1, 1.0
-    if metric in ("eval/skills_after", "eval/forgetting_pp"):
-        return SKILLS, 1, 100.0 if metric == "eval/forgetting_pp" else 1.0
-    if metric.startswith("eval/skill-"):
-        return SKILLS + name, 1, 1.0
-    m = re.fullmatch(r"eval/(harder/)?(pass|avg)@(\d+)", metric)
-    if m:
-        block = "harder_coverage" if m.group(1) else "coverage"
-        return block, int(m.group(3)) if m.group(2) == "pass" else 1, 1.0
-    if metric.startswith("rlvr/") and unit(metric) == "fraction":
-        return metric, 1, 1.0
-    return None
-
-
 def estimate_noise(df: pd.DataFrame, study_dir: Path | None = None) -> dict[str, Components]:
     """Per numeric metric of ``df``, its ``Components`` (module docstring: the estimators)."""
     rows = done(df)
     rows = rows[~is_baseline(rows)]
     items = _item_tables(rows, study_dir)
     cell, seed = cell_and_seed_codes(rows)
+    every_cell, every_seed = cell_and_seed_codes(df)
+    per_item = load_items(study_dir, df)
     out = {}
     for metric in metric_columns(rows):
         y = pd.to_numeric(rows[metric], errors="coerce")
@@ -190,7 +167,16 @@ def estimate_noise(df: pd.DataFrame, study_dir: Path | None = None) -> dict[str,
             seed_sd, resid = 0.0, default_sd(metric, float(y.median())) ** 2
         ev = _evaluation(metric, rows[ok], items)
         train_sd = math.sqrt(max(resid - ev.eval_var(), 0.0))
-        out[metric] = replace(ev, seed_sd=seed_sd, train_sd=train_sd, assumed=assumed)
+        crossed = item_noise(df, per_item, metric, every_cell)
+        stratum = stratum_sd(df, metric, every_cell, every_seed)
+        out[metric] = replace(
+            ev,
+            seed_sd=seed_sd,
+            train_sd=train_sd,
+            crossed=crossed,
+            stratum=stratum,
+            assumed=assumed,
+        )
     return out
 
 
@@ -342,23 +328,31 @@ def _item_tables(rows: pd.DataFrame, study_dir: Path | None) -> pd.DataFrame | N
 
 
 def draw_noise(
-    comps: dict[str, Components], seeds: np.ndarray, rng: np.random.Generator
+    comps: dict[str, Components],
+    seeds: np.ndarray,
+    rng: np.random.Generator,
+    items_out: dict[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """One table's noise per metric of ``comps`` for runs of seed codes ``seeds`` (0 … S − 1):
     a seed effect β_s ~ N(0, seed_sd²) drawn once per seed and shared by its cells, training
-    noise N(0, train_sd²) per run, and evaluation noise per run: c_i ~ Binomial(n, p_i) on each
-    of the block's I items, scale · mean_i (f_k(c_i) − (1 − (1 − p_i)^k)). Metrics of one block
-    (same items, samples and p) read the same draws, as pass@1 and pass@10 read one sampler pass.
-    The binomial is drawn at the study's own p_i: a planted effect moves a run's mean, not the
-    variance of its evaluation.
+    noise N(0, train_sd²) per run (plus its stratum's extra SD, ``Components.stratum``), and
+    evaluation noise per run: c_i ~ Binomial(n, p_i) on each of the block's I items,
+    scale · mean_i (f_k(c_i) − (1 − (1 − p_i)^k)). Metrics of one block (same items, samples
+    and p) read the same draws, as pass@1 and pass@10 read one sampler pass. The binomial is
+    drawn at the study's own p_i: a planted effect moves a run's mean, not the variance of its
+    evaluation. With ``items_out``: the items crossed with the cells (``item_noise``) too —
+    each run moves by its cell's interaction over the drawn items, and ``items_out`` gets each
+    metric's per-item values (display units) for the report's estimators.
     """
     n_seeds = int(seeds.max()) + 1 if len(seeds) else 0
     counts: dict[tuple, np.ndarray] = {}
-    out = {}
+    out, evaluation = {}, {}
     for metric, comp in comps.items():
         v = rng.normal(0.0, comp.seed_sd, n_seeds)[seeds] + rng.normal(
             0.0, comp.train_sd, len(seeds)
         )
+        if comp.stratum is not None and len(comp.stratum) == len(seeds):
+            v = v + rng.normal(0.0, 1.0, len(seeds)) * comp.stratum
         if comp.items > 0 and comp.samples > 0:
             p = np.resize(comp.probabilities(), comp.items)  # (items,)
             key = (comp.block, comp.items, comp.samples, p.tobytes())
@@ -368,5 +362,16 @@ def draw_noise(
             expected = 1.0 - (1.0 - p) ** k  # (items,)
             dev = pass_k_table(comp.samples, k)[counts[key]] - expected  # (runs, items)
             v = v + comp.scale * dev.mean(axis=1)
+            evaluation[metric] = comp.scale * dev * percent_scale(metric)
         out[metric] = v
+    if items_out is not None:
+        crossed = {
+            m: c.crossed
+            for m, c in comps.items()
+            if c.crossed is not None and len(c.crossed.cell) == len(seeds)
+        }
+        offsets, values = draw_items(crossed, rng, evaluation)
+        for m, o in offsets.items():
+            out[m] = out[m] + o / percent_scale(m)
+        items_out.update(values)
     return out

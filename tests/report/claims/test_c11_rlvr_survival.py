@@ -107,8 +107,9 @@ def test_claim_20_inconclusive_on_noise_and_not_tested_without_rlvr():
 def test_the_calibration_plants_both_rlvr_claims_and_finds_few_false_verdicts():
     cal = calibrate(table(0, 0, sd=3.0, seeds=3), draws=40, seed=0, claims=(11, 20))
     # claim 20 picks the best of 4 OffPD and of 4 OnPD cells: its bounds are Bonferroni over
-    # the 16 pairs (docs/method.md §9 "What an interval covers"), which costs power here
-    assert cal["power"]["11"] >= 0.8 and cal["power"]["20"] >= 0.5
+    # the 16 pairs (docs/method.md §9 "What an interval covers"), which costs power here: about
+    # half, less 3 binomial SEs of a rate over 40 draws
+    assert cal["power"]["11"] >= 0.8 and cal["power"]["20"] >= 0.5 - 3 * (0.25 / 40) ** 0.5
     assert cal["false_rate"]["11"] <= 0.05 and cal["false_rate"]["20"] <= 0.05
     # claim 11's margin case: every route at its margin (after +2 pp, 2 pp smaller than before)
     assert cal["rates"]["margin"]["11"].get("supported", 0.0) <= 0.05

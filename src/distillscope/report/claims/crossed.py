@@ -40,8 +40,9 @@ class ItemComponent:
         n_items = items.shape[1] if items.ndim == 2 else 0
         total = np.zeros((c, s, n_items))
         count = np.zeros((c, s, 1))
-        np.add.at(total, (cell, seed), np.nan_to_num(items))
-        np.add.at(count, (cell, seed), 1.0)
+        ok = ~np.isnan(items).any(axis=1) if n_items else np.ones(len(cell), dtype=bool)
+        np.add.at(total, (cell[ok], seed[ok]), items[ok])  # a run without items: absent
+        np.add.at(count, (cell[ok], seed[ok]), 1.0)
         with np.errstate(invalid="ignore", divide="ignore"):
             self.table = total / count  # (cells, seeds, items); NaN where a seed is absent
         self.cache: dict[bytes, tuple[float, float]] = {}

@@ -301,7 +301,8 @@ METRICS: tuple[MetricKey, ...] = (
             "eval/style_share_t1",
             "fraction",
             "eval.style, the untrained student only (a study's baseline): its answers in the "
-            "teacher's style sampling at T = 1, whether the style is in its support",
+            "teacher's style sampling at T = 1 with the teacher's style flag, whether the style "
+            "is in its support",
             "none",
         ),
         ("eval/{skill}", "fraction", "accuracy of the trained student on one skill", "higher"),

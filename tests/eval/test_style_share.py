@@ -40,8 +40,10 @@ def test_the_untrained_student_s_style_support_is_measured_once_by_the_baseline(
     tiny_pair, tmp_path
 ):
     """Claim 12's regime premise: the baseline of a style study (eval.style) also samples the
-    accuracy items at T = 1 and writes the style share there; a study without eval.style does
-    not."""
+    accuracy items at T = 1 with the teacher's style flag in the prompt ("with the flag",
+    docs/method.md §9) and writes the style share there; a study without eval.style does not."""
+    import json
+
     from distillscope.config import load_run_config
     from distillscope.eval.evaluate import evaluate
     from distillscope.store import read_eval_items
@@ -65,5 +67,9 @@ def test_the_untrained_student_s_style_support_is_measured_once_by_the_baseline(
     assert any(b.startswith("style_support: 4 items × 1 samples") for b in blocks), blocks
     items = read_eval_items(tmp_path / "base")
     assert (items["block"] == "style_support").sum() == 4
+    logged = [json.loads(line) for line in (tmp_path / "base" / "samples.jsonl").open()]
+    prompts = {r["block"]: r["prompt"] for r in logged}
+    assert prompts["style_support"].startswith("alt "), prompts  # sampled with the flag
+    assert not prompts["accuracy"].startswith("alt "), prompts  # the student's own prompt
     plain = evaluate(load_run_config(None, common), tmp_path / "plain", untrained=True)
     assert "eval/style_share_t1" not in plain

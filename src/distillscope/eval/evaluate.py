@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -44,6 +44,7 @@ from distillscope.tasks import (
     make_split,
     resolve_task,
     skill_suite,
+    styled,
     training_problems,
 )
 from distillscope.tasks.language import language_identifier
@@ -261,14 +262,18 @@ def _style_share(acc: Samples, language: str | None) -> dict[str, float]:
 
 
 def _style_support(blocks: EvalBlocks, task: Task, problems: list) -> dict[str, float]:
-    """The untrained student's style share sampling at T = 1 on the accuracy items, as a run
-    samples its rollouts (``eval/style_share_t1``): whether the teacher's style lies in its
-    support at all, the regime claim 12 presupposes (docs/method.md §9). Evaluated once per
-    seed, by the baseline of a study with ``eval.style``."""
-    e = blocks.cfg.eval
-    n, stream = e.samples_per_item, Stream.EVAL_STYLE_SUPPORT
+    """The untrained student's style share sampling at T = 1 on the accuracy items, with the
+    teacher's style flag in its prompt (``eval/style_share_t1``): whether the teacher's style
+    lies in its support at all, the regime claim 12 presupposes (docs/method.md §9: "its style
+    share when sampling at T = 1 with the flag"). Evaluated once per seed, by the baseline of a
+    study with ``eval.style``. A run without the glyph flag (a chat-format teacher instruction)
+    samples the student's own prompts."""
+    cfg = blocks.cfg
+    if cfg.task.teacher_style_flag:
+        problems = [replace(p, prompt=styled(p.prompt)) for p in problems]
+    n, stream = cfg.eval.samples_per_item, Stream.EVAL_STYLE_SUPPORT
     support = blocks.draw("style_support", task, problems, n, 1.0, stream)
-    share = _style_share(support, e.style_language)["eval/teacher_style_share"]
+    share = _style_share(support, cfg.eval.style_language)["eval/teacher_style_share"]
     return {"eval/style_share_t1": share}
 
 

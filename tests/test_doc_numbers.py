@@ -113,16 +113,22 @@ def test_readme_worked_example_is_the_quick_record():
         assert sorted(named) == verdicts[verdict], (verdict, named)
     assert f"the other {len(verdicts['not tested'])} claims, which need" in part
     pairs = [  # (claim, text in its evidence and in the README)
-        (1, "Δ_best +1.7 pp [-0.6, +4.1]"),
-        (2, "Δ_KL -2.8 pp [-4.0, -1.7]"),
-        (4, "Δ_LR +2.6 pp [+2.6, +2.7]"),
-        (3, "Δ_LR +6.9 pp [+4.9, +8.9]"),
-        (3, "low-LR change -0.4 pp [-4.8, +4.1]"),
-        (3, "a band of ±6.2 pp"),
+        (1, "Δ_best +1.7 pp [-4.1, +7.6]"),
+        (1, "best of 16 contrasts"),
+        (1, "a band of ±8.5 pp"),
+        (2, "Δ_KL -2.8 pp [-4.9, -0.7]"),
+        (3, "Δ_LR +6.9 pp [+4.7, +9.1]"),
+        (3, "low-LR change -0.4 pp [-2.2, +1.5]"),
+        (3, "a band of ±4.0 pp"),
+        (19, "gain +29.7 pp [+10.9, +46.3]"),
+        (19, "4 of 4 runs"),
     ]
     for claim, text in pairs:
         assert text in results[claim].evidence, (claim, text)
         assert text.split(" ", 1)[1] in readme, (claim, text)
+    assert results[4].verdict == "not applicable"  # its regime premise, measured, is absent
+    assert "sparsity of `main`: 5.4% [5.4, 5.5]" in results[4].reason
+    assert "sparsity is 5.4% [5.4, 5.5], on its floor" in readme
 
 
 def test_testbed_page_numbers_are_the_shipped_record():
@@ -174,9 +180,10 @@ def test_benchmarks_scorecard_is_todays_rules_on_the_record():
     assert f"claims {listed} are inconclusive" in names  # parenthesised evidence left out
     assert f"claim {' and '.join(map(str, by['contradicted']))} is contradicted" in names
     pairs = [  # (claim, in its evidence, in BENCHMARKS.md)
-        (1, "Δ_best -3.3 pp [-5.7, -0.8]", "Δ_best -3.3 pp [-5.7, -0.8]"),
+        (1, "Δ_best -3.3 pp [-7.9, +1.4]", "Δ_best -3.3 pp [-7.9, +1.4]"),
+        (1, "a band of ±6.6 pp", "a band of ±6.6 pp would decide it"),
         (2, "Δ_KL +1.4 pp [+0.2, +2.7] (95% CI) → contradicts Δ_KL > 5 pp", "+1.4 pp [+0.2, +2.7]"),
-        (3, "Δ_LR +9.3 pp [+7.9, +10.8]", "+9.3 pp [+7.9, +10.8]"),
+        (3, "Δ_LR +9.3 pp [+7.4, +11.2]", "+9.3 pp [+7.4, +11.2]"),
         (3, "low-LR change -1.1 pp [-6.2, +3.9]", "-1.1 pp [-6.2, +3.9]"),
         (3, "a band of ±6.9 pp", "a band of ±6.9 pp"),
     ]
@@ -314,6 +321,9 @@ def test_benchmarks_quick_calibration_is_its_record():
         for shown, key in ((support, "false_support"), (contra, "false_contradiction")):
             assert shown == f"{100 * cal[key][claim]:.1f}%", (claim, key)
         assert power == f"{100 * cal['power'][claim]:.1f}%", claim
+    worst = max(cal["false_rate"].values())
+    named = " and ".join(str(c) for c in cal["claims"] if cal["false_rate"][str(c)] == worst)
+    assert f"The worst false rate is {100 * worst:.1f}% (claims {named})" in page("BENCHMARKS.md")
 
 
 def test_benchmarks_paper_record_is_its_record():

@@ -42,6 +42,7 @@ from distillscope.report.aggregate import SEED, hashable_axes, metric_columns, p
 from distillscope.report.claims import CLAIMS
 from distillscope.report.claims.estimate import Estimate, RangeEstimate
 from distillscope.report.claims.evidence import Evidence, is_baseline
+from distillscope.report.claims.interval import Bounded, Selected
 from distillscope.report.claims.spec import ABOVE, ANY, WITHIN, Claim, Part
 from distillscope.report.noise import Components
 from distillscope.report.stats import ALPHA
@@ -180,8 +181,9 @@ def _estimate(part: Part, claim: Claim, ev: Evidence) -> list[Estimate]:
 
 
 def _seed_mean(x: Estimate) -> bool:
-    """An estimate of means over seeds (an SE on ν > 0), not a count or a rank."""
-    return type(x) in (Estimate, RangeEstimate) and x.decidable()
+    """An estimate of means over seeds (an SE on ν > 0), not a count or a rank: a plain
+    contrast or level, a range, a level on a bounded scale, a best cell picked from a family."""
+    return type(x) in (Estimate, RangeEstimate, Bounded, Selected) and x.decidable()
 
 
 def _seed_shifted(df: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:

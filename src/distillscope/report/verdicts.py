@@ -109,8 +109,8 @@ def undecided_reason(part: Part, x: Estimate, alpha: float = ALPHA) -> str:
     """ "lacks power (…)" or "effect near its margin (…)" for an undecided stratum.
 
     Near its margin only when the interval straddles the margin (a band's edge) and is
-    narrower than the effect it would need to resolve — reach within the published value's
-    distance from the margin, half-width below it; otherwise (a wide interval, as "0 of n vs
+    narrower than the effect it would need to resolve — reach strictly below the published
+    value's distance from the margin, half-width below it; otherwise (a wide interval, as "0 of n vs
     0 of n" events gives: [−100, +100] pp against a published 100 pp) the design lacks power.
     """
     band = part.side == WITHIN

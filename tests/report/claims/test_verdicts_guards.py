@@ -210,7 +210,9 @@ def test_the_power_reason_uses_the_level_the_stratum_was_decided_at():
 
 def test_a_design_that_resolves_exactly_the_published_distance_has_its_power():
     x = _x(1.0)
-    part = _part(ABOVE, 0.0, x.reach(0.025))  # distance = reach: the design decides it
+    # distance just beyond the reach: the design decides it (at distance = reach exactly an
+    # exact test clamped at its range, "0 of 3 vs 0 of 6", would read as near its margin)
+    part = _part(ABOVE, 0.0, x.reach(0.025) * 1.001)
     d = decide_stratum(part, x, 0.0025)
     assert d.reason == (
         f"effect near its margin: +1.0 pp [-1.0, +3.0] against Δ > 0 pp{_would(1.0, ' pp', 1)}"

@@ -114,9 +114,10 @@ def test_config_lists_every_field_with_its_description():
     rows = config_fields()
     lines = res.output.splitlines()[1:]
     assert [line.split(" ")[0] for line in lines] == [r[0] for r in rows]
-    assert "model.teacher_device (str | None; default null): torch device of the teacher" in (
-        res.output
-    )
+    assert (
+        "model.teacher_device (cpu | cuda | cuda:N | mps | None; default null): torch device "
+        "of the teacher"
+    ) in res.output  # a field's allowed values in place of its type
     names = {r[0] for r in rows}
     assert {"model.teacher_device", "eval.samples_per_block", "optim.lr", "seed"} <= names
 

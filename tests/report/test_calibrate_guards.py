@@ -53,7 +53,7 @@ def scripted(monkeypatch):
     generator gave (the generator is the one seeded by ``calibrate``)."""
     counts: dict = {"rng": []}
 
-    def draw(d, scenario, metrics, noise, typical, rng, case=None, effects=None):
+    def draw(d, scenario, metrics, noise, typical, rng, case=None, effects=None, items_out=None):
         assert isinstance(d, pd.DataFrame) and metrics == ["eval/accuracy"]
         (got, levels), (want, want_levels) = effects, cal.effects_of(d, scenario, noise, case)
         assert levels == want_levels and got.keys() == want.keys()  # computed once per case
@@ -64,7 +64,7 @@ def scripted(monkeypatch):
         counts[key] = counts.get(key, 0) + 1
         return (key, counts[key] - 1)
 
-    def score_claims(table, claims):
+    def score_claims(table, claims, items=None):
         (scenario, case), k = table
         return [_Result(c, SCRIPT[(scenario, case, c)][k]) for c in claims]
 

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from distillscope.cli import app
 from distillscope.config import ConfigError
-from distillscope.report.claims import estimate as estimate_mod
+from distillscope.report.claims import interval as interval_mod
 from distillscope.report.claims.estimate import Estimate
 from distillscope.report.claims.spec import ABOVE, POOLED, Part
 from distillscope.report.stats import ALPHA
@@ -256,8 +256,8 @@ def _sequences(level: float, looks=(2, 4, 6), sd: float = 4.0) -> tuple[float, f
 
 def test_bonferroni_over_the_looks_keeps_the_sequences_false_rates_at_alpha(monkeypatch):
     # the same quantiles, computed once each (the simulation decides ~57,000 times)
-    cached = functools.lru_cache(maxsize=None)(estimate_mod.t_quantile)
-    monkeypatch.setattr(estimate_mod, "t_quantile", cached)
+    cached = functools.lru_cache(maxsize=None)(interval_mod.t_quantile)
+    monkeypatch.setattr(interval_mod, "t_quantile", cached)
     mc = 3 * math.sqrt(ALPHA * (1 - ALPHA) / SEQUENCES)  # 3 Monte Carlo SEs
     k = sq.max_looks(_spec())
     support, contra = _sequences(ALPHA / k)

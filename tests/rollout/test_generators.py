@@ -54,6 +54,7 @@ def test_the_named_streams_keep_their_values_and_draws():
         "EVAL_HARDER": 10_002,
         "EVAL_HARDER_COVERAGE": 10_003,
         "EVAL_SKILLS": 10_004,
+        "EVAL_STYLE_SUPPORT": 10_005,  # added: a new stream takes a new number
     }
     named = torch.rand(5, generator=step_generator(42, 3, Stream.ESTIMATOR))
     assert torch.equal(named, torch.rand(5, generator=step_generator(42, 3, 1)))

@@ -168,6 +168,25 @@ def _progress():
     )
 
 
+def _relaunch_if_asked(launcher: str, num_processes: int, fsdp: bool) -> None:
+    """Check --launcher/--fsdp; with --launcher accelerate, run this command again under
+    `accelerate launch` (every process without --launcher) and exit with its status."""
+    if launcher not in ("none", "accelerate"):
+        raise ValueError(f"--launcher must be none or accelerate, got {launcher!r}")
+    if fsdp and launcher != "accelerate":
+        raise ValueError(
+            "--fsdp shards the student over several processes: add --launcher accelerate "
+            "(under `accelerate launch`, pass its --use_fsdp instead)"
+        )
+    if launcher == "accelerate":
+        import subprocess
+
+        from distillscope.train.distributed import accelerate_command
+
+        command = accelerate_command(sys.argv[1:], num_processes, fsdp=fsdp)
+        raise typer.Exit(subprocess.run(command, check=False).returncode)
+
+
 @app.command("train")
 @friendly_errors
 @with_threads
@@ -200,21 +219,7 @@ def train_cmd(
     from distillscope.config import check_machine, load_run_config
     from distillscope.study.preflight import preflight_runs  # torch-free
 
-    if launcher not in ("none", "accelerate"):
-        raise ValueError(f"--launcher must be none or accelerate, got {launcher!r}")
-    if fsdp and launcher != "accelerate":
-        raise ValueError(
-            "--fsdp shards the student over several processes: add --launcher accelerate "
-            "(under `accelerate launch`, pass its --use_fsdp instead)"
-        )
-    if launcher == "accelerate":  # every process runs this command without --launcher
-        import subprocess
-
-        from distillscope.train.distributed import accelerate_command
-
-        command = accelerate_command(sys.argv[1:], num_processes, fsdp=fsdp)
-        raise typer.Exit(subprocess.run(command, check=False).returncode)
-
+    _relaunch_if_asked(launcher, num_processes, fsdp)
     overrides = list(overrides or [])
     if config is not None and "=" in config and not Path(config).exists():
         config, overrides = None, [config, *overrides]  # `train optim.lr=3e-4`: no file

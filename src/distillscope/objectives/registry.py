@@ -101,7 +101,7 @@ def _cross_tokenizer_loss(form: str) -> Loss:
 
 
 def _cross_tokenizer(name: str, label: str, summary: str, form: str) -> ObjectiveKind:
-    """A loss against a teacher with another tokenizer (:mod:`.cross_tokenizer`, ``form``)."""
+    """A loss against a teacher with another tokenizer (:mod:`.token_alignment`, ``form``)."""
     loss = functools.partial(_cross_tokenizer_loss, form)
     return ObjectiveKind(name, label, summary, loss, inputs="cross_tokenizer")
 

@@ -1,7 +1,8 @@
-"""Synthetic study directories for the report tests: numbers chosen so that answers are known.
+"""Synthetic study directories for the results, scorecard and report tests: numbers chosen so
+that answers are known.
 
-Tests reach the builders through the ``synth`` fixture (the suite runs with
-``--import-mode=importlib``, so this file is not importable by name).
+Tests reach the builders through the ``synth`` fixture, which the conftest.py of
+tests/results/, tests/scorecard/ and tests/report/ import from here.
 
 Three seeds per cell with offsets −d, 0, +d around the cell value (in a rotating order of seeds,
 ``grid``), so a cell's mean is the value, its sample standard deviation is d and its SEM d / √3.

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from distillscope.report import aggregate
-from distillscope.report.aggregate import (
+from distillscope.results import aggregate
+from distillscope.results.aggregate import (
     cell_columns,
     fmt_mean_sem,
     lr_text,

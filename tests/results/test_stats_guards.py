@@ -1,4 +1,4 @@
-"""The scorecard's statistics, value by value: every function of report/stats.py on numbers
+"""The scorecard's statistics, value by value: every function of results/stats.py on numbers
 whose answer is known (closed forms, scipy's own routines), including each degenerate branch
 and each strict inequality exactly at its edge."""
 
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from distillscope.report import stats
-from distillscope.report.stats import (
+from distillscope.results import stats
+from distillscope.results.stats import (
     ALPHA,
     Pair,
     Range,

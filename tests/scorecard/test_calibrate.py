@@ -13,20 +13,20 @@ import pytest
 from typer.testing import CliRunner
 
 from distillscope.cli import app
-from distillscope.report import calibrate as calibrate_module
-from distillscope.report import score_claims
-from distillscope.report.calibrate import (
+from distillscope.results.reader import CALIBRATION_FILE, load_study
+from distillscope.scorecard import calibrate as calibrate_module
+from distillscope.scorecard import score_claims
+from distillscope.scorecard.calibrate import (
     calibrate,
     noise_model,
     planned_table,
     simulate,
     tables,
 )
-from distillscope.report.calibration_run import UNSCORED
-from distillscope.report.claims.c01_no_rollout_gain import MARGIN_PP as CLAIM_01_MARGIN_PP
-from distillscope.report.load import CALIBRATION_FILE, load_study
-from distillscope.report.noise import Components
-from distillscope.report.plants import all_margin_cases, margin_offsets
+from distillscope.scorecard.calibration_run import UNSCORED
+from distillscope.scorecard.claims.c01_no_rollout_gain import MARGIN_PP as CLAIM_01_MARGIN_PP
+from distillscope.scorecard.noise import Components
+from distillscope.scorecard.plants import all_margin_cases, margin_offsets
 from distillscope.study.spec import PRESETS_DIR, expand, load_spec
 from distillscope.study.table import plan_row
 
@@ -236,7 +236,7 @@ def test_the_rlvr_stage_plant_leaves_another_rlvr_experiment_alone():
     # is another RLVR experiment and keeps its own planted effect only
     df = _design("paper", ("rlvr", "grpo"))
     d = simulate(df, "null", seed=0)
-    from distillscope.report.claims.c11_rlvr_survival import planted
+    from distillscope.scorecard.claims.c11_rlvr_survival import planted
 
     moved = planted(d)["rlvr/eval_accuracy"] != 0
     assert moved.any() and set(d[moved]["experiment"]) == {"rlvr"}
@@ -250,9 +250,9 @@ def test_no_rule_is_structurally_false_on_the_paper_record():
     at its 5% level reaches 5 of 10 with probability 6e-5."""
     from pathlib import Path
 
-    from distillscope.report.calibration_run import UNSCORED
-    from distillscope.report.claims import CLAIMS
-    from distillscope.report.scorecard import add_features
+    from distillscope.scorecard.calibration_run import UNSCORED
+    from distillscope.scorecard.claims import CLAIMS
+    from distillscope.scorecard.runner import add_features
 
     root = Path(__file__).parents[2] / "bench" / "records" / "paper-2026-12-03"
     study = load_study(root)

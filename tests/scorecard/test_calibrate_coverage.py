@@ -23,9 +23,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from distillscope.report import calibrate as cal
-from distillscope.report.claims.estimate import Blocks
-from distillscope.report.noise import Components
+from distillscope.scorecard import calibrate as cal
+from distillscope.scorecard.estimate import Blocks
+from distillscope.scorecard.noise import Components
 
 ACC = "eval/accuracy"
 CELLS, SEEDS, TABLES, NOMINAL = 4, 5, 300, 0.90

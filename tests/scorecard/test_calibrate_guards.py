@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from distillscope.report import calibrate as cal
-from distillscope.report.noise import default_sd
-from distillscope.report.plants import margin_cases
-from distillscope.report.scorecard import CLAIM_IDS
+from distillscope.scorecard import calibrate as cal
+from distillscope.scorecard.noise import default_sd
+from distillscope.scorecard.plants import margin_cases
+from distillscope.scorecard.runner import CLAIM_IDS
 
 DRAWS = 10
 # verdicts per (scenario, margin case name or None, claim), one per table in order

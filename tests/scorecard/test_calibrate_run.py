@@ -12,9 +12,9 @@ import time
 
 import pandas as pd
 
-from distillscope.report import calibration_run as run
-from distillscope.report.load import CALIBRATION_FILE, load_study
-from distillscope.report.scorecard import score_claims
+from distillscope.results.reader import CALIBRATION_FILE, load_study
+from distillscope.scorecard import calibration_run as run
+from distillscope.scorecard.runner import score_claims
 
 
 def _study(synth, tmp_path):
@@ -94,7 +94,7 @@ def test_a_killed_report_leaves_no_calibration_worker(synth, tmp_path):
     root = _study(synth, tmp_path)
     script = (
         "import sys\nfrom pathlib import Path\n"
-        "from distillscope.report.calibration_run import ensure_calibration\n"
+        "from distillscope.scorecard.calibration_run import ensure_calibration\n"
         "if __name__ == '__main__':\n"
         "    ensure_calibration(Path(sys.argv[1]), draws=400, workers=2)\n"
     )

@@ -12,13 +12,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from distillscope.report import calibrate as cal_mod
-from distillscope.report.calibrate import (
+from distillscope.scorecard import calibrate as cal_mod
+from distillscope.scorecard.calibrate import (
     NO_EFFECT_CLAIMS,
     calibrate,
     planned_table,
 )
-from distillscope.report.plants import margin_cases
+from distillscope.scorecard.plants import margin_cases
 from distillscope.study.spec import expand, load_spec
 from distillscope.study.table import plan_row
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
-from distillscope.report.calibrate import DESIGN_METRICS, calibrate, planned_table, simulate
-from distillscope.report.claims.c21_22_regulation import SIZE as TEACHER_PARAMS
+from distillscope.scorecard.calibrate import DESIGN_METRICS, calibrate, planned_table, simulate
+from distillscope.scorecard.claims.c21_22_regulation import SIZE as TEACHER_PARAMS
 from distillscope.study.spec import expand, load_spec
 from distillscope.study.table import plan_row
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from distillscope.report import score_claims
-from distillscope.report.stats import Pair, detectable_margin, linear
+from distillscope.results.stats import Pair, detectable_margin, linear
+from distillscope.scorecard import score_claims
 
 
 def _scored(df: pd.DataFrame, study_dir=None) -> dict:

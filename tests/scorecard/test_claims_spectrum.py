@@ -1,5 +1,5 @@
 """Claim 24 (reverse KL at the high LR collapses) on synthetic λ-spectrum tables, and the planted
-world and margin cases of claims 6, 7 and 24 (claims 6–8 themselves: tests/report/claims/)."""
+world and margin cases of claims 6, 7 and 24 (claims 6–8 themselves: tests/scorecard/claims/)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from distillscope.report import score_claims
-from distillscope.report.calibrate import calibrate, planned_table, simulate
-from distillscope.report.claims.c06_lambda_robustness import FORWARD_MARGIN_PP
-from distillscope.report.plants import all_margin_cases, planted_offsets
+from distillscope.scorecard import score_claims
+from distillscope.scorecard.calibrate import calibrate, planned_table, simulate
+from distillscope.scorecard.claims.c06_lambda_robustness import FORWARD_MARGIN_PP
+from distillscope.scorecard.plants import all_margin_cases, planted_offsets
 from distillscope.study.spec import expand, load_spec, preset_path
 from distillscope.study.table import plan_row
 

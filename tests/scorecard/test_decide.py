@@ -1,4 +1,4 @@
-"""What decides the claims (report.decide): the level of a study run until decided, its words."""
+"""What decides the claims (scorecard.decide): the level of a study run until decided, its words."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from distillscope.report.decide import claim_states, level, procedure, would_decide
-from distillscope.report.load import load_study
-from distillscope.report.power import CONTRAST, LEVEL, part_profiles
-from distillscope.report.scorecard import ClaimResult
-from distillscope.report.stats import ALPHA
-from distillscope.report.verdicts import ci_label
+from distillscope.results.reader import load_study
+from distillscope.results.stats import ALPHA
+from distillscope.scorecard.decide import claim_states, level, procedure, would_decide
+from distillscope.scorecard.power import CONTRAST, LEVEL, part_profiles
+from distillscope.scorecard.runner import ClaimResult
+from distillscope.scorecard.verdicts import ci_label
 from distillscope.store import SEQUENTIAL_FILE
 
 
@@ -95,7 +95,7 @@ def test_an_underpowered_claim_says_what_would_decide_it(tmp_path):
 def test_every_claim_lacking_power_is_named_once(tmp_path):
     # a claim the planner cannot model (claim 24: Fisher's exact test) still gets its line,
     # and a study already at MORE_SAMPLES per item is not offered the same design twice
-    from distillscope.report.decide import MORE_SAMPLES
+    from distillscope.scorecard.decide import MORE_SAMPLES
 
     table = _clipping_table(0.35)
     table.to_parquet(tmp_path / "results.parquet")

@@ -1,4 +1,4 @@
-"""The variance-component model of ``report.noise`` recovers known components from simulated
+"""The variance-component model of ``scorecard.noise`` recovers known components from simulated
 studies, within their sampling error (derived from the simulation's size, not from one run)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from distillscope.report.noise import Components, estimate_noise, pass_k_var
+from distillscope.scorecard.noise import Components, estimate_noise, pass_k_var
 from distillscope.store import write_eval_items
 
 
@@ -123,7 +123,7 @@ def test_no_sampling_and_pp_scale():
 def test_absorbed_fit_matches_dense_least_squares():
     """The cell-absorbed two-way fit gives the dense least-squares residual variance on an
     unbalanced design (seeds missing in some cells); an exactly additive table leaves none."""
-    from distillscope.report.noise import seed_and_residual
+    from distillscope.scorecard.noise import seed_and_residual
 
     rng = np.random.default_rng(2)
     cell = np.array([0, 0, 0, 1, 1, 2, 2, 2, 3, 3])

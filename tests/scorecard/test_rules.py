@@ -10,14 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import distillscope.report.claims.common as common
-from distillscope.report import score_claims
+import distillscope.scorecard.claims.common as common
 from distillscope.report.grids import main_grid
-from distillscope.report.matching import FORWARD_VS_REVERSE, ON_VS_OFF, paired
-from distillscope.report.stats import fisher_greater, spearman, t_quantile, trend
+from distillscope.results.matching import FORWARD_VS_REVERSE, ON_VS_OFF, paired
+from distillscope.results.stats import fisher_greater, spearman, t_quantile, trend
+from distillscope.scorecard import score_claims
 
 # the module, not the function of the same name that distillscope.report exports
-aggregate = importlib.import_module("distillscope.report.aggregate")
+aggregate = importlib.import_module("distillscope.results.aggregate")
 
 
 def _main(synth) -> pd.DataFrame:

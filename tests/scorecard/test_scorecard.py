@@ -14,9 +14,7 @@ import pandas as pd
 import pytest
 
 from distillscope.metric_keys import METRICS
-from distillscope.report import score_claims, scorecard
-from distillscope.report.scorecard import CLAIM_IDS, NOT_IMPLEMENTED, UNMEASURED, VERDICTS
-from distillscope.report.stats import (
+from distillscope.results.stats import (
     Pair,
     beyond,
     interval,
@@ -25,6 +23,9 @@ from distillscope.report.stats import (
     t_quantile,
     within,
 )
+from distillscope.scorecard import runner as scorecard
+from distillscope.scorecard import score_claims
+from distillscope.scorecard.runner import CLAIM_IDS, NOT_IMPLEMENTED, UNMEASURED, VERDICTS
 
 SCORED = {*VERDICTS, "not tested", "not applicable", NOT_IMPLEMENTED}
 DECIDED = {"supported", "contradicted"}

@@ -1,4 +1,4 @@
-"""Guards of the generic runner (report/scorecard.py ``score_spec``, ``_judge``, ``headline``) on
+"""Guards of the generic runner (scorecard/runner.py ``score_spec``, ``_judge``, ``headline``) on
 made-up specifications whose parts return fixed estimates: which verdict each combination of
 part decisions gives, the reason and headline a reader sees, the contradiction level split over
 every stratum of the claim, and what a rule that raises or reads unmeasured keys becomes.
@@ -14,9 +14,7 @@ import math
 import pandas as pd
 import pytest
 
-from distillscope.report.claims.estimate import Estimate, not_tested
-from distillscope.report.claims.evidence import Evidence
-from distillscope.report.claims.spec import (
+from distillscope.scorecard.claim_spec import (
     ABOVE,
     EVERY,
     POOLED,
@@ -26,7 +24,9 @@ from distillscope.report.claims.spec import (
     Replay,
     Routes,
 )
-from distillscope.report.scorecard import (
+from distillscope.scorecard.estimate import Estimate, not_tested
+from distillscope.scorecard.evidence import Evidence
+from distillscope.scorecard.runner import (
     CLAIM_IDS,
     ClaimResult,
     add_features,
@@ -34,7 +34,7 @@ from distillscope.report.scorecard import (
     score_claims,
     score_spec,
 )
-from distillscope.report.verdicts import decide_part
+from distillscope.scorecard.verdicts import decide_part
 
 NEEDS = "the main grid"
 

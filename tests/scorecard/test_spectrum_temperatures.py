@@ -14,17 +14,17 @@ import math
 import pandas as pd
 import pytest
 
-from distillscope.report.aggregate import (
+from distillscope.report.figures import likelihood_figure, spectrum_figure
+from distillscope.report.grids import spectrum_grid
+from distillscope.report.tables import experiment_tables, main_table
+from distillscope.results.aggregate import (
     SPECTRUM_TEMPERATURES,
     comparable_spectrum,
     spectrum_temperature_label,
     spectrum_temperatures,
     spectrum_temperatures_text,
 )
-from distillscope.report.figures import likelihood_figure, spectrum_figure
-from distillscope.report.grids import spectrum_grid
-from distillscope.report.scorecard import score_claims
-from distillscope.report.tables import experiment_tables, main_table
+from distillscope.scorecard.runner import score_claims
 
 PAPER = "paper (both at T = 1.0)"
 POLICIES = "policies (each at its sampling temperature)"

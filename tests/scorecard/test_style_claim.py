@@ -6,10 +6,10 @@ import math
 
 import pandas as pd
 
-from distillscope.report import score_claims
-from distillscope.report.claims import CLAIMS
-from distillscope.report.claims.common import plain as plain_rows
-from distillscope.report.claims.common import style_runs
+from distillscope.scorecard import score_claims
+from distillscope.scorecard.claims import CLAIMS
+from distillscope.scorecard.claims.common import plain as plain_rows
+from distillscope.scorecard.claims.common import style_runs
 
 SPANISH = "Razona en español."
 

@@ -23,8 +23,8 @@ from distillscope.report.figures import (
     save_figure,
     style,
 )
-from distillscope.report.load import Study
 from distillscope.report.tables import Table
+from distillscope.results.reader import Study
 from distillscope.store import read_json
 
 ANALYSIS_DIR = "analysis"

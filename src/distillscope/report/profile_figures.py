@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from distillscope.report.aggregate import cell_columns, done, with_labels
 from distillscope.report.figures import (
     MARKERS,
     OKABE_ITO,
@@ -25,8 +24,9 @@ from distillscope.report.figures import (
     save_figure,
     style,
 )
-from distillscope.report.load import Study
-from distillscope.report.matching import cell_key
+from distillscope.results.aggregate import cell_columns, done, with_labels
+from distillscope.results.matching import cell_key
+from distillscope.results.reader import Study
 from distillscope.store import read_profiles
 
 #: (quantity in profiles.jsonl, panel title) of the three panels, left to right.

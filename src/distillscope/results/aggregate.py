@@ -29,6 +29,8 @@ from distillscope.labels import (
 
 ID_COLUMNS = ("run_id", "status", "reason", "parent_run")  # parent_run: an RLVR run's start
 SEED = "seed"
+BASELINE = "baseline"  # experiment name (and run_id prefix) of the untrained-student rows
+PARENT = "parent_run"  # an RLVR run's column: the distilled run it started from
 
 
 def is_axis(column: str) -> bool:
@@ -87,6 +89,21 @@ def row_keys(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
         return np.array([""] * len(frame), dtype=object)
     texts = [[str(v) for v in frame[c].tolist()] for c in columns]
     return np.array(["|".join(row) for row in zip(*texts, strict=True)], dtype=object)
+
+
+def is_baseline(df: pd.DataFrame) -> pd.Series:
+    """Which rows are the untrained-student baseline (``experiment == "baseline"``)."""
+    if "experiment" not in df.columns:
+        return pd.Series(False, index=df.index)
+    ids = df["run_id"].map(str) if "run_id" in df.columns else pd.Series("", index=df.index)
+    return (df["experiment"].map(str) == BASELINE) & ids.str.startswith(BASELINE)
+
+
+def is_rlvr(df: pd.DataFrame) -> pd.Series:
+    """Which rows are RLVR runs (``parent_run`` set)."""
+    if PARENT not in df.columns:
+        return pd.Series(False, index=df.index)
+    return df[PARENT].notna() & (df[PARENT].map(str) != "")
 
 
 def hashable_axes(df: pd.DataFrame) -> pd.DataFrame:

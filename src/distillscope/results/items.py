@@ -9,7 +9,7 @@ and its interaction with the configuration is a variance component of every cont
 (docs/method.md §9 "What an interval covers"). ``ItemTable`` keeps, per evaluation block, each
 run's mean score per item and its samples per item; ``matrix`` turns them into one metric's
 per-item values (pass@k from the item's successes with the unbiased estimator of
-:func:`~distillscope.report.noise.pass_k_table`; the skill suite's items for the skill
+:func:`~distillscope.scorecard.noise.pass_k_table`; the skill suite's items for the skill
 metrics; forgetting = after − the untrained students' mean per item, in pp), each row shifted
 so that its mean is the row's own value of the metric (the skill suite's mean of per-skill
 means, a forgetting's ``before`` from its own baseline): the estimators read the item
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from distillscope.metric_keys import unit
-from distillscope.report.aggregate import percent_scale
+from distillscope.results.aggregate import is_baseline, percent_scale
 from distillscope.store import read_eval_items, run_dir
 
 SKILLS = "skill/"  # prefix of the skill suite's blocks, read together as one block
@@ -130,8 +130,6 @@ def item_table(frames: dict[str, pd.DataFrame], baseline: tuple[str, ...] = ()) 
 def load_items(study_dir: Path | None, df: pd.DataFrame) -> ItemTable | None:
     """Every run's ``eval_items.parquet`` of ``df`` under ``study_dir`` (None: no directory,
     no run with per-item outcomes)."""
-    from distillscope.report.claims.evidence import is_baseline
-
     if study_dir is None or "run_id" not in df:
         return None
     frames = {}

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 import pandas as pd
 
 from distillscope.labels import REGULATION_NAMES, labelled_axes
-from distillscope.report.aggregate import (
+from distillscope.results.aggregate import (
     aggregate,
     cell_columns,
     percent_scale,
     with_label,
     with_labels,
 )
-from distillscope.report.stats import Pair, num, pp
+from distillscope.results.stats import Pair, num, pp
 
 #: The effective λ of a run's rollouts (−1 teacher, +1 student, else ``rollout.lam``), a value
 #: that ``aggregate.with_labels`` derives from ``rollout.policy`` and ``rollout.lam``.

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from distillscope.report.aggregate import hashable_axes
+from distillscope.results.aggregate import hashable_axes
 from distillscope.safeyaml import YamlError, load_yaml
 from distillscope.store import (
     PROVENANCE_FILE,
@@ -38,7 +38,7 @@ class Study:
     provenance: dict[str, Any] = field(default_factory=dict)  # provenance.json
     # the untrained student's rows (experiment "baseline", distillscope.study.table): not cells
     baselines: pd.DataFrame = field(default_factory=pd.DataFrame)
-    calibration: dict[str, Any] | None = None  # calibration.json (report.calibrate), if run
+    calibration: dict[str, Any] | None = None  # calibration.json (scorecard.calibrate), if run
 
     @property
     def scored(self) -> pd.DataFrame:

@@ -1,13 +1,13 @@
 """The scorecard calibrated by simulation: how often each rule gives a false verdict.
 
-    from distillscope.report.calibrate import calibrate
+    from distillscope.scorecard.calibrate import calibrate
     cal = calibrate(results_df, draws=200, seed=0)   # → dict, written as calibration.json
     cal["false_rate"]["2"], cal["power"]["2"]
 
 Synthetic tables keep the study's exact design (the same rows: experiments, cells, seeds,
 baseline, and the measured columns that describe the design, ``DESIGN_METRICS``: each run's
 teacher and student sizes) and replace every other metric by a model value plus the study's
-own error structure (:mod:`distillscope.report.noise`, docs/method.md §9 "Statistics"):
+own error structure (:mod:`distillscope.scorecard.noise`, docs/method.md §9 "Statistics"):
 
 - **noise**: per metric, a seed effect drawn once per seed and shared by every cell of that seed
   (seed_sd, the seed term of a cell + seed fit), training noise per run (train_sd) and per-item
@@ -51,19 +51,19 @@ import numpy as np
 import pandas as pd
 
 from distillscope.metric_keys import unit
-from distillscope.report.aggregate import (
+from distillscope.results.aggregate import (
     SEED,
     done,
     hashable_axes,
+    is_baseline,
     metric_columns,
 )
-from distillscope.report.claims import CLAIMS
-from distillscope.report.claims.c16_length_exploitation import F_ADV, F_DROP, F_EOS, F_LEN
-from distillscope.report.claims.c19_incoherent_rollouts import EARLY as EARLY_ENTROPY
-from distillscope.report.claims.evidence import is_baseline
-from distillscope.report.item_noise import DrawnItems
-from distillscope.report.noise import Components, default_sd, draw_noise, estimate_noise
-from distillscope.report.plants import (
+from distillscope.scorecard.claims import CLAIMS
+from distillscope.scorecard.claims.c16_length_exploitation import F_ADV, F_DROP, F_EOS, F_LEN
+from distillscope.scorecard.claims.c19_incoherent_rollouts import EARLY as EARLY_ENTROPY
+from distillscope.scorecard.item_noise import DrawnItems
+from distillscope.scorecard.noise import Components, default_sd, draw_noise, estimate_noise
+from distillscope.scorecard.plants import (
     ACC,
     LEARNED_BY,
     LEVELS,
@@ -75,7 +75,7 @@ from distillscope.report.plants import (
     planted_offsets,
     summed,
 )
-from distillscope.report.scorecard import CLAIM_IDS, score_claims
+from distillscope.scorecard.runner import CLAIM_IDS, score_claims
 
 SCENARIOS = ("null", "zeros", "constant", "margin", "planted")
 DECIDED = ("supported", "contradicted")

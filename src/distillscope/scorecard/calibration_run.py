@@ -1,17 +1,17 @@
 """The scorecard's calibration as the report runs it: on by default, cached per design, on two
 processes, with a progress line when it takes longer than ``PROGRESS_AFTER_S``.
 
-    from distillscope.report.calibration_run import ensure_calibration
+    from distillscope.scorecard.calibration_run import ensure_calibration
     path = ensure_calibration(study_dir)          # STUDY_DIR/calibration.json, reused if current
 
 Only the rules the study's own table tests are calibrated (a claim "not tested" there is "not
 tested" on every synthetic table of its design). The cache key is a SHA-256 of the design rows,
 the noise components (with the per-item success rates), the typical values, the draws, the seed,
-the claims and the code (the package version and the source of every report module): the same
-key reuses calibration.json. The claims are scored in ``GROUPS`` fixed groups, each a
-``calibrate`` call with the same seed, so the result does not depend on how many processes run
-them. ``REPORT_DRAWS`` is chosen so that the quick preset's calibration stays within 10% of the
-study's wall time on 2 cores (BENCHMARKS.md, "Calibration").
+the claims and the code (the package version and the source of every scorecard and results
+module): the same key reuses calibration.json. The claims are scored in ``GROUPS`` fixed
+groups, each a ``calibrate`` call with the same seed, so the result does not depend on how many
+processes run them. ``REPORT_DRAWS`` is chosen so that the quick preset's calibration stays
+within 10% of the study's wall time on 2 cores (BENCHMARKS.md, "Calibration").
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 
 import distillscope
-from distillscope.report.aggregate import hashable_axes
-from distillscope.report.calibrate import Setup, calibrate, setup, tables
-from distillscope.report.claims import CLAIMS
-from distillscope.report.load import CALIBRATION_FILE, load_study, read_calibration
-from distillscope.report.scorecard import add_features, score_claims
+from distillscope.results.aggregate import hashable_axes
+from distillscope.results.reader import CALIBRATION_FILE, load_study, read_calibration
+from distillscope.scorecard.calibrate import Setup, calibrate, setup, tables
+from distillscope.scorecard.claims import CLAIMS
+from distillscope.scorecard.runner import add_features, score_claims
 from distillscope.store import atomic_write_text
 from distillscope.workers import watch_parent
 
@@ -107,13 +107,15 @@ def calibration_key(prepared: Setup, draws: int, seed: int, claims: list[int]) -
 
 
 def code_digest() -> str:
-    """SHA-256 of the source of every module of the report package (the rules, the plants,
-    the noise model): a change to any of them invalidates cached calibrations."""
-    root = Path(__file__).parent
+    """SHA-256 of the source of every module of the scorecard and results packages (the rules,
+    the plants, the noise model, the aggregation and statistics they read): a change to any of
+    them invalidates cached calibrations."""
+    root = Path(__file__).parent.parent
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
+    for package in ("results", "scorecard"):
+        for path in sorted((root / package).rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
     return h.hexdigest()
 
 

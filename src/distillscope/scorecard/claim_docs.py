@@ -1,11 +1,11 @@
 """docs/method.md §9's claim list (each claim's seed quotes, parts and margins) and
 docs/scorecard.md's claim table, rendered from the specs.
 
-    python -m distillscope.report.claims.docs      # rewrite both between their markers
+    python -m distillscope.scorecard.claim_docs      # rewrite both between their markers
 
 Each document keeps a marked block (``<!-- claims:begin -->`` … ``<!-- claims:end -->`` in
 docs/method.md, ``<!-- claim-table:begin -->`` … ``<!-- claim-table:end -->`` in
-docs/scorecard.md) that is exactly the rendering of the specifications (``report.claims``); a
+docs/scorecard.md) that is exactly the rendering of the specifications (``scorecard.claims``); a
 test fails when either drifts.
 """
 
@@ -14,10 +14,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from distillscope.report.claims import CLAIMS, Claim
-from distillscope.report.claims.spec import REPLAY_RULE, Part, Quote, replayed_ids
+from distillscope.scorecard.claim_spec import REPLAY_RULE, Part, Quote, replayed_ids
+from distillscope.scorecard.claims import CLAIMS, Claim
 
-DOCS = Path(__file__).resolve().parents[4] / "docs"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 BLOCKS = {
     "method.md": ("<!-- claims:begin -->\n", "<!-- claims:end -->"),
     "scorecard.md": ("<!-- claim-table:begin -->\n", "<!-- claim-table:end -->"),

@@ -4,7 +4,7 @@ A ``Claim`` quotes the seed sentences it tests (``Quote``: file, line, the sente
 seed's language and in English, the paper's section) and lists its ``Part``s and premises. A
 part is an estimand (``estimate``: one ``Estimate`` per stratum) with a quantifier over those
 strata, a direction (``side``) and a margin taken from the published numbers (``why``: how it
-follows from them). The runner (``report.scorecard``) decides each part on both sides of its
+follows from them). The runner (``scorecard.runner``) decides each part on both sides of its
 margin; this module holds only declarations and the words the docs are generated from.
 """
 
@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
-    from distillscope.report.claims.estimate import Estimate
-    from distillscope.report.claims.evidence import Evidence
+    from distillscope.scorecard.estimate import Estimate
+    from distillscope.scorecard.evidence import Evidence
 
 #: Quantifiers over a part's strata: the part must hold in every stratum (``EVERY``; one
 #: contradicted stratum contradicts it), on one pooled estimate (``POOLED``), in at least one
@@ -113,8 +113,8 @@ class Part:
     #: A guard ("at no LR reversed beyond uncertainty"): it can only contradict; undecided, it
     #: does not stand in the way of support.
     guard: bool = False
-    #: A regime premise (docs/method.md §9 "Regime premises"; ``claims.regime``): the regime
-    #: condition it measures, in words ("base pass@K of the untrained student"). Only in a
+    #: A regime premise (docs/method.md §9 "Regime premises"; ``scorecard.regime_premises``): the
+    #: regime condition it measures, in words ("base pass@K of the untrained student"). Only in a
     #: claim's ``premises``: absent or not established → "not applicable — condition: value";
     #: not measurable → "not tested", never supported or contradicted.
     regime: str = ""
@@ -283,7 +283,7 @@ class Claim:
         return " ".join(lines)
 
 
-#: How a claim with replays is decided (``report.scorecard``), in words.
+#: How a claim with replays is decided (``scorecard.runner``), in words.
 REPLAY_RULE = (
     "Replays claims {ids} on the ablation's runs (each claim's own parts and margins). "
     "Premise: at least one of them is supported on the main grid (a conclusion the main grid "

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from distillscope.report.stats import welch_dof
+from distillscope.results.stats import welch_dof
 
 
 class ItemComponent:

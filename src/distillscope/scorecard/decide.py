@@ -1,6 +1,6 @@
 """What decides the claims: the looks of ``study --until-decided``, and what would decide the rest.
 
-    from distillscope.report.decide import claim_states, level
+    from distillscope.scorecard.decide import claim_states, level
     claim_states(study_dir, level(study_dir))   # each claim: verdict, lacks power, experiments
 
 ``level(study_dir)``: the one-sided level the report scores at — ``ALPHA``, or α / K when the
@@ -9,7 +9,7 @@ looks planned, each at α / K, so that the whole sequence's false rates stay ≤
 ``paragraphs(study, claims)``: the report's section "What decides the claims", stating that
 procedure (the looks made, the seeds per experiment at each, the level of each) and, for each
 claim inconclusive for lack of power, the seeds × evaluation samples per item that would decide
-it (80% power at the published value, ``report.power`` on the study's own noise components)
+it (80% power at the published value, ``scorecard.power`` on the study's own noise components)
 and what an added seed costs in run time (``time/run_s`` of the claim's experiments).
 ``plan_rows(designs, source)``: ``study plan``'s table, each claim part's power under a
 planned design with the noise of the study in ``source``.
@@ -22,14 +22,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from distillscope.report.claims import CLAIMS
-from distillscope.report.claims.spec import Claim
-from distillscope.report.load import Study, load_study
-from distillscope.report.noise import estimate_noise
-from distillscope.report.power import part_profiles, plan_part, seeds_to_decide
-from distillscope.report.scorecard import INCONCLUSIVE, ClaimResult, score_claims
-from distillscope.report.stats import ALPHA
-from distillscope.report.verdicts import LACKS_POWER
+from distillscope.results.reader import Study, load_study
+from distillscope.results.stats import ALPHA
+from distillscope.scorecard.claim_spec import Claim
+from distillscope.scorecard.claims import CLAIMS
+from distillscope.scorecard.noise import estimate_noise
+from distillscope.scorecard.power import part_profiles, plan_part, seeds_to_decide
+from distillscope.scorecard.runner import INCONCLUSIVE, ClaimResult, score_claims
+from distillscope.scorecard.verdicts import LACKS_POWER
 from distillscope.store import SEQUENTIAL_FILE, read_json
 
 TITLE = "What decides the claims"
@@ -51,7 +51,7 @@ def level(study_dir: Path) -> float:
 
 
 def lacks_power(r: ClaimResult) -> bool:
-    """An inconclusive claim whose reason is lack of power (``report.verdicts``)."""
+    """An inconclusive claim whose reason is lack of power (``scorecard.verdicts``)."""
     return r.verdict == INCONCLUSIVE and LACKS_POWER in r.reason
 
 

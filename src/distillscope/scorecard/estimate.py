@@ -35,15 +35,15 @@ import numpy as np
 import pandas as pd
 
 from distillscope.metric_keys import unit
-from distillscope.report.aggregate import SEED, percent_scale, row_keys
-from distillscope.report.claims.crossed import ItemComponent, pair_w, welch
-from distillscope.report.claims.interval import (
+from distillscope.results.aggregate import SEED, percent_scale, row_keys
+from distillscope.scorecard.crossed import ItemComponent, pair_w, welch
+from distillscope.scorecard.interval import (
     Estimate,
     RangeEstimate,
     bounded,
     not_tested,
 )
-from distillscope.report.claims.strata import STRATA, Stratified, design, stratify
+from distillscope.scorecard.strata import STRATA, Stratified, design, stratify
 
 #: Relative size of a residual sum of squares that is float rounding (an exactly additive
 #: table: every seed shifts every cell alike), treated as zero: such a table decides nothing.

@@ -24,17 +24,17 @@ import numpy as np
 import pandas as pd
 
 from distillscope.labels import is_label_column
-from distillscope.report.aggregate import (
+from distillscope.results.aggregate import (
     SEED,
     axis_columns,
     done,
     hashable_axes,
+    is_baseline,
+    is_rlvr,
     row_keys,
     with_labels,
 )
 
-BASELINE = "baseline"  # experiment name (and run_id prefix) of the untrained-student rows
-PARENT = "parent_run"  # an RLVR run's column: the distilled run it started from
 TASK_DATASET, TASK_NAME = "task.dataset", "task.name"
 
 
@@ -53,27 +53,12 @@ def config_key(rows: pd.DataFrame) -> pd.Series:
     return pd.Series(row_keys(rows, cols), index=rows.index, dtype=object)
 
 
-def is_baseline(df: pd.DataFrame) -> pd.Series:
-    """Which rows are the untrained-student baseline (``experiment == "baseline"``)."""
-    if "experiment" not in df.columns:
-        return pd.Series(False, index=df.index)
-    ids = df["run_id"].map(str) if "run_id" in df.columns else pd.Series("", index=df.index)
-    return (df["experiment"].map(str) == BASELINE) & ids.str.startswith(BASELINE)
-
-
-def is_rlvr(df: pd.DataFrame) -> pd.Series:
-    """Which rows are RLVR runs (``parent_run`` set)."""
-    if PARENT not in df.columns:
-        return pd.Series(False, index=df.index)
-    return df[PARENT].notna() & (df[PARENT].map(str) != "")
-
-
 @dataclass(eq=False)
 class Evidence:
     """One results table, shared by every claim of one scoring (``for_claim`` for a view)."""
 
     df: pd.DataFrame
-    items: Any = None  # the runs' per-item outcomes, a ``report.items.ItemTable`` (None: seeds)
+    items: Any = None  # the runs' per-item outcomes, a ``results.items.ItemTable`` (None: seeds)
     _cache: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:

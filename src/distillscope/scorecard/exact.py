@@ -1,7 +1,7 @@
 """Estimates that are not t-intervals: exact counts, Fisher's exact test, a variance ratio, an
 observation.
 
-The runner (``report.verdicts``) decides a part on its estimate's one-sided bounds
+The runner (``scorecard.verdicts``) decides a part on its estimate's one-sided bounds
 (``Estimate.bounds``); these estimates give bounds with the same meaning from other tests:
 
 - ``count``: a number of runs, known exactly (bounds = the count itself).
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-from distillscope.report.claims.estimate import Estimate
-from distillscope.report.claims.interval import newcombe
-from distillscope.report.stats import ALPHA, fisher_greater
+from distillscope.results.stats import ALPHA, fisher_greater
+from distillscope.scorecard.estimate import Estimate
+from distillscope.scorecard.interval import newcombe
 
 
 @dataclass(frozen=True)

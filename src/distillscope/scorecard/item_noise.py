@@ -24,10 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from distillscope.report.aggregate import done, percent_scale
-from distillscope.report.claims.evidence import is_baseline
-from distillscope.report.claims.strata import STRATA, residual
-from distillscope.report.items import ItemTable, shifted
+from distillscope.results.aggregate import done, is_baseline, percent_scale
+from distillscope.results.items import ItemTable, shifted
+from distillscope.scorecard.strata import STRATA, residual
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The study's error structure: a variance-component model of one run's metric, per metric.
 
-    from distillscope.report.noise import estimate_noise
+    from distillscope.scorecard.noise import estimate_noise
     comps = estimate_noise(study.scored, study.root)        # {metric: Components}
     comps["eval/accuracy"].run_var(samples=10)              # a run's variance at 10 samples
 
@@ -55,10 +55,16 @@ import numpy as np
 import pandas as pd
 
 from distillscope.metric_keys import unit
-from distillscope.report.aggregate import SEED, cell_columns, done, metric_columns, percent_scale
-from distillscope.report.claims.evidence import is_baseline
-from distillscope.report.item_noise import ItemNoise, draw_items, item_noise, stratum_sd
-from distillscope.report.items import SKILLS, eval_block, load_items, pass_k_table
+from distillscope.results.aggregate import (
+    SEED,
+    cell_columns,
+    done,
+    is_baseline,
+    metric_columns,
+    percent_scale,
+)
+from distillscope.results.items import SKILLS, eval_block, load_items, pass_k_table
+from distillscope.scorecard.item_noise import ItemNoise, draw_items, item_noise, stratum_sd
 from distillscope.store import read_eval_items, run_dir
 
 #: Residual SD by unit when the study cannot estimate one (stored units).

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims import CLAIMS
-from distillscope.report.claims.common import column
+from distillscope.scorecard.claims import CLAIMS
+from distillscope.scorecard.claims.common import column
 
 LEARNED_BY = 0.30  # simulated students' accuracy above the untrained student (fraction)
 ACC = "eval/accuracy"

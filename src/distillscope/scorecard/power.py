@@ -1,10 +1,10 @@
 """A design's power for each claim part, from closed forms on the study's noise components.
 
-    from distillscope.report.power import part_profiles, plan_part
+    from distillscope.scorecard.power import part_profiles, plan_part
     profiles = part_profiles(record_df)              # (claim, part) → kind, metric, strata
     plan_part(part, profile, components, seeds=5, samples=10)   # → PartPlan: SE, power, …
 
-Per run, y_cs = μ_c + β_s + τ_cs + e_cs (``report.noise``: seed_sd, train_sd, and eval_var at
+Per run, y_cs = μ_c + β_s + τ_cs + e_cs (``scorecard.noise``: seed_sd, train_sd, and eval_var at
 I items × n samples). Over ``seeds`` = S seed blocks (display units: × 100 for fractions):
 
 - **contrast** (matched cells of one seed, paired: β_s cancels):
@@ -22,7 +22,7 @@ blanking alone makes it untestable.
 With ν the estimator's degrees of freedom at S seeds (``Profile.dof``: S − 1 for a level or a
 paired contrast, (C − 1)(S − 1) for a contrast of a cell + seed fit over C cells, read off the
 profiled estimate) and the one-sided level α, the distance from the margin the design decides at
-power π is (t₁₋α(ν) + t_π(ν)) · SE (``Estimate.reach``, the rule ``report.verdicts`` uses), so
+power π is (t₁₋α(ν) + t_π(ν)) · SE (``Estimate.reach``, the rule ``scorecard.verdicts`` uses), so
 the power at a true effect at distance d is F_ν(d / SE − t₁₋α(ν)) — for an equivalence band
 around a published 0, 2 F_ν(d / SE − t₁₋α(ν)) − 1 — and, over the k strata a part must hold
 in (``every`` / ``only``), its k-th power (strata taken independent).
@@ -38,15 +38,21 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from distillscope.report.aggregate import SEED, hashable_axes, metric_columns, percent_scale
-from distillscope.report.claims import CLAIMS
-from distillscope.report.claims.estimate import Estimate, RangeEstimate
-from distillscope.report.claims.evidence import Evidence, is_baseline
-from distillscope.report.claims.interval import Bounded, Selected
-from distillscope.report.claims.spec import ABOVE, ANY, WITHIN, Claim, Part
-from distillscope.report.noise import Components
-from distillscope.report.stats import ALPHA
-from distillscope.report.verdicts import POWER
+from distillscope.results.aggregate import (
+    SEED,
+    hashable_axes,
+    is_baseline,
+    metric_columns,
+    percent_scale,
+)
+from distillscope.results.stats import ALPHA
+from distillscope.scorecard.claim_spec import ABOVE, ANY, WITHIN, Claim, Part
+from distillscope.scorecard.claims import CLAIMS
+from distillscope.scorecard.estimate import Estimate, RangeEstimate
+from distillscope.scorecard.evidence import Evidence
+from distillscope.scorecard.interval import Bounded, Selected
+from distillscope.scorecard.noise import Components
+from distillscope.scorecard.verdicts import POWER
 
 CONTRAST, LEVEL = "contrast", "level"
 MAX_SEEDS = 100  # the most seeds a "would decide" search tries

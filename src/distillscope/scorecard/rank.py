@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from distillscope.report.aggregate import comparable_spectrum, effective_lam, with_labels
-from distillscope.report.claims.common import (
+from distillscope.results.aggregate import comparable_spectrum, effective_lam, with_labels
+from distillscope.results.matching import LAMBDA
+from distillscope.scorecard.claims.common import (
     FORWARD,
     KIND,
     LR,
@@ -29,9 +30,8 @@ from distillscope.report.claims.common import (
     rows_mask,
     stratum_name,
 )
-from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.matching import LAMBDA
+from distillscope.scorecard.estimate import Blocks, Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence
 
 DRAWS = 20_000
 DRAW_SEED = 0

@@ -2,7 +2,7 @@
 presupposes, each measured in the study and shown with its value.
 
 A regime premise is a ``Part`` in a claim's ``premises`` with ``regime`` set to the condition
-in words. The runner (``report.scorecard``) decides it like any part; a claim whose regime is
+in words. The runner (``scorecard.runner``) decides it like any part; a claim whose regime is
 absent (the premise contradicted) or not established (undecided) is *not applicable —
 condition: measured value*, and one whose regime the study did not measure is *not tested*,
 naming what is missing: never supported, never contradicted.
@@ -20,10 +20,10 @@ from dataclasses import replace
 
 import pandas as pd
 
-from distillscope.report.claims.common import LR, SPARSITY
-from distillscope.report.claims.estimate import Estimate, not_tested, seed_level
-from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.spec import ABOVE, POOLED, Part
+from distillscope.scorecard.claim_spec import ABOVE, POOLED, Part
+from distillscope.scorecard.claims.common import LR, SPARSITY
+from distillscope.scorecard.estimate import Estimate, not_tested, seed_level
+from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
 
 #: bf16 sparsity at the low LR below which the metric sits on its floor (docs/method.md §9,
 #: claim 4): [P]'s low-LR levels are 85.3–89.6%.

@@ -1,13 +1,13 @@
 """The claims scorecard: each published finding of docs/method.md §9 scored against one study.
 
-    from distillscope.report import score_claims
+    from distillscope.scorecard import score_claims
     for r in score_claims(results_df, study_dir):
         print(r.id, r.verdict, r.reason, r.evidence)
 
-A generic runner over the specifications of ``report.claims`` (features → parts → verdict →
+A generic runner over the specifications of ``scorecard.claims`` (features → parts → verdict →
 reason): trajectory features the claims declare are read from ``runs/*/metrics.jsonl``; each
-claim reads only its declared experiments (``claims.evidence``); its premises and parts are
-estimated per stratum and decided on both sides of their margins (``report.verdicts``).
+claim reads only its declared experiments (``scorecard.evidence``); its premises and parts are
+estimated per stratum and decided on both sides of their margins (``scorecard.verdicts``).
 
 Every claim ends as *supported*, *contradicted*, *inconclusive* (always with its reason: lacks
 power, or effect near its margin), *not applicable* (a premise is absent), *not tested* (the
@@ -25,11 +25,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from distillscope.report.aggregate import hashable_axes
-from distillscope.report.claims import CLAIMS, Claim
-from distillscope.report.claims.evidence import ClaimEvidence, Evidence
-from distillscope.report.claims.regime import EXACT_NOTE
-from distillscope.report.claims.spec import (
+from distillscope.results.aggregate import hashable_axes
+from distillscope.results.items import ItemTable, load_items
+from distillscope.results.reader import metrics_frame
+from distillscope.results.stats import ALPHA
+from distillscope.scorecard.claim_spec import (
     INSTRUMENT,
     PUBLISHED,
     Part,
@@ -38,10 +38,10 @@ from distillscope.report.claims.spec import (
     replayed_ids,
     unit_suffix,
 )
-from distillscope.report.items import ItemTable, load_items
-from distillscope.report.load import metrics_frame
-from distillscope.report.stats import ALPHA
-from distillscope.report.verdicts import (
+from distillscope.scorecard.claims import CLAIMS, Claim
+from distillscope.scorecard.evidence import ClaimEvidence, Evidence
+from distillscope.scorecard.regime_premises import EXACT_NOTE
+from distillscope.scorecard.verdicts import (
     CONTRADICTED,
     NO_VARIANCE,
     NOT_TESTED,

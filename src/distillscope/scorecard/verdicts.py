@@ -29,9 +29,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from distillscope.report.claims.estimate import Estimate, RangeEstimate
-from distillscope.report.claims.spec import ABOVE, ANY, BELOW, WITHIN, Part, Routes
-from distillscope.report.stats import ALPHA
+from distillscope.results.stats import ALPHA
+from distillscope.scorecard.claim_spec import ABOVE, ANY, BELOW, WITHIN, Part, Routes
+from distillscope.scorecard.estimate import Estimate, RangeEstimate
 
 SUPPORTED, CONTRADICTED, UNDECIDED, NOT_TESTED = (
     "supported",

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from distillscope.report import score_claims
+from distillscope.scorecard import score_claims
 
 SEEDS = (42, 43, 44)
 LOW, HIGH = 1e-4, 3e-4

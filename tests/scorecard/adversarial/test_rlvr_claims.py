@@ -213,7 +213,7 @@ def test_claims_26_and_27_are_calibrated_on_their_own_measures(tmp_path) -> None
     the null tables (their arms at one level there)."""
     import json
 
-    from distillscope.report.calibration_run import ensure_calibration
+    from distillscope.scorecard.calibration_run import ensure_calibration
 
     t = Table(seed=0)
     build = grpo_baseline()

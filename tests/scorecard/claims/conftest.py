@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from distillscope.metric_keys import is_fraction
-from distillscope.report.scorecard import ClaimResult, score_claims
+from distillscope.scorecard.runner import ClaimResult, score_claims
 
 SEEDS = (42, 43, 44)
 LOW, HIGH = 1e-4, 3e-4

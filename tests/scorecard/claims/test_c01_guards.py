@@ -1,4 +1,4 @@
-"""Guards of claim 1 (report/claims/c01_no_rollout_gain.py): what its part says when it cannot
+"""Guards of claim 1 (scorecard/claims/c01_no_rollout_gain.py): what its part says when it cannot
 be estimated, the configurations it names per task, a table without a task column, and its
 margin case (OnPD planted exactly 5 pp ahead is never "supported")."""
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.c01_no_rollout_gain import CLAIMS
+from distillscope.scorecard.claims.c01_no_rollout_gain import CLAIMS
 
 ACC = "eval/accuracy"
 

@@ -1,4 +1,4 @@
-"""Guards of claim 2 (report/claims/c02_kl_direction.py): each part named in the evidence, what
+"""Guards of claim 2 (scorecard/claims/c02_kl_direction.py): each part named in the evidence, what
 each says when it cannot be estimated, the rollout effect beaten on both of its signs, and the
 margin case (forward KL's range planted exactly at 5 pp is never "supported")."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from distillscope.report.claims.c02_kl_direction import CLAIMS
+from distillscope.scorecard.claims.c02_kl_direction import CLAIMS
 
 ACC = "eval/accuracy"
 

@@ -1,4 +1,4 @@
-"""Guards of claim 3 (report/claims/c03_lr_forgetting.py): the LR effect read between the two
+"""Guards of claim 3 (scorecard/claims/c03_lr_forgetting.py): the LR effect read between the two
 extreme LRs of a three-LR grid, what each part says when it cannot be estimated, and the two
 margin cases (the low LR's change and the rollout effect planted on their margins are never
 "supported")."""
@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.c03_lr_forgetting import CLAIMS
+from distillscope.scorecard.claims.c03_lr_forgetting import CLAIMS
 
 FORGET = "eval/forgetting_pp"
 QUIET = {"seed_sd": 0.004, "noise": 0.002}  # forgetting_pp: 0.4 pp seed effect, 0.2 pp noise

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from distillscope.report.calibrate import calibrate
-from distillscope.report.scorecard import score_claims
+from distillscope.scorecard.calibrate import calibrate
+from distillscope.scorecard.runner import score_claims
 
 
 def table(gap_before, gap_after, change=10.0, sd=1.0, seeds=4, harder=None, seed=0):

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from distillscope.report.claims.c19_incoherent_rollouts import early_entropy_ratio
+from distillscope.scorecard.claims.c19_incoherent_rollouts import early_entropy_ratio
 
 
 def test_the_ratio_reads_the_first_tenth_of_the_steps():

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from distillscope.report.claims.c26_27_grpo_baseline import accuracy_at_quarter
+from distillscope.scorecard.claims.c26_27_grpo_baseline import accuracy_at_quarter
 
 
 def test_the_window_is_the_steps_in_20_to_30_percent():

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from distillscope.report.claims.estimate import Blocks
-from distillscope.report.claims.strata import bartlett
+from distillscope.scorecard.estimate import Blocks
+from distillscope.scorecard.strata import bartlett
 
 TABLES = 240
 SEEDS, ITEMS = 4, 120

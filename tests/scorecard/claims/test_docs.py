@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from distillscope.report.claims import CLAIMS
-from distillscope.report.claims.docs import BLOCKS, DOCS, RENDER, rendered_block
+from distillscope.scorecard.claim_docs import BLOCKS, DOCS, RENDER, rendered_block
+from distillscope.scorecard.claims import CLAIMS
 
 
 @pytest.mark.parametrize("name", sorted(BLOCKS))
@@ -13,7 +13,7 @@ def test_docs_are_rendered_from_the_specifications(name):
     block = rendered_block((DOCS / name).read_text(encoding="utf-8"), name)
     assert block is not None, f"docs/{name} lost its claim markers"
     assert block == RENDER[name](), (
-        f"docs/{name} is stale: regenerate it with `python -m distillscope.report.claims.docs`"
+        f"docs/{name} is stale: regenerate it with `python -m distillscope.scorecard.claim_docs`"
     )
 
 

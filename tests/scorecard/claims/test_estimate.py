@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from distillscope.report.claims.estimate import Blocks, Estimate, RangeEstimate, seed_level
+from distillscope.scorecard.estimate import Blocks, Estimate, RangeEstimate, seed_level
 
 ACC = "eval/accuracy"
 

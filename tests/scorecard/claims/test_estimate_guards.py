@@ -1,4 +1,4 @@
-"""Guards of the seed-blocked estimates (report/claims/estimate.py) on small planted tables whose
+"""Guards of the seed-blocked estimates (scorecard/estimate.py) on small planted tables whose
 numbers follow by hand: the balanced two-way fit's closed form, ranges of cells, levels and
 seed-levels with seeds missing, and what each estimate says when it cannot be made.
 
@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from distillscope.report.claims.estimate import Blocks, seed_level
-from distillscope.report.claims.interval import Estimate, RangeEstimate, not_tested, t_quantile
+from distillscope.scorecard.estimate import Blocks, seed_level
+from distillscope.scorecard.interval import Estimate, RangeEstimate, not_tested, t_quantile
 
 ACC = "eval/accuracy"  # a fraction: display units are pp (× 100)
 SEEDS = (42, 43, 44)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from distillscope.report.claims.evidence import Evidence, config_key, task_column
+from distillscope.scorecard.evidence import Evidence, config_key, task_column
 
 
 def _rows() -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Guards of evidence integrity (report/claims/evidence.py) on small planted tables: which rows
+"""Guards of evidence integrity (scorecard/evidence.py) on small planted tables: which rows
 are the baseline and which are RLVR runs, what one claim reads and counts once, what the
 evidence line says about the rows set aside, and what a missing metric is called."""
 
@@ -9,12 +9,11 @@ import math
 import pandas as pd
 import pytest
 
-from distillscope.report.claims.evidence import (
+from distillscope.results.aggregate import is_baseline, is_rlvr
+from distillscope.scorecard.evidence import (
     Evidence,
     config_key,
     finite,
-    is_baseline,
-    is_rlvr,
     missing_metric,
     seeds_of,
     task_column,

@@ -1,12 +1,12 @@
-"""Exact counts, Fisher bounds and the F-ratio bounds of ``report.claims.exact``."""
+"""Exact counts, Fisher bounds and the F-ratio bounds of ``scorecard.claims.exact``."""
 
 import math
 
 import pytest
 from scipy import stats
 
-from distillscope.report.claims.exact import count, observation, share_gap, variance_ratio
-from distillscope.report.claims.interval import Bounded, newcombe, wilson
+from distillscope.scorecard.exact import count, observation, share_gap, variance_ratio
+from distillscope.scorecard.interval import Bounded, newcombe, wilson
 
 
 def test_a_count_is_its_own_bound():
@@ -46,8 +46,8 @@ def test_an_observation_is_never_decided():
 
 
 def test_one_run_per_condition_is_named_as_such():
-    from distillscope.report.claims.spec import ABOVE, POOLED, Part
-    from distillscope.report.verdicts import ONE_RUN, UNDECIDED, decide_stratum
+    from distillscope.scorecard.claim_spec import ABOVE, POOLED, Part
+    from distillscope.scorecard.verdicts import ONE_RUN, UNDECIDED, decide_stratum
 
     part = Part("best", "a cell", lambda v: [], POOLED, ABOVE, 0.0, "an observation", 0.0)
     d = decide_stratum(part, observation("best", 62.0, "one run"), 0.025)

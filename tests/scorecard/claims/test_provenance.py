@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from distillscope.report.claims import CLAIMS
-from distillscope.report.claims.spec import INSTRUMENT, POOLED, SEEDS, Claim, Part, Quote, Routes
+from distillscope.scorecard.claim_spec import INSTRUMENT, POOLED, SEEDS, Claim, Part, Quote, Routes
+from distillscope.scorecard.claims import CLAIMS
 
 SEED_DIR = Path(__file__).resolve().parents[3] / "docs" / "seeds"
 #: The shared originals, where this checkout has them (not in CI).

@@ -1,4 +1,4 @@
-"""Rank correlations of a fit's cells (``claims.rank``): ρ as scipy computes it, bounds drawn
+"""Rank correlations of a fit's cells (``scorecard.rank``): ρ as scipy computes it, bounds drawn
 from the seed-blocked fit, the same on every run."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from distillscope.report.claims.estimate import Blocks
-from distillscope.report.claims.rank import DRAWS, rank_correlation, spearman_rows
+from distillscope.scorecard.estimate import Blocks
+from distillscope.scorecard.rank import DRAWS, rank_correlation, spearman_rows
 
 
 def test_spearman_rows_is_scipys_rho_row_by_row_with_tied_axis_values():

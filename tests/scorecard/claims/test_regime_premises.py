@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from distillscope.report.calibrate import planned_table, simulate
-from distillscope.report.claims import CLAIMS
-from distillscope.report.claims.common import ACC, SPARSITY
-from distillscope.report.claims.evidence import is_baseline
-from distillscope.report.scorecard import score_claims
+from distillscope.results.aggregate import is_baseline
+from distillscope.scorecard.calibrate import planned_table, simulate
+from distillscope.scorecard.claims import CLAIMS
+from distillscope.scorecard.claims.common import ACC, SPARSITY
+from distillscope.scorecard.runner import score_claims
 from distillscope.study.spec import expand, load_spec
 from distillscope.study.table import plan_row
 

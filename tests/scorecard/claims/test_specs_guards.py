@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from distillscope.report.claims import c01_no_rollout_gain, c02_kl_direction, c03_lr_forgetting
-from distillscope.report.claims.docs import _claim_text
-from distillscope.report.claims.evidence import Evidence
-from distillscope.report.scorecard import score_spec
+from distillscope.scorecard.claim_docs import _claim_text
+from distillscope.scorecard.claims import c01_no_rollout_gain, c02_kl_direction, c03_lr_forgetting
+from distillscope.scorecard.evidence import Evidence
+from distillscope.scorecard.runner import score_spec
 
 MODULES = (c01_no_rollout_gain, c02_kl_direction, c03_lr_forgetting)
 

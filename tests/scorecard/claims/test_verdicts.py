@@ -7,9 +7,7 @@ import math
 import pytest
 from scipy import stats
 
-from distillscope.report.claims.estimate import Estimate, RangeEstimate, not_tested
-from distillscope.report.claims.exact import share_gap
-from distillscope.report.claims.spec import (
+from distillscope.scorecard.claim_spec import (
     ABOVE,
     ANY,
     BELOW,
@@ -19,7 +17,9 @@ from distillscope.report.claims.spec import (
     Part,
     Routes,
 )
-from distillscope.report.verdicts import (
+from distillscope.scorecard.estimate import Estimate, RangeEstimate, not_tested
+from distillscope.scorecard.exact import share_gap
+from distillscope.scorecard.verdicts import (
     CONTRADICTED,
     NOT_TESTED,
     SUPPORTED,

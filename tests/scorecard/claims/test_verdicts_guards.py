@@ -1,4 +1,4 @@
-"""Guards of the decisions (report/verdicts.py): the numbers and words a reader sees for each
+"""Guards of the decisions (scorecard/verdicts.py): the numbers and words a reader sees for each
 decision, bounds that touch a margin, the level each quantifier decides at, the power reasons,
 and the stratum that heads a claim's line.
 
@@ -13,8 +13,7 @@ import math
 import pytest
 from scipy import stats
 
-from distillscope.report.claims.estimate import Estimate, RangeEstimate, not_tested
-from distillscope.report.claims.spec import (
+from distillscope.scorecard.claim_spec import (
     ABOVE,
     ANY,
     BELOW,
@@ -24,7 +23,8 @@ from distillscope.report.claims.spec import (
     Part,
     Routes,
 )
-from distillscope.report.verdicts import (
+from distillscope.scorecard.estimate import Estimate, RangeEstimate, not_tested
+from distillscope.scorecard.verdicts import (
     CONTRADICTED,
     NO_VARIANCE,
     NOT_TESTED,

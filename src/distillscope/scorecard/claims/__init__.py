@@ -3,11 +3,11 @@
 How to add a claim
 ==================
 
-1. Create ``report/claims/cNN_short_name.py`` (NN = the claim's number in docs/method.md §9,
+1. Create ``scorecard/claims/cNN_short_name.py`` (NN = the claim's number in docs/method.md §9,
    two digits; a small family may share a module: ``c14_15_robustness.py``). The module
    defines ``CLAIMS: tuple[Claim, ...]``; modules named ``c<digits>_…`` are discovered here,
    nothing else needs registering.
-2. Declare the ``Claim`` (``claims.spec``):
+2. Declare the ``Claim`` (``scorecard.claim_spec``):
 
    - ``id``, ``title`` (the finding with its published numbers, one line), ``quotes``: each a
      ``Quote`` (seed file of docs/seeds/, line, the sentence in the seed's language — an exact
@@ -34,16 +34,16 @@ How to add a claim
    seed (``estimate.Blocks``); ``common.matched`` gives matched contrasts per stratum;
    ``Blocks.range`` a range; ``estimate.seed_level`` a level with the seed as replicate. A
    missing metric or a one-seed cell gives ``not_tested(label, what)`` — never drop it silently.
-4. Test it in ``tests/report/claims/test_cNN_….py``: a control table where the published
+4. Test it in ``tests/scorecard/claims/test_cNN_….py``: a control table where the published
    statement holds (supported) and one adversarial table per failure class that applies
    (pooled-away opposite effects, a sign without its size, a missing premise, the effect only
    in another experiment, duplicated rows, a one-seed cell, a NaN metric, an interval wholly
-   beyond the margin → contradicted); ``tests/report/claims/tables.py`` builds tables.
-5. Regenerate the docs: ``python -m distillscope.report.claims.docs`` (docs/method.md §9 and
+   beyond the margin → contradicted); ``tests/scorecard/claims/tables.py`` builds tables.
+5. Regenerate the docs: ``python -m distillscope.scorecard.claim_docs`` (docs/method.md §9 and
    the claim table of docs/scorecard.md; a test fails when they drift).
 
-The runner (``report.scorecard``) does the rest: features → estimates → decisions on both
-sides of each margin (``report.verdicts``) → the verdict and its reason.
+The runner (``scorecard.runner``) does the rest: features → estimates → decisions on both
+sides of each margin (``scorecard.verdicts``) → the verdict and its reason.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ import importlib
 import pkgutil
 import re
 
-from distillscope.report.claims.spec import Claim
+from distillscope.scorecard.claim_spec import Claim
 
 _MODULE = re.compile(r"c\d+(_\d+)*_\w+$")
 

@@ -13,7 +13,8 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import (
+from distillscope.scorecard.claim_spec import POOLED, WITHIN, Claim, MarginCase, Part, Quote
+from distillscope.scorecard.claims.common import (
     ACC,
     MAIN_GRID,
     POLICY,
@@ -27,9 +28,8 @@ from distillscope.report.claims.common import (
     stratum_name,
     tasks_of,
 )
-from distillscope.report.claims.estimate import Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import POOLED, WITHIN, Claim, MarginCase, Part, Quote
+from distillscope.scorecard.estimate import Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence
 
 MARGIN_PP = 5.0
 NAME = "Δ_best"

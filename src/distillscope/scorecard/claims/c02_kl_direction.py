@@ -13,7 +13,18 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import (
+from distillscope.scorecard.claim_spec import (
+    ABOVE,
+    EVERY,
+    POOLED,
+    WITHIN,
+    Claim,
+    MarginCase,
+    Offsets,
+    Part,
+    Quote,
+)
+from distillscope.scorecard.claims.common import (
     ACC,
     FORWARD,
     KIND,
@@ -31,19 +42,8 @@ from distillscope.report.claims.common import (
     matched_weights,
     rows_mask,
 )
-from distillscope.report.claims.estimate import Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import (
-    ABOVE,
-    EVERY,
-    POOLED,
-    WITHIN,
-    Claim,
-    MarginCase,
-    Offsets,
-    Part,
-    Quote,
-)
+from distillscope.scorecard.estimate import Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence
 
 KL_MARGIN_PP = 5.0
 RANGE_PP = 5.0

@@ -16,7 +16,17 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import (
+from distillscope.scorecard.claim_spec import (
+    ABOVE,
+    EVERY,
+    POOLED,
+    Claim,
+    MarginCase,
+    Offsets,
+    Part,
+    Quote,
+)
+from distillscope.scorecard.claims.common import (
     FORWARD,
     KIND,
     LR,
@@ -33,20 +43,10 @@ from distillscope.report.claims.common import (
     matched,
     rows_mask,
 )
-from distillscope.report.claims.estimate import Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.quotes import LR_GOVERNS
-from distillscope.report.claims.regime import sparsity_floor
-from distillscope.report.claims.spec import (
-    ABOVE,
-    EVERY,
-    POOLED,
-    Claim,
-    MarginCase,
-    Offsets,
-    Part,
-    Quote,
-)
+from distillscope.scorecard.claims.quotes import LR_GOVERNS
+from distillscope.scorecard.estimate import Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
+from distillscope.scorecard.regime_premises import sparsity_floor
 
 LR_MARGIN_PP = 10.0  # claim 7's premise reads the absolute effect (``lr_effect``)
 RELATIVE_MARGIN_PCT = 20.0

@@ -14,7 +14,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import (
+from distillscope.scorecard.claim_spec import (
+    ABOVE,
+    BELOW,
+    EVERY,
+    POOLED,
+    Claim,
+    MarginCase,
+    Part,
+    Quote,
+)
+from distillscope.scorecard.claims.common import (
     FORGET,
     LR,
     POLICY,
@@ -26,21 +36,11 @@ from distillscope.report.claims.common import (
     matched,
     rows_mask,
 )
-from distillscope.report.claims.estimate import Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.quotes import LR_GOVERNS
-from distillscope.report.claims.rank import rank_estimates
-from distillscope.report.claims.regime import sparsity_floor
-from distillscope.report.claims.spec import (
-    ABOVE,
-    BELOW,
-    EVERY,
-    POOLED,
-    Claim,
-    MarginCase,
-    Part,
-    Quote,
-)
+from distillscope.scorecard.claims.quotes import LR_GOVERNS
+from distillscope.scorecard.estimate import Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.rank import rank_estimates
+from distillscope.scorecard.regime_premises import sparsity_floor
 
 SWEEP = "lr_sweep"
 RHO = 0.8

@@ -18,7 +18,17 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import (
+from distillscope.scorecard.claim_spec import (
+    ABOVE,
+    POOLED,
+    WITHIN,
+    Claim,
+    MarginCase,
+    Offsets,
+    Part,
+    Quote,
+)
+from distillscope.scorecard.claims.common import (
     ACC,
     FORWARD,
     KIND,
@@ -29,26 +39,16 @@ from distillscope.report.claims.common import (
     in_pp,
     learned_part,
 )
-from distillscope.report.claims.crossed import pair_w, welch
-from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.rank import (
+from distillscope.scorecard.crossed import pair_w, welch
+from distillscope.scorecard.estimate import Blocks, Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.rank import (
     MIN_POINTS,
     axis_values,
     lam_curves,
     mask_of,
     spectrum_rows,
     spectrum_top_lr,
-)
-from distillscope.report.claims.spec import (
-    ABOVE,
-    POOLED,
-    WITHIN,
-    Claim,
-    MarginCase,
-    Offsets,
-    Part,
-    Quote,
 )
 
 SPECTRUM = "spectrum"

@@ -14,14 +14,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims import c03_lr_forgetting, c04_lr_sparsity
-from distillscope.report.claims.common import FORGET, FORWARD, MAIN, SPARSITY, blocks, in_pp
-from distillscope.report.claims.estimate import Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.quotes import LR_GOVERNS
-from distillscope.report.claims.rank import lam_curves, lam_ramp, mask_of, spectrum_rows
-from distillscope.report.claims.regime import sparsity_floor
-from distillscope.report.claims.spec import (
+from distillscope.scorecard.claim_spec import (
     ABOVE,
     EVERY,
     INSTRUMENT,
@@ -31,6 +24,13 @@ from distillscope.report.claims.spec import (
     Part,
     Quote,
 )
+from distillscope.scorecard.claims import c03_lr_forgetting, c04_lr_sparsity
+from distillscope.scorecard.claims.common import FORGET, FORWARD, MAIN, SPARSITY, blocks, in_pp
+from distillscope.scorecard.claims.quotes import LR_GOVERNS
+from distillscope.scorecard.estimate import Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.rank import lam_curves, lam_ramp, mask_of, spectrum_rows
+from distillscope.scorecard.regime_premises import sparsity_floor
 
 SPECTRUM = "spectrum"
 MARGIN_PP = 3.0

@@ -13,11 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import axes, blocks
-from distillscope.report.claims.estimate import Estimate
-from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.rank import rank_estimates, spectrum_rows
-from distillscope.report.claims.spec import (
+from distillscope.results.stats import ALPHA
+from distillscope.scorecard.claim_spec import (
     ABOVE,
     EVERY,
     INSTRUMENT,
@@ -26,7 +23,10 @@ from distillscope.report.claims.spec import (
     Part,
     Quote,
 )
-from distillscope.report.stats import ALPHA
+from distillscope.scorecard.claims.common import axes, blocks
+from distillscope.scorecard.estimate import Estimate
+from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.rank import rank_estimates, spectrum_rows
 
 SPECTRUM = "spectrum"
 GAP = "rollout/loglik_gap_mean"

@@ -11,7 +11,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import (
+from distillscope.scorecard.claim_spec import (
+    ABOVE,
+    POOLED,
+    WITHIN,
+    Claim,
+    MarginCase,
+    Offsets,
+    Part,
+    Quote,
+)
+from distillscope.scorecard.claims.common import (
     FORWARD,
     KIND,
     MAIN,
@@ -23,18 +33,8 @@ from distillscope.report.claims.common import (
     matched,
     rows_mask,
 )
-from distillscope.report.claims.estimate import Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import (
-    ABOVE,
-    POOLED,
-    WITHIN,
-    Claim,
-    MarginCase,
-    Offsets,
-    Part,
-    Quote,
-)
+from distillscope.scorecard.estimate import Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence
 
 COVERAGE_PP = 3.0
 SIMILAR_PP = 5.0

@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.c09_coverage import pass_k
-from distillscope.report.claims.common import (
+from distillscope.scorecard.claim_spec import ABOVE, EVERY, Claim, Offsets, Part, Quote
+from distillscope.scorecard.claims.c09_coverage import pass_k
+from distillscope.scorecard.claims.common import (
     KIND,
     LR,
     MAIN,
@@ -23,9 +24,8 @@ from distillscope.report.claims.common import (
     grid_rows,
     matched,
 )
-from distillscope.report.claims.estimate import Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, EVERY, Claim, Offsets, Part, Quote
+from distillscope.scorecard.estimate import Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence
 
 GAIN_PP = 5.0
 HARDER = "eval/harder/pass@"

@@ -21,19 +21,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.c20_rlvr_starts import AFTER, BEFORE, RLVR, rlvr_fit
-from distillscope.report.claims.common import (
-    POLICY,
-    STUDENT,
-    TEACHER,
-    blocks,
-    in_pp,
-    matched,
-    rows_mask,
-)
-from distillscope.report.claims.estimate import Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence, is_rlvr, missing_metric
-from distillscope.report.claims.spec import (
+from distillscope.results.aggregate import is_rlvr
+from distillscope.scorecard.claim_spec import (
     ABOVE,
     BELOW,
     EVERY,
@@ -46,6 +35,18 @@ from distillscope.report.claims.spec import (
     Quote,
     Routes,
 )
+from distillscope.scorecard.claims.c20_rlvr_starts import AFTER, BEFORE, RLVR, rlvr_fit
+from distillscope.scorecard.claims.common import (
+    POLICY,
+    STUDENT,
+    TEACHER,
+    blocks,
+    in_pp,
+    matched,
+    rows_mask,
+)
+from distillscope.scorecard.estimate import Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
 
 #: The measures (``rlvr/<name>`` after RLVR, ``rlvr/<name>_before`` before) and their names.
 MEASURES = {"eval_accuracy": "RLVR task", "harder_accuracy": "harder variant"}

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import (
+from distillscope.scorecard.claim_spec import ABOVE, ONLY, POOLED, Claim, Offsets, Part, Quote
+from distillscope.scorecard.claims.common import (
     KIND,
     POLICY,
     REVERSE,
@@ -24,10 +25,9 @@ from distillscope.report.claims.common import (
     stratum_name,
     style_runs,
 )
-from distillscope.report.claims.estimate import Estimate, not_tested, seed_level
-from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.regime import exact
-from distillscope.report.claims.spec import ABOVE, ONLY, POOLED, Claim, Offsets, Part, Quote
+from distillscope.scorecard.estimate import Estimate, not_tested, seed_level
+from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
+from distillscope.scorecard.regime_premises import exact
 
 STYLE = "style"
 SHARE = "eval/teacher_style_share"

@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.aggregate import row_keys, with_labels
-from distillscope.report.claims.common import (
+from distillscope.results.aggregate import row_keys, with_labels
+from distillscope.scorecard.claim_spec import ABOVE, EVERY, INSTRUMENT, Claim, Offsets, Part, Quote
+from distillscope.scorecard.claims.common import (
     FORWARD,
     KIND,
     LR,
@@ -25,9 +26,8 @@ from distillscope.report.claims.common import (
     matched,
     stratum_name,
 )
-from distillscope.report.claims.estimate import Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, EVERY, INSTRUMENT, Claim, Offsets, Part, Quote
+from distillscope.scorecard.estimate import Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence
 
 CLIPPED = "train/grad_clipped_frac"
 NORM = "train/grad_norm_mean"

@@ -5,7 +5,7 @@ Each replays the specifications of the main conclusions (claims 1â€“4, resp. 1â€
 parts and margins, ``cNN.specify(grid)``) on an ablation's runs, shaped as the main grid: the
 `no_clip` experiment's runs with ``optim.grad_clip`` null, resp. the `sampled` experiment's
 runs with ``forward_sampled`` / ``reverse_sampled`` read as the KL direction they estimate.
-The runner (``report.scorecard``) compares each replayed claim's verdict on the ablation with
+The runner (``scorecard.runner``) compares each replayed claim's verdict on the ablation with
 its verdict on the main grid (``spec.REPLAY_RULE``); the premise is that the ablation's
 students learned. Their margin cases are the replayed claims' own, placed on the ablation.
 """
@@ -15,14 +15,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims import (
+from distillscope.scorecard.claim_spec import Claim, MarginCase, Offsets, Quote, Replay
+from distillscope.scorecard.claims import (
     c01_no_rollout_gain,
     c02_kl_direction,
     c03_lr_forgetting,
     c04_lr_sparsity,
 )
-from distillscope.report.claims.common import ACC, MAIN, REVERSE, Grid, grid_learned, in_pp
-from distillscope.report.claims.spec import Claim, MarginCase, Offsets, Quote, Replay
+from distillscope.scorecard.claims.common import ACC, MAIN, REVERSE, Grid, grid_learned, in_pp
 
 NO_CLIP = Grid("no_clip", clipped=False, name="no-clip grid")
 SAMPLED = Grid(

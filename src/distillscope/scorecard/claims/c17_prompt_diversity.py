@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import ACC, blocks, in_pp, rows_mask
-from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, EVERY, Claim, MarginCase, Part, Quote
+from distillscope.scorecard.claim_spec import ABOVE, EVERY, Claim, MarginCase, Part, Quote
+from distillscope.scorecard.claims.common import ACC, blocks, in_pp, rows_mask
+from distillscope.scorecard.estimate import Blocks, Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence
 
 DIVERSITY = "diversity"
 P_COL, G_COL = "rollout.prompts_per_step", "rollout.rollouts_per_prompt"

@@ -13,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import ACC, LEARNED_PP, blocks, matched, rows_mask
-from distillscope.report.claims.estimate import Blocks, Estimate, not_tested, seed_level
-from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.spec import ABOVE, ANY, EVERY, POOLED, Claim, Part, Quote
-from distillscope.report.stats import ALPHA
+from distillscope.results.stats import ALPHA
+from distillscope.scorecard.claim_spec import ABOVE, ANY, EVERY, POOLED, Claim, Part, Quote
+from distillscope.scorecard.claims.common import ACC, LEARNED_PP, blocks, matched, rows_mask
+from distillscope.scorecard.estimate import Blocks, Estimate, not_tested, seed_level
+from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
 
 SCALE = "teacher_scale"
 TEACHER = "model.teacher"

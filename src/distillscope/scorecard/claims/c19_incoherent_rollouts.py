@@ -15,7 +15,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import (
+from distillscope.scorecard.claim_spec import ABOVE, POOLED, Claim, MarginCase, Part, Quote
+from distillscope.scorecard.claims.common import (
     ACC,
     FORWARD,
     KIND,
@@ -28,10 +29,9 @@ from distillscope.report.claims.common import (
     plain_runs,
     rows_mask,
 )
-from distillscope.report.claims.estimate import Estimate, not_tested, seed_level
-from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.exact import count
-from distillscope.report.claims.spec import ABOVE, POOLED, Claim, MarginCase, Part, Quote
+from distillscope.scorecard.estimate import Estimate, not_tested, seed_level
+from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
+from distillscope.scorecard.exact import count
 
 EARLY = "traj/early_entropy_ratio"
 EARLY_SHARE = 0.1  # "early" = the first 10% of a run's steps

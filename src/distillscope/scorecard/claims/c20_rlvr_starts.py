@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from distillscope.report.claims.common import POLICY, STUDENT, TEACHER, blocks, cell_by
-from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part, Quote
-from distillscope.report.matching import cell_key
+from distillscope.results.matching import cell_key
+from distillscope.scorecard.claim_spec import ABOVE, POOLED, Claim, Part, Quote
+from distillscope.scorecard.claims.common import POLICY, STUDENT, TEACHER, blocks, cell_by
+from distillscope.scorecard.estimate import Blocks, Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
 
 RLVR = "rlvr"
 AFTER, BEFORE = "rlvr/eval_accuracy", "rlvr/eval_accuracy_before"

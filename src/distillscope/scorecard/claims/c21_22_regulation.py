@@ -15,11 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import ACC, blocks, in_pp, matched, rows_mask
-from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.quotes import REGULATED_WINS
-from distillscope.report.claims.spec import ABOVE, ANY, EVERY, Claim, MarginCase, Part, Quote
+from distillscope.scorecard.claim_spec import ABOVE, ANY, EVERY, Claim, MarginCase, Part, Quote
+from distillscope.scorecard.claims.common import ACC, blocks, in_pp, matched, rows_mask
+from distillscope.scorecard.claims.quotes import REGULATED_WINS
+from distillscope.scorecard.estimate import Blocks, Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence
 
 OPD, SCALE = "opd", "teacher_scale"
 REG = "objective.regulation"

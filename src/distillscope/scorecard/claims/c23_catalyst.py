@@ -15,12 +15,12 @@ import re
 import numpy as np
 import pandas as pd
 
-from distillscope.report.aggregate import SEED
-from distillscope.report.claims.common import blocks, in_pp, rows_mask
-from distillscope.report.claims.estimate import Estimate, not_tested, seed_level
-from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.regime import exact
-from distillscope.report.claims.spec import ABOVE, POOLED, WITHIN, Claim, MarginCase, Part, Quote
+from distillscope.results.aggregate import SEED
+from distillscope.scorecard.claim_spec import ABOVE, POOLED, WITHIN, Claim, MarginCase, Part, Quote
+from distillscope.scorecard.claims.common import blocks, in_pp, rows_mask
+from distillscope.scorecard.estimate import Estimate, not_tested, seed_level
+from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
+from distillscope.scorecard.regime_premises import exact
 
 OPD = "opd"
 PASS1 = "eval/pass@1"

@@ -13,12 +13,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.aggregate import percent_scale
-from distillscope.report.claims.common import ACC, FORWARD, KIND, LR, MAIN, REVERSE, cell_by
-from distillscope.report.claims.estimate import Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence, config_key, missing_metric
-from distillscope.report.claims.exact import share_gap
-from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part, Quote
+from distillscope.results.aggregate import percent_scale
+from distillscope.scorecard.claim_spec import ABOVE, POOLED, Claim, Part, Quote
+from distillscope.scorecard.claims.common import ACC, FORWARD, KIND, LR, MAIN, REVERSE, cell_by
+from distillscope.scorecard.estimate import Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence, config_key, missing_metric
+from distillscope.scorecard.exact import share_gap
 
 SPECTRUM = "spectrum"
 COLLAPSE_PP = 15.0

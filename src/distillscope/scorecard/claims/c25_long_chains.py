@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from distillscope.report.aggregate import percent_scale
-from distillscope.report.claims.common import ACC, KIND, LR, POLICY
-from distillscope.report.claims.estimate import Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.exact import observation
-from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part, Quote
+from distillscope.results.aggregate import percent_scale
+from distillscope.scorecard.claim_spec import ABOVE, POOLED, Claim, Part, Quote
+from distillscope.scorecard.claims.common import ACC, KIND, LR, POLICY
+from distillscope.scorecard.estimate import Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
+from distillscope.scorecard.exact import observation
 
 LONG_CHAIN = "long_chain"
 LENGTH = "eval/len_mean"

@@ -21,13 +21,13 @@ import math
 import numpy as np
 import pandas as pd
 
-from distillscope.report.aggregate import percent_scale
-from distillscope.report.claims.common import ACC, in_pp, rows_mask
-from distillscope.report.claims.estimate import Blocks, Estimate, not_tested, seed_level
-from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.quotes import REGULATED_WINS
-from distillscope.report.claims.regime import exact
-from distillscope.report.claims.spec import ABOVE, ANY, POOLED, Claim, Offsets, Part, Quote
+from distillscope.results.aggregate import percent_scale
+from distillscope.scorecard.claim_spec import ABOVE, ANY, POOLED, Claim, Offsets, Part, Quote
+from distillscope.scorecard.claims.common import ACC, in_pp, rows_mask
+from distillscope.scorecard.claims.quotes import REGULATED_WINS
+from distillscope.scorecard.estimate import Blocks, Estimate, not_tested, seed_level
+from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
+from distillscope.scorecard.regime_premises import exact
 
 OPD, GRPO = "opd", "grpo"
 REG = "objective.regulation"

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import ACC
-from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part, Quote
+from distillscope.scorecard.claim_spec import ABOVE, POOLED, Claim, Part, Quote
+from distillscope.scorecard.claims.common import ACC
+from distillscope.scorecard.estimate import Blocks, Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
 
 SCALE = "student_scale"
 STUDENT, TEACHER = "model.student", "model.teacher"

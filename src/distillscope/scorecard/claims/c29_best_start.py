@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from distillscope.report.claims.c20_rlvr_starts import AFTER, BEFORE, RLVR, best, name, rlvr_fit
-from distillscope.report.claims.estimate import Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence
-from distillscope.report.claims.spec import ABOVE, POOLED, Claim, Part, Quote
+from distillscope.scorecard.claim_spec import ABOVE, POOLED, Claim, Part, Quote
+from distillscope.scorecard.claims.c20_rlvr_starts import AFTER, BEFORE, RLVR, best, name, rlvr_fit
+from distillscope.scorecard.estimate import Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence
 
 MARGIN_PP = 2.0
 

@@ -14,7 +14,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.claims.common import (
+from distillscope.scorecard.claim_spec import (
+    ABOVE,
+    BELOW,
+    EVERY,
+    POOLED,
+    WITHIN,
+    Claim,
+    Part,
+    Quote,
+)
+from distillscope.scorecard.claims.common import (
     ACC,
     FORGET,
     FORWARD,
@@ -26,10 +36,9 @@ from distillscope.report.claims.common import (
     grid_rows,
     stratum_name,
 )
-from distillscope.report.claims.estimate import Blocks, Estimate, not_tested
-from distillscope.report.claims.evidence import ClaimEvidence, missing_metric
-from distillscope.report.claims.exact import variance_ratio
-from distillscope.report.claims.spec import ABOVE, BELOW, EVERY, POOLED, WITHIN, Claim, Part, Quote
+from distillscope.scorecard.estimate import Blocks, Estimate, not_tested
+from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
+from distillscope.scorecard.exact import variance_ratio
 
 BEST_PP, FORGET_PP = 3.0, 2.0
 

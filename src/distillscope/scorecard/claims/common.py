@@ -14,15 +14,15 @@ import numpy as np
 import pandas as pd
 
 from distillscope.labels import is_label_column
-from distillscope.report.aggregate import cell_columns, percent_scale, row_keys, with_labels
-from distillscope.report.claims.estimate import Blocks, Estimate, not_tested, seed_level
-from distillscope.report.claims.evidence import (
+from distillscope.results.aggregate import cell_columns, percent_scale, row_keys, with_labels
+from distillscope.results.matching import LAMBDA, cell_key, match_columns
+from distillscope.scorecard.claim_spec import ABOVE, POOLED, Part
+from distillscope.scorecard.estimate import Blocks, Estimate, not_tested, seed_level
+from distillscope.scorecard.evidence import (
     ClaimEvidence,
     missing_metric,
     task_column,
 )
-from distillscope.report.claims.spec import ABOVE, POOLED, Part
-from distillscope.report.matching import LAMBDA, cell_key, match_columns
 
 ACC = "eval/accuracy"
 FORGET = "eval/forgetting_pp"

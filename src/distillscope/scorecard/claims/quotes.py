@@ -5,7 +5,7 @@ A claim's other quotes live in its own module; these are the ones two or more cl
 
 from __future__ import annotations
 
-from distillscope.report.claims.spec import Quote
+from distillscope.scorecard.claim_spec import Quote
 
 #: [P]: the LR governs forgetting and sparsity, rollout barely matters (claims 3, 4, 5, 7).
 LR_GOVERNS = Quote(

@@ -2,11 +2,10 @@
 
 Every ``import`` of every module is read from its source (function-level imports included) and
 checked against the allowed arrows: tasks, models, objectives, rollout and the torch-free store
-sit below train and eval; safeyaml (bounded YAML, bounded quoting) is a leaf under every reader of
-user files; train and eval never import each other; the study orchestrates them;
-results/ reads only the store (below the scorecard, below the report, which never imports
-training);
-the CLI sits on top.
+sit below the teacher, the teacher below train and eval; safeyaml (bounded YAML, bounded
+quoting) is a leaf under every reader of user files; train and eval never import each other; the
+study orchestrates them; results/ reads only the store (below the scorecard, below the report,
+which never imports training or the teacher); the CLI sits on top.
 """
 
 from __future__ import annotations
@@ -40,7 +39,17 @@ ALLOWED: dict[str, set[str]] = {
     "testbed": {"tasks", "models"},  # the builder saves model directories where models finds them
     "models": set(),  # testbed:teacher / testbed:student are found by path, not by import
     "rollout": {"tasks", "objectives"},  # the sampler's tempered log-softmax is the objectives' one
+    # every teacher kind behind one constructor, and its checks: above what it reads, below train
+    "teacher": {
+        "config",
+        "store_versions",  # the teacher cache's key entries added later
+        "tasks",
+        "models",
+        "objectives",
+        "rollout",
+    },
     "train": {
+        "teacher",
         "config",
         "store",
         "store_versions",
@@ -51,6 +60,7 @@ ALLOWED: dict[str, set[str]] = {
         "rollout",
     },
     "eval": {
+        "teacher",
         "config",
         "store",
         "metric_keys",
@@ -66,6 +76,7 @@ ALLOWED: dict[str, set[str]] = {
         "store_versions",
         "metric_keys",
         "labels",
+        "teacher",
         "train",
         "eval",
         "workers",
@@ -88,6 +99,7 @@ ALLOWED: dict[str, set[str]] = {
     # (and study plan's power per claim part, from the report's noise components)
     "cli_study": {"cli_output", "config", "results", "scorecard", "study", "testbed"},
     "cli": {
+        "teacher",  # serve-teacher: the server
         "cli_analyze",
         "cli_output",
         "cli_study",

@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 from distillscope.cli import app
 from distillscope.config import evaluation_key, load_run_config
 from distillscope.rollout.cache import key_digest
+from distillscope.rollout.scoring import LogitScores
 from distillscope.store import (
     CONFIG_FILE,
     FINGERPRINT_FILE,
@@ -44,8 +45,7 @@ from distillscope.store_versions import (
 )
 from distillscope.study.run_study import run_study
 from distillscope.study.spec import load_spec
-from distillscope.train.scoring import LogitScores
-from distillscope.train.teacher import _rollout_key, _score_key
+from distillscope.teacher.scorer import _rollout_key, _score_key
 
 STORE = Path(__file__).parent / "data" / "store_versions"
 STUDY_V1 = STORE / "v1-done"
@@ -141,7 +141,7 @@ def _cached_keys() -> list[tuple[str, dict]]:
 
 def test_the_rollout_cache_of_a_version_1_study_is_still_found():
     """This version's keys for the fixture's runs are the ones the study wrote: the teacher's
-    rollouts and scores (train/teacher.py) and the untrained student's skills (evaluation_key)."""
+    rollouts and scores (teacher/scorer.py) and the untrained student's skills (evaluation_key)."""
     teacher = load_run_config(RUNS[2] / CONFIG_FILE)
     student = load_run_config(RUNS[1] / CONFIG_FILE)
     found = set()

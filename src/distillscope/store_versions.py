@@ -79,7 +79,7 @@ ADDED_FIELDS: dict[str, Added] = {
     "model.route": Added(None, 3),  # 0fdaf9e, their routing
 }
 
-#: Entries of a teacher-rollout cache key added after caches existed (train/teacher.py).
+#: Entries of a teacher-rollout cache key added after caches existed (teacher/scorer.py).
 TEACHER_KEY_ADDED: dict[str, Added] = {
     "instruction": Added(None, 2),  # 8232175, the teacher-only instruction
     "engine": Added("builtin", 2),  # 593dbfb, an engine other than the builtin sampler

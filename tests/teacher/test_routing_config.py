@@ -1,5 +1,5 @@
 """``model.teachers`` + ``model.route``: validated in one line naming the field, before any model
-loads; every prompt routed to a teacher (train/routing.py, torch-free)."""
+loads; every prompt routed to a teacher (teacher/routing.py, torch-free)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ from distillscope.study.preflight import preflight_runs
 from distillscope.study.spec import StudySpec, expand
 from distillscope.tasks import resolve_task
 from distillscope.tasks.base import Problem
-from distillscope.train import preflight
-from distillscope.train.routing import (
+from distillscope.teacher.routing import (
     check_routes,
     primary_config,
     routes,
     teacher_config,
 )
+from distillscope.train import preflight
 
 TWO = "model.teachers={a: testbed:teacher, b: testbed:student}"
 MIXTURE = "model.route={by: mixture, weights: {a: 3, b: 1}}"

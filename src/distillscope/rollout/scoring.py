@@ -97,7 +97,8 @@ class LogitScores:
     def folded(
         self, ids_B_T_K: torch.Tensor, mask_B_T: torch.Tensor, temperature: float
     ) -> torch.Tensor:
-        """Log-probs folded onto ``ids`` + a tail bin (differentiable; :mod:`~.objectives.topk`)."""
+        """Log-probs folded onto ``ids`` + a tail bin (differentiable;
+        :mod:`~distillscope.objectives.topk`)."""
         return student_folded_from_logits(
             self.logits_B_T_V, ids_B_T_K, temperature, self.vocab_size
         )

@@ -9,7 +9,7 @@ characters it adds to the decoded completion; an end-of-completion token has the
 token whose span starts at or before a_t (the teacher token that holds the student token's first
 character): the teacher predicts it from the text up to c_j ≤ a_t. Position t is *exact* when
 the two spans are equal and the tokens are a pair of the shared sub-vocabulary (the token
-strings both vocabularies hold, :func:`shared_pairs` in ``train/cross_tokenizer.py``).
+strings both vocabularies hold, :func:`shared_pairs` in ``teacher/cross_tokenizer.py``).
 
 Per position (``[N, V]`` student, ``[N, W]`` teacher log-probs at their loss temperatures,
 fp32 log-softmax of :func:`~.divergences.tempered_log_softmax`):

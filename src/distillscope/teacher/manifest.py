@@ -1,6 +1,7 @@
 """A teacher cache's manifest: what it was built for, and the check a reading run passes first.
 
-``distillscope teacher-cache build`` (:mod:`.cache_build`) writes ``DIR/manifest.json`` beside
+``distillscope teacher-cache build`` (:mod:`distillscope.train.cache_build`) writes
+``DIR/manifest.json`` beside
 the rollout cache's entries (:class:`~distillscope.rollout.RolloutCache`): the format, the
 teacher's fingerprint, the identity of the run settings the entries depend on
 (:func:`cache_identity`: task and split, sampling settings, k, the micro-batching), the seeds and
@@ -70,7 +71,7 @@ def cache_identity(cfg: RunConfig) -> dict[str, Any]:
     teacher (its resolved directory, shown, and its fingerprint, compared; :data:`PATH_ENTRIES`),
     the task and its split (every ``task`` field, the task file's resolved path and sha256), the
     sampling settings, the top k and its loss temperature, and the micro-batching and device
-    the scores were computed under (the rollout cache's key, train/teacher.py)."""
+    the scores were computed under (the rollout cache's key, teacher/scorer.py)."""
     m, r, o = cfg.model, cfg.rollout, cfg.objective
     task = {f"task.{k}": v for k, v in cfg.task.model_dump(mode="json").items()}
     file = cfg.task.file

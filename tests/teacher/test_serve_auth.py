@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from distillscope.cli import app
 from distillscope.config import load_run_config
 from distillscope.models.paths import resolve_model_path
-from distillscope.models.serve import API_KEY_ENV, LogprobModel, is_loopback, make_server
-from distillscope.models.served import ServerError, TeacherClient
+from distillscope.teacher.client import ServerError, TeacherClient
+from distillscope.teacher.server import API_KEY_ENV, LogprobModel, is_loopback, make_server
 from distillscope.train.loop import distill
 
 KEY = "sk-test-7f3a9c1e5b"  # a key no file may hold

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from distillscope.config import ConfigError, RunConfig, run_config_from_dict, served_url
 from distillscope.tasks.base import Problem, Task
-from distillscope.train.cache_manifest import MANIFEST, read_manifest
+from distillscope.teacher.manifest import MANIFEST, read_manifest
 
 
 def teacher_names(cfg: RunConfig) -> list[str]:

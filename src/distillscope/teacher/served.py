@@ -1,10 +1,10 @@
 """A served teacher (``model.teacher: http://HOST:PORT/v1``): its top-k scores of a micro-batch.
 
 Each row of a micro-batch goes to the server as its real tokens, the teacher's prompt ⧺ the
-completion (no padding), in one request (:class:`~distillscope.models.served.TeacherClient`);
+completion (no padding), in one request (:class:`~distillscope.teacher.client.TeacherClient`);
 the answer's log-probs at the completion positions become the :class:`TeacherTopK` an in-process
 teacher reduced to its top k gives: the top-k ids, the folded log-probs (tail = log(1 − Σ top-k),
-at least :data:`~distillscope.models.served.TAIL_FLOOR`) and the completion's own log-probs. The
+at least :data:`~distillscope.teacher.client.TAIL_FLOOR`) and the completion's own log-probs. The
 server answers at temperature 1, so the loss reads the teacher at 1.0 (config-enforced).
 """
 
@@ -17,10 +17,10 @@ import torch
 from distillscope.config import RunConfig
 from distillscope.models import resolve_model_path
 from distillscope.models.load import ModelPair, load_model, load_options
-from distillscope.models.served import TeacherClient
 from distillscope.models.vocab import stop_token_ids
 from distillscope.rollout.rollouts import Rollouts
-from distillscope.train.scoring import TeacherTopK
+from distillscope.rollout.scoring import TeacherTopK
+from distillscope.teacher.client import TeacherClient
 
 
 class ServedTeacher:
@@ -76,7 +76,8 @@ def _real_rows(ids_B_N: torch.Tensor, mask_B_N: torch.Tensor) -> list[list[int]]
 
 def served_pair(cfg: RunConfig) -> ModelPair:
     """The student and the served teacher of ``cfg``: the server reached, its tokenizer checked
-    against the student's, the student loaded as :func:`~.setup.load_models` loads it."""
+    against the student's, the student loaded as
+    :func:`~distillscope.train.setup.load_models` loads it."""
     m = cfg.model
     student, tokenizer = load_model(resolve_model_path(m.student), **load_options(m))
     client = TeacherClient.from_config(m, vocab_size=len(tokenizer))

@@ -1,7 +1,7 @@
 """Several teachers in one run, each prompt's rollouts and scores from its routed teacher
 (``model.teachers`` + ``model.route``; which teacher a prompt reads: :mod:`.routing`).
 
-Each teacher is a one-teacher :class:`~.teacher.TeacherScorer` of its own config (a live, top-k,
+Each teacher is a one-teacher :class:`~.scorer.TeacherScorer` of its own config (a live, top-k,
 served or cached teacher, with the shared rollout cache keyed by its own teacher). A step
 routes its rows; every teacher with at least one routed row in the step then
 
@@ -32,15 +32,15 @@ import torch
 from distillscope.config import ConfigError, RunConfig, served_url
 from distillscope.models import resolve_model_path
 from distillscope.models.load import ModelPair, load_model, load_options
-from distillscope.models.served import TeacherClient
 from distillscope.models.vocab import check_tokenizers_match
-from distillscope.rollout.rollouts import PromptBatch, Rollouts
-from distillscope.train.informativeness import GROUPS_KEY, INFO_KEY, informativeness_metrics
-from distillscope.train.routing import routes, teacher_config, teacher_names
-from distillscope.train.scoring import HiddenScores, LogitScores, TeacherScores, TeacherTopK
-from distillscope.train.served import ServedTeacher
-from distillscope.train.step import MicroBatch, Objective, micro_batch_share, objective_loss
-from distillscope.train.teacher import TeacherScorer
+from distillscope.rollout.prompts import PromptEncoder
+from distillscope.rollout.rollouts import MicroBatch, PromptBatch, Rollouts
+from distillscope.rollout.scoring import HiddenScores, LogitScores, TeacherScores, TeacherTopK
+from distillscope.teacher.client import TeacherClient
+from distillscope.teacher.routing import routes, teacher_config, teacher_names
+from distillscope.teacher.scorer import Objective, TeacherScorer
+from distillscope.teacher.served import ServedTeacher
+from distillscope.teacher.signal import GROUPS_KEY, INFO_KEY, informativeness_metrics
 
 #: the completion-width fields of :class:`Rollouts` (padded to the widest routed batch) and the
 #: per-row ones; the prompts are the same in every teacher's batch
@@ -57,6 +57,9 @@ _ROWS = ("lengths_B", "truncated_B", "source_B")
 
 class RoutedTeachers:
     """The teachers of a run with ``model.teachers``, by name (:meth:`of`)."""
+
+    #: the prompts are the student's (every teacher shares its tokenizer)
+    prompt_encoder = PromptEncoder
 
     def __init__(self, cfg: RunConfig, scorers: dict[str, TeacherScorer], pad_id: int) -> None:
         self.cfg, self.scorers, self.pad_id = cfg, scorers, pad_id
@@ -175,15 +178,6 @@ class RoutedStep:
         return out
 
 
-def run_teachers(
-    cfg: RunConfig, pair: ModelPair, objective: Objective, cache_dir=None
-) -> TeacherScorer | RoutedTeachers:
-    """The run's teacher side: the one teacher of ``pair``, or ``model.teachers`` routed."""
-    if cfg.model.teachers is None:
-        return TeacherScorer(cfg, pair.teacher, objective, cache_dir)
-    return RoutedTeachers.of(cfg, pair, objective, cache_dir)
-
-
 def _load_teacher(cfg: RunConfig, pair: ModelPair) -> torch.nn.Module | ServedTeacher:
     """``cfg``'s teacher beside ``pair``: a server reached and its tokenizer checked, or a
     local model loaded as the pair's teacher is (frozen, its own dtype and device) whose
@@ -289,34 +283,3 @@ def _device_of(scores: TeacherScores) -> torch.device:
     if isinstance(scores, TeacherTopK):
         return scores.ids_B_T_K.device
     return (scores.logits_B_T_V if isinstance(scores, LogitScores) else scores.hidden_B_T_H).device
-
-
-@torch.no_grad()
-def teacher_losses(
-    objective: Objective,
-    student,
-    teacher: TeacherScores | None,
-    batch_mask_B_T: torch.Tensor,
-    route: list[str],
-    micro: MicroBatch,
-    uniforms_B_T: torch.Tensor | None = None,
-    advantage=None,
-) -> dict[str, float]:
-    """``teacher/<name>/loss`` of one micro-batch: the objective on its rows routed to
-    ``name`` (the others masked), times the micro-batch's share of the loss normaliser of
-    ``name``'s rows of the whole batch (``batch_mask_B_T``) — summed over the micro-batches,
-    the loss of a batch of ``name``'s rows alone. No gradient; one extra loss per teacher."""
-    r, index_b = micro.rollouts, micro.index_b
-    reduction, out = objective.options.reduction, {}
-    device = batch_mask_B_T.device
-    for name in dict.fromkeys(route):
-        whole_B = torch.tensor([n == name for n in route], device=device)
-        share = micro_batch_share(batch_mask_B_T * whole_B[:, None], index_b, reduction)
-        rows_B = whole_B[index_b.to(device)]
-        if not bool(rows_B.any()):  # every rank logs every key: 0 where it has no row
-            out[f"teacher/{name}/loss"] = 0.0
-            continue
-        own = replace(r, completion_mask_B_T=r.completion_mask_B_T * rows_B[:, None])
-        loss, _, _ = objective_loss(objective, student, teacher, own, uniforms_B_T, advantage)
-        out[f"teacher/{name}/loss"] = float(loss) * share
-    return out

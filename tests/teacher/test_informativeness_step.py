@@ -7,12 +7,17 @@ import math
 
 import pytest
 import torch
+from tests.train.conftest import random_rollouts, step_cfg
+from tests.train.test_distill import tiny_cfg
 
 from distillscope.objectives.informativeness import informativeness, mean_advantage
 from distillscope.rollout.policies import SOURCE_STUDENT, SOURCE_TEACHER
+from distillscope.rollout.rollouts import micro_batches
+from distillscope.rollout.scoring import completion_logits
 from distillscope.store import read_metrics
+from distillscope.teacher.scorer import TeacherScorer
+from distillscope.teacher.signal import GROUPS_KEY, INFO_KEY, informativeness_metrics
 from distillscope.train import loop as loop_mod
-from distillscope.train.informativeness import GROUPS_KEY, INFO_KEY, informativeness_metrics
 from distillscope.train.loop import (
     Learner,
     StepBatch,
@@ -21,12 +26,7 @@ from distillscope.train.loop import (
     update_metrics,
 )
 from distillscope.train.run import PhaseTimer
-from distillscope.train.scoring import completion_logits
-from distillscope.train.step import Objective, micro_batches
-from distillscope.train.teacher import TeacherScorer
-
-from .conftest import random_rollouts, step_cfg
-from .test_distill import tiny_cfg
+from distillscope.train.step import Objective
 
 VOCAB = 40
 

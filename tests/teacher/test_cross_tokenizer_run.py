@@ -1,4 +1,4 @@
-"""Cross-tokenizer runs end to end (train/cross_tokenizer.py): a tiny student with the testbed's
+"""Cross-tokenizer runs end to end (teacher/cross_tokenizer.py): a tiny student with the testbed's
 character tokenizer learns from a tiny teacher with a BPE tokenizer, on-policy and off-policy;
 with one shared tokenizer the token-aligned kind is the exact objective; the refusal of a
 mismatch names the opt-in."""
@@ -11,29 +11,31 @@ import pytest
 import torch
 from tests.conftest import save_tiny_llama
 from tests.numerics import reorder_tol
-from tests.objectives.test_cross_tokenizer import arithmetic_bpe
+from tests.objectives.test_token_alignment import arithmetic_bpe
 from tests.train.test_distill import tiny_cfg
 
 from distillscope.config import ConfigError, load_run_config
 from distillscope.metric_keys import metric_info
 from distillscope.models.tokenizer_files import CROSS_TOKENIZER_OPT_IN, TokenizerMismatchError
-from distillscope.objectives.cross_tokenizer import align_spans
 from distillscope.objectives.registry import CROSS_TOKENIZER_KINDS
+from distillscope.objectives.token_alignment import align_spans
 from distillscope.rollout.policy_registry import ROLLOUT_POLICIES
 from distillscope.rollout.prompts import select_problems
-from distillscope.rollout.rollouts import SamplingSpec
+from distillscope.rollout.rollouts import MicroBatch, SamplingSpec
 from distillscope.rollout.sampler import sample_rollouts
 from distillscope.store import read_metrics
 from distillscope.tasks import resolve_task, training_problems
-from distillscope.train.cross_tokenizer import (
-    cross_tokenizer_run,
+from distillscope.teacher.checks import preflight_pair
+from distillscope.teacher.cross_tokenizer import (
+    CrossTokenizerPrompts,
+    CrossTokenizerTeacher,
     load_cross_tokenizer_pair,
     retokenise,
     with_completions,
 )
+from distillscope.teacher.kinds import open_teacher
 from distillscope.train.loop import distill
-from distillscope.train.pair_checks import preflight_pair
-from distillscope.train.step import MicroBatch, Objective
+from distillscope.train.step import Objective
 
 pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
 
@@ -112,7 +114,10 @@ def test_the_aligned_scores_are_the_teachers_own_forward(bpe_pair):
     pair = load_cross_tokenizer_pair(cfg)
     objective = Objective.from_config(cfg.objective, pair.vocab_size)
     task = resolve_task(cfg.task)
-    encoder, teacher = cross_tokenizer_run(cfg, task, pair, objective)
+    teacher = open_teacher(cfg, pair, objective)  # the loop's constructor
+    assert isinstance(teacher, CrossTokenizerTeacher)
+    assert teacher.prompt_encoder is CrossTokenizerPrompts
+    encoder = teacher.prompt_encoder.of_run(task, cfg.task, pair)
     prompts = encoder.batch(select_problems(training_problems(task), 4, cfg.seed, 0), "cpu")
     eos, chars = pair.tokenizer.eos_token_id, pair.tokenizer
     texts = [("12+3=15", True), ("7*8=56", False), ("12 + 3 = 15", True), ("29+9=38", True)]

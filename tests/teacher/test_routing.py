@@ -1,4 +1,4 @@
-"""Several teachers in one run (train/routed.py): each row's rollouts and scores come from its
+"""Several teachers in one run (teacher/routed.py): each row's rollouts and scores come from its
 routed teacher; identical teachers give the one-teacher run bit for bit; a served teacher works
 inside a mixture."""
 
@@ -18,15 +18,16 @@ from tests.train.test_teacher_cache_built import RUN as CACHED_RUN
 from distillscope.config import load_run_config
 from distillscope.eval.evaluate import evaluate
 from distillscope.models.load import load_model
+from distillscope.rollout.rollouts import micro_batches
+from distillscope.rollout.scoring import TeacherTopK
 from distillscope.store import read_metrics
 from distillscope.tasks import resolve_task
 from distillscope.tasks.pools import evaluation_problems
+from distillscope.teacher.routed import RoutedStep, RoutedTeachers, routed_rollouts, routed_scores
+from distillscope.teacher.scorer import TeacherScorer
 from distillscope.train.cache_build import build_teacher_cache
 from distillscope.train.loop import distill
-from distillscope.train.routed import RoutedStep, RoutedTeachers, routed_rollouts, routed_scores
-from distillscope.train.scoring import TeacherTopK
-from distillscope.train.step import Objective, micro_batches
-from distillscope.train.teacher import TeacherScorer
+from distillscope.train.step import Objective
 
 V = 54  # the testbed vocabulary
 MIXTURE = "model.route={by: mixture, weights: {a: 1, b: 1}}"
@@ -124,7 +125,7 @@ def test_routed_rollouts_keep_each_row_of_its_teacher_padded_to_the_widest():
 
 def test_a_served_teacher_inside_a_mixture(tiny_pair, tmp_path):
     """A live and a served copy of one teacher: the mixture's loss is the live run's up to
-    the server's float rounding (its top k as in tests/train/test_served_teacher.py)."""
+    the server's float rounding (its top k as in tests/teacher/test_served_teacher.py)."""
     teacher, student = tiny_pair
     over = {"objective.teacher_topk": 4, "objective.teacher_temperature": 1.0}
     one = load_run_config(None, [*_items(student, **over), f"model.teacher={teacher}"])

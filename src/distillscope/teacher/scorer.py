@@ -14,18 +14,40 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Protocol
 
 import torch
 
 from distillscope.config import RunConfig
+from distillscope.models.precision import forward_precision
+from distillscope.objectives.options import DivergenceOptions
 from distillscope.rollout.cache import TEACHER_LOGITS_MAX_VOCAB, RolloutCache, prompt_digest
-from distillscope.rollout.rollouts import PromptBatch, Rollouts
+from distillscope.rollout.prompts import PromptEncoder
+from distillscope.rollout.rollouts import MicroBatch, PromptBatch, Rollouts
+from distillscope.rollout.scoring import (
+    HiddenScores,
+    LogitScores,
+    ScorePath,
+    TeacherScores,
+    TeacherTopK,
+)
 from distillscope.store_versions import TEACHER_KEY_ADDED, without_added
-from distillscope.train.cache_manifest import keyed_as_built
-from distillscope.train.precision import forward_precision
-from distillscope.train.scoring import HiddenScores, LogitScores, TeacherScores, TeacherTopK
-from distillscope.train.served import ServedTeacher
-from distillscope.train.step import MicroBatch, Objective
+from distillscope.teacher.manifest import keyed_as_built
+from distillscope.teacher.served import ServedTeacher
+
+
+class Objective(Protocol):
+    """What a teacher reads of the run's objective (:class:`distillscope.train.step.Objective`
+    is one): the scoring path, the loss temperatures and the top-k reduction (0 = none)."""
+
+    @property
+    def path(self) -> ScorePath: ...
+
+    @property
+    def options(self) -> DivergenceOptions: ...
+
+    @property
+    def teacher_topk(self) -> int: ...
 
 
 class OneTeacher:
@@ -34,6 +56,8 @@ class OneTeacher:
 
     #: no row is routed: every row reads this teacher
     route: tuple[str, ...] = ()
+    #: how the run's prompts are encoded (a teacher with another tokenizer: its own)
+    prompt_encoder: type[PromptEncoder] = PromptEncoder
 
     def for_step(self, problems: list) -> OneTeacher:
         """The teacher of a step's ``problems``: this one, for every row."""
@@ -127,9 +151,10 @@ def _shared_cache(cfg: RunConfig, cache_dir: Path | None) -> RolloutCache | None
 
 
 def built_cache(cfg: RunConfig) -> RolloutCache | None:
-    """``model.teacher_cache``, read only: the teacher cache built once (:mod:`.cache_build`),
-    checked against ``cfg`` by the preflight (:mod:`.cache_manifest`). Its entries are keyed by
-    one process's micro-batches, so a run of several processes is refused."""
+    """``model.teacher_cache``, read only: the teacher cache built once
+    (:mod:`distillscope.train.cache_build`), checked against ``cfg`` by the preflight
+    (:mod:`.manifest`). Its entries are keyed by one process's micro-batches, so a run of
+    several processes is refused."""
     if cfg.model.teacher_cache is None:
         return None
     if torch.distributed.is_available() and torch.distributed.is_initialized():

@@ -5,9 +5,9 @@ from tests.train.test_distill import strip_timings, tiny_cfg
 
 from distillscope.rollout.cache import TEACHER_LOGITS_MAX_VOCAB, key_digest
 from distillscope.store import read_metrics
+from distillscope.teacher.scorer import _rollout_key, _score_form, _score_key
 from distillscope.train.loop import distill
 from distillscope.train.step import Objective
-from distillscope.train.teacher import _rollout_key, _score_form, _score_key
 
 SHARED = {"rollout.policy": "teacher", "rollout.cache_teacher_rollouts": True, "optim.steps": 2}
 

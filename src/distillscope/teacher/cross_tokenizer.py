@@ -7,7 +7,7 @@ Each side scores the other's text after re-tokenising it:
   each completion, re-tokenises the text with the teacher's tokenizer, runs the teacher on its
   own prompt ⧺ that completion, and returns its logits at the position aligned to each student
   position (:class:`AlignedTeacher`, alignment by character spans,
-  :func:`~distillscope.objectives.cross_tokenizer.align_spans`);
+  :func:`~distillscope.objectives.token_alignment.align_spans`);
 - OffPD (``rollout.policy=teacher``): the teacher samples in its own tokens from its own prompt
   (:meth:`rollouts`); the text is re-tokenised for the student, which trains on it, and the
   teacher's scores come as for OnPD (the teacher scores the student's tokens of its text).
@@ -31,19 +31,18 @@ import torch.nn.functional as F
 from distillscope.config import RunConfig
 from distillscope.models import resolve_model_path
 from distillscope.models.load import ModelPair, load_model, pair_options
+from distillscope.models.precision import forward_precision
 from distillscope.models.vocab import stop_token_ids
-from distillscope.objectives.cross_tokenizer import align_spans, spans_from_ends
 from distillscope.objectives.divergences import tempered_log_softmax
 from distillscope.objectives.options import DivergenceOptions
+from distillscope.objectives.token_alignment import align_spans, spans_from_ends
 from distillscope.rollout.policy_registry import ROLLOUT_POLICIES
 from distillscope.rollout.prompts import PromptEncoder, Stream, model_generator
-from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec
+from distillscope.rollout.rollouts import MicroBatch, PromptBatch, Rollouts, SamplingSpec
 from distillscope.rollout.sampler import sample_rollouts
-from distillscope.train.pair_checks import cross_tokenizer_refusal
-from distillscope.train.precision import forward_precision
-from distillscope.train.scoring import HiddenScores, Scores, completion_logits
-from distillscope.train.step import MicroBatch, Objective
-from distillscope.train.teacher import OneTeacher
+from distillscope.rollout.scoring import HiddenScores, Scores, completion_logits
+from distillscope.teacher.checks import cross_tokenizer_refusal
+from distillscope.teacher.scorer import Objective, OneTeacher
 
 
 def load_cross_tokenizer_pair(cfg: RunConfig) -> ModelPair:
@@ -227,8 +226,10 @@ class AlignedTeacher:
 
 
 class CrossTokenizerTeacher(OneTeacher):
-    """The teacher's side of a cross-tokenizer run, with :class:`~.teacher.TeacherScorer`'s
+    """The teacher's side of a cross-tokenizer run, with :class:`~.scorer.TeacherScorer`'s
     interface (:meth:`rollouts`, :meth:`scores`): module docstring."""
+
+    prompt_encoder = CrossTokenizerPrompts  # the teacher's prompt in its own tokens
 
     def __init__(
         self,
@@ -346,11 +347,3 @@ class CrossTokenizerTeacher(OneTeacher):
             tokens.append(summed_B_T.masked_fill(r.completion_mask_B_T == 0, 0.0))
         pairs = self.pairs_M_2.to(device)
         return AlignedTeacher(aligned_B_T_W, exact_B_T, pairs, *tokens)
-
-
-def cross_tokenizer_run(
-    cfg: RunConfig, task, pair: ModelPair, objective: Objective
-) -> tuple[CrossTokenizerPrompts, CrossTokenizerTeacher]:
-    """The prompt encoder and the teacher of a cross-tokenizer run (its loop hook)."""
-    encoder = CrossTokenizerPrompts.of_run(task, cfg.task, pair)
-    return encoder, CrossTokenizerTeacher(cfg, pair, objective)

@@ -106,7 +106,8 @@ class TeacherClient:
 
     @classmethod
     def from_config(cls, model: Any, vocab_size: int) -> TeacherClient:
-        """The client of a config's ``model`` section (a :class:`~.config.ModelConfig`)."""
+        """The client of a config's ``model`` section (a
+        :class:`~distillscope.config.ModelConfig`)."""
         server = model.server()
         return cls(
             model.teacher,
@@ -123,8 +124,9 @@ class TeacherClient:
         return self._card()["id"]
 
     def tokenizer_fingerprint(self) -> str | None:
-        """The served tokenizer's :func:`~.tokenizer_files.vocab_fingerprint`, shown in the model
-        card by ``serve-teacher`` (:data:`FINGERPRINT_FIELD`); None from a server that shows none
+        """The served tokenizer's
+        :func:`~distillscope.models.tokenizer_files.vocab_fingerprint`, shown in the model card by
+        ``serve-teacher`` (:data:`FINGERPRINT_FIELD`); None from a server that shows none
         (vLLM), whose tokenizer is then probed through ``/tokenize``."""
         shown = self._card().get(FINGERPRINT_FIELD)
         return shown if isinstance(shown, str) else None
@@ -158,7 +160,7 @@ class TeacherClient:
 
     def check_student_files(self, student: Path) -> None:
         """:meth:`check_tokenizer` against the tokenizer files of directory ``student``, read as
-        :func:`~.tokenizer_files.tokenizer_vocab` reads them (torch-free from
+        :func:`~distillscope.models.tokenizer_files.tokenizer_vocab` reads them (torch-free from
         ``tokenizer.json``; confirmed as transformers loads it before refusing): the static check
         of a run's preflight, before any model loads."""
         shown, why = self.tokenizer_fingerprint(), _PROBE_DIFFERS
@@ -270,7 +272,7 @@ class TeacherClient:
 
 
 #: The variable a served teacher's key is read from when ``api_key_env`` names none: the one
-#: ``serve-teacher`` reads (:data:`distillscope.models.serve.API_KEY_ENV`).
+#: ``serve-teacher`` reads (:data:`distillscope.teacher.server.API_KEY_ENV`).
 DEFAULT_KEY_ENV = "DISTILLSCOPE_TEACHER_API_KEY"
 
 

@@ -22,14 +22,14 @@ import pytest
 import torch
 from tests.numerics import forward_logprob_tol, reorder_tol
 from tests.rollout.test_vllm_engine import needs_vllm
+from tests.teacher.test_served_teacher import V, _free_port, assert_two_step_runs_match
 from tests.train.conftest import random_rollouts
-from tests.train.test_served_teacher import V, _free_port, assert_two_step_runs_match
 
 from distillscope.models.load import load_model
 from distillscope.models.paths import resolve_model_path
-from distillscope.models.served import TeacherClient, _parse
-from distillscope.train.scoring import LogitScores, completion_logits
-from distillscope.train.served import ServedTeacher
+from distillscope.rollout.scoring import LogitScores, completion_logits
+from distillscope.teacher.client import TeacherClient, _parse
+from distillscope.teacher.served import ServedTeacher
 
 pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
 

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from distillscope.config import load_run_config
-from distillscope.train.cache_manifest import (
+from distillscope.teacher.manifest import (
     FORMAT,
     MANIFEST,
     TeacherCacheError,

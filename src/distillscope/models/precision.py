@@ -10,13 +10,22 @@ config records it, the report labels it). On CPU nothing is autocast unless aske
 from __future__ import annotations
 
 import contextlib
+from typing import Protocol
 
 import torch
 
-from distillscope.config import ModelConfig
+
+class PrecisionSettings(Protocol):
+    """What precision reads of ``model.*`` (:class:`distillscope.config.ModelConfig` is one)."""
+
+    @property
+    def autocast(self) -> str: ...
+
+    @property
+    def device(self) -> str: ...
 
 
-def autocast_dtype(cfg: ModelConfig) -> torch.dtype | None:
+def autocast_dtype(cfg: PrecisionSettings) -> torch.dtype | None:
     """bf16 when the forwards are autocast (``model.autocast``; auto = on CUDA), else None."""
     if cfg.autocast == "off":
         return None
@@ -25,7 +34,7 @@ def autocast_dtype(cfg: ModelConfig) -> torch.dtype | None:
     return None
 
 
-def forward_precision(cfg: ModelConfig) -> contextlib.AbstractContextManager:
+def forward_precision(cfg: PrecisionSettings) -> contextlib.AbstractContextManager:
     """The context the training forwards run in: ``torch.autocast`` or nothing."""
     dtype = autocast_dtype(cfg)
     if dtype is None:

@@ -1,6 +1,6 @@
 """``distillscope serve-teacher``: a thin OpenAI-compatible server of a local model's log-probs.
 
-It answers the subset of vLLM's API that a served teacher needs (:mod:`.served`), in vLLM's
+It answers the subset of vLLM's API that a served teacher needs (:mod:`.client`), in vLLM's
 JSON: ``POST /v1/completions`` with token-id prompts and ``prompt_logprobs`` (fp32
 log-softmax of the model's logits over the tokenizer's vocabulary; ``max_tokens`` 1, the one
 generated token the argmax), ``GET /v1/models``, ``POST /tokenize`` and ``GET /health``. Its
@@ -33,8 +33,8 @@ from typing import Any
 import torch
 
 from distillscope.models.load import load_model
-from distillscope.models.served import DEFAULT_KEY_ENV, FINGERPRINT_FIELD
 from distillscope.models.tokenizer_files import vocab_fingerprint
+from distillscope.teacher.client import DEFAULT_KEY_ENV, FINGERPRINT_FIELD
 
 #: The largest request body read (bytes): 64 MiB of JSON token ids.
 MAX_BODY = 64 << 20

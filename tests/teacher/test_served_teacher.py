@@ -26,12 +26,12 @@ from tests.train.test_distill import strip_timings
 from distillscope.config import ConfigError, load_run_config
 from distillscope.models.load import load_model
 from distillscope.models.paths import resolve_model_path
-from distillscope.models.serve import make_server
-from distillscope.models.served import ServerError, TeacherClient
 from distillscope.store import read_metrics, read_status
 from distillscope.study.run_one import run_one
+from distillscope.teacher.client import ServerError, TeacherClient
+from distillscope.teacher.served import ServedTeacher
+from distillscope.teacher.server import make_server
 from distillscope.train.loop import distill
-from distillscope.train.served import ServedTeacher
 
 pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
 

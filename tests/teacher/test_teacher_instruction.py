@@ -6,8 +6,8 @@ from __future__ import annotations
 from tests.train.test_distill import tiny_cfg
 
 from distillscope.rollout.cache import key_digest
+from distillscope.teacher.scorer import TeacherScorer, _rollout_key
 from distillscope.train.loop import distill
-from distillscope.train.teacher import TeacherScorer, _rollout_key
 
 SPANISH = "Reason in Spanish."
 CHAT = {"task.name": "countdown3", "task.prompt_format": "chat"}

@@ -1,4 +1,4 @@
-"""Cross-tokenizer objectives (objectives/cross_tokenizer.py) against hand-computed cases, on a
+"""Cross-tokenizer objectives (objectives/token_alignment.py) against hand-computed cases, on a
 hand-built tokenizer pair: the character-level testbed tokenizer and a BPE tokenizer trained
 here on a tiny arithmetic corpus; and equal to the exact objective when the tokenizer is shared.
 """
@@ -12,16 +12,16 @@ import torch
 from tests.numerics import reorder_tol
 
 from distillscope.objectives import DivergenceOptions
-from distillscope.objectives.cross_tokenizer import (
+from distillscope.objectives.divergences import DIVERGENCES, divergence_loss
+from distillscope.objectives.token_alignment import (
     align_spans,
     cross_tokenizer_loss,
     shared_kl,
     spans_from_ends,
     uld_distance,
 )
-from distillscope.objectives.divergences import DIVERGENCES, divergence_loss
+from distillscope.teacher.cross_tokenizer import retokenise, shared_pairs
 from distillscope.testbed.tokenizer import build_tokenizer
-from distillscope.train.cross_tokenizer import retokenise, shared_pairs
 
 pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
 

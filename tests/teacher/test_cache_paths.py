@@ -44,11 +44,10 @@ def project(tmp_path, monkeypatch):
     (root / "data").mkdir()
     (root / "data" / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in ROWS) + "\n")
     monkeypatch.chdir(root)
-    manifest = {
-        "format": FORMAT,
-        "identity": cache_identity(_cfg("models/teacher", "data/rows.jsonl")),
-        "seeds": [42], "steps": 2, "shards": {},
-    }  # fmt: skip
+    identity = cache_identity(_cfg("models/teacher", "data/rows.jsonl"))
+    # built before paths were resolved (schema version 3): the manifest holds them as typed
+    identity |= {"model.teacher": "models/teacher", "task.file": "data/rows.jsonl"}
+    manifest = {"format": FORMAT, "identity": identity, "seeds": [42], "steps": 2, "shards": {}}
     (root / "cache").mkdir()
     (root / "cache" / MANIFEST).write_text(json.dumps(manifest))
     return root

@@ -4,8 +4,8 @@ Every ``import`` of every module is read from its source (function-level imports
 checked against the allowed arrows: tasks, models, objectives, rollout and the torch-free store
 sit below the teacher, the teacher below train and eval; safeyaml (bounded YAML, bounded
 quoting) is a leaf under every reader of user files; train and eval never import each other; the
-study orchestrates them; the report reads only the store, the config, the metric registry and
-the reader-facing names (never the teacher); the CLI sits on top.
+study orchestrates them; results/ reads only the store (below the scorecard, below the report,
+which never imports training or the teacher); the CLI sits on top.
 """
 
 from __future__ import annotations
@@ -81,7 +81,12 @@ ALLOWED: dict[str, set[str]] = {
         "eval",
         "workers",
     },
-    "report": {"config", "safeyaml", "store", "metric_keys", "labels", "workers"},
+    # a study's results, read from the store only: no scorecard, no report, no training
+    "results": {"safeyaml", "store", "metric_keys", "labels"},
+    # the claims and their verdicts, noise, power and calibration: read the results
+    "scorecard": {"results", "store", "metric_keys", "labels", "workers"},
+    # renders the results and the scorecard's verdicts (scope reads the model's names: config)
+    "report": {"results", "scorecard", "config", "store", "metric_keys", "labels"},
     # `distillscope analyze`, a sub-app cli.py registers (it passes in friendly_errors)
     "cli_analyze": {"cli_output", "config", "eval", "report"},
     # how the CLI prints tables and progress lines (into the store's progress.log)
@@ -92,7 +97,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli_teacher_cache": {"config", "safeyaml", "study", "train"},
     # study plan (and --rehearse on the testbed's tiny copies), study --overwrite's changes
     # (and study plan's power per claim part, from the report's noise components)
-    "cli_study": {"cli_output", "config", "report", "study", "testbed"},
+    "cli_study": {"cli_output", "config", "results", "scorecard", "study", "testbed"},
     "cli": {
         "teacher",  # serve-teacher: the server
         "cli_analyze",
@@ -111,6 +116,8 @@ ALLOWED: dict[str, set[str]] = {
         "train",
         "eval",
         "study",
+        "results",
+        "scorecard",
         "report",
     },
 }
@@ -230,8 +237,8 @@ def _documented_modules() -> set[str]:
 
 def test_the_architecture_doc_lists_every_module_and_no_other():
     modules = {p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if p.name != "__init__.py"}
-    # one claim per module, found by file name (report/claims/__init__.py): named by pattern
-    modules = {m for m in modules if not re.fullmatch(r"report/claims/c\d\d_[a-z0-9_]+\.py", m)}
+    # one claim per module, found by file name (scorecard/claims/__init__.py): named by pattern
+    modules = {m for m in modules if not re.fullmatch(r"scorecard/claims/c\d\d_[a-z0-9_]+\.py", m)}
     listed = _documented_modules()
     assert "rollout/policy_registry.py" in listed and "store.py" in listed
     assert sorted(modules - listed) == [], "modules docs/architecture.md does not list"

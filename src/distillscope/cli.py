@@ -500,8 +500,8 @@ def _study(
         if study.until_decided is None:
             run(study)
         else:  # look, add seeds where claims lack power, look again (study.sequential)
-            from distillscope.report.decide import claim_states
-            from distillscope.report.stats import ALPHA
+            from distillscope.results.stats import ALPHA
+            from distillscope.scorecard.decide import claim_states
 
             def on_look(line: str, total: int) -> None:
                 console.print(line, highlight=False)
@@ -577,7 +577,7 @@ def _write_report(study_dir: Path, calibrate: bool = True, draws: int | None = N
         )
     _warn_if_spec_replaced(study_dir)
     if calibrate:
-        from distillscope.report.calibration_run import REPORT_DRAWS, ensure_calibration
+        from distillscope.scorecard.calibration_run import REPORT_DRAWS, ensure_calibration
 
         log_file = study_dir / PROGRESS_FILE
         log = ProgressLog(

@@ -157,10 +157,10 @@ def plan_study(
 
 def print_power(study: StudySpec, noise_from: Path | None) -> None:
     """Per part of each claim the design tests: its power at the published value and the
-    smallest effect it decides at 80% power (``report.power``), with the noise components of
-    ``noise_from`` (a finished study), else of the shipped record ``report.decide.RECORD``."""
-    from distillscope.report.decide import RECORD, plan_rows
-    from distillscope.report.stats import ALPHA
+    smallest effect it decides at 80% power (``scorecard.power``), with the noise components of
+    ``noise_from`` (a finished study), else of the shipped record ``scorecard.decide.RECORD``."""
+    from distillscope.results.stats import ALPHA
+    from distillscope.scorecard.decide import RECORD, plan_rows
     from distillscope.study.planner import designs
 
     source = noise_from or RECORD

@@ -30,7 +30,7 @@ from distillscope.report.figures import (
 )
 from distillscope.report.profile_figures import profile_figures
 from distillscope.report.rlvr_figures import rlvr_figure
-from distillscope.report.scope import study_scope
+from distillscope.report.scope import shown_frames, study_scope
 from distillscope.report.summary import (
     UNTESTED,
     SummaryGroup,
@@ -249,7 +249,7 @@ def _sections(study: Study, claims: list[ClaimResult]) -> dict[str, Table | None
         "checks": scorecard_table(instrument_checks(claims), study.calibration)
         if instrument_checks(claims)
         else None,
-        "main": main_table(study.results, study.baselines),
+        "main": main_table(*shown_frames(study)),
     }
 
 
@@ -440,7 +440,7 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
         parts.append("<h2>Figures</h2>")
         parts += [_html_figure(f) for f in figures]
     parts += _html_analysis(study, analysis_figs)
-    exp_tables = experiment_tables(study.results)
+    exp_tables = experiment_tables(shown_frames(study)[0])
     if exp_tables:
         parts.append("<h2>All cells by experiment</h2>")
         for name, table in exp_tables.items():
@@ -530,7 +530,7 @@ def render_markdown(
         for f in figures:
             parts += _md_figure(f, out_dir)
     parts += _md_analysis(study, analysis_figs, out_dir)
-    exp_tables = experiment_tables(study.results)
+    exp_tables = experiment_tables(shown_frames(study)[0])
     if exp_tables:
         parts += ["## All cells by experiment", ""]
         for name, table in exp_tables.items():

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from distillscope.report.scope import is_routed, shown
 from distillscope.report.tables import Table
 from distillscope.results.aggregate import done, fmt_mean_sem
 from distillscope.results.reader import Study
@@ -36,28 +37,30 @@ COLUMNS = ["Teacher", "Runs", "Accuracy (%)", "Informativeness I", "Teacher s / 
 _ROUTED = re.compile(r"teacher/([^/]+)/seconds_s")
 
 
-def teacher_table(results: pd.DataFrame) -> Table | None:
-    """The section's table; None when the finished runs used fewer than two teachers."""
+def teacher_table(results: pd.DataFrame, spec: dict | None = None) -> Table | None:
+    """The section's table; None when the finished runs used fewer than two teachers. A
+    teacher's path is shown as the study file (``spec``, study.yaml) typed it."""
     df = done(results)
     names = sorted({m.group(1) for c in df.columns if (m := _ROUTED.fullmatch(c))})
     routed = [f"teacher/{name}/seconds_s" for name in names]
     rows = []
     if "model.teacher" in df.columns:  # runs of one teacher (baselines name none)
-        single = df[df["model.teacher"].notna() & df[routed].isna().all(axis=1)]
+        # a routed run's model.teacher is an unused default: not one of its teachers
+        single = df[df["model.teacher"].notna() & ~is_routed(df) & df[routed].isna().all(axis=1)]
         for teacher, runs in single.groupby(single["model.teacher"].map(str), sort=True):
             measures = ("eval/accuracy", "eval/informativeness", "time/teacher_forward_s")
-            rows.append(_row(teacher, runs, *measures, "model/teacher_params"))
+            rows.append(_row(shown(spec or {}, teacher), runs, *measures, "model/teacher_params"))
     for name, seconds in zip(names, routed, strict=True):
         key = f"teacher/{name}/"
         measures = (f"eval/{key}accuracy", key + "informativeness_run", seconds)
-        rows.append(_row(f"{name} (routed)", df[df[seconds].notna()], *measures, None))
+        rows.append(_row(f"{name} (routed)", df[df[seconds].notna()], *measures, key + "params"))
     if len(rows) < 2:
         return None
     return Table(COLUMNS, rows, numeric={1, 2, 3, 4, 5})
 
 
 def _row(
-    label: str, runs: pd.DataFrame, accuracy: str, info: str, seconds: str, params: str | None
+    label: str, runs: pd.DataFrame, accuracy: str, info: str, seconds: str, params: str
 ) -> list[str]:
     """One teacher's cells from its runs' columns (— where a column is absent or all NaN)."""
     return [
@@ -66,7 +69,7 @@ def _row(
         _mean_sem(runs, accuracy, 100.0),
         _mean_sem(runs, info, 1.0, digits=3),
         _mean_sem(runs, seconds, 1.0, digits=2),
-        _mean_sem(runs, params, 1.0, digits=0) if params else "—",
+        _mean_sem(runs, params, 1.0, digits=0),
     ]
 
 
@@ -82,7 +85,7 @@ def _mean_sem(runs: pd.DataFrame, column: str, scale: float, digits: int = 1) ->
 
 def html(study: Study, esc: Callable, html_table: Callable) -> list[str]:
     """The section as HTML parts ([] when it is not shown)."""
-    table = teacher_table(study.results)
+    table = teacher_table(study.results, study.spec)
     if table is None:
         return []
     return [f"<h2>{esc(TITLE)}</h2>", f'<p class="muted">{esc(LEAD)}</p>', html_table(table)]
@@ -90,7 +93,7 @@ def html(study: Study, esc: Callable, html_table: Callable) -> list[str]:
 
 def markdown(study: Study, md_escape: Callable, md_table: Callable) -> list[str]:
     """The section as Markdown lines ([] when it is not shown)."""
-    table = teacher_table(study.results)
+    table = teacher_table(study.results, study.spec)
     if table is None:
         return []
     return [f"## {TITLE}", "", md_escape(LEAD), "", md_table(table), ""]

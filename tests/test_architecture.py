@@ -70,23 +70,8 @@ ALLOWED: dict[str, set[str]] = {
         "workers",
     },
     "report": {"config", "safeyaml", "store", "metric_keys", "labels", "workers"},
-    # `distillscope analyze`, a sub-app cli.py registers (it passes in friendly_errors)
-    "cli_analyze": {"cli_output", "config", "eval", "report"},
-    # how the CLI prints tables and progress lines (into the store's progress.log)
-    "cli_output": {"store"},
-    # `distillscope testbed`, registered the same way
-    "cli_testbed": {"models", "safeyaml", "study", "testbed"},  # study: the presets' budgets
-    # `distillscope teacher-cache`, registered the same way
-    "cli_teacher_cache": {"config", "safeyaml", "study", "train"},
-    # study plan (and --rehearse on the testbed's tiny copies), study --overwrite's changes
-    # (and study plan's power per claim part, from the report's noise components)
-    "cli_study": {"cli_output", "config", "report", "study", "testbed"},
+    # the command line, one module per command (cli/), on top of everything
     "cli": {
-        "cli_analyze",
-        "cli_output",
-        "cli_study",
-        "cli_teacher_cache",
-        "cli_testbed",
         "safeyaml",
         "config",
         "store",

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from distillscope.cli import app
-from distillscope.cli_teacher_cache import _configs
+from distillscope.cli.teacher_cache_cmd import _configs
 from distillscope.config import ConfigError, dump_run_config, load_run_config
 from distillscope.store import CONFIG_FILE
 from distillscope.study.executors import _worker_config

@@ -236,7 +236,7 @@ def test_corrupt_status_json_counts_as_unfinished_and_is_named(tmp_path):
 def test_replaced_study_yaml_warns_in_the_report(tmp_path, capsys):
     import pandas as pd
 
-    from distillscope.cli import _warn_if_spec_replaced
+    from distillscope.cli.app import _warn_if_spec_replaced
     from distillscope.study.run_study import prepare
     from distillscope.study.spec import load_spec
 

@@ -17,7 +17,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from distillscope.cli_output import print_table
+from distillscope.cli.output import print_table
 
 console = Console()
 

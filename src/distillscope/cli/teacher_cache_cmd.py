@@ -16,7 +16,7 @@ import typer
 
 def teacher_cache_app(errors: Callable[[Callable[..., Any]], Callable[..., Any]]) -> typer.Typer:
     """The ``teacher-cache`` sub-app, each command wrapped in ``errors`` (the CLI's
-    ``friendly_errors``, as :func:`~distillscope.cli_testbed.testbed_app` takes it)."""
+    ``friendly_errors``, as :func:`~distillscope.cli.testbed_cmd.testbed_app` takes it)."""
     app = typer.Typer(no_args_is_help=True, help="A teacher's outputs computed once, reused.")
     app.command("build")(errors(teacher_cache_build_cmd))
     return app

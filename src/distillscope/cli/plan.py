@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from distillscope.cli_output import print_table
+from distillscope.cli.output import print_table
 from distillscope.config import RunConfig
 from distillscope.study.rehearse import Rehearsal, distinct, rehearse
 from distillscope.study.spec import PlannedRun, StudySpec

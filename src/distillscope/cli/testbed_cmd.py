@@ -22,7 +22,7 @@ console = Console()
 
 def testbed_app(errors: Callable[[Callable[..., Any]], Callable[..., Any]]) -> typer.Typer:
     """The ``testbed`` sub-app, each command wrapped in ``errors`` (the CLI's
-    ``friendly_errors``, passed in as :func:`~distillscope.cli_analyze.analyze_app` takes it)."""
+    ``friendly_errors``, passed in as :func:`~distillscope.cli.analyze_cmd.analyze_app` takes it)."""
     app = typer.Typer(no_args_is_help=True, help="The built-in testbed models.")
     app.command("info")(errors(testbed_info_cmd))
     app.command("eval")(errors(testbed_eval_cmd))

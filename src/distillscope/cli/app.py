@@ -32,10 +32,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from distillscope import __version__
-from distillscope.cli_analyze import analyze_app
-from distillscope.cli_output import ProgressLog, print_table
-from distillscope.cli_teacher_cache import teacher_cache_app
-from distillscope.cli_testbed import testbed_app
+from distillscope.cli.analyze_cmd import analyze_app
+from distillscope.cli.output import ProgressLog, print_table
+from distillscope.cli.teacher_cache_cmd import teacher_cache_app
+from distillscope.cli.testbed_cmd import testbed_app
 from distillscope.store import PROGRESS_FILE
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ def train_cmd(
     cfg = load_run_config(config, overrides)
     check_machine(cfg)
     if rehearse:
-        from distillscope.cli_study import train_plan
+        from distillscope.cli.plan import train_plan
 
         _rehearse_or_exit(train_plan(cfg))
         return
@@ -403,7 +403,7 @@ def study_cmd(
     with execution.started() as running:
         chosen = None if only is None else [n.strip() for n in only.split(",") if n.strip()]
         if plan:
-            from distillscope.cli_study import plan_study  # rehearsal: torch, once checked
+            from distillscope.cli.plan import plan_study  # rehearsal: torch, once checked
 
             if plan_study(files, overrides, preset, chosen, rehearse, describe_error, noise_from):
                 raise typer.Exit(2)
@@ -414,7 +414,7 @@ def study_cmd(
 def _study_help(plan: bool) -> None:
     """Print ``study --help`` (or ``study plan --help``: the plan's own) and exit 0."""
     if plan:
-        from distillscope.cli_study import PLAN_HELP
+        from distillscope.cli.plan import PLAN_HELP
 
         print(PLAN_HELP, end="")
         raise typer.Exit()
@@ -430,7 +430,7 @@ def _study_help(plan: bool) -> None:
 
 def _rehearse_or_exit(runs: list) -> None:
     """Rehearse ``runs`` (cli_study) and exit 2 when a configuration failed."""
-    from distillscope.cli_study import rehearse_plan
+    from distillscope.cli.plan import rehearse_plan
 
     if rehearse_plan(runs, describe_error):
         raise typer.Exit(2)
@@ -465,7 +465,7 @@ def _study(
         check_machine(r.config)
     preflight_runs([r.config for r in runs])  # one line naming a bad input, before any output
     if overwrite:
-        from distillscope.cli_study import print_change
+        from distillscope.cli.plan import print_change
 
         print_change(out, study)
     console.print(f"study [bold]{study.name}[/bold]: {len(runs)} runs into {out} ({executor.kind})")

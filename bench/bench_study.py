@@ -3,7 +3,9 @@
     python bench/bench_study.py [--preset quick] [--executor pool] [--workers 2] [--out DIR]
 
 Prints the command's wall time (start-up, baselines, runs and report, as a user waits for them)
-and, from the study's ``provenance.json``, the part spent inside the study itself.
+and, from the study's ``provenance.json``, the part spent inside the study itself; from its
+``calibration.json``, the report's calibration time (``seconds``) and its share of the wall
+time (the target: ≤ 10%, issue 42).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ def main() -> None:
         provenance["started"]
     )
     runs = [d for d in (args.out / "runs").iterdir() if not d.name.startswith("baseline")]
+    calibration = calibration_seconds(args.out)
     print(
         json.dumps(
             {
@@ -58,11 +61,21 @@ def main() -> None:
                 "runs": len(runs),
                 "wall_s": round(wall, 1),
                 "study_s (baselines + runs, from provenance.json)": inside.total_seconds(),
+                "calibration_s (from calibration.json)": calibration,
+                "calibration share of wall_s": f"{calibration / wall:.1%}",
                 "machine": f"{platform.machine()}, {os.cpu_count()} cores",
             },
             indent=1,
         )
     )
+
+
+def calibration_seconds(study: Path) -> float:
+    """The report's calibration time, ``seconds`` of the study's ``calibration.json``."""
+    path = study / "calibration.json"
+    if not path.exists():
+        sys.exit(f"{path}: missing: the study ran with --no-calibrate (run it without)")
+    return float(json.loads(path.read_text())["seconds"])
 
 
 if __name__ == "__main__":

@@ -2,10 +2,10 @@
 
 Every ``import`` of every module is read from its source (function-level imports included) and
 checked against the allowed arrows: tasks, models, objectives, rollout and the torch-free store
-sit below train and eval; safeyaml (bounded YAML, bounded quoting) is a leaf under every reader of
-user files; train and eval never import each other; the study orchestrates them;
-the report reads only the store, the config, the metric registry and the reader-facing names;
-the CLI sits on top.
+sit below the teacher, the teacher below train and eval; safeyaml (bounded YAML, bounded
+quoting) is a leaf under every reader of user files; train and eval never import each other; the
+study orchestrates them; the report reads only the store, the config, the metric registry and
+the reader-facing names (never the teacher); the CLI sits on top.
 """
 
 from __future__ import annotations
@@ -39,7 +39,17 @@ ALLOWED: dict[str, set[str]] = {
     "testbed": {"tasks", "models"},  # the builder saves model directories where models finds them
     "models": set(),  # testbed:teacher / testbed:student are found by path, not by import
     "rollout": {"tasks", "objectives"},  # the sampler's tempered log-softmax is the objectives' one
+    # every teacher kind behind one constructor, and its checks: above what it reads, below train
+    "teacher": {
+        "config",
+        "store_versions",  # the teacher cache's key entries added later
+        "tasks",
+        "models",
+        "objectives",
+        "rollout",
+    },
     "train": {
+        "teacher",
         "config",
         "store",
         "store_versions",
@@ -50,6 +60,7 @@ ALLOWED: dict[str, set[str]] = {
         "rollout",
     },
     "eval": {
+        "teacher",
         "config",
         "store",
         "metric_keys",
@@ -65,6 +76,7 @@ ALLOWED: dict[str, set[str]] = {
         "store_versions",
         "metric_keys",
         "labels",
+        "teacher",
         "train",
         "eval",
         "workers",
@@ -72,6 +84,7 @@ ALLOWED: dict[str, set[str]] = {
     "report": {"config", "safeyaml", "store", "metric_keys", "labels", "workers"},
     # the command line, one module per command (cli/), on top of everything
     "cli": {
+        "teacher",  # serve-teacher: the server
         "safeyaml",
         "config",
         "store",

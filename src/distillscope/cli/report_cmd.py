@@ -60,7 +60,7 @@ def warn_if_spec_replaced(study_dir: Path) -> None:
 
     if not (study_dir / "study.yaml").is_file():
         return
-    spec = load_spec(study_dir / "study.yaml")
+    spec = load_spec(study_dir / "study.yaml", stored=True)
     table_ids = set(pd.read_parquet(study_dir / "results.parquet", columns=["run_id"])["run_id"])
     runs = expand(spec)
     planned = {r.run_id for r in runs} | {b.run_id for b in plan_baselines(runs)}

@@ -30,7 +30,7 @@ def serve_teacher(
     import torch
 
     from distillscope.models import check_model_dir, resolve_model_path
-    from distillscope.models.serve import is_loopback, make_server, serve
+    from distillscope.teacher.server import is_loopback, make_server, serve
 
     root = check_model_dir(resolve_model_path(directory))
     if threads > 0:  # 1 beside a training run on the same CPU cores (docs/scaling.md)

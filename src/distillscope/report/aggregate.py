@@ -72,9 +72,8 @@ def done(df: pd.DataFrame) -> pd.DataFrame:
 
 def _hashable(series: pd.Series) -> pd.Series:
     """Lists or dicts stored in an axis column become strings so that they can be grouped on."""
-    if (
-        series.dtype == object
-        and series.map(lambda v: isinstance(v, (list, dict, np.ndarray))).any()
+    if series.dtype == object and any(
+        isinstance(v, (list, dict, np.ndarray)) for v in series.to_numpy()
     ):
         return series.map(lambda v: v if not isinstance(v, (list, dict, np.ndarray)) else str(v))
     return series
@@ -95,8 +94,8 @@ def hashable_axes(df: pd.DataFrame) -> pd.DataFrame:
     Parquet gives list-valued config entries (e.g. a list of operators) back as arrays, which
     cannot be grouped or compared; their string form identifies the cell just as well.
     """
-    fixed = {c: _hashable(df[c]) for c in axis_columns(df)}
-    changed = {c: v for c, v in fixed.items() if v is not df[c]}
+    columns = {c: df[c] for c in axis_columns(df)}  # ``df[c]`` is a new Series at each call
+    changed = {c: v for c, s in columns.items() if (v := _hashable(s)) is not s}
     return df.assign(**changed) if changed else df
 
 

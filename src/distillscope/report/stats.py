@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 #: Level of each one-sided test (a one-sided 97.5% bound = one end of a two-sided 95% CI): the
 #: false rate each verdict of a rule is built to keep, with room under the 5% target.
@@ -68,8 +68,13 @@ def welch_dof(variances: Sequence[float], dofs: Sequence[float]) -> float:
 def t_quantile(p: float, dof: float) -> float:
     """The p-quantile of Student's t with ``dof`` degrees of freedom (∞: the normal's).
 
-    ``scipy.stats.t.ppf``; ``dof`` may be fractional (Welch–Satterthwaite).
+    ``scipy.stats.t.ppf``; ``dof`` may be fractional (Welch–Satterthwaite). Inside its domain
+    (0 < p < 1, ν > 0) it is ``scipy.special.stdtrit`` directly, the function ``t.ppf`` calls
+    (the same value, ~60× faster: the calibration asks for ~10⁴ quantiles at Welch ν that
+    rarely repeat).
     """
+    if 0.0 < p < 1.0 and dof > 0:
+        return float(special.stdtrit(dof, p))
     return float(stats.t.ppf(p, dof))
 
 

@@ -167,9 +167,11 @@ def _adopt(out: Path, spec: StudySpec) -> None:
         return
     stored = read_stored_spec(path)
     mine = spec.model_dump(mode="json")
+    shown = ("until_decided", "typed_paths")  # typed_paths: how paths were typed, never run
     if isinstance(stored, dict) and stored != mine:
-        stored.pop("until_decided", None)
-        if stored == {k: v for k, v in mine.items() if k != "until_decided"}:
+        if {k: v for k, v in stored.items() if k not in shown} == {
+            k: v for k, v in mine.items() if k not in shown
+        }:
             with StudyLock(out):
                 prepare(spec, out, overwrite=True)
 

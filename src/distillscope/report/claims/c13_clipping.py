@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distillscope.report.aggregate import row_keys, with_labels
+from distillscope.report.aggregate import row_keys
 from distillscope.report.claims.common import (
     FORWARD,
     KIND,
@@ -41,7 +41,7 @@ def clipped_share(view: ClaimEvidence) -> list[Estimate]:
     if isinstance(b, str):
         return [not_tested("clipped share", b)]
     strata = [c for c in (KIND, LR) if c in b.cells.columns]
-    cells = with_labels(b.cells)
+    cells = b.labelled
     keys = row_keys(cells, strata)
     out = []
     for key in dict.fromkeys(keys):

@@ -184,7 +184,7 @@ def matched(
 
 
 def _labelled(b: Blocks) -> pd.DataFrame:
-    return with_labels(b.cells)
+    return b.labelled
 
 
 def tasks_of(b: Blocks) -> str | None:

@@ -30,12 +30,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
 from distillscope.metric_keys import unit
-from distillscope.report.aggregate import SEED, percent_scale, row_keys
+from distillscope.report.aggregate import SEED, percent_scale, row_keys, with_labels
 from distillscope.report.claims.crossed import ItemComponent, pair_w, welch
 from distillscope.report.claims.interval import (
     Estimate,
@@ -117,6 +118,12 @@ class Blocks:
             self.sigma2, self.dof = 1.0, min(self.strata.dofs)
         self.cells["mu"] = beta[:c] if c else []
         self._cov = xtx_inv[:c, :c]
+
+    @cached_property
+    def labelled(self) -> pd.DataFrame:
+        """``cells`` with the reader's label columns (``aggregate.with_labels``), made once: the
+        rules name strata from it several times per fit (not to be modified)."""
+        return with_labels(self.cells)
 
     def mask(self, **values: object) -> np.ndarray:
         """Cells whose columns equal ``values`` (keys with ``__`` for dots: ``optim__lr=1e-4``)."""

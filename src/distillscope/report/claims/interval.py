@@ -23,12 +23,16 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
+from distillscope.report.stats import t_quantile as student_t
+
 
 @lru_cache(maxsize=1 << 16)
 def t_quantile(p: float, dof: float) -> float:
     """The p-quantile of Student's t on ``dof`` degrees of freedom (∞: the normal's); memoised:
     the rules and the calibration's thousands of tables ask for the same few levels and ν."""
-    return float(stats.t.ppf(p, dof)) if math.isfinite(dof) else float(stats.norm.ppf(p))
+    if not math.isfinite(dof):
+        return float(stats.norm.ppf(p))
+    return student_t(p, dof)
 
 
 @dataclass(frozen=True)

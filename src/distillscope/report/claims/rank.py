@@ -76,7 +76,7 @@ def curves(b: Blocks, axis: str, x: np.ndarray) -> dict[str, np.ndarray]:
     rest = [c for c in b.by if c not in drop]
     varying = [c for c in rest if b.cells[c].map(str).nunique() > 1]
     keys = b.cells[rest].map(str).agg("|".join, axis=1) if rest else None
-    labelled = with_labels(b.cells)
+    labelled = b.labelled
     out: dict[str, np.ndarray] = {}
     for key in dict.fromkeys(keys if keys is not None else [""]):
         idx = np.flatnonzero(keys == key) if keys is not None else np.arange(len(b.cells))

@@ -4,8 +4,8 @@ Every ``import`` of every module is read from its source (function-level imports
 checked against the allowed arrows: tasks, models, objectives, rollout and the torch-free store
 sit below the teacher, the teacher below train and eval; safeyaml (bounded YAML, bounded
 quoting) is a leaf under every reader of user files; train and eval never import each other; the
-study orchestrates them; the report reads only the store, the config, the metric registry and
-the reader-facing names (never the teacher); the CLI sits on top.
+study orchestrates them; results/ reads only the store (below the scorecard, below the report,
+which never imports training or the teacher); the CLI sits on top.
 """
 
 from __future__ import annotations
@@ -81,7 +81,12 @@ ALLOWED: dict[str, set[str]] = {
         "eval",
         "workers",
     },
-    "report": {"config", "safeyaml", "store", "metric_keys", "labels", "workers"},
+    # a study's results, read from the store only: no scorecard, no report, no training
+    "results": {"safeyaml", "store", "metric_keys", "labels"},
+    # the claims and their verdicts, noise, power and calibration: read the results
+    "scorecard": {"results", "store", "metric_keys", "labels", "workers"},
+    # renders the results and the scorecard's verdicts (scope reads the model's names: config)
+    "report": {"results", "scorecard", "config", "store", "metric_keys", "labels"},
     # the command line, one module per command (cli/), on top of everything
     "cli": {
         "teacher",  # serve-teacher: the server
@@ -96,6 +101,8 @@ ALLOWED: dict[str, set[str]] = {
         "train",
         "eval",
         "study",
+        "results",
+        "scorecard",
         "report",
     },
 }
@@ -215,8 +222,8 @@ def _documented_modules() -> set[str]:
 
 def test_the_architecture_doc_lists_every_module_and_no_other():
     modules = {p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if p.name != "__init__.py"}
-    # one claim per module, found by file name (report/claims/__init__.py): named by pattern
-    modules = {m for m in modules if not re.fullmatch(r"report/claims/c\d\d_[a-z0-9_]+\.py", m)}
+    # one claim per module, found by file name (scorecard/claims/__init__.py): named by pattern
+    modules = {m for m in modules if not re.fullmatch(r"scorecard/claims/c\d\d_[a-z0-9_]+\.py", m)}
     listed = _documented_modules()
     assert "rollout/policy_registry.py" in listed and "store.py" in listed
     assert sorted(modules - listed) == [], "modules docs/architecture.md does not list"

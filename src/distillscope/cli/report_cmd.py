@@ -40,7 +40,7 @@ def write_report(study_dir: Path, calibrate: bool = True, draws: int | None = No
         )
     warn_if_spec_replaced(study_dir)
     if calibrate:
-        from distillscope.report.calibration_run import REPORT_DRAWS, ensure_calibration
+        from distillscope.scorecard.calibration_run import REPORT_DRAWS, ensure_calibration
 
         log_file = study_dir / PROGRESS_FILE
         log = ProgressLog(

@@ -203,8 +203,8 @@ def _run(study, runs: list, out: Path, executor, only: list[str] | None, overwri
         if study.until_decided is None:
             run(study)
         else:  # look, add seeds where claims lack power, look again (study.sequential)
-            from distillscope.report.decide import claim_states
-            from distillscope.report.stats import ALPHA
+            from distillscope.results.stats import ALPHA
+            from distillscope.scorecard.decide import claim_states
 
             def on_look(line: str, total: int) -> None:
                 console.print(line, highlight=False)

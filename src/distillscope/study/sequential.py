@@ -7,7 +7,7 @@ or, in a study file, ``until_decided: {max_seeds: 6, block: 2}``
 (:class:`~distillscope.study.spec.UntilDecided`).
 
 A *look* runs the study (resuming whatever is finished) and scores its claims. While some claim
-is inconclusive because it *lacks power* (``report.verdicts``: the design cannot decide the
+is inconclusive because it *lacks power* (``scorecard.verdicts``: the design cannot decide the
 published value at 80% power), each experiment it reads — an RLVR stage stands for its source
 experiment — gets ``block`` new seeds, the next integers after that experiment's largest seed
 (the same study always adds the same seeds), up to ``max_seeds`` seeds, and the study looks
@@ -66,7 +66,7 @@ class ClaimState(NamedTuple):
 
 
 #: ``judge(study_dir, alpha)``: every claim of the study scored at level ``alpha``, as
-#: :class:`ClaimState` fields (``report.decide.claim_states``).
+#: :class:`ClaimState` fields (``scorecard.decide.claim_states``).
 Judge = Callable[[Path, float], Sequence[tuple[int, str, bool, tuple[str, ...]]]]
 
 

@@ -272,3 +272,19 @@ def test_a_study_launched_from_its_directory_resumes_from_another(tmp_path, monk
     study_cmd("../A/s.yaml", str(study / "out"))
     assert sorted((study / "out" / "runs").iterdir()) == runs  # the same run ids
     assert {p: p.read_bytes() for p in files} == files  # nothing trained or evaluated again
+
+
+def test_study_plan_shows_the_paths_as_typed(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from distillscope.cli import app
+
+    base, _ = _dirs(tmp_path, monkeypatch)
+    store = Path(__file__).parent / "data" / "store_versions"
+    (base / "tasks").mkdir()
+    (base / "tasks" / "colors.jsonl").write_text((store / "colors.jsonl").read_text())
+    (base / "s.yaml").write_text((store / "study-relative.yaml").read_text())
+    spec = load_spec(base / "s.yaml")
+    assert spec.shown(f"mcq:{base}/tasks/colors.jsonl") == "mcq:tasks/colors.jsonl"
+    res = CliRunner().invoke(app, ["study", "plan", str(base / "s.yaml")], terminal_width=200)
+    assert "mcq:tasks/colors.jsonl" in res.output, res.output

@@ -144,9 +144,11 @@ def plan_study(
         steps = {c.rlvr.steps if c.rlvr else c.optim.steps for c in mine}
         tasks = {c.rlvr.task if c.rlvr else c.task.identity() for c in mine}  # datasets
         teachers = {c.model.teachers_text() for c in mine}
-        rows.append(
-            [name, count, *(", ".join(sorted(map(str, v))) for v in (tasks, steps, teachers))]
-        )
+        # paths as the study file typed them (its runs hold them resolved)
+        cells = [
+            ", ".join(sorted(study.shown(str(x)) for x in v)) for v in (tasks, steps, teachers)
+        ]
+        rows.append([name, count, *cells])
     columns = ("experiment", "runs", "tasks", "steps", "teachers")
     print_table(console, f"study {study.name}: {len(runs)} runs", columns, rows, numeric=[1])
     print_power(study, noise_from)

@@ -186,6 +186,13 @@ class StudySpec(BaseModel):
         "study writes it (the runs read only the resolved paths)",
     )
 
+    def shown(self, text: str) -> str:
+        """``text`` with each resolved path in it as the user typed it (``typed_paths``), for
+        display: ``mcq:/home/me/proj/data/x.jsonl`` → ``mcq:data/x.jsonl``."""
+        for resolved in sorted(self.typed_paths, key=len, reverse=True):
+            text = text.replace(resolved, self.typed_paths[resolved])
+        return text
+
     @property
     def stages(self) -> list[RLVRStage]:
         """The RLVR stages, in the order the spec lists them (none without ``rlvr``)."""

@@ -65,7 +65,7 @@ $(VLLM_VENV)/.installed: pyproject.toml
 	touch $@
 
 test-vllm: $(VLLM_VENV)/.installed
-	$(VLLM_PY) -m pytest -q -m vllm tests/rollout/test_vllm_engine.py tests/train/test_served_vllm.py \
+	$(VLLM_PY) -m pytest -q -m vllm tests/rollout/test_vllm_engine.py tests/teacher/test_served_vllm.py \
 		tests/study/test_engines_study.py
 
 bench: setup

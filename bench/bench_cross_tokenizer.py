@@ -23,12 +23,12 @@ import torch
 
 from distillscope.config import load_run_config
 from distillscope.rollout.prompts import PromptEncoder, select_problems
-from distillscope.rollout.rollouts import PromptBatch, SamplingSpec
+from distillscope.rollout.rollouts import MicroBatch, PromptBatch, SamplingSpec
 from distillscope.rollout.sampler import sample_rollouts
 from distillscope.tasks import resolve_task, training_problems
-from distillscope.train.cross_tokenizer import CrossTokenizerTeacher
+from distillscope.teacher.cross_tokenizer import CrossTokenizerTeacher
 from distillscope.train.setup import load_models, make_policy
-from distillscope.train.step import MicroBatch, Objective, objective_loss
+from distillscope.train.step import Objective, objective_loss
 
 try:
     from bench_served_teacher import _timed  # the median wall time of repeated calls

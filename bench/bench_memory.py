@@ -34,11 +34,11 @@ def one_step(kind: str, path: str, vocab: int, hidden: int) -> dict:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from distillscope.config import load_run_config
-    from distillscope.rollout.rollouts import Rollouts
+    from distillscope.rollout.rollouts import Rollouts, micro_batches
+    from distillscope.teacher.scorer import TeacherScorer
     from distillscope.train.loop import Learner, StepBatch, forward_backward
     from distillscope.train.run import PhaseTimer
-    from distillscope.train.step import Objective, micro_batches
-    from distillscope.train.teacher import TeacherScorer
+    from distillscope.train.step import Objective
 
     torch.set_num_threads(2)
     models = []

@@ -22,13 +22,13 @@ import torch
 
 from distillscope.config import load_run_config
 from distillscope.models.paths import resolve_model_path
-from distillscope.models.serve import make_server
-from distillscope.models.served import TeacherClient
 from distillscope.rollout.prompts import PromptEncoder, select_problems
 from distillscope.rollout.rollouts import PromptBatch, SamplingSpec
 from distillscope.rollout.sampler import sample_rollouts
 from distillscope.tasks import resolve_task, training_problems
-from distillscope.train.served import ServedTeacher
+from distillscope.teacher.client import TeacherClient
+from distillscope.teacher.served import ServedTeacher
+from distillscope.teacher.server import make_server
 from distillscope.train.setup import load_models, make_policy
 from distillscope.train.step import Objective, objective_loss
 

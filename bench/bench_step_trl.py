@@ -287,7 +287,7 @@ def losses(run: TrlRun) -> dict[str, float]:
     from trl.trainer.distillation_trainer import _chunked_divergence_loss
 
     from distillscope.rollout.rollouts import PromptBatch
-    from distillscope.train.scoring import completion_hidden
+    from distillscope.rollout.scoring import completion_hidden
 
     pair, cfg = run.pair, run.cfg
     problems = select_problems(run.pool, run.shape.prompts, SEED, 0)

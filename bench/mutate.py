@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MUTMUT = Path(sys.executable).with_name("mutmut")
 
-#: The claim modules under mutation (number, name): report/claims/cNN_name.py.
+#: The claim modules under mutation (number, name): scorecard/claims/cNN_name.py.
 CLAIM_TESTS = ((1, "no_rollout_gain"), (2, "kl_direction"), (3, "lr_forgetting"))
 #: name → (module mutated, the tests that guard it).
 MODULES: dict[str, tuple[str, list[str]]] = {
@@ -49,8 +49,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         + ["tests/tasks/test_verify_guards.py"],
     ),
     "stats": (
-        "src/distillscope/report/stats.py",
-        ["tests/report/test_report_stats_guards.py", "tests/report/test_report_rules.py"],
+        "src/distillscope/results/stats.py",
+        ["tests/results/test_stats_guards.py", "tests/scorecard/test_rules.py"],
     ),
     "divergences": (
         "src/distillscope/objectives/divergences.py",
@@ -84,39 +84,51 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         + ["tests/rollout/test_spectrum_guards.py"],
     ),
     "calibrate": (
-        "src/distillscope/report/calibrate.py",
-        ["tests/report/test_calibrate_guards.py"],
+        "src/distillscope/scorecard/calibrate.py",
+        ["tests/scorecard/test_calibrate_guards.py"],
     ),
     # the scorecard: its runner, the decisions on both sides of a margin, the seed-blocked
     # estimates, the evidence a claim may read, and three claim modules (each guarded by its
     # own tables, its guards and the runner's)
     "scorecard": (
-        "src/distillscope/report/scorecard.py",
-        [f"tests/report/claims/test_c0{k}_{n}.py" for k, n in CLAIM_TESTS]
-        + ["tests/report/test_report_scorecard.py", "tests/report/test_scorecard_guards.py"]
-        + ["tests/report/claims/test_c11_rlvr_survival.py"],  # a part with several routes
+        "src/distillscope/scorecard/runner.py",
+        [f"tests/scorecard/claims/test_c0{k}_{n}.py" for k, n in CLAIM_TESTS]
+        + ["tests/scorecard/test_scorecard.py", "tests/scorecard/test_scorecard_guards.py"]
+        + ["tests/scorecard/claims/test_c11_rlvr_survival.py"],  # a part with several routes
     ),
     "verdicts": (
-        "src/distillscope/report/verdicts.py",
-        ["tests/report/claims/test_verdicts.py", "tests/report/claims/test_verdicts_guards.py"]
-        + ["tests/report/claims/test_c01_no_rollout_gain.py"],
+        "src/distillscope/scorecard/verdicts.py",
+        [
+            "tests/scorecard/claims/test_verdicts.py",
+            "tests/scorecard/claims/test_verdicts_guards.py",
+        ]
+        + ["tests/scorecard/claims/test_c01_no_rollout_gain.py"],
     ),
     "estimate": (
-        "src/distillscope/report/claims/estimate.py",
-        ["tests/report/claims/test_estimate.py", "tests/report/claims/test_estimate_guards.py"]
-        + ["tests/report/claims/test_c03_lr_forgetting.py"],
+        "src/distillscope/scorecard/estimate.py",
+        [
+            "tests/scorecard/claims/test_estimate.py",
+            "tests/scorecard/claims/test_estimate_guards.py",
+        ]
+        + ["tests/scorecard/claims/test_c03_lr_forgetting.py"],
     ),
     "evidence": (
-        "src/distillscope/report/claims/evidence.py",
-        ["tests/report/claims/test_evidence.py", "tests/report/claims/test_evidence_guards.py"]
-        + ["tests/report/claims/test_c01_no_rollout_gain.py"],
+        "src/distillscope/scorecard/evidence.py",
+        [
+            "tests/scorecard/claims/test_evidence.py",
+            "tests/scorecard/claims/test_evidence_guards.py",
+        ]
+        + ["tests/scorecard/claims/test_c01_no_rollout_gain.py"],
     ),
     **{
         f"c0{k}": (
-            f"src/distillscope/report/claims/c0{k}_{n}.py",
-            [f"tests/report/claims/test_c0{k}_{n}.py", f"tests/report/claims/test_c0{k}_guards.py"]
-            + ["tests/report/claims/test_docs.py"]  # the docs are rendered from the spec
-            + ["tests/report/claims/test_specs_guards.py"],  # specify() runs at import
+            f"src/distillscope/scorecard/claims/c0{k}_{n}.py",
+            [
+                f"tests/scorecard/claims/test_c0{k}_{n}.py",
+                f"tests/scorecard/claims/test_c0{k}_guards.py",
+            ]
+            + ["tests/scorecard/claims/test_docs.py"]  # the docs are rendered from the spec
+            + ["tests/scorecard/claims/test_specs_guards.py"],  # specify() runs at import
         )
         for k, n in CLAIM_TESTS
     },

@@ -4,7 +4,7 @@
     PYTHONPATH=src python bench/scorecard_calibration.py --draws 200 --claims 3,4,8,12
 
 Builds the preset's planned runs plus a baseline row with the default noise (a residual of
-3 pp for accuracies and pp-valued metrics, ``report.noise.DEFAULT_SD``, or the binomial
+3 pp for accuracies and pp-valued metrics, ``scorecard.noise.DEFAULT_SD``, or the binomial
 evaluation noise at the planned item and sample counts where larger), runs ``calibrate`` and
 prints a Markdown table: per claim its worst false-support rate (null for an effect claim, a
 part planted at its margin, degenerate tables), its worst false-contradiction rate (planted
@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from distillscope.report.calibrate import calibrate, planned_table
-from distillscope.report.scorecard import CLAIM_IDS
+from distillscope.scorecard.calibrate import calibrate, planned_table
+from distillscope.scorecard.runner import CLAIM_IDS
 from distillscope.study.spec import expand, load_spec
 from distillscope.study.table import planned_row
 

@@ -182,7 +182,7 @@ def chat_llama_pair(tmp_path_factory) -> tuple[Path, Path]:
 def served_teacher(directory: Path, topk_max: int) -> Iterator[str]:
     """``directory`` served by ``serve-teacher``'s server on a free port of 127.0.0.1 in a
     thread; yields its ``…/v1`` URL and stops the server after the block."""
-    from distillscope.models.serve import make_server
+    from distillscope.teacher.server import make_server
 
     server = make_server(directory, port=0, topk_max=topk_max)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

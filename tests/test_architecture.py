@@ -2,10 +2,10 @@
 
 Every ``import`` of every module is read from its source (function-level imports included) and
 checked against the allowed arrows: tasks, models, objectives, rollout and the torch-free store
-sit below train and eval; safeyaml (bounded YAML, bounded quoting) is a leaf under every reader of
-user files; train and eval never import each other; the study orchestrates them;
-the report reads only the store, the config, the metric registry and the reader-facing names;
-the CLI sits on top.
+sit below the teacher, the teacher below train and eval; safeyaml (bounded YAML, bounded
+quoting) is a leaf under every reader of user files; train and eval never import each other; the
+study orchestrates them; results/ reads only the store (below the scorecard, below the report,
+which never imports training or the teacher); the CLI sits on top.
 """
 
 from __future__ import annotations
@@ -39,7 +39,17 @@ ALLOWED: dict[str, set[str]] = {
     "testbed": {"tasks", "models"},  # the builder saves model directories where models finds them
     "models": set(),  # testbed:teacher / testbed:student are found by path, not by import
     "rollout": {"tasks", "objectives"},  # the sampler's tempered log-softmax is the objectives' one
+    # every teacher kind behind one constructor, and its checks: above what it reads, below train
+    "teacher": {
+        "config",
+        "store_versions",  # the teacher cache's key entries added later
+        "tasks",
+        "models",
+        "objectives",
+        "rollout",
+    },
     "train": {
+        "teacher",
         "config",
         "store",
         "store_versions",
@@ -50,6 +60,7 @@ ALLOWED: dict[str, set[str]] = {
         "rollout",
     },
     "eval": {
+        "teacher",
         "config",
         "store",
         "metric_keys",
@@ -65,11 +76,17 @@ ALLOWED: dict[str, set[str]] = {
         "store_versions",
         "metric_keys",
         "labels",
+        "teacher",
         "train",
         "eval",
         "workers",
     },
-    "report": {"config", "safeyaml", "store", "metric_keys", "labels", "workers"},
+    # a study's results, read from the store only: no scorecard, no report, no training
+    "results": {"safeyaml", "store", "metric_keys", "labels"},
+    # the claims and their verdicts, noise, power and calibration: read the results
+    "scorecard": {"results", "store", "metric_keys", "labels", "workers"},
+    # renders the results and the scorecard's verdicts (scope reads the model's names: config)
+    "report": {"results", "scorecard", "config", "store", "metric_keys", "labels"},
     # `distillscope analyze`, a sub-app cli.py registers (it passes in friendly_errors)
     "cli_analyze": {"cli_output", "config", "eval", "report"},
     # how the CLI prints tables and progress lines (into the store's progress.log)
@@ -80,8 +97,9 @@ ALLOWED: dict[str, set[str]] = {
     "cli_teacher_cache": {"config", "safeyaml", "study", "train"},
     # study plan (and --rehearse on the testbed's tiny copies), study --overwrite's changes
     # (and study plan's power per claim part, from the report's noise components)
-    "cli_study": {"cli_output", "config", "report", "study", "testbed"},
+    "cli_study": {"cli_output", "config", "results", "scorecard", "study", "testbed"},
     "cli": {
+        "teacher",  # serve-teacher: the server
         "cli_analyze",
         "cli_output",
         "cli_study",
@@ -98,6 +116,8 @@ ALLOWED: dict[str, set[str]] = {
         "train",
         "eval",
         "study",
+        "results",
+        "scorecard",
         "report",
     },
 }
@@ -217,8 +237,8 @@ def _documented_modules() -> set[str]:
 
 def test_the_architecture_doc_lists_every_module_and_no_other():
     modules = {p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if p.name != "__init__.py"}
-    # one claim per module, found by file name (report/claims/__init__.py): named by pattern
-    modules = {m for m in modules if not re.fullmatch(r"report/claims/c\d\d_[a-z0-9_]+\.py", m)}
+    # one claim per module, found by file name (scorecard/claims/__init__.py): named by pattern
+    modules = {m for m in modules if not re.fullmatch(r"scorecard/claims/c\d\d_[a-z0-9_]+\.py", m)}
     listed = _documented_modules()
     assert "rollout/policy_registry.py" in listed and "store.py" in listed
     assert sorted(modules - listed) == [], "modules docs/architecture.md does not list"

@@ -10,7 +10,8 @@ import yaml
 from distillscope.config import ConfigError, RunConfig, TaskConfig, load_run_config
 from distillscope.config.load import run_config_from_dict
 
-MCQ = ["task.name=mcq", "task.file=rows.jsonl"]
+# absolute: read as it is (a relative one must name a file; preflight checks this one)
+MCQ = ["task.name=mcq", "task.file=/data/rows.jsonl"]
 
 
 def _student(tmp_path, **tokenizer_config):

@@ -17,7 +17,7 @@ from statistics import mean
 import pandas as pd
 
 from distillscope import testbed
-from distillscope.report.scorecard import instrument_checks, published, score_claims
+from distillscope.scorecard.runner import instrument_checks, published, score_claims
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK_RECORD = ROOT / "tests" / "testbed" / "data" / "quick_study.json"
@@ -332,7 +332,7 @@ def test_benchmarks_paper_record_is_its_record():
     (provenance.json), its verdicts (scored from the record as from any study directory: the
     trajectory claims from the kept metrics.jsonl, the noise from the kept per-item outcomes),
     the report's calibration kept with it, and the 200-draw calibration's rates per claim."""
-    from distillscope.report.calibration_run import UNSCORED
+    from distillscope.scorecard.calibration_run import UNSCORED
 
     said = dict(table_after("BENCHMARKS.md", "| paper record | value"))
     df = pd.read_parquet(PAPER_RECORD / "results.parquet")

@@ -16,11 +16,11 @@ from typer.testing import CliRunner
 from distillscope.cli import app
 from distillscope.config import ConfigError, dump_run_config, load_run_config
 from distillscope.models.paths import resolve_model_path
-from distillscope.models.serve import make_server
-from distillscope.models.served import DEFAULT_KEY_ENV, ServerError, TeacherClient
 from distillscope.store import CONFIG_FILE, checkpoint_dir, read_status, write_status
 from distillscope.study.run_one import mark_interrupted
 from distillscope.study.spec import load_spec
+from distillscope.teacher.client import DEFAULT_KEY_ENV, ServerError, TeacherClient
+from distillscope.teacher.server import make_server
 
 KEY = "sk-catalogue-2b7e"
 STUDY = "name: s\n{key}:\n  - name: main\n    axes: {{seed: [0]}}\n"

@@ -6,12 +6,15 @@ untrained student's baseline) by ``write_study.py`` with the code of the version
 
 - ``v1-*``: commit ee21ac4, before run directories recorded their schema version;
 - ``v2-*``: commit 3a1d9e1, the first to record version 2 (before the fields of version 3);
-- ``v3-*``: this version.
+- ``v3-*``: commit c2f9a97, the last of version 3 (paths kept as typed);
+- ``v4-*``: this version (paths resolved, stored absolute).
 
 ``vN-done`` is a finished study; ``vN-killed`` one whose process was killed in its last run's
-last step (that run ``running``, with metrics and no checkpoint). The weights were left out: a
-finished run is never reloaded to resume or report a study. Raising ``SCHEMA_VERSION`` means
-writing ``vN-done`` and ``vN-killed`` of the new version (``write_study.py`` says how).
+last step (that run ``running``, with metrics and no checkpoint); ``vN-relative`` (from version
+3) a finished study of ``study-relative.yaml``, whose ``task.file`` is relative. The weights
+were left out: a finished run is never reloaded to resume or report a study. Raising
+``SCHEMA_VERSION`` means writing ``vN-done`` and ``vN-killed`` of the new version
+(``write_study.py`` says how).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typer.testing import CliRunner
 from distillscope.cli import app
 from distillscope.config import evaluation_key, load_run_config
 from distillscope.rollout.cache import key_digest
+from distillscope.rollout.scoring import LogitScores
 from distillscope.store import (
     CONFIG_FILE,
     FINGERPRINT_FILE,
@@ -44,13 +48,15 @@ from distillscope.store_versions import (
 )
 from distillscope.study.run_study import run_study
 from distillscope.study.spec import load_spec
-from distillscope.train.scoring import LogitScores
-from distillscope.train.teacher import _rollout_key, _score_key
+from distillscope.teacher.scorer import _rollout_key, _score_key
 
 STORE = Path(__file__).parent / "data" / "store_versions"
 STUDY_V1 = STORE / "v1-done"
 RUNS = sorted(p for p in (STUDY_V1 / "runs").iterdir())
 VERSIONS = range(1, SCHEMA_VERSION + 1)
+#: the studies with a relative task.file, one of each version since 3 (when a version changes
+#: how paths are stored, it adds one)
+RELATIVE = ("v3-relative", "v4-relative")
 
 
 @pytest.fixture
@@ -61,7 +67,7 @@ def study(tmp_path: Path) -> Path:
 
 
 def _dump(run: Path) -> dict:
-    return load_run_config(run / CONFIG_FILE).model_dump(mode="json")
+    return load_run_config(run / CONFIG_FILE, stored=True).model_dump(mode="json")
 
 
 def test_the_fixture_is_a_version_1_study_with_every_added_field_at_its_default():
@@ -141,9 +147,9 @@ def _cached_keys() -> list[tuple[str, dict]]:
 
 def test_the_rollout_cache_of_a_version_1_study_is_still_found():
     """This version's keys for the fixture's runs are the ones the study wrote: the teacher's
-    rollouts and scores (train/teacher.py) and the untrained student's skills (evaluation_key)."""
-    teacher = load_run_config(RUNS[2] / CONFIG_FILE)
-    student = load_run_config(RUNS[1] / CONFIG_FILE)
+    rollouts and scores (teacher/scorer.py) and the untrained student's skills (evaluation_key)."""
+    teacher = load_run_config(RUNS[2] / CONFIG_FILE, stored=True)
+    student = load_run_config(RUNS[1] / CONFIG_FILE, stored=True)
     found = set()
     for digest, key in _cached_keys():
         if "skills_before" in key:
@@ -204,7 +210,7 @@ def test_a_study_of_every_schema_version_is_kept():
             assert _version(STORE / f"v{version}-{state}") == {version}
     assert {p.name for p in STORE.iterdir() if p.is_dir()} == {
         f"v{v}-{s}" for v in VERSIONS for s in ("done", "killed")
-    }
+    } | set(RELATIVE)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -268,3 +274,57 @@ def test_a_version_2_directory_matches_with_or_without_the_fields_added_while_2_
     changed["eval"]["samples_per_item"] = 4
     with pytest.raises(StoreError, match=r"eval.samples_per_item: 1 → 4"):
         check_run_config(late, changed)
+
+
+# ---------------------------------------------------------------------------------------------
+# Relative paths: kept as typed before version 4, resolved since
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", RELATIVE)
+def test_a_moved_study_with_a_relative_path_reports_and_resumes_from_elsewhere(
+    name: str, tmp_path: Path, monkeypatch
+):
+    """The study directory copied elsewhere (its task file with it), the commands run from a
+    third directory: the report reads the store, the resume finds every run finished."""
+    study = _copy(name, tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    before, table = _run_files(study), pd.read_parquet(study / RESULTS_FILE)
+    assert "report:" in _cli("report", study, "--no-calibrate")
+    assert "done" in _cli("study", "status", study)
+    _resume(study, "--no-report")
+    assert _run_files(study) == before  # nothing trained, evaluated or re-fingerprinted again
+    after = pd.read_parquet(study / RESULTS_FILE).sort_values("run_id").reset_index(drop=True)
+    table = table.sort_values("run_id").reset_index(drop=True)
+    if name == "v3-relative":  # its rows name the file as typed; resumed, as resolved here
+        assert set(table["task.dataset"]) == {"mcq:tasks/colors.jsonl"}
+        assert set(after["task.dataset"]) == {f"mcq:{study / 'tasks' / 'colors.jsonl'}"}
+    keep = [c for c in table.columns if not c.startswith("time/") and c != "task.dataset"]
+    keep += ["task.dataset"] if name != "v3-relative" else []  # stored resolved: kept
+    pd.testing.assert_frame_equal(after[keep], table[keep])
+
+
+def test_a_version_3_run_matches_its_config_with_the_path_resolved(tmp_path: Path):
+    """A version-3 directory holds ``task.file: tasks/colors.jsonl``; this version's config of
+    the same run holds it absolute, wherever the study now sits: the fingerprint matches, and
+    another file does not."""
+    run = tmp_path / "run"
+    shutil.copytree(STORE / "v3-relative" / "runs" / RUNS[1].name.replace("49c26c9c", "40950bb4"),
+                    run)  # fmt: skip
+    assert read_fingerprint(run)["fields"]["task.file"] == "tasks/colors.jsonl"
+    config = _dump(run)
+    config["task"]["file"] = str(tmp_path / "moved" / "tasks" / "colors.jsonl")
+    assert check_run_config(run, config) == read_fingerprint(run)["fingerprint"]
+    config["task"]["file"] = str(tmp_path / "moved" / "other" / "colors.jsonl")
+    with pytest.raises(StoreError, match="task.file"):
+        check_run_config(run, config)
+
+
+def test_a_version_4_study_stores_its_paths_resolved_and_as_typed():
+    spec = load_spec(STORE / "v4-relative" / "study.yaml", stored=True)
+    (resolved,) = spec.typed_paths
+    assert spec.base["task"]["file"] == resolved and Path(resolved).is_absolute()
+    assert spec.typed_paths[resolved] == "tasks/colors.jsonl"
+    for run in (STORE / "v4-relative" / "runs").iterdir():
+        assert _dump(run)["task"]["file"] == resolved

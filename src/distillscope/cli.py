@@ -500,8 +500,8 @@ def _study(
         if study.until_decided is None:
             run(study)
         else:  # look, add seeds where claims lack power, look again (study.sequential)
-            from distillscope.report.decide import claim_states
-            from distillscope.report.stats import ALPHA
+            from distillscope.results.stats import ALPHA
+            from distillscope.scorecard.decide import claim_states
 
             def on_look(line: str, total: int) -> None:
                 console.print(line, highlight=False)
@@ -577,7 +577,7 @@ def _write_report(study_dir: Path, calibrate: bool = True, draws: int | None = N
         )
     _warn_if_spec_replaced(study_dir)
     if calibrate:
-        from distillscope.report.calibration_run import REPORT_DRAWS, ensure_calibration
+        from distillscope.scorecard.calibration_run import REPORT_DRAWS, ensure_calibration
 
         log_file = study_dir / PROGRESS_FILE
         log = ProgressLog(
@@ -597,7 +597,7 @@ def _warn_if_spec_replaced(study_dir: Path) -> None:
 
     if not (study_dir / "study.yaml").is_file():
         return
-    spec = load_spec(study_dir / "study.yaml")
+    spec = load_spec(study_dir / "study.yaml", stored=True)
     table_ids = set(pd.read_parquet(study_dir / "results.parquet", columns=["run_id"])["run_id"])
     runs = expand(spec)
     planned = {r.run_id for r in runs} | {b.run_id for b in plan_baselines(runs)}
@@ -671,7 +671,7 @@ def serve_teacher_cmd(
     import torch
 
     from distillscope.models import check_model_dir, resolve_model_path
-    from distillscope.models.serve import is_loopback, make_server, serve
+    from distillscope.teacher.server import is_loopback, make_server, serve
 
     root = check_model_dir(resolve_model_path(directory))
     if threads > 0:  # 1 beside a training run on the same CPU cores (docs/scaling.md)

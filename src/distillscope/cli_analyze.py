@@ -73,7 +73,7 @@ def gradients_cmd(
     """Check the gradient bounds of docs/method.md §5 on rollouts at several λ."""
     from distillscope.eval.analysis import write_analysis
     from distillscope.eval.gradient_analysis import gradient_analysis
-    from distillscope.report.analysis import GRADIENTS_FILE, gradient_figures, gradient_table
+    from distillscope.report.analysis_views import GRADIENTS_FILE, gradient_figures, gradient_table
 
     spec, resolved = _prepare(
         target,
@@ -110,7 +110,11 @@ def estimators_cmd(
 ) -> None:
     """Bias and std of k1/k2/k3, the sampled forward estimator and top-k + tail vs exact KL."""
     from distillscope.eval.analysis import estimator_analysis, write_analysis
-    from distillscope.report.analysis import ESTIMATORS_FILE, estimator_figures, estimator_table
+    from distillscope.report.analysis_views import (
+        ESTIMATORS_FILE,
+        estimator_figures,
+        estimator_table,
+    )
 
     if topk < 0:
         raise ValueError(f"--topk must be ≥ 0, got {topk}")

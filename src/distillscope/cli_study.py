@@ -144,9 +144,11 @@ def plan_study(
         steps = {c.rlvr.steps if c.rlvr else c.optim.steps for c in mine}
         tasks = {c.rlvr.task if c.rlvr else c.task.identity() for c in mine}  # datasets
         teachers = {c.model.teachers_text() for c in mine}
-        rows.append(
-            [name, count, *(", ".join(sorted(map(str, v))) for v in (tasks, steps, teachers))]
-        )
+        # paths as the study file typed them (its runs hold them resolved)
+        cells = [
+            ", ".join(sorted(study.shown(str(x)) for x in v)) for v in (tasks, steps, teachers)
+        ]
+        rows.append([name, count, *cells])
     columns = ("experiment", "runs", "tasks", "steps", "teachers")
     print_table(console, f"study {study.name}: {len(runs)} runs", columns, rows, numeric=[1])
     print_power(study, noise_from)
@@ -155,10 +157,10 @@ def plan_study(
 
 def print_power(study: StudySpec, noise_from: Path | None) -> None:
     """Per part of each claim the design tests: its power at the published value and the
-    smallest effect it decides at 80% power (``report.power``), with the noise components of
-    ``noise_from`` (a finished study), else of the shipped record ``report.decide.RECORD``."""
-    from distillscope.report.decide import RECORD, plan_rows
-    from distillscope.report.stats import ALPHA
+    smallest effect it decides at 80% power (``scorecard.power``), with the noise components of
+    ``noise_from`` (a finished study), else of the shipped record ``scorecard.decide.RECORD``."""
+    from distillscope.results.stats import ALPHA
+    from distillscope.scorecard.decide import RECORD, plan_rows
     from distillscope.study.planner import designs
 
     source = noise_from or RECORD

@@ -38,6 +38,7 @@ from typing import Any
 from distillscope.store_versions import (
     SCHEMA_VERSION,
     SchemaVersionError,
+    as_recorded_paths,
     flatten,
     schema_version,
     skipped_fields,
@@ -141,18 +142,24 @@ UNFINGERPRINTED = ("name", "checkpoint_every")
 
 
 def config_fingerprint(
-    config: dict[str, Any], version: int = SCHEMA_VERSION, recorded: dict[str, Any] | None = None
+    config: dict[str, Any],
+    version: int = SCHEMA_VERSION,
+    recorded: dict[str, Any] | None = None,
+    cwd: Path | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """``(sha256 hex, fingerprinted fields)`` of a resolved config (``model_dump(mode="json")``)
     as a run directory of schema ``version`` records it (``recorded``: the fields its
-    ``fingerprint.json`` records, when it has one).
+    ``fingerprint.json`` records, when it has one; ``cwd``: the directory it records).
 
     The hash covers every field except :data:`UNFINGERPRINTED` and, for a directory of an older
     version, the fields it may lack at their default and does not record
-    (:func:`~.store_versions.skipped_fields`), in canonical JSON.
+    (:func:`~.store_versions.skipped_fields`), in canonical JSON; a path such a directory holds
+    as typed counts in that form when it names the config's (resolved) path
+    (:func:`~.store_versions.as_recorded_paths`).
     """
     skip = {*UNFINGERPRINTED, *skipped_fields(config, version, recorded)}
     fields = {k: v for k, v in flatten(config).items() if k not in skip}
+    fields = as_recorded_paths(fields, version, recorded, cwd)
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest(), fields
 
@@ -192,7 +199,9 @@ def _as_recorded(run: Path, config: dict[str, Any]) -> tuple[dict[str, Any], str
     """``run``'s ``fingerprint.json`` and ``(fingerprint, fields)`` of ``config`` as that file
     records them (the schema version it was written with and the fields it holds)."""
     recorded, version = _recorded(run)
-    return recorded, *config_fingerprint(config, version, recorded.get("fields"))
+    cwd = recorded.get("cwd")
+    cwd = Path(cwd) if isinstance(cwd, str) and cwd else None
+    return recorded, *config_fingerprint(config, version, recorded.get("fields"), cwd)
 
 
 def claim_run(run: Path, config: dict[str, Any], overwrite: bool = False) -> str:
@@ -225,16 +234,16 @@ def claim_run(run: Path, config: dict[str, Any], overwrite: bool = False) -> str
             "schema_version": SCHEMA_VERSION,
             "fingerprint": fingerprint,
             "fields": fields,
-            "cwd": str(Path.cwd()),  # where the config's relative paths were typed
+            "cwd": str(Path.cwd()),  # where a version-3 config's relative paths were typed
         }
         atomic_write_text(run / FINGERPRINT_FILE, json.dumps(payload, indent=1) + "\n")
     return fingerprint
 
 
 def recorded_cwd(run: Path) -> Path | None:
-    """The directory the command that made ``run`` ran in — where its config's relative paths
-    were typed (``config.paths.rebased``) — or None for a directory that does not record it
-    (written before it was recorded; the command's own directory is used then)."""
+    """The directory the command that made ``run`` ran in — where a config of schema version 3
+    held its relative paths from (``config.paths.rebased``; version 4 stores them absolute) —
+    or None for a directory that does not record it (the command's own directory is used)."""
     cwd = read_fingerprint(run).get("cwd")
     return Path(cwd) if isinstance(cwd, str) and cwd else None
 
@@ -270,8 +279,8 @@ def holds_finished(run: Path, config: dict[str, Any], status: str = "done") -> b
     (``done``: trained and evaluated; ``trained``): what ``train`` need not do again."""
     if read_status(run)["status"] != status:
         return False
-    recorded, version = _recorded(run)
-    return recorded.get("fingerprint") == config_fingerprint(config, version)[0]
+    recorded, fingerprint, _ = _as_recorded(run, config)
+    return recorded.get("fingerprint") == fingerprint
 
 
 def _stale(run: Path, config: dict[str, Any]) -> bool:

@@ -11,7 +11,12 @@ A run directory records the schema version it was written with (``schema_version
   ``schema_version`` and every config field the code that wrote it knew. The config gained the
   fields of version 3 while 2 was current (f891133, ae62e2c, 0fdaf9e), so a directory of version
   2 may record any of them or none: the fields its ``fingerprint.json`` records tell which.
-- **3** — every field of :data:`ADDED_FIELDS` is recorded.
+- **3** — commit 0fe0b38 (2026-12-06) up to this one: every field of :data:`ADDED_FIELDS` is
+  recorded. A local path (:data:`PATH_FIELDS`) was kept as typed: a relative one was read from
+  the command's directory.
+- **4** — a local path is resolved once, when its file or command line is read (a path in a file
+  from the file's directory, one on the command line from the current directory), and stored
+  absolute in ``config.yaml``, ``fingerprint.json`` and the study's ``study.yaml``.
 
 The rules, each entry annotated with the schema version from which directories always hold it
 (``Added.version``; an older directory needs the entry):
@@ -22,7 +27,12 @@ The rules, each entry annotated with the schema version from which directories a
 - run ids (:func:`added_at_default`, read by ``study.spec.run_id``): a name never changes, so an id
   leaves out every added field at its default, whatever the version;
 - keys of the shared rollout cache and of a run's evaluation (:func:`without_added`): an entry
-  added later is left out at its default, so the entries an older study wrote are still found.
+  added later is left out at its default, so the entries an older study wrote are still found;
+- a path a directory of version 3 or older holds relative, as typed, compares equal to its
+  resolved form (:func:`same_path`): in a run's fingerprint (:func:`as_recorded_paths`) and in
+  a study's ``study.yaml`` and run ids (``study.legacy``). An older study's rollout-cache and
+  evaluation keys hold such paths as typed and are not found: a resumed run computes the
+  teacher's rollouts again (the same rollouts; nothing finished is run again).
 
 Adding a config field: give it a default that reproduces earlier runs, raise
 :data:`SCHEMA_VERSION` by one with a line above, and add its entry here with the new version.
@@ -30,12 +40,30 @@ Adding a config field: give it a default that reproduces earlier runs, raise
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 #: the version this code writes
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+
+#: The first version whose directories hold every local path resolved (absolute).
+RESOLVED_PATHS_VERSION = 4
+
+#: Dotted run-config fields whose value may be a local path (a model or cache directory, a task
+#: file, a directory of lm-eval tasks); ``*``: every value of the mapping. Kept here because
+#: version 4 resolves them (config.paths reads them from here).
+PATH_FIELDS = (
+    "model.teacher",
+    "model.student",
+    "model.teacher_cache",
+    "model.teachers.*",
+    "task.file",
+    "task.dataset.path",
+    "eval.forgetting.include_path",
+)
 
 
 @dataclass(frozen=True)
@@ -79,7 +107,7 @@ ADDED_FIELDS: dict[str, Added] = {
     "model.route": Added(None, 3),  # 0fdaf9e, their routing
 }
 
-#: Entries of a teacher-rollout cache key added after caches existed (train/teacher.py).
+#: Entries of a teacher-rollout cache key added after caches existed (teacher/scorer.py).
 TEACHER_KEY_ADDED: dict[str, Added] = {
     "instruction": Added(None, 2),  # 8232175, the teacher-only instruction
     "engine": Added("builtin", 2),  # 593dbfb, an engine other than the builtin sampler
@@ -162,4 +190,62 @@ def without_added(key: dict[str, Any], added: dict[str, Added]) -> dict[str, Any
             value = {k: v for k, v in value.items() if f"{name}.{k}" not in drop}
         if name not in drop:
             out[name] = value
+    return out
+
+
+def path_fields_below(parts: list[str] | tuple[str, ...]) -> list[list[str]]:
+    """What is left of each :data:`PATH_FIELDS` field below the dotted config location
+    ``parts`` (``[]``: ``parts`` is the field; ``*`` matches any key)."""
+    out = []
+    for field in PATH_FIELDS:
+        pattern = field.split(".")
+        head = pattern[: len(parts)]
+        if len(head) == len(parts) and all(p in ("*", k) for p, k in zip(head, parts, strict=True)):
+            out.append(pattern[len(parts) :])
+    return out
+
+
+def is_path_field(dotted: str) -> bool:
+    """Whether the flat config key ``dotted`` (``model.teachers.a``) is a :data:`PATH_FIELDS`
+    field."""
+    return [] in path_fields_below(dotted.split("."))
+
+
+def same_path(stored: Any, resolved: Any, cwd: Path | None = None) -> bool:
+    """Whether ``stored`` — a path as a directory of version 3 or older holds it, possibly
+    relative as typed — names ``resolved`` (its version-4 form, absolute).
+
+    A relative path was read from the directory its command ran in, which the directory need
+    not record and which may have moved with the study: it names ``resolved`` when ``resolved``
+    ends with it (``data/x.jsonl`` names ``/home/u/project/data/x.jsonl``); one that climbs
+    (``../x``) when it leads there from ``cwd`` (the recorded directory, else this process's).
+    """
+    if stored == resolved:
+        return True
+    if not isinstance(stored, str) or not isinstance(resolved, str) or not stored:
+        return False
+    if ":" in stored.split("/")[0] or not os.path.isabs(resolved):
+        return False  # testbed:…, a URL: never a path
+    typed = Path(stored).expanduser()
+    if typed.is_absolute():
+        return os.path.normpath(typed) == os.path.normpath(resolved)
+    tail = Path(os.path.normpath(typed)).parts
+    if tail[0] == "..":
+        base = cwd if cwd is not None else Path.cwd()
+        return os.path.normpath(base / typed) == os.path.normpath(resolved)
+    return Path(os.path.normpath(resolved)).parts[-len(tail) :] == tail
+
+
+def as_recorded_paths(
+    fields: dict[str, Any], version: int, recorded: dict[str, Any] | None, cwd: Path | None = None
+) -> dict[str, Any]:
+    """``fields`` (a config's flat fields, paths resolved) with each path a directory of
+    ``version`` < 4 records as typed (``recorded``: its ``fingerprint.json`` fields) put back
+    in that form when it names the same path (:func:`same_path`), so the fingerprint matches."""
+    if version >= RESOLVED_PATHS_VERSION or not recorded:
+        return fields
+    out = dict(fields)
+    for key, value in fields.items():
+        if is_path_field(key) and key in recorded and same_path(recorded[key], value, cwd):
+            out[key] = recorded[key]
     return out

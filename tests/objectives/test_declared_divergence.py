@@ -75,7 +75,7 @@ def _run(path: str, inputs, options: DivergenceOptions, chunk_size: int = 4):
         )  # fmt: skip
     else:
         chunks = ChunkSpec(chunk_size=chunk_size)
-        loss, metrics = fused_divergence(
+        loss, metrics, _ = fused_divergence(
             h, w, teacher_hidden, teacher_head, mask, divergence=BRIER, options=options,
             chunks=chunks,
         )  # fmt: skip

@@ -71,7 +71,7 @@ def _fused(
 ):
     """Loss, metrics and (hidden, head) gradients of the fused objective; ``kw`` are options."""
     h, w = hidden.clone().requires_grad_(), head.clone().requires_grad_()
-    loss, metrics = fused_divergence(
+    loss, metrics, _ = fused_divergence(
         h,
         w,
         teacher_hidden,
@@ -288,7 +288,7 @@ def test_all_masked_is_zero_and_backward_works() -> None:
     for divergence in PLAIN:
         for reduction in REDUCTIONS:
             h, w = hidden.clone().requires_grad_(), head.clone().requires_grad_()
-            loss, metrics = fused_divergence(
+            loss, metrics, _ = fused_divergence(
                 h,
                 w,
                 teacher_hidden,
@@ -310,7 +310,7 @@ def test_jsd_at_beta_zero_and_one_is_exactly_zero() -> None:
     hidden, head, teacher_hidden, teacher_head, mask = _inputs(4)
     for beta in (0.0, 1.0):
         h, w = hidden.clone().requires_grad_(), head.clone().requires_grad_()
-        loss, _ = fused_divergence(
+        loss, _, _ = fused_divergence(
             h,
             w,
             teacher_hidden,
@@ -330,7 +330,7 @@ def test_mixture_endpoints_are_the_two_kls() -> None:
     inputs = _inputs(5, torch.float64)
     for alpha, pure in ((1.0, "forward_kl"), (0.0, "reverse_kl")):
         h, w = inputs[0].clone().requires_grad_(), inputs[1].clone().requires_grad_()
-        mixed, _ = fused_divergence(
+        mixed, _, _ = fused_divergence(
             h,
             w,
             *inputs[2:],
@@ -347,7 +347,7 @@ def test_mixture_endpoints_are_the_two_kls() -> None:
 def test_backward_scales_by_the_incoming_gradient() -> None:
     inputs = _inputs(6, torch.float64)
     h, w = inputs[0].clone().requires_grad_(), inputs[1].clone().requires_grad_()
-    loss, _ = fused_divergence(h, w, *inputs[2:], divergence=REVERSE_KL, vocab_size=VOCAB)
+    loss, _, _ = fused_divergence(h, w, *inputs[2:], divergence=REVERSE_KL, vocab_size=VOCAB)
     (-2.5 * loss).backward()
     once = _fused(*inputs, "reverse_kl", vocab_size=VOCAB)
     torch.testing.assert_close(h.grad, -2.5 * once[2], atol=1e-14, rtol=1e-12)
@@ -361,11 +361,11 @@ def test_teacher_is_detached_and_no_grad_mode_skips_gradients() -> None:
     h = hidden.clone().requires_grad_()
     args = (h, head, teacher_hidden, teacher_head, mask)
     chunks = ChunkSpec(chunk_size=3)
-    loss, metrics = fused_divergence(*args, divergence=JSD, vocab_size=VOCAB, chunks=chunks)
+    loss, metrics, _ = fused_divergence(*args, divergence=JSD, vocab_size=VOCAB, chunks=chunks)
     loss.backward()
     assert teacher_hidden.grad is None and teacher_head.grad is None
     with torch.no_grad():
-        loss_eval, metrics_eval = fused_divergence(
+        loss_eval, metrics_eval, _ = fused_divergence(
             *args, divergence=JSD, vocab_size=VOCAB, chunks=chunks
         )
     assert not loss_eval.requires_grad
@@ -377,7 +377,7 @@ def test_bfloat16_inputs_keep_their_gradient_dtype() -> None:
         t.bfloat16() if t.is_floating_point() else t for t in _inputs(8)
     )
     h, w = hidden.clone().requires_grad_(), head.clone().requires_grad_()
-    loss, _ = fused_divergence(h, w, teacher_hidden, teacher_head, mask, vocab_size=VOCAB)
+    loss, _, _ = fused_divergence(h, w, teacher_hidden, teacher_head, mask, vocab_size=VOCAB)
     loss.backward()
     assert loss.dtype == torch.float32 and h.grad.dtype == w.grad.dtype == torch.bfloat16
     plain = _plain(hidden, head, teacher_hidden, teacher_head, mask, "forward_kl", VOCAB)
@@ -460,7 +460,7 @@ def test_fused_respects_the_memory_budget(divergence) -> None:
     mask = torch.ones(1, tokens, dtype=torch.bool)
     outputs = _Outputs()
     with outputs:
-        loss, _ = fused_divergence(
+        loss, _, _ = fused_divergence(
             hidden,
             head,
             teacher_hidden,
@@ -498,8 +498,9 @@ def test_token_logprobs_gathered_on_the_way_equal_a_plain_log_softmax(divergence
     )
     loss.backward()
     h2, w2 = hidden.clone().requires_grad_(), head.clone().requires_grad_()
-    loss2, metrics2 = fused_divergence(h2, w2, teacher_hidden, teacher_head, mask, **common)
+    loss2, metrics2, none = fused_divergence(h2, w2, teacher_hidden, teacher_head, mask, **common)
     loss2.backward()
+    assert none is None  # one return shape: the third is None when no tokens are given
     assert torch.equal(loss, loss2) and metrics == metrics2
     assert torch.equal(h.grad, h2.grad) and torch.equal(w.grad, w2.grad)
     for got, (hid, weight, tau) in (

@@ -1,4 +1,4 @@
-"""Per-position profile figures (report/profiles.py) from a synthetic store."""
+"""Per-position profile figures (report/profile_figures.py) from a synthetic store."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from distillscope.report import load_study, write_report
-from distillscope.report.profiles import cell_profile, profile_figures
+from distillscope.report import write_report
+from distillscope.report.profile_figures import cell_profile, profile_figures
+from distillscope.results import load_study
 from distillscope.store import ProfileLog
 
 

@@ -8,7 +8,7 @@ import re
 import pandas as pd
 import pytest
 
-from distillscope.report import ClaimResult, load_study, write_report
+from distillscope.report import write_report
 from distillscope.report.render import (
     MAIN_FIGURE,
     MAIN_FIGURE_LEAD,
@@ -17,9 +17,11 @@ from distillscope.report.render import (
     render_html,
     render_markdown,
 )
-from distillscope.report.scorecard import CLAIM_IDS, UNMEASURED
 from distillscope.report.summary import short_claim
 from distillscope.report.tables import HEADLINE_CHARS, headline_text
+from distillscope.results import load_study
+from distillscope.scorecard import ClaimResult
+from distillscope.scorecard.runner import CLAIM_IDS, UNMEASURED
 
 HOSTILE = "<script>alert(1)</script>"
 HOSTILE_ESC = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -191,7 +193,7 @@ def test_status_from_run_dirs_completes_the_table(synth, tmp_path):
 
 
 def test_baseline_rows_are_read_apart_and_never_a_cell(synth, tmp_path):
-    from distillscope.report.load import load_study
+    from distillscope.results.reader import load_study
 
     rows = [synth.run_row("main", "student", "forward_kl", synth.LOW, 42, **{"eval/accuracy": 0.5})]
     rows.append(
@@ -393,8 +395,8 @@ def test_main_figure_is_shown_with_the_summary(report):
 
 
 def test_instrument_checks_are_reported_apart_and_never_counted(report):
-    from distillscope.report.claims import CLAIMS as SPECS
     from distillscope.report.render import CHECKS_TITLE
+    from distillscope.scorecard.claims import CLAIMS as SPECS
 
     paths, html, md = report
     checks = {c.id for c in SPECS if c.instrument}
@@ -421,7 +423,7 @@ def test_instrument_checks_are_reported_apart_and_never_counted(report):
 
 
 def test_each_verdict_shows_its_quotes(report):
-    from distillscope.report.claims import CLAIMS as SPECS
+    from distillscope.scorecard.claims import CLAIMS as SPECS
 
     _, html, md = report
     for c in SPECS:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from distillscope.report import load_study, write_report
+from distillscope.report import write_report
 from distillscope.report.figures import y_range
 from distillscope.report.scope import params_text, study_scope
 from distillscope.report.summary import noise_source
+from distillscope.results import load_study
 
 MODELS = {
     "model/student_params": 860032.0,

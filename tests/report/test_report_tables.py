@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from distillscope.report.matching import cell_key, match_columns
 from distillscope.report.tables import cell_table
+from distillscope.results.matching import cell_key, match_columns
 
 
 def _rows(synth) -> pd.DataFrame:

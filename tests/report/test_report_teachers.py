@@ -7,12 +7,12 @@ from __future__ import annotations
 import pandas as pd
 from tests.conftest import save_tiny_llama
 
-from distillscope.report import score_claims
-from distillscope.report.aggregate import cell_columns
 from distillscope.report.render import write_report
-from distillscope.report.scorecard import NOT_IMPLEMENTED
 from distillscope.report.teachers import COLUMNS, teacher_table
-from distillscope.report.verdicts import NOT_TESTED
+from distillscope.results.aggregate import cell_columns
+from distillscope.scorecard import score_claims
+from distillscope.scorecard.runner import NOT_IMPLEMENTED
+from distillscope.scorecard.verdicts import NOT_TESTED
 from distillscope.study.run_study import run_study
 from distillscope.study.spec import StudySpec, expand
 from distillscope.study.table import plan_row

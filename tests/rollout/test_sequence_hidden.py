@@ -136,7 +136,7 @@ def test_it_is_refused_where_the_forward_differs():
 def test_the_training_scores_take_it(monkeypatch):
     """``completion_hidden``/``completion_logits`` use it for these models, same values."""
     from distillscope.rollout.rollouts import Rollouts
-    from distillscope.train.scoring import completion_hidden, completion_logits
+    from distillscope.rollout.scoring import completion_hidden, completion_logits
 
     model = MODELS["qwen2"]().eval()
     ids, mask, _ = _sequence(2)

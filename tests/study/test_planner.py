@@ -1,4 +1,4 @@
-"""The planner: closed-form SEs and power (report.power) against an independent calculation and
+"""The planner: closed-form SEs and power (scorecard.power) against an independent calculation and
 a simulation of one design, and the designs a study spec plans (study.planner)."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from distillscope.report.claims.spec import ABOVE, POOLED, WITHIN, Part
-from distillscope.report.noise import Components
-from distillscope.report.power import (
+from distillscope.results.stats import ALPHA
+from distillscope.scorecard.claim_spec import ABOVE, POOLED, WITHIN, Part
+from distillscope.scorecard.noise import Components
+from distillscope.scorecard.power import (
     CONTRAST,
     LEVEL,
     Profile,
@@ -21,7 +22,6 @@ from distillscope.report.power import (
     power_at,
     seeds_to_decide,
 )
-from distillscope.report.stats import ALPHA
 from distillscope.study.planner import designs, parse_noise_from
 from distillscope.study.sequential import with_policy
 from distillscope.study.spec import StudySpec, UntilDecided

@@ -129,7 +129,7 @@ def tokenizer_check(request, monkeypatch):
     """How the served tokenizer is compared: the fingerprint ``serve-teacher`` shows, or (a
     server that shows none, as vLLM) a probe text through ``/tokenize``."""
     if request.param == "probe":
-        from distillscope.models.served import TeacherClient
+        from distillscope.teacher.client import TeacherClient
 
         monkeypatch.setattr(TeacherClient, "tokenizer_fingerprint", lambda self: None)
     return request.param

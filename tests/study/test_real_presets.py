@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from distillscope.report.calibrate import draw, planned_table, setup
-from distillscope.report.scorecard import NOT_IMPLEMENTED, NOT_TESTED, score_claims
 from distillscope.safeyaml import load_yaml_file
+from distillscope.scorecard.calibrate import draw, planned_table, setup
+from distillscope.scorecard.runner import NOT_IMPLEMENTED, NOT_TESTED, score_claims
 from distillscope.study.run_study import run_study
 from distillscope.study.spec import StudySpec, expand, preset_path
 from distillscope.study.table import planned_row

@@ -7,7 +7,7 @@ import yaml
 
 from distillscope.config import ConfigError
 from distillscope.report.render import write_report
-from distillscope.report.scorecard import score_claims
+from distillscope.scorecard.runner import score_claims
 from distillscope.store import read_eval_items, run_dir, write_status
 from distillscope.study.run_study import _ready, run_study
 from distillscope.study.spec import StudySpec, _read_spec, expand

@@ -1,6 +1,6 @@
 """Seeds until decided (study.sequential): the looks, the seeds they add, resume, false rates.
 
-The false-rate simulation runs the scorecard's own decision (``report.verdicts.decide_stratum``)
+The false-rate simulation runs the scorecard's own decision (``scorecard.verdicts.decide_stratum``)
 on seed-blocked paired contrasts whose true effect sits exactly at an ``above`` margin (where
 "supported" and "contradicted" are both false verdicts at the boundary), adding 2 seeds per
 look from 2 to 6 while the decision says "lacks power": 20,000 sequences, Monte Carlo SE
@@ -22,11 +22,11 @@ from typer.testing import CliRunner
 
 from distillscope.cli import app
 from distillscope.config import ConfigError
-from distillscope.report.claims import interval as interval_mod
-from distillscope.report.claims.estimate import Estimate
-from distillscope.report.claims.spec import ABOVE, POOLED, Part
-from distillscope.report.stats import ALPHA
-from distillscope.report.verdicts import CONTRADICTED, LACKS_POWER, SUPPORTED, decide_stratum
+from distillscope.results.stats import ALPHA
+from distillscope.scorecard import interval as interval_mod
+from distillscope.scorecard.claim_spec import ABOVE, POOLED, Part
+from distillscope.scorecard.estimate import Estimate
+from distillscope.scorecard.verdicts import CONTRADICTED, LACKS_POWER, SUPPORTED, decide_stratum
 from distillscope.study import sequential as sq
 from distillscope.study.baseline import plan_baselines
 from distillscope.study.run_study import prepare, run_study

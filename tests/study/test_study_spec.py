@@ -71,7 +71,13 @@ def test_run_ids_are_stable_unique_and_filesystem_safe():
     for r in a:
         assert all(c.isalnum() or c in "_.+-" for c in r.run_id)
     cfg = a[0].config
-    assert run_id("main", {"model.teacher": "/x/y z"}, cfg).startswith("main_teacher--x-y-z_")
+    # a path is named by its last part (its whole text is in the hash)
+    assert run_id("main", {"model.teacher": "/x/y z"}, cfg).startswith("main_teacher-y-z_")
+    assert run_id("main", {"model.teacher": "/x/y z"}, cfg) != run_id(
+        "main",
+        {"model.teacher": "/w/y z"},
+        cfg.model_copy(update={"model": cfg.model.model_copy(update={"teacher": "/w/y z"})}),
+    )
 
 
 def test_bad_axis_value_names_the_experiment_and_field():

@@ -2,7 +2,7 @@
 
 import math
 
-from distillscope.report.calibrate import planned_table
+from distillscope.scorecard.calibrate import planned_table
 from distillscope.study.spec import expand, load_spec
 from distillscope.study.table import PLANNED, planned_row
 

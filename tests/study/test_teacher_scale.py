@@ -9,8 +9,8 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from distillscope.report import score_claims
-from distillscope.report.scorecard import NOT_IMPLEMENTED
+from distillscope.scorecard import score_claims
+from distillscope.scorecard.runner import NOT_IMPLEMENTED
 from distillscope.store import read_metrics
 from distillscope.study.run_study import run_study
 from distillscope.study.spec import StudySpec

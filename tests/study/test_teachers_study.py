@@ -8,16 +8,16 @@ import math
 
 import pandas as pd
 from tests.conftest import save_tiny_llama
-from tests.objectives.test_cross_tokenizer import arithmetic_bpe
+from tests.objectives.test_token_alignment import arithmetic_bpe
 
-from distillscope.report.aggregate import cell_columns
 from distillscope.report.render import write_report
 from distillscope.report.teachers import teacher_table
+from distillscope.results.aggregate import cell_columns
 from distillscope.store import read_metrics, run_dir
 from distillscope.study.run_study import run_study
 from distillscope.study.spec import StudySpec, expand
+from distillscope.teacher.manifest import MANIFEST
 from distillscope.train.cache_build import build_teacher_cache
-from distillscope.train.cache_manifest import MANIFEST
 
 
 def _spec(teacher, other, bpe_teacher, student, cache) -> StudySpec:

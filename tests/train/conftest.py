@@ -9,11 +9,11 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from distillscope.config import load_run_config
-from distillscope.rollout.rollouts import Rollouts
+from distillscope.rollout.rollouts import Rollouts, micro_batches
+from distillscope.teacher.scorer import TeacherScorer
 from distillscope.train.loop import Learner, StepBatch, forward_backward
 from distillscope.train.run import PhaseTimer
-from distillscope.train.step import Objective, micro_batches
-from distillscope.train.teacher import TeacherScorer
+from distillscope.train.step import Objective
 
 
 def tiny_llama(vocab: int, hidden: int, seed: int, dtype=torch.float64) -> LlamaForCausalLM:

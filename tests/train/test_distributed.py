@@ -24,12 +24,12 @@ from tests.numerics import approx_tols, chain_tols, model_chain
 
 from distillscope.config import RunConfig, dump_run_config, load_run_config
 from distillscope.store import read_metrics
+from distillscope.teacher.scorer import TeacherScorer
 from distillscope.train.distributed import Ranks, accelerate_command
 from distillscope.train.fsdp import is_sharded
 from distillscope.train.loop import Learner, StepBatch, forward_backward
 from distillscope.train.run import PhaseTimer, check_ranks, rank_config
 from distillscope.train.step import Objective
-from distillscope.train.teacher import TeacherScorer
 
 pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
 

@@ -10,12 +10,13 @@ import pytest
 import torch
 from tests.numerics import approx_tols
 
+from distillscope.rollout.rollouts import micro_batches
+from distillscope.rollout.scoring import completion_logits
 from distillscope.store import read_metrics
+from distillscope.teacher.scorer import TeacherScorer
 from distillscope.train.loop import Learner, StepBatch, distill, forward_backward, update_metrics
 from distillscope.train.run import PhaseTimer, max_norm
-from distillscope.train.scoring import completion_logits
-from distillscope.train.step import FixedAdvantage, Objective, micro_batches
-from distillscope.train.teacher import TeacherScorer
+from distillscope.train.step import FixedAdvantage, Objective
 
 from .conftest import random_rollouts, step_cfg, train_step
 from .test_distill import strip_timings, tiny_cfg

@@ -42,7 +42,7 @@ KL_KEYS = {
     "interleave": set(),
 }
 # A cross-tokenizer kind trains on the student's rollouts here: it refuses mixed writers, and
-# the teacher's re-tokenised rollouts are tests/train/test_cross_tokenizer_run.py's.
+# the teacher's re-tokenised rollouts are tests/teacher/test_cross_tokenizer_run.py's.
 CASES = [
     (policy, kind)
     for policy in POLICIES

@@ -29,7 +29,7 @@ def _step(models, rollouts, vocab=40, **over):
 
 
 #: every kind but the cross-tokenizer ones, whose teacher is its own
-#: (tests/train/test_cross_tokenizer_run.py compares their two paths)
+#: (tests/teacher/test_cross_tokenizer_run.py compares their two paths)
 ONE_TOKENIZER = [name for name, kind in OBJECTIVES.items() if kind.inputs != "cross_tokenizer"]
 
 

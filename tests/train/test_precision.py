@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from distillscope.config import ConfigError, ModelConfig, run_config_from_dict
-from distillscope.train.precision import autocast_dtype, forward_precision
+from distillscope.models.precision import autocast_dtype, forward_precision
 
 from .conftest import random_rollouts, step_cfg, tiny_llama, train_step
 

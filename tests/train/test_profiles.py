@@ -13,10 +13,10 @@ from torch.distributions import Categorical, kl_divergence
 from distillscope.config import ConfigError, load_run_config
 from distillscope.objectives import ChunkSpec
 from distillscope.objectives.positions import bin_edges, binned_means
+from distillscope.rollout.scoring import HiddenScores, LogitScores
 from distillscope.store import PROFILES_FILE, read_metrics, read_profiles
 from distillscope.train.loop import distill
 from distillscope.train.profiles import profile_tokens
-from distillscope.train.scoring import HiddenScores, LogitScores
 
 pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
 

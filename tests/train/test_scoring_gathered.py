@@ -11,8 +11,8 @@ import torch
 
 from distillscope.objectives import ChunkSpec, DivergenceOptions
 from distillscope.objectives.divergences import FORWARD_KL
-from distillscope.train import scoring
-from distillscope.train.scoring import HiddenScores
+from distillscope.rollout import scoring
+from distillscope.rollout.scoring import HiddenScores
 
 from .conftest import random_rollouts, step_cfg, train_step
 

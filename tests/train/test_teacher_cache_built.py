@@ -20,10 +20,10 @@ from distillscope.config import load_run_config
 from distillscope.rollout.cache import CacheMissError, RolloutCache
 from distillscope.store import read_metrics, read_status
 from distillscope.study.run_one import run_one
+from distillscope.teacher.manifest import MANIFEST, TeacherCacheError, check_teacher_cache
+from distillscope.teacher.scorer import TeacherScorer
 from distillscope.train.cache_build import build_teacher_cache
-from distillscope.train.cache_manifest import MANIFEST, TeacherCacheError, check_teacher_cache
 from distillscope.train.loop import distill
-from distillscope.train.teacher import TeacherScorer
 
 RUN = [
     "rollout.policy=teacher",

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from distillscope.config.base import ConfigError
+from distillscope.config.paths import Resolution, resolve_at, resolve_config_data
 from distillscope.config.run import RunConfig
 from distillscope.safeyaml import YamlError, clip, load_yaml, load_yaml_file, quote
 from distillscope.store_versions import EVALUATION_KEY_ADDED, without_added
@@ -80,11 +81,21 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     return key.strip().split("."), value
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Return a copy of ``data`` with ``section.field=value`` overrides applied."""
+def apply_overrides(
+    data: dict[str, Any],
+    overrides: list[str],
+    paths_from: Path | None = None,
+    log: Resolution | None = None,
+) -> dict[str, Any]:
+    """Return a copy of ``data`` with ``section.field=value`` overrides applied; with
+    ``paths_from`` (the command line's directory), a path they set is read from there
+    (:mod:`distillscope.config.paths`), what was found recorded in ``log``."""
     out = copy.deepcopy(data)
     for item in overrides:
         path, value = parse_override(item)
+        if paths_from is not None:
+            where = f"override {quote(item, 100)} on the command line"
+            value = resolve_at(tuple(path), value, paths_from, where, log)
         node = out
         for part in path[:-1]:
             node = node.setdefault(part, {})
@@ -120,10 +131,18 @@ def _blamed(err: ValidationError, source: str, overrides: list[str]) -> str:
     return source
 
 
-def load_run_config(path: str | Path | None, overrides: list[str] = ()) -> RunConfig:
-    """Read a YAML run config (or the defaults when ``path`` is None) and apply overrides."""
+def load_run_config(
+    path: str | Path | None, overrides: list[str] = (), stored: bool = False
+) -> RunConfig:
+    """Read a YAML run config (or the defaults when ``path`` is None) and apply overrides.
+
+    Paths are resolved (:mod:`distillscope.config.paths`): the file's from its directory, the
+    overrides' from the current one. ``stored``: ``path`` is a run's ``config.yaml``, whose
+    paths were resolved when the run was made (schema version 3 or older: kept as typed, read
+    by ``config.paths.rebased``), so only the overrides' are."""
     data: dict[str, Any] = {}
     source = "config"
+    log = Resolution()
     if path is not None:
         p = Path(path)
         source = str(p)
@@ -135,9 +154,14 @@ def load_run_config(path: str | Path | None, overrides: list[str] = ()) -> RunCo
             raise ConfigError(f"{p} is empty; write at least one setting, or omit the file")
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: top level must be a mapping of sections")
+        if not stored:
+            data = resolve_config_data(data, p.parent, source, log)
     # with a file, an override's mistake is named as the command line's, not the file's
     blame = list(overrides) if path is not None else []
-    return run_config_from_dict(apply_overrides(data, list(overrides)), source, blame)
+    data = apply_overrides(data, list(overrides), paths_from=Path.cwd(), log=log)
+    cfg = run_config_from_dict(data, source, blame)
+    log.check()  # a path naming nothing, once every other field is right
+    return cfg
 
 
 def config_fields(

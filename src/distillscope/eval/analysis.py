@@ -108,7 +108,7 @@ def resolve_target(path: Path, out: Path | None = None) -> Target:
     if path.is_dir():
         if not (path / CONFIG_FILE).is_file():
             raise FileNotFoundError(f"{path} is not a run directory (no {CONFIG_FILE})")
-        cfg = _local_teacher(load_run_config(path / CONFIG_FILE), path / CONFIG_FILE)
+        cfg = _local_teacher(load_run_config(path / CONFIG_FILE, stored=True), path / CONFIG_FILE)
         trained = path / "student"
         student = trained if trained.is_dir() else Path(resolve_model_path(cfg.model.student))
         return Target(cfg, student, out or path / ANALYSIS_DIR, str(path))

@@ -72,7 +72,7 @@ def tokenizer_codec(directory: Path, loaded: bool = False) -> tuple[Callable, Ca
 def vocab_fingerprint(vocab: dict[str, int]) -> str:
     """The SHA-256 of a token→id map: the JSON list of ``[id, token]`` pairs in id order, UTF-8.
     Two tokenizers map every token to the same id exactly when their fingerprints agree (up to a
-    hash collision); a served teacher shows its own (:mod:`distillscope.models.serve`), so that
+    hash collision); a served teacher shows its own (:mod:`distillscope.teacher.server`), so that
     a preflight compares it with the student's files without loading a model."""
     pairs = sorted((i, t) for t, i in vocab.items())
     return hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode("utf-8")).hexdigest()

@@ -329,7 +329,7 @@ def fused_divergence(
     chunks: ChunkSpec | None = None,
     vocab_size: int | None = None,
     tokens_B_T: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, dict[str, float]] | tuple[torch.Tensor, dict[str, float], TokenLogprobs]:
+) -> tuple[torch.Tensor, dict[str, float], TokenLogprobs | None]:
     """A :class:`~.divergences.Divergence` from hidden states, fused and chunked by memory.
 
     z_S = h_S W_Sᵀ, z_T = h_T W_Tᵀ at the masked positions, then the plain objective's loss
@@ -357,8 +357,10 @@ def fused_divergence(
             log-probs of them (:class:`TokenLogprobs`, module docstring).
 
     Returns:
-        ``(loss, metrics)`` exactly as :func:`~.divergences.divergence_loss` returns them, and
-        the :class:`TokenLogprobs` third when ``tokens_B_T`` is given.
+        ``(loss, metrics, token_logprobs)``: the loss and metrics exactly as
+        :func:`~.divergences.divergence_loss` returns them, and the :class:`TokenLogprobs` the
+        pass gathered when ``tokens_B_T`` is given (None otherwise): one shape whatever the
+        arguments.
     """
     o = options or DivergenceOptions()
     check_options(o.reduction, o.student_temperature, o.teacher_temperature)
@@ -389,7 +391,7 @@ def fused_divergence(
         _Plan(divergence, o, weights, rows, vocab, tokens_N),
     )
     if tokens_N is None:
-        return loss, metrics
+        return loss, metrics, None
     zeros_B_T = torch.zeros_like(keep_B_T, dtype=token_logp_4_N.dtype)
     per_model = [zeros_B_T.masked_scatter(keep_B_T, row_N) for row_N in token_logp_4_N]
     return loss, metrics, TokenLogprobs(*per_model)

@@ -25,7 +25,7 @@ What ``load`` returns, and what the training step does with it, depends on ``inp
 - ``"cross_tokenizer"`` — a teacher with another tokenizer, opted into by naming one of these
   kinds (:data:`CROSS_TOKENIZER_KINDS`): :func:`~.cross_tokenizer.cross_tokenizer_loss` with its
   ``form`` bound, ``f(student_logits_B_T_V, teacher_logits_B_T_W, exact_B_T, pairs_M_2,
-  mask_B_T, *, options)``; the teacher's side (``train/cross_tokenizer.py``) re-tokenises the
+  mask_B_T, *, options)``; the teacher's side (``teacher/cross_tokenizer.py``) re-tokenises the
   text and aligns its logits to the student's positions.
 
 The drawn and rollout-token kinds read one token's log-prob per position, which both paths give
@@ -95,13 +95,13 @@ def _sampled(name: str) -> Loss:
 
 
 def _cross_tokenizer_loss(form: str) -> Loss:
-    from distillscope.objectives.cross_tokenizer import cross_tokenizer_loss
+    from distillscope.objectives.token_alignment import cross_tokenizer_loss
 
     return functools.partial(cross_tokenizer_loss, form=form)
 
 
 def _cross_tokenizer(name: str, label: str, summary: str, form: str) -> ObjectiveKind:
-    """A loss against a teacher with another tokenizer (:mod:`.cross_tokenizer`, ``form``)."""
+    """A loss against a teacher with another tokenizer (:mod:`.token_alignment`, ``form``)."""
     loss = functools.partial(_cross_tokenizer_loss, form)
     return ObjectiveKind(name, label, summary, loss, inputs="cross_tokenizer")
 

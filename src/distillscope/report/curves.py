@@ -16,7 +16,6 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from distillscope.report.aggregate import cell_columns, done, with_labels
 from distillscope.report.figures import (
     MARKERS,
     OKABE_ITO,
@@ -27,8 +26,9 @@ from distillscope.report.figures import (
     save_figure,
     style,
 )
-from distillscope.report.load import Study, metrics_frame
-from distillscope.report.matching import cell_key
+from distillscope.results.aggregate import cell_columns, done, with_labels
+from distillscope.results.matching import cell_key
+from distillscope.results.reader import Study, metrics_frame
 
 LOSS, GRAD, LENGTH = "train/loss", "train/grad_norm", "rollout/len_mean"
 S_PROB, T_PROB = "rollout/student_token_prob", "rollout/teacher_token_prob"

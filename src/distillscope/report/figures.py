@@ -20,15 +20,6 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
-from distillscope.report.aggregate import (
-    comparable_spectrum,
-    done,
-    percent_scale,
-    spectrum_temperatures,
-    spectrum_temperatures_text,
-    with_labels,
-)
-from distillscope.report.claims.common import plain as plain_rows
 from distillscope.report.grids import (
     experiment_rows,
     has,
@@ -36,7 +27,16 @@ from distillscope.report.grids import (
     n_values,
     spectrum_grid,
 )
-from distillscope.report.matching import cell_means
+from distillscope.results.aggregate import (
+    comparable_spectrum,
+    done,
+    percent_scale,
+    spectrum_temperatures,
+    spectrum_temperatures_text,
+    with_labels,
+)
+from distillscope.results.matching import cell_means
+from distillscope.scorecard.claims.common import plain as plain_rows
 
 # Okabe–Ito, with grey in place of its yellow, which is unreadable as a thin line on white.
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999999")

@@ -2,7 +2,7 @@
 experiment's rows, chosen by config values (``rollout.policy == "student"``, …).
 
 The scorecard does not read these: each claim reads only its declared experiments through
-``claims.evidence``. Baseline rows (the untrained student) and the RLVR stage's runs are never
+``scorecard.evidence``. Baseline rows (the untrained student) and the RLVR stage's runs are never
 part of a sub-grid.
 """
 
@@ -12,10 +12,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from distillscope.report.aggregate import done, with_labels
-from distillscope.report.claims.common import plain
-from distillscope.report.claims.evidence import is_baseline, is_rlvr
-from distillscope.report.matching import LAMBDA
+from distillscope.results.aggregate import done, is_baseline, is_rlvr, with_labels
+from distillscope.results.matching import LAMBDA
+from distillscope.scorecard.claims.common import plain
 
 
 def experiment_rows(df: pd.DataFrame, name: str) -> pd.DataFrame:

@@ -17,8 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from distillscope import __version__
-from distillscope.report import decide, teachers
-from distillscope.report.analysis import analysis_figures, analysis_tables, split_analysis
+from distillscope.report import teachers
+from distillscope.report.analysis_views import analysis_figures, analysis_tables, split_analysis
 from distillscope.report.curves import training_figures
 from distillscope.report.figures import (
     FigureInfo,
@@ -28,16 +28,9 @@ from distillscope.report.figures import (
     pass_at_k_figure,
     spectrum_figure,
 )
-from distillscope.report.load import Study, load_study
-from distillscope.report.profiles import profile_figures
+from distillscope.report.profile_figures import profile_figures
 from distillscope.report.rlvr_figures import rlvr_figure
 from distillscope.report.scope import study_scope
-from distillscope.report.scorecard import (
-    ClaimResult,
-    instrument_checks,
-    published,
-    score_claims,
-)
 from distillscope.report.summary import (
     UNTESTED,
     SummaryGroup,
@@ -56,6 +49,14 @@ from distillscope.report.tables import (
     scorecard_table,
     status_table,
     verdict_counts,
+)
+from distillscope.results.reader import Study, load_study
+from distillscope.scorecard import decide
+from distillscope.scorecard.runner import (
+    ClaimResult,
+    instrument_checks,
+    published,
+    score_claims,
 )
 
 HOW_TO_READ = (

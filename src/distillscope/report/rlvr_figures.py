@@ -14,8 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from distillscope.report.aggregate import cell_columns, done, with_labels
-from distillscope.report.claims.evidence import is_rlvr
 from distillscope.report.curves import seed_mean_curve, smooth
 from distillscope.report.figures import (
     MARKERS,
@@ -26,8 +24,9 @@ from distillscope.report.figures import (
     save_figure,
     style,
 )
-from distillscope.report.load import Study
-from distillscope.report.matching import cell_key
+from distillscope.results.aggregate import cell_columns, done, is_rlvr, with_labels
+from distillscope.results.matching import cell_key
+from distillscope.results.reader import Study
 
 REWARD = "rlvr/reward"
 MEASURES = (("eval_accuracy", "RLVR task"), ("harder_accuracy", "harder variant"))

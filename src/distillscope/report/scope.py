@@ -21,8 +21,8 @@ from typing import Any
 import pandas as pd
 
 from distillscope.config.model import ModelConfig
-from distillscope.report.aggregate import SEED, done
-from distillscope.report.load import Study
+from distillscope.results.aggregate import SEED, done
+from distillscope.results.reader import Study
 
 NOT_RECORDED = "parameters not recorded"
 STEPS = "train/steps_done"

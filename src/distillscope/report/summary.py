@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from distillscope.report.aggregate import percent_scale
-from distillscope.report.scorecard import ClaimResult, instrument_checks, published
 from distillscope.report.tables import (
     VERDICT_ORDER,
     Table,
@@ -24,6 +22,8 @@ from distillscope.report.tables import (
     headline_text,
     quote_text,
 )
+from distillscope.results.aggregate import percent_scale
+from distillscope.scorecard.runner import ClaimResult, instrument_checks, published
 
 CLAIM_CHARS = 80  # a short claim name: the finding, not its published numbers
 #: How each verdict is named in the summary, and whether its claims show their headline.
@@ -163,7 +163,7 @@ def _counts_sentence(results: Sequence[ClaimResult], what: str, scope: str = "")
     return text + "."
 
 
-# --- the calibration under the study's error structure (report.calibration_run) ------------
+# --- the calibration under the study's error structure (scorecard.calibration_run) ------------
 
 
 def _with_rates(line: str, rates: str) -> str:

@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 
 from distillscope.labels import is_label_column
-from distillscope.report.aggregate import (
+from distillscope.report.grids import main_grid
+from distillscope.results.aggregate import (
     SEED,
     SPECTRUM_TEMPERATURES,
     aggregate,
@@ -28,8 +29,7 @@ from distillscope.report.aggregate import (
     spectrum_temperatures,
     with_labels,
 )
-from distillscope.report.grids import main_grid
-from distillscope.report.scorecard import ClaimResult
+from distillscope.scorecard.runner import ClaimResult
 
 # (column, header) of the main cell table — docs/method.md §8's headline measurements.
 MAIN_METRICS = (
@@ -130,7 +130,7 @@ def scorecard_table(
     ``headline_text`` fills the headline).
 
     The rate is the worst share of false verdicts over the null and degenerate synthetic
-    tables of ``calibration`` (``report.calibrate``) and, for the no-effect claims, the tables
+    tables of ``calibration`` (``scorecard.calibrate``) and, for the no-effect claims, the tables
     with their effect at the margin; "not calibrated" without one.
     """
     rows = [

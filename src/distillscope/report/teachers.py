@@ -21,9 +21,9 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from distillscope.report.aggregate import done, fmt_mean_sem
-from distillscope.report.load import Study
 from distillscope.report.tables import Table
+from distillscope.results.aggregate import done, fmt_mean_sem
+from distillscope.results.reader import Study
 
 TITLE = "Teachers"
 LEAD = (

@@ -239,6 +239,30 @@ class Rollouts:
         return replace(self, **changes)
 
 
+@dataclass(frozen=True)
+class MicroBatch:
+    """One of a step's ``optim.grad_accum`` micro-batches: its rows of the batch, and them."""
+
+    index_b: torch.Tensor  # row indices into the step's batch (CPU)
+    rollouts: Rollouts
+
+
+def micro_batches(rollouts: Rollouts, n: int) -> list[MicroBatch]:
+    """The step's ``n`` micro-batches: consecutive rows, none empty (the batch itself for one).
+
+    The one slicer of the step: the student's forwards and the teacher's scores (live or cached)
+    both read these rows (:mod:`distillscope.train.step`, :mod:`distillscope.teacher`).
+    """
+    out = []
+    for index_b in torch.arange(rollouts.batch_size).tensor_split(n):
+        if len(index_b) == rollouts.batch_size:
+            out.append(MicroBatch(index_b, rollouts))
+        elif len(index_b):
+            device = rollouts.completion_mask_B_T.device
+            out.append(MicroBatch(index_b, rollouts.rows(index_b.to(device))))
+    return out
+
+
 def position_ids(attention_mask_B_S: torch.Tensor) -> torch.Tensor:
     """Position of each token among its row's real tokens: cumsum(mask) − 1, clipped at 0.
 

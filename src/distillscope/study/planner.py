@@ -4,10 +4,10 @@
     distillscope study plan --preset paper --noise-from DIR      # noise of another study
 
 ``designs(spec)`` gives each experiment (and each RLVR stage, under its own name, with its source
-experiment's seeds) its number of seeds, runs and, per evaluation block of ``report.noise``
+experiment's seeds) its number of seeds, runs and, per evaluation block of ``scorecard.noise``
 (``accuracy``, ``harder``, ``coverage``, ``harder_coverage``, ``skill/``), the items and samples
 per item its runs evaluate. The power of each claim part under that design is computed in
-``report.power`` from the noise components of a finished study (``report.decide.plan_rows``).
+``scorecard.power`` from the noise components of a finished study (``scorecard.decide.plan_rows``).
 Torch-free.
 """
 

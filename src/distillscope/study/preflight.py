@@ -3,7 +3,7 @@
 
 - paths, task files, datasets and optional extras (:func:`~distillscope.train.preflight_all`);
 - the model pair: one tokenizer, a served teacher's top-k limit, vLLM installed
-  (:func:`~distillscope.train.pair_checks.preflight_pair`), for each teacher of a run with
+  (:func:`~distillscope.teacher.checks.preflight_pair`), for each teacher of a run with
   several;
 - the evaluation: enough held-out rows for ``eval.items`` / ``eval.coverage_items`` (task,
   harder task, RLVR task) (:func:`~distillscope.eval.preflight.preflight_evaluation`);
@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable
 from distillscope.config import RunConfig
 from distillscope.eval.forgetting_data import check_harness_data
 from distillscope.eval.preflight import preflight_evaluation
+from distillscope.teacher.checks import cross_tokenizer_refusal, preflight_pair
+from distillscope.teacher.routing import teacher_configs
 from distillscope.train.checks import preflight_all
-from distillscope.train.pair_checks import cross_tokenizer_refusal, preflight_pair
-from distillscope.train.routing import teacher_configs
 
 
 def preflight_runs(configs: list[RunConfig]) -> None:

@@ -49,10 +49,10 @@ def evaluation_config(run_dir: Path, overrides: list[str]):
             f"{outside[0]}: only eval.* settings change after training (the weights are "
             "fixed); retrain with `distillscope train --overwrite` to change the rest"
         )
-    trained = load_run_config(run_dir / CONFIG_FILE)
-    cfg = load_run_config(run_dir / CONFIG_FILE, overrides) if overrides else trained
-    # relative paths (task.file, …) are read from where the run was trained, not from here;
-    # the trained config keeps them as typed: its fingerprint checks the checkpoint
+    trained = load_run_config(run_dir / CONFIG_FILE, stored=True)
+    cfg = load_run_config(run_dir / CONFIG_FILE, overrides, stored=True) if overrides else trained
+    # paths are absolute (schema 4); an older run's relative ones are read from where it was
+    # trained, not from here: its trained config keeps them as typed (its fingerprint)
     return trained, rebased(cfg, recorded_cwd(run_dir))
 
 

@@ -33,7 +33,7 @@ from distillscope.config import RunConfig, run_config_from_dict, served_url
 from distillscope.study.preflight import preflight_runs
 from distillscope.study.run_one import run_one
 from distillscope.study.spec import PlannedRun
-from distillscope.train.cache_manifest import MANIFEST
+from distillscope.teacher.manifest import MANIFEST
 
 #: What a rehearsal cuts: steps, prompts, completion length, evaluation items.
 SHRUNK = {"steps": 2, "prompts": 2, "max_new_tokens": 8, "items": 2, "forgetting_limit": 1}

@@ -38,6 +38,7 @@ from distillscope.store import (
 )
 from distillscope.study.baseline import plan_baselines, run_baseline
 from distillscope.study.executors import ExecutorSpec, Job, run_jobs
+from distillscope.study.legacy import legacy_runs
 from distillscope.study.lock import StudyLock, is_held
 from distillscope.study.preflight import preflight_runs
 from distillscope.study.spec import PlannedRun, StudySpec, expand, load_spec
@@ -60,6 +61,9 @@ def prepare(spec: StudySpec, out: Path, overwrite: bool = False) -> list[Planned
     out.mkdir(parents=True, exist_ok=True)
     spec_path = out / "study.yaml"
     text = yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False)
+    older = legacy_runs(out, spec)  # a study of schema version ≤ 3: its runs keep their ids
+    if older is not None:
+        return older
     change = stored_change(out, spec)
     if change is not None:
         if not overwrite:
@@ -237,7 +241,7 @@ def study_runs(out: Path) -> list[RunState]:
     spec_path = out / "study.yaml"
     if not spec_path.is_file():
         raise FileNotFoundError(f"{out} is not a study directory (no study.yaml)")
-    runs = expand(load_spec(spec_path))
+    runs = expand(load_spec(spec_path, stored=True))
     live = is_held(out)
     planned = [(r.run_id, r.config.rlvr.steps if r.config.rlvr else r.config.optim.steps)
                for r in runs]  # fmt: skip

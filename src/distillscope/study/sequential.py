@@ -7,7 +7,7 @@ or, in a study file, ``until_decided: {max_seeds: 6, block: 2}``
 (:class:`~distillscope.study.spec.UntilDecided`).
 
 A *look* runs the study (resuming whatever is finished) and scores its claims. While some claim
-is inconclusive because it *lacks power* (``report.verdicts``: the design cannot decide the
+is inconclusive because it *lacks power* (``scorecard.verdicts``: the design cannot decide the
 published value at 80% power), each experiment it reads — an RLVR stage stands for its source
 experiment — gets ``block`` new seeds, the next integers after that experiment's largest seed
 (the same study always adds the same seeds), up to ``max_seeds`` seeds, and the study looks
@@ -66,7 +66,7 @@ class ClaimState(NamedTuple):
 
 
 #: ``judge(study_dir, alpha)``: every claim of the study scored at level ``alpha``, as
-#: :class:`ClaimState` fields (``report.decide.claim_states``).
+#: :class:`ClaimState` fields (``scorecard.decide.claim_states``).
 Judge = Callable[[Path, float], Sequence[tuple[int, str, bool, tuple[str, ...]]]]
 
 
@@ -178,9 +178,11 @@ def _adopt(out: Path, spec: StudySpec) -> None:
         return
     stored = read_stored_spec(path)
     mine = spec.model_dump(mode="json")
+    shown = ("until_decided", "typed_paths")  # typed_paths: how paths were typed, never run
     if isinstance(stored, dict) and stored != mine:
-        stored.pop("until_decided", None)
-        if stored == {k: v for k, v in mine.items() if k != "until_decided"}:
+        if {k: v for k, v in stored.items() if k not in shown} == {
+            k: v for k, v in mine.items() if k not in shown
+        }:
             with StudyLock(out):
                 prepare(spec, out, overwrite=True)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,9 +49,10 @@ from distillscope.config import (
     run_config_from_dict,
 )
 from distillscope.config.load import MESSAGE_LIMIT, did_you_mean
+from distillscope.config.paths import Resolution, resolve_spec_data
 from distillscope.labels import label_column
 from distillscope.safeyaml import YamlError, clip, load_yaml_file, quote
-from distillscope.store_versions import added_at_default
+from distillscope.store_versions import added_at_default, is_path_field
 
 PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
 
@@ -178,6 +180,18 @@ class StudySpec(BaseModel):
     until_decided: UntilDecided | None = Field(
         None, description="add seeds where claims lack power, look by look (study.sequential)"
     )
+    typed_paths: dict[str, str] = Field(
+        default_factory=dict,
+        description="each local path as the user typed it, by its resolved (absolute) form; the "
+        "study writes it (the runs read only the resolved paths)",
+    )
+
+    def shown(self, text: str) -> str:
+        """``text`` with each resolved path in it as the user typed it (``typed_paths``), for
+        display: ``mcq:/home/me/proj/data/x.jsonl`` → ``mcq:data/x.jsonl``."""
+        for resolved in sorted(self.typed_paths, key=len, reverse=True):
+            text = text.replace(resolved, self.typed_paths[resolved])
+        return text
 
     @property
     def stages(self) -> list[RLVRStage]:
@@ -237,19 +251,28 @@ def list_presets() -> dict[str, str]:
     return {p.stem: load_spec(p).description for p in sorted(PRESETS_DIR.glob("*.yaml"))}
 
 
-def load_spec(source: str | Path, overrides: list[str] = ()) -> StudySpec:
+def load_spec(source: str | Path, overrides: list[str] = (), stored: bool = False) -> StudySpec:
     """Read a study spec from a YAML path or a preset name (``smoke``, ``quick``, ``paper`` …).
 
+    A file's relative paths are read from its directory (:mod:`distillscope.config.paths`), a
+    preset's paths are taken as they are, and ``stored`` (a study directory's ``study.yaml``,
+    whose paths were resolved when it was written) takes them as they are too.
     ``overrides`` (``model.teacher=/models/q7b``) apply to every run, see :func:`with_overrides`.
     """
     path = Path(source)
-    if not path.is_file():
+    preset = not path.is_file()
+    if preset:
         path = preset_path(str(source))
-    spec = _read_spec(path)
-    return with_overrides(spec, list(overrides)) if overrides else spec
+    log = Resolution()
+    spec = _read_spec(path, None if preset or stored else log)
+    spec = with_overrides(spec, list(overrides), log) if overrides else spec
+    log.check()  # a path naming nothing, once the spec has validated
+    return spec
 
 
-def with_overrides(spec: StudySpec, overrides: list[str]) -> StudySpec:
+def with_overrides(
+    spec: StudySpec, overrides: list[str], log: Resolution | None = None
+) -> StudySpec:
     """``spec`` with ``section.field=value`` overrides applied to every run.
 
     They set the base config and replace the same key in any experiment's ``overrides``; a key
@@ -257,6 +280,9 @@ def with_overrides(spec: StudySpec, overrides: list[str]) -> StudySpec:
     axis that sets the key keeps its own value for its runs: ``model.teacher=DIR`` sets the
     teacher of every run but those of a bundle naming another one (e.g. the second teacher of
     ``teacher_scale`` in the real-model presets; edit a copy of the study to change it).
+
+    ``overrides`` are typed on the command line: their paths are read from the current
+    directory.
     """
     keys = [".".join(parse_override(item)[0]) for item in overrides]
     experiments = []
@@ -269,13 +295,22 @@ def with_overrides(spec: StudySpec, overrides: list[str]) -> StudySpec:
             )
         mine = {k: v for k, v in exp.overrides.items() if k not in keys}
         experiments.append(exp.model_copy(update={"overrides": mine}))
-    base = apply_overrides(spec.base, overrides)
-    return spec.model_copy(update={"base": base, "experiments": experiments})
+    log = Resolution() if log is None else log
+    base = apply_overrides(spec.base, overrides, paths_from=Path.cwd(), log=log)
+    typed = {**spec.typed_paths, **log.typed}
+    return spec.model_copy(update={"base": base, "experiments": experiments, "typed_paths": typed})
 
 
-def _read_spec(path: Path) -> StudySpec:
+def _read_spec(path: Path, log: Resolution | None = None) -> StudySpec:
+    """The study file at ``path``; with ``log``, its paths read from its directory (what was
+    found recorded there); without, as they are (a preset, a stored study.yaml)."""
     try:
-        return StudySpec.model_validate(load_yaml_file(path, "study file"))
+        data = load_yaml_file(path, "study file")
+        if log is not None and isinstance(data, dict):
+            data = resolve_spec_data(data, path.parent, str(path), log)
+            prior = data.get("typed_paths")  # a stored study.yaml given as the study file
+            data["typed_paths"] = {**(prior if isinstance(prior, dict) else {}), **log.typed}
+        return StudySpec.model_validate(data)
     except YamlError as err:
         raise ConfigError(str(err)) from None
     except ValidationError as err:
@@ -399,10 +434,13 @@ def _axis_choices(values: list[Any] | dict[str, Any]) -> list[tuple[str | None, 
 
 
 def run_id(experiment: str, axes: dict[str, Any], cfg: RunConfig) -> str:
-    """``<experiment>_<axis>-<value>_..._<hash8>``, safe as a directory name on any OS."""
+    """``<experiment>_<axis>-<value>_..._<hash8>``, safe as a directory name on any OS; a
+    path's value is its last part (``file-colors.jsonl``: the hash holds the whole path)."""
     parts = [experiment]
     for key, value in axes.items():
         short = key.split(".")[-1]
+        if is_path_field(key) and isinstance(value, str) and os.path.isabs(value):
+            value = Path(value).name
         parts.append(f"{short}-{value}")
     text = "_".join(parts)
     text = re.sub(r"[^A-Za-z0-9_.+-]", "-", text)[:120]

@@ -50,7 +50,16 @@ def stored_change(out: Path, spec: StudySpec) -> SpecChange | None:
     if not path.is_file():
         return None
     stored = read_stored_spec(path)
-    return None if stored == spec.model_dump(mode="json") else spec_change(stored, spec)
+    return (
+        None
+        if _runs_part(stored) == _runs_part(spec.model_dump(mode="json"))
+        else (spec_change(stored, spec))
+    )
+
+
+def _runs_part(dump: Any) -> Any:
+    """A spec's data but how its paths were typed (``typed_paths``: shown, never run)."""
+    return {k: v for k, v in dump.items() if k != "typed_paths"} if isinstance(dump, dict) else dump
 
 
 def read_stored_spec(spec_path: Path) -> object:

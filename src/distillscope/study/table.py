@@ -75,7 +75,7 @@ PLANNED_RLVR_GAIN = 0.09
 
 def planned_row(run: PlannedRun) -> dict[str, Any]:
     """:func:`plan_row` plus placeholders (:data:`PLANNED`) for what the run's config makes it
-    measure beyond the metrics every run has (``report.calibrate.TYPICAL``): an RLVR run's
+    measure beyond the metrics every run has (``scorecard.calibrate.TYPICAL``): an RLVR run's
     before/after accuracies (after = before + :data:`PLANNED_RLVR_GAIN`), pass@k for k > 10 up
     to ``eval.coverage_samples``, and its teacher's and student's sizes
     (``model/teacher_params``, ``model/student_params``, NaN when unreadable) — so that a

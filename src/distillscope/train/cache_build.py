@@ -4,7 +4,7 @@ For every seed and step the off-policy runs of a config (or of a study's teacher
 would take, the builder does what the training loop does before the student's forward
 (train/loop.py, steps 1–3): draws the step's prompts, samples the teacher's rollouts and scores
 them with the top-k teacher, each micro-batch as a run splits it. The entries go through the
-rollout cache's own writer (:class:`~distillscope.train.teacher.TeacherScorer` over a
+rollout cache's own writer (:class:`~distillscope.teacher.scorer.TeacherScorer` over a
 :class:`~distillscope.rollout.RolloutCache`), so a run reading them (``model.teacher_cache``)
 finds them under the keys it computes and replays the identical rollouts and scores. The
 directory is built under a temporary name and renamed when complete, manifest last: an
@@ -32,7 +32,7 @@ from distillscope import __version__
 from distillscope.config import RunConfig
 from distillscope.rollout.prompts import PromptEncoder
 from distillscope.tasks import training_problems
-from distillscope.train.cache_manifest import (
+from distillscope.teacher.manifest import (
     FORMAT,
     MANIFEST,
     TeacherCacheError,
@@ -40,12 +40,12 @@ from distillscope.train.cache_manifest import (
     shard_table,
     teacher_dir,
 )
+from distillscope.teacher.scorer import TeacherScorer
 from distillscope.train.checks import preflight
 from distillscope.train.distributed import ONE_PROCESS
 from distillscope.train.loop import Sampler, step_problems
 from distillscope.train.setup import load_models
 from distillscope.train.step import Objective
-from distillscope.train.teacher import TeacherScorer
 
 
 def build_teacher_cache(configs: list[RunConfig], out: Path, source: str) -> dict[str, Any]:

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from distillscope.config import RunConfig, served_url
-from distillscope.models.paths import check_model_dir, resolve_model_path
-from distillscope.models.served import TeacherClient
+from distillscope.config import RunConfig
 from distillscope.tasks import Task, resolve_task
 from distillscope.tasks.language import require_lingua
-from distillscope.train.cache_manifest import check_teacher_cache
-from distillscope.train.routing import check_routes, teacher_configs
+from distillscope.teacher.checks import check_teacher_caches, check_teacher_inputs
+from distillscope.teacher.routing import check_routes
 
 
 def preflight(cfg: RunConfig) -> Task:
@@ -21,14 +19,9 @@ def preflight(cfg: RunConfig) -> Task:
     (``ModelLoadError``), a served teacher that cannot be reached (``ServerError``), a missing
     task file, the first bad row of a task file, or a dataset task's dataset that cannot be read
     (not cached under ``HF_DATASETS_OFFLINE=1``, a field the rows lack); with several teachers,
-    each one's inputs and every prompt's route (:func:`.routing.check_routes`).
+    each one's inputs and every prompt's route (:mod:`distillscope.teacher.checks`).
     """
-    for one in teacher_configs(cfg):  # several teachers: each one's own
-        m = one.model
-        if served_url(m.teacher):  # a served teacher: reach the server (its model's name)
-            TeacherClient.from_config(m, vocab_size=0).model_name()
-        for spec in (m.student,) if served_url(m.teacher) else (m.teacher, m.student):
-            check_model_dir(resolve_model_path(spec), m.allow_pickle)
+    check_teacher_inputs(cfg)  # the model directories, a served teacher's server
     if cfg.task.file is not None and not Path(cfg.task.file).is_file():
         raise FileNotFoundError(f"task.file {cfg.task.file} does not exist")
     task = resolve_task(cfg.task)
@@ -47,10 +40,8 @@ def preflight(cfg: RunConfig) -> Task:
 
 def _optional_extras(cfg: RunConfig) -> None:
     """Refuse a LoRA student without peft, a tracker whose package is missing and a teacher
-    cache that does not fit the run (.cache_manifest)."""
-    for one in teacher_configs(cfg):  # several teachers: each cached one's
-        if one.model.teacher_cache is not None:
-            check_teacher_cache(one)
+    cache that does not fit the run (:mod:`distillscope.teacher.manifest`)."""
+    check_teacher_caches(cfg)  # several teachers: each cached one's
     if cfg.model.lora is not None:
         cfg.model.lora.preflight()
     if cfg.log is not None:

@@ -20,9 +20,9 @@ summed across ranks (:meth:`Ranks.sum_metrics`, :meth:`Ranks.sum_rows`), so ever
 the row one process logs. Only rank 0 writes the run directory (:attr:`Ranks.writes`).
 
 The student is not wrapped in ``DistributedDataParallel``: the scoring paths call the model's
-decoder body and head directly (:mod:`.scoring`), which DDP's forward would not see, so its
-gradient hooks would never fire. One all-reduce per update after the micro-batches' backward
-passes (in 32 MB buckets) is what DDP does under ``no_sync`` accumulation. With one process
+decoder body and head directly (:mod:`distillscope.rollout.scoring`), which DDP's forward would not
+see, so its gradient hooks would never fire. One all-reduce per update after the micro-batches'
+backward passes (in 32 MB buckets) is what DDP does under ``no_sync`` accumulation. With one process
 every method is the identity and the loop is unchanged bit for bit.
 
 A student too large for one process is sharded with FSDP (``--fsdp``, accelerate's
@@ -48,10 +48,9 @@ from typing import TypeVar
 import torch
 
 from distillscope.config import ConfigError, RunConfig
-from distillscope.rollout.rollouts import Rollouts
+from distillscope.rollout.rollouts import MicroBatch, Rollouts, micro_batches
 from distillscope.train import fsdp
 from distillscope.train.lora import trainable_parameters
-from distillscope.train.step import MicroBatch, micro_batches
 
 T = TypeVar("T")
 

@@ -27,20 +27,20 @@ import torch
 from distillscope.config import RLVRConfig, RunConfig
 from distillscope.models.load import load_model, load_options
 from distillscope.models.paths import check_model_dir
+from distillscope.models.precision import forward_precision
 from distillscope.models.vocab import stop_token_ids
 from distillscope.objectives.rlvr import dapo_loss, group_advantages
 from distillscope.rollout.diagnostics import rollout_length_metrics
 from distillscope.rollout.policies import StudentPolicy
 from distillscope.rollout.prompts import PromptEncoder, Stream, model_generator, step_rng
-from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec
+from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec, micro_batches
 from distillscope.rollout.sampler import sample_rollouts
+from distillscope.rollout.scoring import ScorePath
 from distillscope.tasks import Task, resolve_task, training_problems
 from distillscope.train.checkpoint import STUDENT_DIR
 from distillscope.train.distributed import ONE_PROCESS
-from distillscope.train.precision import forward_precision
 from distillscope.train.run import PhaseTimer, Run, max_norm, set_lr
-from distillscope.train.scoring import ScorePath
-from distillscope.train.step import micro_batch_share, micro_batches, use_fused
+from distillscope.train.step import micro_batch_share, use_fused
 
 
 def parent_student_dir(run_dir: Path, cfg: RunConfig) -> Path:

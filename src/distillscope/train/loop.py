@@ -16,9 +16,10 @@ comes from ``(seed, k)`` (:class:`~distillscope.rollout.prompts.Stream`), never 
 carried across steps.
 
 The pieces: :mod:`.run` (the run directory from claim to export, shared with :mod:`.grpo`),
-:mod:`.step` (the objective on one micro-batch), :mod:`.scoring` (score objects of either
-path), :mod:`.teacher` (the teacher's scores: live, cached or top-k), :mod:`.setup` (models,
-policy), :mod:`.distributed` (the collectives of a run on several processes).
+:mod:`.step` (the objective on one micro-batch), :mod:`distillscope.rollout.scoring` (score
+objects of either path), :mod:`distillscope.teacher` (the teacher of every kind behind one
+constructor: its rollouts and scores), :mod:`.setup` (models, policy), :mod:`.distributed` (the
+collectives of a run on several processes).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from distillscope.config import RunConfig
 from distillscope.metric_keys import accumulation
 from distillscope.models import resolve_model_path
 from distillscope.models.load import ModelPair, load_model, load_options
+from distillscope.models.precision import forward_precision
 from distillscope.objectives.estimators import draw_uniforms, kl_metrics_by_writer
 from distillscope.rollout.diagnostics import likelihood_metrics, rollout_length_metrics
 from distillscope.rollout.policies import (
@@ -42,30 +44,28 @@ from distillscope.rollout.policies import (
     NonFiniteSamplingError,
     RolloutPolicy,
 )
-from distillscope.rollout.prompts import PromptEncoder, Stream, model_generator, select_problems
-from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec
+from distillscope.rollout.prompts import Stream, model_generator, select_problems
+from distillscope.rollout.rollouts import MicroBatch, PromptBatch, Rollouts, SamplingSpec
 from distillscope.rollout.sampler import sample_rollouts
+from distillscope.rollout.scoring import TeacherScores
 from distillscope.rollout.vllm_engine import VLLMEngine, engine_metrics, rollout_engine
 from distillscope.tasks import training_problems
+from distillscope.teacher.kinds import open_teacher
+from distillscope.teacher.signal import informativeness_metrics
 from distillscope.train.checks import preflight
-from distillscope.train.cross_tokenizer import cross_tokenizer_run
 from distillscope.train.distributed import ONE_PROCESS, Ranks
 from distillscope.train.fsdp import adamw_groups, is_sharded
-from distillscope.train.informativeness import informativeness_metrics
 from distillscope.train.lora import merged_student, plain_weights, trainable_parameters
-from distillscope.train.precision import forward_precision
 from distillscope.train.profiles import Profiler
-from distillscope.train.routed import run_teachers, teacher_losses
 from distillscope.train.run import DivergedError, PhaseTimer, Run, max_norm, set_lr
-from distillscope.train.scoring import TeacherScores
 from distillscope.train.setup import load_models, make_policy
 from distillscope.train.step import (
     FixedAdvantage,
-    MicroBatch,
     Objective,
     diagnostic_logprobs,
     micro_batch_share,
     objective_loss,
+    teacher_losses,
 )
 
 __all__ = ["DivergedError", "distill", "lr_at"]  # DivergedError: what distill raises (.run)
@@ -105,16 +105,13 @@ def distill(
     is_cap = cfg.rollout.engine_is_cap if cfg.rollout.engine_is_correction else None
     objective = Objective.from_config(cfg.objective, pair.vocab_size, is_cap)  # bad top k fails
     pool = training_problems(task, cfg.task.eval_fraction)
-    encoder = PromptEncoder.of_run(task, cfg.task, pair)
     sampler, student = Sampler.of(cfg, pair), pair.student
     optimizer = _adamw(cfg, student)
     start = run.resume(student, optimizer)  # metrics.jsonl, trackers: from the checkpoint on
-    # the rollout cache keys the teacher's scores by the single-process micro-batches;
-    # model.teachers: each prompt's rollouts and scores from its routed teacher (.routed)
-    if objective.kind.inputs == "cross_tokenizer":  # the teacher reads its own tokens
-        encoder, teacher = cross_tokenizer_run(cfg, task, pair, objective)
-    else:
-        teacher = run_teachers(cfg, pair, objective, rollout_cache if ranks.world == 1 else None)
+    # the teacher of its kind (live, top-k, cached, served, routed, cross-tokenizer); the
+    # rollout cache keys the teacher's scores by the single-process micro-batches
+    teacher = open_teacher(cfg, pair, objective, rollout_cache if ranks.world == 1 else None)
+    encoder = teacher.prompt_encoder.of_run(task, cfg.task, pair)  # its prompts' tokenizers
     learner = Learner(cfg, objective, student, ranks)
     profiler = Profiler(cfg, pair, objective.path, encoder, pool, run_dir, start)
 
@@ -327,7 +324,7 @@ def update_metrics(
 ) -> dict[str, float]:
     """The step's loss metrics from its updates' ``passes``: the first update's diagnostics (of
     the policy that sampled), and each loss metric as the mean over the updates. With the
-    rollouts' ``rewards`` also the informativeness I (:mod:`distillscope.train.informativeness`;
+    rollouts' ``rewards`` also the informativeness I (:mod:`distillscope.teacher.signal`;
     ``rollout.rollouts_per_prompt`` ≥ 2)."""
     row = dict(passes[0].metrics)
     if rewards is not None:
@@ -380,10 +377,10 @@ def forward_backward(
         micro_a = None if advantage is None else advantage.rows(index_b.to(mask_B_T.device))
         loss, metrics, gathered = objective_loss(objective, s_scores, t_scores, r, micro_u, micro_a)
         (loss * share).backward()
-        if batch.route:  # several teachers: each one's loss on its own rows (already weighted)
-            metrics |= teacher_losses(
-                objective, s_scores, t_scores, mask_B_T, batch.route, micro, micro_u, micro_a
-            )
+        # several teachers: each one's loss on its own rows, already weighted (none: no row)
+        metrics |= teacher_losses(
+            objective, s_scores, t_scores, mask_B_T, batch.route, micro, micro_u, micro_a
+        )
         timer.lap("student_forward_backward")
         if advantage is None:
             logp_B_T = diagnostic_logprobs(objective, s_scores, t_scores, r, gathered)

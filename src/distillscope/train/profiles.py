@@ -36,16 +36,16 @@ import torch
 
 from distillscope.config import RunConfig
 from distillscope.models.load import ModelPair
+from distillscope.models.precision import forward_precision
 from distillscope.objectives.divergences import forward_kl_tokens, tempered_log_softmax
 from distillscope.objectives.positions import bin_edges, binned_means
 from distillscope.rollout.policies import StudentPolicy
 from distillscope.rollout.prompts import PromptEncoder, Stream, model_generator, step_rng
 from distillscope.rollout.rollouts import Rollouts, SamplingSpec
 from distillscope.rollout.sampler import sample_rollouts
+from distillscope.rollout.scoring import HiddenScores, LogitScores, ScorePath
 from distillscope.store import PROFILE_QUANTITIES, ProfileLog
 from distillscope.tasks.base import Problem
-from distillscope.train.precision import forward_precision
-from distillscope.train.scoring import HiddenScores, LogitScores, ScorePath
 
 #: (rows × V) fp32 buffers one chunk holds at once: two log-probs, two probs, two products.
 _BUFFERS = 6

@@ -5,34 +5,22 @@ from __future__ import annotations
 
 import torch
 
-from distillscope.config import RolloutConfig, RunConfig, served_url
-from distillscope.models import resolve_model_path
-from distillscope.models.load import ModelPair, load_pair, pair_options
-from distillscope.objectives.registry import CROSS_TOKENIZER_KINDS
+from distillscope.config import RolloutConfig, RunConfig
+from distillscope.models.load import ModelPair
 from distillscope.rollout.policies import RolloutPolicy
 from distillscope.rollout.policy_registry import ROLLOUT_POLICIES
-from distillscope.train.cross_tokenizer import load_cross_tokenizer_pair
+from distillscope.teacher.kinds import open_pair
 from distillscope.train.fsdp import shard_student
 from distillscope.train.lora import attach_lora
-from distillscope.train.routing import primary_config
-from distillscope.train.served import served_pair
 
 
 def load_models(cfg: RunConfig, shard: bool = False) -> ModelPair:
-    """Teacher and student of the run (tokenizers checked to match, teacher frozen); the
+    """Teacher and student of the run as the teacher's kind loads them
+    (:func:`distillscope.teacher.kinds.open_pair`: tokenizers checked, teacher frozen); the
     student carries ``model.lora``'s adapters (:mod:`.lora`: only they train), recomputes
     its layer activations in backward with ``model.gradient_checkpointing``, and with
     ``shard`` (``--fsdp``) has its layers sharded over the ranks (:mod:`.fsdp`)."""
-    cfg = primary_config(cfg)  # several teachers: the pair holds the first (.routing)
-    m = cfg.model
-    if served_url(m.teacher):  # a teacher behind a server: the student loads here (.served)
-        pair = served_pair(cfg)
-    elif cfg.objective.kind in CROSS_TOKENIZER_KINDS:  # each model with its own tokenizer
-        pair = load_cross_tokenizer_pair(cfg)
-    else:
-        pair = load_pair(
-            resolve_model_path(m.teacher), resolve_model_path(m.student), **pair_options(m)
-        )
+    pair, m = open_pair(cfg), cfg.model
     if m.lora is not None:
         pair.student = attach_lora(pair.student, m.lora)
     if m.gradient_checkpointing:

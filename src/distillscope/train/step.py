@@ -2,16 +2,18 @@
 
 :class:`Objective` resolves ``objective.*`` once per run — the kind's registry entry
 (:data:`distillscope.objectives.OBJECTIVES`), its typed options and the scoring path;
-:func:`micro_batches` is the step's one slicer of its batch; :func:`objective_loss` feeds the
-entry's loss from the score objects of :mod:`.scoring` (what it passes depends only on the
-entry's ``inputs``) and returns, beside the loss, the completion log-probs its pass gathered, which
+:func:`objective_loss` feeds the entry's loss from the score objects of
+:mod:`distillscope.rollout.scoring` (what it passes depends only on the entry's ``inputs``) and
+returns, beside the loss, the completion log-probs its pass gathered, which
 :func:`diagnostic_logprobs` passes on instead of scoring again; OPD's later updates of a rollout
-batch reuse its first update's advantage (:class:`FixedAdvantage`).
+batch reuse its first update's advantage (:class:`FixedAdvantage`); with several teachers,
+:func:`teacher_losses` gives each one's loss on its rows. The micro-batches are
+:func:`~distillscope.rollout.rollouts.micro_batches`'.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -21,8 +23,8 @@ from distillscope.objectives.divergences import check_options, truncated_is_weig
 from distillscope.objectives.fused import TokenLogprobs
 from distillscope.objectives.registry import FUSED_MIN_VOCAB
 from distillscope.objectives.topk import check_topk
-from distillscope.rollout.rollouts import Rollouts
-from distillscope.train.scoring import ScorePath, Scores, TeacherScores, divergence_between
+from distillscope.rollout.rollouts import MicroBatch, Rollouts
+from distillscope.rollout.scoring import ScorePath, Scores, TeacherScores, divergence_between
 
 
 def use_fused(cfg: ObjectiveConfig, vocab_size: int) -> bool:
@@ -46,30 +48,6 @@ def micro_batch_share(mask_B_T: torch.Tensor, index_b: torch.Tensor, reduction: 
     counts_B = m_B_T.sum(dim=-1) if reduction == "token_mean" else m_B_T.any(dim=-1)
     total = float(counts_B.sum())
     return float(counts_B[index_b].sum()) / total if total > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class MicroBatch:
-    """One of a step's ``optim.grad_accum`` micro-batches: its rows of the batch, and them."""
-
-    index_b: torch.Tensor  # row indices into the step's batch (CPU)
-    rollouts: Rollouts
-
-
-def micro_batches(rollouts: Rollouts, n: int) -> list[MicroBatch]:
-    """The step's ``n`` micro-batches: consecutive rows, none empty (the batch itself for one).
-
-    The one slicer of the step: the student's forwards and the teacher's scores (live or cached)
-    both read these rows.
-    """
-    out = []
-    for index_b in torch.arange(rollouts.batch_size).tensor_split(n):
-        if len(index_b) == rollouts.batch_size:
-            out.append(MicroBatch(index_b, rollouts))
-        elif len(index_b):
-            device = rollouts.completion_mask_B_T.device
-            out.append(MicroBatch(index_b, rollouts.rows(index_b.to(device))))
-    return out
 
 
 @dataclass(frozen=True)
@@ -150,19 +128,19 @@ def objective_loss(
     the sampled estimators.
 
     What the kind's loss reads depends on its entry's ``inputs`` (registry docstring): the two
-    models' full scores (:func:`~.scoring.divergence_between`: the teacher's scores pick the
-    path, or fold the student onto a top-k teacher), per-token log-probs of the rollout's own
-    tokens (OPD), or of one token per position drawn from ``draws_from`` (the sampled
-    estimators). The teacher is a constant. OPD's advantage Δℓ = log π_T − log π_S is that of
-    this forward on a batch's first update (``advantage`` None), else ``advantage``'s
-    (``teacher`` is then not read). ``gathered``: the completion's log-probs a fused
-    full-vocabulary pass computed on the way (None otherwise), for :func:`diagnostic_logprobs`.
+    models' full scores (:func:`~distillscope.rollout.scoring.divergence_between`: the teacher's
+    scores pick the path, or fold the student onto a top-k teacher), per-token log-probs of the
+    rollout's own tokens (OPD), or of one token per position drawn from ``draws_from`` (the sampled
+    estimators). The teacher is a constant. OPD's advantage Δℓ = log π_T − log π_S is that of this
+    forward on a batch's first update (``advantage`` None), else ``advantage``'s (``teacher`` is
+    then not read). ``gathered``: the completion's log-probs a fused full-vocabulary pass computed
+    on the way (None otherwise), for :func:`diagnostic_logprobs`.
     """
     kind, o, mask_B_T = objective.kind, objective.options, r.completion_mask_B_T
     weight_B_T = loss_mask(r, objective.engine_is_cap)  # the mask the loss reduces over
     if kind.inputs == "logits":
         return divergence_between(kind.load(), student, teacher, weight_B_T, o, r)
-    if kind.inputs == "cross_tokenizer":  # teacher: train/cross_tokenizer.AlignedTeacher
+    if kind.inputs == "cross_tokenizer":  # the teacher's aligned scores compute the loss
         return *teacher.loss(kind.load(), student, weight_B_T, o), None
     loss = kind.load()
     tau_s, tau_t = o.student_temperature, o.teacher_temperature
@@ -221,4 +199,35 @@ def diagnostic_logprobs(
         ("teacher", teacher, o.teacher_temperature),
     ):
         out[f"{role}_loss_t"], out[f"{role}_t1"] = scores.loss_t_and_t1_logprobs(r, tau)
+    return out
+
+
+@torch.no_grad()
+def teacher_losses(
+    objective: Objective,
+    student,
+    teacher: TeacherScores | None,
+    batch_mask_B_T: torch.Tensor,
+    route: list[str],
+    micro: MicroBatch,
+    uniforms_B_T: torch.Tensor | None = None,
+    advantage=None,
+) -> dict[str, float]:
+    """``teacher/<name>/loss`` of one micro-batch: the objective on its rows routed to
+    ``name`` (the others masked), times the micro-batch's share of the loss normaliser of
+    ``name``'s rows of the whole batch (``batch_mask_B_T``) — summed over the micro-batches,
+    the loss of a batch of ``name``'s rows alone. No gradient; one extra loss per teacher."""
+    r, index_b = micro.rollouts, micro.index_b
+    reduction, out = objective.options.reduction, {}
+    device = batch_mask_B_T.device
+    for name in dict.fromkeys(route):
+        whole_B = torch.tensor([n == name for n in route], device=device)
+        share = micro_batch_share(batch_mask_B_T * whole_B[:, None], index_b, reduction)
+        rows_B = whole_B[index_b.to(device)]
+        if not bool(rows_B.any()):  # every rank logs every key: 0 where it has no row
+            out[f"teacher/{name}/loss"] = 0.0
+            continue
+        own = replace(r, completion_mask_B_T=r.completion_mask_B_T * rows_B[:, None])
+        loss, _, _ = objective_loss(objective, student, teacher, own, uniforms_B_T, advantage)
+        out[f"teacher/{name}/loss"] = float(loss) * share
     return out

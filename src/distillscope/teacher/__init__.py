@@ -1,0 +1,1 @@
+"""The teacher of a run: every kind behind one constructor (docs/architecture.md)."""

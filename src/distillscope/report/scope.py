@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from distillscope.config.model import ModelConfig
-from distillscope.results.aggregate import SEED, done
+from distillscope.results.aggregate import SEED
 from distillscope.results.reader import Study
 
 NOT_RECORDED = "parameters not recorded"
@@ -161,7 +161,7 @@ def study_scope(study: Study) -> Scope:
     every = pd.concat([runs, base], ignore_index=True) if not base.empty else runs
     tasks = _distinct(every, "task.dataset") or _distinct(every, "task.name")
     transfer = tuple(t for t in _distinct(every, "measures.transfer") if t != "none")
-    finished = len(done(runs)) if "status" in runs.columns else 0
+    finished = len(study.finished) if "status" in runs.columns else 0
     text = f"{len(runs)} runs ({finished} finished)"
     if not base.empty:
         plural = "s" if len(base) > 1 else ""

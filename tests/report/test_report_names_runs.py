@@ -107,7 +107,7 @@ def test_the_report_names_the_teachers_and_task_that_ran(kind, synth, tmp_path):
     lines = dict(scope.lines())
     assert lines.get(label) == line, scope.lines()
     assert lines["Task"] == "mcq:data/colors.jsonl"
-    lead = main_lead(study)
+    lead = main_lead(scope)
     assert "on mcq:data/colors.jsonl" in lead
     for text in (*lines.values(), lead, scope.phrase()):
         assert HERE not in text and never not in text, text
@@ -137,7 +137,7 @@ def test_the_teachers_section_shows_paths_as_typed_and_routed_sizes(synth, tmp_p
     )
     root = _typed(synth.write_study(tmp_path / "s", local + routed))
     study = load_study(root)
-    table = teacher_table(study.results, study.spec)
+    table = teacher_table(study.finished, study.spec)
     names = [r[0] for r in table.rows]
     assert names == ["models/teacher", "large (routed)", "small (routed)"]
     assert [r[-1] for r in table.rows] == ["1929024 ± 0", "2500000 ± 0", "420000 ± 0"]

@@ -13,6 +13,7 @@ from distillscope.report.render import (
     MAIN_FIGURE,
     MAIN_FIGURE_LEAD,
     esc,
+    gather,
     md_escape,
     render_html,
     render_markdown,
@@ -281,7 +282,8 @@ def rendered(synth, tmp_path_factory) -> tuple[str, str]:
     root = synth.write_study(tmp_path_factory.mktemp("summary") / "s", rows)
     study = load_study(root)
     out = root / "report"
-    return render_html(study, CLAIMS, []), render_markdown(study, CLAIMS, [], out)
+    contents = gather(study, CLAIMS, [])
+    return render_html(contents), render_markdown(contents, out)
 
 
 def _html_summary(html: str) -> str:

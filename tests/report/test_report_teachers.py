@@ -10,6 +10,7 @@ from tests.conftest import save_tiny_llama
 from distillscope.report.render import write_report
 from distillscope.report.teachers import COLUMNS, teacher_table
 from distillscope.results.aggregate import cell_columns
+from distillscope.results.reader import finished_runs
 from distillscope.scorecard import score_claims
 from distillscope.scorecard.runner import NOT_IMPLEMENTED
 from distillscope.scorecard.verdicts import NOT_TESTED
@@ -57,7 +58,7 @@ def test_teachers_are_cells_and_the_report_has_a_row_per_teacher(tiny_pair, tmp_
     runs = df[df["experiment"] == "teachers"]
     assert set(runs["status"]) == {"done"} and len(runs) == 3
     assert len(runs.groupby(cell_columns(runs), dropna=False)) == 3  # three distinct cells
-    table = teacher_table(df)
+    table = teacher_table(finished_runs(df))
     assert table.columns == COLUMNS
     labels = [row[0] for row in table.rows]
     assert labels == sorted([str(teacher), str(student)]) + ["big (routed)", "small (routed)"]
@@ -99,7 +100,7 @@ def test_one_teacher_gives_no_section():
     df = pd.DataFrame(
         {"status": ["done", "done"], "model.teacher": ["t", "t"], "eval/accuracy": [0.5, 0.7]}
     )
-    assert teacher_table(df) is None
+    assert teacher_table(finished_runs(df)) is None
 
 
 def test_claim_28_reads_a_study_of_two_students_and_two_teachers(tiny_pair, tmp_path):

@@ -256,7 +256,7 @@ def test_no_rule_is_structurally_false_on_the_paper_record():
 
     root = Path(__file__).parents[2] / "bench" / "records" / "paper-2026-12-03"
     study = load_study(root)
-    df = add_features(study.scored, root, list(CLAIMS))
+    df = add_features(study.scored, study.metrics, list(CLAIMS))
     tested = [r.id for r in score_claims(df) if r.verdict not in UNSCORED]
     assert len(tested) >= 25
     cal = calibrate(df, draws=10, seed=0, claims=tested, study_dir=root)

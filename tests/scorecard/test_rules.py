@@ -13,6 +13,7 @@ import pytest
 import distillscope.scorecard.claims.common as common
 from distillscope.report.grids import main_grid
 from distillscope.results.matching import FORWARD_VS_REVERSE, ON_VS_OFF, paired
+from distillscope.results.reader import finished_runs
 from distillscope.results.stats import fisher_greater, spearman, t_quantile, trend
 from distillscope.scorecard import score_claims
 
@@ -39,7 +40,7 @@ def test_rules_choose_rows_by_values_not_by_reader_names(synth, monkeypatch):
 
 
 def test_a_contrast_pairs_matched_cells_by_value(synth):
-    m = main_grid(_main(synth))
+    m = main_grid(finished_runs(_main(synth)))
     pairs = paired(m, "eval/accuracy", ON_VS_OFF)
     assert len(pairs) == 4  # KL × LR cells
     flipped = paired(m, "eval/accuracy", ON_VS_OFF.reversed())

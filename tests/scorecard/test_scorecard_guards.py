@@ -14,6 +14,7 @@ import math
 import pandas as pd
 import pytest
 
+from distillscope.results.reader import Study
 from distillscope.scorecard.claim_spec import (
     ABOVE,
     EVERY,
@@ -195,17 +196,16 @@ def test_trajectory_features_are_read_for_the_runs_of_the_claims_experiments(tmp
         }
     )
     claim = _claim(_part("A", GOOD), features={"feat/last": _last, "feat/kept": _last})
-    out = add_features(df, tmp_path, [claim])
+    metrics = Study(tmp_path, df).metrics  # each run's metrics.jsonl, read once
+    out = add_features(df, metrics, [claim])
     # m2 has no metrics.jsonl; lr_sweep is not the claim's; "../m1" is never read
     assert out["feat/last"].tolist()[:1] == [4.0]
     assert all(math.isnan(v) for v in out["feat/last"].tolist()[1:])
     assert out["feat/kept"].tolist()[0] == 4.0 and out["feat/kept"].tolist()[2] == 3.0
     assert "feat/last" not in df.columns and df["feat/kept"].tolist() == [1.0, 2.0, 3.0, 4.0]
     for cut in ("run_id", "experiment"):
-        assert add_features(df.drop(columns=[cut]), tmp_path, [claim]).equals(
-            df.drop(columns=[cut])
-        )
-    assert add_features(df, tmp_path, [_claim(_part("A"))]) is df  # no feature: untouched
+        assert add_features(df.drop(columns=[cut]), metrics, [claim]).equals(df.drop(columns=[cut]))
+    assert add_features(df, metrics, [_claim(_part("A"))]) is df  # no feature: untouched
 
 
 def test_score_claims_scores_the_asked_claims_in_order(tmp_path):

@@ -24,6 +24,7 @@ from distillscope.results.aggregate import (
     spectrum_temperatures,
     spectrum_temperatures_text,
 )
+from distillscope.results.reader import finished_runs
 from distillscope.scorecard.runner import score_claims
 
 PAPER = "paper (both at T = 1.0)"
@@ -79,7 +80,8 @@ def test_temperatures_are_read_from_the_config_column_old_tables_are_paper(synth
 
 @pytest.mark.parametrize("temperatures", [None, "paper"])
 def test_paper_spectrum_leaves_its_offpd_cells_out(synth, temperatures):
-    grid = spectrum_grid(pd.DataFrame(_spectrum_rows(synth, temperatures, offpd=True)))
+    rows = _spectrum_rows(synth, temperatures, offpd=True)
+    grid = spectrum_grid(finished_runs(pd.DataFrame(rows)))
     kept, note = comparable_spectrum(grid)
     assert set(kept["rollout.policy"]) == {"spectrum"}
     assert len(kept) == len(grid) - 6
@@ -88,10 +90,10 @@ def test_paper_spectrum_leaves_its_offpd_cells_out(synth, temperatures):
 
 
 def test_policies_spectrum_keeps_its_offpd_cells(synth):
-    grid = spectrum_grid(pd.DataFrame(_spectrum_rows(synth, "policies", offpd=True)))
+    grid = spectrum_grid(finished_runs(pd.DataFrame(_spectrum_rows(synth, "policies", offpd=True))))
     kept, note = comparable_spectrum(grid)
     assert kept.equals(grid) and note == ""
-    plain = spectrum_grid(pd.DataFrame(_spectrum_rows(synth, None)))
+    plain = spectrum_grid(finished_runs(pd.DataFrame(_spectrum_rows(synth, None))))
     kept, note = comparable_spectrum(plain)  # no OffPD runs: nothing to leave out
     assert kept.equals(plain) and note == ""
 
@@ -118,7 +120,7 @@ def test_spectrum_claims_say_which_cells_they_left_out(synth):
 def test_tables_and_figures_name_the_temperatures(synth, tmp_path):
     rows = synth.grid("main", synth.main_cells(synth.PAPER_ACC))
     for temperatures, words in ((None, PAPER), ("policies", POLICIES)):
-        df = pd.DataFrame(rows + _spectrum_rows(synth, temperatures, offpd=True))
+        df = finished_runs(pd.DataFrame(rows + _spectrum_rows(synth, temperatures, offpd=True)))
         table = experiment_tables(df)["spectrum"]
         column = table.columns.index("Spectrum temperatures")
         assert table.columns[0] == "Rollout" and column == 1

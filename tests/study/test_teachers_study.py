@@ -13,6 +13,7 @@ from tests.objectives.test_token_alignment import arithmetic_bpe
 from distillscope.report.render import write_report
 from distillscope.report.teachers import teacher_table
 from distillscope.results.aggregate import cell_columns
+from distillscope.results.reader import finished_runs
 from distillscope.store import read_metrics, run_dir
 from distillscope.study.run_study import run_study
 from distillscope.study.spec import StudySpec, expand
@@ -106,7 +107,7 @@ def test_routed_cross_tokenizer_and_cached_teachers_in_one_study(tiny_pair, tmp_
     assert sorted(p.name for p in cache.iterdir()) == sorted([*shards, MANIFEST])
 
     # the report: a row per teacher, routed teachers by name, the objective labelled
-    table = teacher_table(df)
+    table = teacher_table(finished_runs(df))
     labels = [row[0] for row in table.rows]
     assert labels == sorted([str(teacher), str(bpe)]) + ["big (routed)", "other (routed)"]
     for row in table.rows:

@@ -26,9 +26,9 @@ from distillscope.report.figures import (
     save_figure,
     style,
 )
-from distillscope.results.aggregate import cell_columns, done, with_labels
+from distillscope.results.aggregate import cell_columns
 from distillscope.results.matching import cell_key
-from distillscope.results.reader import Study, metrics_frame
+from distillscope.results.reader import Study
 
 LOSS, GRAD, LENGTH = "train/loss", "train/grad_norm", "rollout/len_mean"
 S_PROB, T_PROB = "rollout/student_token_prob", "rollout/teacher_token_prob"
@@ -38,7 +38,7 @@ MAX_LINES = 8  # one colour each from the palette; more cells are split over sev
 
 def training_figures(study: Study, out_dir: Path) -> list[FigureInfo]:
     """Training curves averaged over seeds, per cell, for every experiment of ``study``."""
-    rows = done(study.results)
+    rows = study.finished
     if rows.empty:
         return []
     exp = (
@@ -48,7 +48,7 @@ def training_figures(study: Study, out_dir: Path) -> list[FigureInfo]:
     )
     out = []
     for i, name in enumerate(sorted(exp.unique())):
-        curves = _cell_curves(study, with_labels(rows[exp == name]))
+        curves = _cell_curves(study, rows[exp == name])
         for j in range(0, len(curves), MAX_LINES):
             part = curves[j : j + MAX_LINES]
             suffix = f"_{j // MAX_LINES + 1}" if len(curves) > MAX_LINES else ""
@@ -84,7 +84,7 @@ def seed_mean_curve(
     how many runs logged any step; an empty frame when none did."""
     runs = []
     for run_id in run_ids:
-        m = metrics_frame(study.run_dir(run_id))
+        m = study.metrics(run_id)
         if not m.empty and "step" in m.columns:
             keep = ["step"] + [k for k in keys if k in m.columns]
             runs.append(m[keep].apply(pd.to_numeric, errors="coerce"))

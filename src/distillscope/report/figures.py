@@ -29,11 +29,9 @@ from distillscope.report.grids import (
 )
 from distillscope.results.aggregate import (
     comparable_spectrum,
-    done,
     percent_scale,
     spectrum_temperatures,
     spectrum_temperatures_text,
-    with_labels,
 )
 from distillscope.results.matching import cell_means
 from distillscope.scorecard.claims.common import plain as plain_rows
@@ -138,9 +136,10 @@ def log_axis(ax: Axes, axis: str, ticks: Sequence[float] | None = None) -> None:
     target.set_minor_formatter(NullFormatter())
 
 
-def main_bars_figure(df: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
-    """Accuracy / forgetting / sparsity bars per rollout × KL direction, one bar per LR."""
-    m = main_grid(df)
+def main_bars_figure(finished: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
+    """Accuracy / forgetting / sparsity bars per rollout × KL direction, one bar per LR, of the
+    ``finished`` runs (``Study.finished``: labelled; so are the other figures' ``finished``)."""
+    m = main_grid(finished)
     panels = _panels(m)
     if m.empty or not panels:
         return None
@@ -223,12 +222,11 @@ def _style_map(keys: Sequence[tuple]) -> dict:
     return out
 
 
-def lr_sweep_figure(df: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
+def lr_sweep_figure(finished: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
     """Accuracy, forgetting and sparsity against the learning rate, per rollout × KL direction."""
-    rows = plain_rows(experiment_rows(done(df), "lr_sweep"))
+    rows = plain_rows(experiment_rows(finished, "lr_sweep"))
     if n_values(rows, "optim.lr") < 3:
         return None
-    rows = with_labels(rows)
     panels = _panels(rows)
     if not panels:
         return None
@@ -259,10 +257,10 @@ def lr_sweep_figure(df: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
     )
 
 
-def spectrum_figure(df: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
+def spectrum_figure(finished: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
     """Accuracy, forgetting and sparsity against λ, per KL direction; the title names the
     spectrum's temperatures (docs/method.md §3 "The spectrum's ends")."""
-    rows, left_out = comparable_spectrum(spectrum_grid(df))
+    rows, left_out = comparable_spectrum(spectrum_grid(finished))
     if n_values(rows, "_lam") < 3:
         return None
     panels = _panels(rows)
@@ -309,9 +307,9 @@ def _lam_axis(ax: Axes) -> None:
         ax.axvline(x, color="0.6", linewidth=0.8, linestyle=":")
 
 
-def likelihood_figure(df: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
+def likelihood_figure(finished: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
     """Mean per-token probability of the training rollouts under student and teacher, vs λ."""
-    rows, _ = comparable_spectrum(spectrum_grid(df))
+    rows, _ = comparable_spectrum(spectrum_grid(finished))
     cols = (
         ("rollout/student_token_prob_mean", "Under the student"),
         ("rollout/teacher_token_prob_mean", "Under the teacher"),
@@ -337,9 +335,9 @@ def likelihood_figure(df: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
     )
 
 
-def pass_at_k_figure(df: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
+def pass_at_k_figure(finished: pd.DataFrame, out_dir: Path) -> FigureInfo | None:
     """pass@k against k per main-grid cell, in distribution and on the harder variant."""
-    m = main_grid(df)
+    m = main_grid(finished)
     prefixes = [
         (p, t)
         for p, t in (("eval/pass@", "In distribution"), ("eval/harder/pass@", "Harder variant"))

@@ -3,7 +3,8 @@ experiment's rows, chosen by config values (``rollout.policy == "student"``, …
 
 The scorecard does not read these: each claim reads only its declared experiments through
 ``scorecard.evidence``. Baseline rows (the untrained student) and the RLVR stage's runs are never
-part of a sub-grid.
+part of a sub-grid. Every function here takes the study's finished runs with their labels
+(``results.reader.Study.finished``, computed once per report), never the raw results table.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from distillscope.results.aggregate import done, is_baseline, is_rlvr, with_labels
+from distillscope.results.aggregate import is_baseline, is_rlvr
 from distillscope.results.matching import LAMBDA
 from distillscope.scorecard.claims.common import plain
 
@@ -32,15 +33,16 @@ def where(df: pd.DataFrame, column: str, values: Sequence[object]) -> pd.DataFra
     return df[df[column].isin(list(values))]
 
 
-def finished(df: pd.DataFrame) -> pd.DataFrame:
-    """Finished runs of the study's experiments, without the baseline and the RLVR stage."""
-    rows = done(df)
-    return rows[~is_baseline(rows) & ~is_rlvr(rows)]
+def distilled(finished: pd.DataFrame) -> pd.DataFrame:
+    """The ``finished`` runs of the study's experiments, without the baseline and the RLVR
+    stage."""
+    return finished[~is_baseline(finished) & ~is_rlvr(finished)]
 
 
-def main_grid(df: pd.DataFrame) -> pd.DataFrame:
-    """The finished OnPD/OffPD × forward/reverse KL runs of the main grid, with labels."""
-    rows = plain(experiment_rows(finished(df), "main"))
+def main_grid(finished: pd.DataFrame) -> pd.DataFrame:
+    """The OnPD/OffPD × forward/reverse KL runs of the main grid among the ``finished`` runs
+    (``Study.finished``: labelled)."""
+    rows = plain(experiment_rows(distilled(finished), "main"))
     rows = where(
         where(rows, "rollout.policy", ["student", "teacher"]),
         "objective.kind",
@@ -48,15 +50,16 @@ def main_grid(df: pd.DataFrame) -> pd.DataFrame:
     )
     if "rollout.policy" not in rows.columns or "objective.kind" not in rows.columns:
         return rows.iloc[0:0]
-    return with_labels(rows)
+    return rows
 
 
-def spectrum_grid(df: pd.DataFrame) -> pd.DataFrame:
-    """Finished full-vocabulary forward/reverse KL runs with a known λ (the λ-spectrum)."""
-    rows = plain(experiment_rows(finished(df), "spectrum"))
+def spectrum_grid(finished: pd.DataFrame) -> pd.DataFrame:
+    """Full-vocabulary forward/reverse KL runs with a known λ (the λ-spectrum) among the
+    ``finished`` runs (``Study.finished``: labelled)."""
+    rows = plain(experiment_rows(distilled(finished), "spectrum"))
     if "rollout.policy" not in rows.columns or "objective.kind" not in rows.columns:
         return rows.iloc[0:0]
-    rows = with_labels(where(rows, "objective.kind", ["forward_kl", "reverse_kl"]))
+    rows = where(rows, "objective.kind", ["forward_kl", "reverse_kl"])
     return rows[rows[LAMBDA].notna()]
 
 

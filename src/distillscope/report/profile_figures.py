@@ -24,7 +24,7 @@ from distillscope.report.figures import (
     save_figure,
     style,
 )
-from distillscope.results.aggregate import cell_columns, done, with_labels
+from distillscope.results.aggregate import cell_columns
 from distillscope.results.matching import cell_key
 from distillscope.results.reader import Study
 from distillscope.store import read_profiles
@@ -42,10 +42,9 @@ NAMED = ("rollout.policy", "objective.kind", "optim.lr")
 
 def profile_figures(study: Study, out_dir: Path) -> list[FigureInfo]:
     """One profile figure per cell of ``study`` whose finished runs wrote profiles."""
-    rows = done(study.results)
+    rows = study.finished
     if rows.empty:
         return []
-    rows = with_labels(rows)
     by = cell_columns(rows)
     varying = [c for c in by if c != "experiment" and rows[c].map(str).nunique() > 1]
     named = [c for c in NAMED if c in by] + [c for c in varying if c not in NAMED]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import html
 import re
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from distillscope.report.figures import (
 )
 from distillscope.report.profile_figures import profile_figures
 from distillscope.report.rlvr_figures import rlvr_figure
-from distillscope.report.scope import shown_frames, study_scope
+from distillscope.report.scope import Scope, shown_frames, study_scope
 from distillscope.report.summary import (
     UNTESTED,
     SummaryGroup,
@@ -50,13 +51,14 @@ from distillscope.report.tables import (
     status_table,
     verdict_counts,
 )
+from distillscope.report.teachers import teacher_table
 from distillscope.results.reader import Study, load_study
 from distillscope.scorecard import decide
 from distillscope.scorecard.runner import (
     ClaimResult,
     instrument_checks,
     published,
-    score_claims,
+    score_study,
 )
 
 HOW_TO_READ = (
@@ -162,26 +164,61 @@ def write_report(study_dir: Path) -> dict[str, Path]:
         ``{"html": report.html, "markdown": report.md, "figures": figures/ directory}`` plus one
         ``"figure:<name>"`` entry per PNG.
     """
-    study = load_study(Path(study_dir))
+    study = load_study(Path(study_dir))  # read once: every part below receives this one
     out = study.root / "report"
     fig_dir = out / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
     for old in fig_dir.glob("*.png"):  # a re-report must not show figures whose data is gone
         old.unlink()
-    claims = score_claims(study.scored, study.root, alpha=decide.level(study.root))
+    claims = score_study(study, alpha=decide.level(study.root))
     figures = _figures(study, fig_dir) + analysis_figures(study, fig_dir)
+    contents = gather(study, claims, figures)
     html_path, md_path = out / "report.html", out / "report.md"
-    html_path.write_text(render_html(study, claims, figures), encoding="utf-8")
-    md_path.write_text(render_markdown(study, claims, figures, out), encoding="utf-8")
+    html_path.write_text(render_html(contents), encoding="utf-8")
+    md_path.write_text(render_markdown(contents, out), encoding="utf-8")
     paths = {"html": html_path, "markdown": md_path, "figures": fig_dir}
     paths.update({f"figure:{f.path.stem}": f.path for f in figures})
     return paths
 
 
+@dataclass
+class Contents:
+    """What both renderings show, computed once from the study and its scored claims."""
+
+    study: Study
+    claims: list[ClaimResult]
+    scope: Scope
+    tables: dict[str, Table | None]  # status, problems, scorecard, checks, main, teachers
+    experiments: dict[str, Table]  # one cell table per experiment
+    decided: list[str]  # "What decides the claims": its title and paragraphs ([]: none)
+    analysis: list[tuple[str, Table]]  # `distillscope analyze` tables
+    main_figure: FigureInfo | None
+    figures: list[FigureInfo]  # the others, analysis figures apart
+    analysis_figures: list[FigureInfo]
+
+
+def gather(study: Study, claims: list[ClaimResult], figures: list[FigureInfo]) -> Contents:
+    """The report's contents: each section's table, text and figures, made once."""
+    main_figure, figures = split_main_figure(figures)
+    analysis_figs, figures = split_analysis(figures)
+    return Contents(
+        study=study,
+        claims=claims,
+        scope=study_scope(study),
+        tables=_sections(study, claims),
+        experiments=experiment_tables(shown_frames(study)[0]),
+        decided=decide.paragraphs(study, claims),
+        analysis=analysis_tables(study),
+        main_figure=main_figure,
+        figures=figures,
+        analysis_figures=analysis_figs,
+    )
+
+
 def _figures(study: Study, fig_dir: Path) -> list[FigureInfo]:
-    df = study.results
+    finished = study.finished
     made = [
-        f(df, fig_dir)
+        f(finished, fig_dir)
         for f in (
             main_bars_figure,
             lr_sweep_figure,
@@ -228,9 +265,8 @@ def _duration(start: object, end: object) -> str:
     return f"{h} h {rest // 60:02d} min" if h else f"{rest // 60} min {rest % 60:02d} s"
 
 
-def main_lead(study: Study) -> str:
+def main_lead(scope: Scope) -> str:
     """The main table's lead: what its cells are and which models and task they are of."""
-    scope = study_scope(study)
     return (
         f"Mean ± SEM over seeds; n = finished seeds. {scope.models_text()}; the last row is the "
         "untrained student, evaluated with the same seeds (the reference, not a cell)."
@@ -250,6 +286,8 @@ def _sections(study: Study, claims: list[ClaimResult]) -> dict[str, Table | None
         if instrument_checks(claims)
         else None,
         "main": main_table(*shown_frames(study)),
+        # two teachers or more (report/teachers.py)
+        "teachers": teacher_table(study.finished, study.spec),
     }
 
 
@@ -321,13 +359,11 @@ def split_main_figure(figures: list[FigureInfo]) -> tuple[FigureInfo | None, lis
     return main, [f for f in figures if f is not main]
 
 
-def _html_summary(
-    claims: list[ClaimResult], main_figure: FigureInfo | None, study: Study
-) -> list[str]:
+def _html_summary(c: Contents) -> list[str]:
     """The summary: what was studied (``report.scope``) before any verdict, then the verdicts
     in words (groups named with the scope, headline per decided claim with its calibrated
     rates) and the main figure."""
-    scope = study_scope(study)
+    scope, claims, study, main_figure = c.scope, c.claims, c.study, c.main_figure
     parts = ["<h2>Summary of findings</h2>", f"<p>{esc(scope.sentence())}</p>", '<dl class="prov">']
     parts += [f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in scope.lines()]
     parts += ["</dl>", f"<p>{esc(summary_sentence(claims, scope.phrase()))}</p>"]
@@ -366,9 +402,9 @@ def _html_group(group: SummaryGroup) -> str:
     return f'<li class="finding verdict-{slug}">{head}<ul>{"".join(items)}</ul></li>'
 
 
-def _html_analysis(study: Study, figures: list[FigureInfo]) -> list[str]:
+def _html_analysis(c: Contents) -> list[str]:
     """The ``distillscope analyze`` section: each analysed run's tables, then the figures."""
-    tables = analysis_tables(study)
+    tables, figures = c.analysis, c.analysis_figures
     if not tables and not figures:
         return []
     parts = ["<h2>Gradient and estimator analysis</h2>"]
@@ -384,12 +420,10 @@ def _html_figure(f: FigureInfo) -> str:
     )
 
 
-def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInfo]) -> str:
+def render_html(c: Contents) -> str:
     """The whole report as one self-contained HTML document."""
-    t = _sections(study, claims)
+    study, claims, t = c.study, c.claims, c.tables
     counts = verdict_counts(published(claims))
-    main_figure, figures = split_main_figure(figures)
-    analysis_figs, figures = split_analysis(figures)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -404,7 +438,7 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
         shown = f"<code>{esc(value)}</code>" if key == "Command" else esc(value)
         parts.append(f"<dt>{esc(key)}</dt><dd>{shown}</dd>")
     parts.append("</dl>")
-    parts += _html_summary(claims, main_figure, study)
+    parts += _html_summary(c)
     parts += ["<h2>How to read this report</h2>", f"<p>{esc(HOW_TO_READ)}</p>"]
     parts += ["<h2>Runs</h2>", html_table(t["status"])]
     if t["problems"] is not None:
@@ -428,22 +462,21 @@ def render_html(study: Study, claims: list[ClaimResult], figures: list[FigureInf
     if t["checks"] is not None:
         parts += [f"<h2>{esc(CHECKS_TITLE)}</h2>", f"<p>{esc(CHECKS_LEAD)}</p>"]
         parts.append(html_scorecard(t["checks"]))
-    parts += decide.html(study, claims, esc)
+    parts += decide.html(c.decided, esc)
     if t["main"] is not None:
         parts += [
             "<h2>Main grid: rollout × KL direction × learning rate</h2>",
-            f'<p class="muted">{esc(main_lead(study))}</p>',
+            f'<p class="muted">{esc(main_lead(c.scope))}</p>',
             html_table(t["main"]),
         ]
-    parts += teachers.html(study, esc, html_table)  # two teachers or more (report/teachers.py)
-    if figures:
+    parts += teachers.html(t["teachers"], esc, html_table)
+    if c.figures:
         parts.append("<h2>Figures</h2>")
-        parts += [_html_figure(f) for f in figures]
-    parts += _html_analysis(study, analysis_figs)
-    exp_tables = experiment_tables(shown_frames(study)[0])
-    if exp_tables:
+        parts += [_html_figure(f) for f in c.figures]
+    parts += _html_analysis(c)
+    if c.experiments:
         parts.append("<h2>All cells by experiment</h2>")
-        for name, table in exp_tables.items():
+        for name, table in c.experiments.items():
             parts.append(
                 f"<details><summary>{esc(name)} ({len(table.rows)} cells)</summary>"
                 f"{html_table(table)}</details>"
@@ -487,13 +520,9 @@ def md_table(table: Table) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(
-    study: Study, claims: list[ClaimResult], figures: list[FigureInfo], out_dir: Path
-) -> str:
+def render_markdown(c: Contents, out_dir: Path) -> str:
     """The report as Markdown; figures are linked as relative PNG paths under ``figures/``."""
-    t = _sections(study, claims)
-    main_figure, figures = split_main_figure(figures)
-    analysis_figs, figures = split_analysis(figures)
+    study, claims, t = c.study, c.claims, c.tables
     parts = [f"# Distillation study report: {md_escape(study.name)}", ""]
     if study.description:
         parts += [f"_{md_escape(study.description)}_", ""]
@@ -502,7 +531,7 @@ def render_markdown(
         # and a hostile command would stay raw in the file.
         shown = md_escape(value)
         parts.append(f"- **{md_escape(key)}**: {shown}")
-    parts += ["", *_md_summary(claims, main_figure, out_dir, study)]
+    parts += ["", *_md_summary(c, out_dir)]
     parts += ["## How to read this report", "", md_escape(HOW_TO_READ), ""]
     parts += ["## Runs", "", md_table(t["status"]), ""]
     if t["problems"] is not None:
@@ -514,33 +543,32 @@ def render_markdown(
     parts += [md_table(noise), ""] if noise is not None else []
     if t["checks"] is not None:
         parts += [f"## {CHECKS_TITLE}", "", md_escape(CHECKS_LEAD), "", md_table(t["checks"]), ""]
-    parts += decide.markdown(study, claims, md_escape)
+    parts += decide.markdown(c.decided, md_escape)
     if t["main"] is not None:
         parts += [
             "## Main grid: rollout × KL direction × learning rate",
             "",
-            md_escape(main_lead(study)),
+            md_escape(main_lead(c.scope)),
             "",
             md_table(t["main"]),
             "",
         ]
-    parts += teachers.markdown(study, md_escape, md_table)  # two teachers or more
-    if figures:
+    parts += teachers.markdown(t["teachers"], md_escape, md_table)  # two teachers or more
+    if c.figures:
         parts += ["## Figures", ""]
-        for f in figures:
+        for f in c.figures:
             parts += _md_figure(f, out_dir)
-    parts += _md_analysis(study, analysis_figs, out_dir)
-    exp_tables = experiment_tables(shown_frames(study)[0])
-    if exp_tables:
+    parts += _md_analysis(c, out_dir)
+    if c.experiments:
         parts += ["## All cells by experiment", ""]
-        for name, table in exp_tables.items():
+        for name, table in c.experiments.items():
             parts += [f"### {md_escape(name)}", "", md_table(table), ""]
     return "\n".join(parts)
 
 
-def _md_analysis(study: Study, figures: list[FigureInfo], out_dir: Path) -> list[str]:
+def _md_analysis(c: Contents, out_dir: Path) -> list[str]:
     """The ``distillscope analyze`` section as Markdown (see :func:`_html_analysis`)."""
-    tables = analysis_tables(study)
+    tables, figures = c.analysis, c.analysis_figures
     if not tables and not figures:
         return []
     parts = ["## Gradient and estimator analysis", ""]
@@ -559,13 +587,11 @@ def _md_figure(f: FigureInfo, out_dir: Path) -> list[str]:
     ]
 
 
-def _md_summary(
-    claims: list[ClaimResult], main_figure: FigureInfo | None, out_dir: Path, study: Study
-) -> list[str]:
+def _md_summary(c: Contents, out_dir: Path) -> list[str]:
     """The summary as Markdown: what was studied, one bullet per verdict group (named with the
     scope), the instrument checks apart, then the main figure."""
-    scope = study_scope(study)
-    calibration = study.calibration
+    scope, claims, main_figure = c.scope, c.claims, c.main_figure
+    calibration = c.study.calibration
     parts = ["## Summary of findings", "", md_escape(scope.sentence()), ""]
     parts += [f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in scope.lines()]
     parts += ["", md_escape(summary_sentence(claims, scope.phrase())), ""]

@@ -24,7 +24,7 @@ from distillscope.report.figures import (
     save_figure,
     style,
 )
-from distillscope.results.aggregate import cell_columns, done, is_rlvr, with_labels
+from distillscope.results.aggregate import cell_columns, is_rlvr
 from distillscope.results.matching import cell_key
 from distillscope.results.reader import Study
 
@@ -34,8 +34,7 @@ MEASURES = (("eval_accuracy", "RLVR task"), ("harder_accuracy", "harder variant"
 
 def rlvr_figure(study: Study, out_dir: Path) -> FigureInfo | None:
     """Reward curves and before/after accuracy of the RLVR runs; None without any."""
-    rows = done(study.results)
-    rows = with_labels(rows[is_rlvr(rows)])
+    rows = study.finished[is_rlvr(study.finished)]
     if rows.empty:
         return None
     cells = _cells(study, rows)

@@ -28,7 +28,7 @@ from distillscope.config.model import (
     teachers_text_of,
 )
 from distillscope.config.paths import typed_text
-from distillscope.results.aggregate import SEED, done, is_axis
+from distillscope.results.aggregate import SEED, is_axis
 from distillscope.results.reader import Study
 
 NOT_RECORDED = "parameters not recorded"
@@ -230,8 +230,9 @@ def shown_frame(frame: pd.DataFrame, spec: dict) -> pd.DataFrame:
 
 
 def shown_frames(study: Study) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The study's runs and baselines, :func:`shown_frame` (what its tables read)."""
-    return shown_frame(study.results, study.spec), shown_frame(study.baselines, study.spec)
+    """The study's finished runs and its baselines, :func:`shown_frame` (what its tables
+    read)."""
+    return shown_frame(study.finished, study.spec), shown_frame(study.baselines, study.spec)
 
 
 def _steps(runs: pd.DataFrame) -> str:
@@ -268,7 +269,7 @@ def study_scope(study: Study) -> Scope:
     every = pd.concat([runs, base], ignore_index=True) if not base.empty else runs
     tasks = _distinct(every, "task.dataset") or _distinct(every, "task.name")
     transfer = tuple(t for t in _distinct(every, "measures.transfer") if t != "none")
-    finished = len(done(runs)) if "status" in runs.columns else 0
+    finished = len(study.finished) if "status" in runs.columns else 0
     text = f"{len(runs)} runs ({finished} finished)"
     if not base.empty:
         plural = "s" if len(base) > 1 else ""

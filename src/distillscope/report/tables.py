@@ -235,10 +235,11 @@ def verdict_counts(results: Sequence[ClaimResult]) -> dict[str, int]:
     return {v: sum(r.verdict == v for r in results) for v in VERDICT_ORDER}
 
 
-def main_table(df: pd.DataFrame, baselines: pd.DataFrame | None = None) -> Table | None:
-    """Rollout × KL direction × LR cells of the main grid: mean ± SEM over seeds, and n; then
-    the untrained student's row (``baselines``, the study's baseline rows) as the reference."""
-    rows = main_grid(df)
+def main_table(finished: pd.DataFrame, baselines: pd.DataFrame | None = None) -> Table | None:
+    """Rollout × KL direction × LR cells of the main grid among the ``finished`` runs
+    (``Study.finished``: labelled): mean ± SEM over seeds, and n; then the untrained student's
+    row (``baselines``, the study's baseline rows) as the reference."""
+    rows = main_grid(finished)
     if rows.empty:
         return None
     table = cell_table(rows, MAIN_METRICS)
@@ -273,17 +274,18 @@ def untrained_cells(table: Table, baselines: pd.DataFrame, seeds: set[str]) -> l
     return cells
 
 
-def experiment_tables(df: pd.DataFrame) -> dict[str, Table]:
-    """One cell table per experiment (sub-grid), every measured headline column; by name."""
-    rows = done(df)
+def experiment_tables(finished: pd.DataFrame) -> dict[str, Table]:
+    """One cell table per experiment (sub-grid) of the ``finished`` runs (``Study.finished``:
+    labelled), every measured headline column; by name."""
+    rows = finished
     if rows.empty:
         return {}
     if "experiment" not in rows.columns:
-        table = cell_table(with_labels(rows), MAIN_METRICS + MORE_METRICS)
+        table = cell_table(rows, MAIN_METRICS + MORE_METRICS)
         return {"all runs": table} if table else {}
     out = {}
     for name, group in rows.groupby(rows["experiment"].map(str), sort=True):
-        table = cell_table(with_labels(group), MAIN_METRICS + MORE_METRICS)
+        table = cell_table(group, MAIN_METRICS + MORE_METRICS)
         if table is not None:
             out[name] = table
     return out

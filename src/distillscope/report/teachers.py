@@ -23,8 +23,7 @@ import pandas as pd
 
 from distillscope.report.scope import is_routed, shown
 from distillscope.report.tables import Table
-from distillscope.results.aggregate import done, fmt_mean_sem
-from distillscope.results.reader import Study
+from distillscope.results.aggregate import fmt_mean_sem
 
 TITLE = "Teachers"
 LEAD = (
@@ -37,10 +36,11 @@ COLUMNS = ["Teacher", "Runs", "Accuracy (%)", "Informativeness I", "Teacher s / 
 _ROUTED = re.compile(r"teacher/([^/]+)/seconds_s")
 
 
-def teacher_table(results: pd.DataFrame, spec: dict | None = None) -> Table | None:
-    """The section's table; None when the finished runs used fewer than two teachers. A
-    teacher's path is shown as the study file (``spec``, study.yaml) typed it."""
-    df = done(results)
+def teacher_table(finished: pd.DataFrame, spec: dict | None = None) -> Table | None:
+    """The section's table of the ``finished`` runs (``Study.finished``); None when they used
+    fewer than two teachers. A teacher's path is shown as the study file (``spec``, study.yaml)
+    typed it."""
+    df = finished
     names = sorted({m.group(1) for c in df.columns if (m := _ROUTED.fullmatch(c))})
     routed = [f"teacher/{name}/seconds_s" for name in names]
     rows = []
@@ -83,17 +83,16 @@ def _mean_sem(runs: pd.DataFrame, column: str, scale: float, digits: int = 1) ->
     return fmt_mean_sem(float(values.mean()), sem, scale, digits)
 
 
-def html(study: Study, esc: Callable, html_table: Callable) -> list[str]:
-    """The section as HTML parts ([] when it is not shown)."""
-    table = teacher_table(study.results, study.spec)
+def html(table: Table | None, esc: Callable, html_table: Callable) -> list[str]:
+    """The section as HTML parts around ``teacher_table``'s table ([] when it is not shown)."""
     if table is None:
         return []
     return [f"<h2>{esc(TITLE)}</h2>", f'<p class="muted">{esc(LEAD)}</p>', html_table(table)]
 
 
-def markdown(study: Study, md_escape: Callable, md_table: Callable) -> list[str]:
-    """The section as Markdown lines ([] when it is not shown)."""
-    table = teacher_table(study.results, study.spec)
+def markdown(table: Table | None, md_escape: Callable, md_table: Callable) -> list[str]:
+    """The section as Markdown lines around ``teacher_table``'s table ([] when it is not
+    shown)."""
     if table is None:
         return []
     return [f"## {TITLE}", "", md_escape(LEAD), "", md_table(table), ""]

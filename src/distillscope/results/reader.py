@@ -9,12 +9,14 @@ directory but no row in ``results.parquet`` yet.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from distillscope.results.aggregate import hashable_axes
+from distillscope.results.aggregate import done, hashable_axes, with_labels
+from distillscope.results.items import ItemTable, load_items
 from distillscope.safeyaml import YamlError, load_yaml
 from distillscope.store import (
     PROVENANCE_FILE,
@@ -28,9 +30,15 @@ from distillscope.store import (
 )
 
 
-@dataclass
+@dataclass(eq=False)
 class Study:
-    """Everything the report shows, read from one study directory."""
+    """Everything the report shows, read from one study directory — once.
+
+    What several readers need is computed on first use and kept: the finished runs with their
+    reader labels (``finished``), each run's ``metrics.jsonl`` (``metrics``) and the runs'
+    per-item outcomes (``items``), so that a report's figures, tables and claims all read the
+    same objects instead of each re-reading the store and re-labelling the runs.
+    """
 
     root: Path
     results: pd.DataFrame  # one row per run (results.parquet, completed from runs/*/status.json)
@@ -39,6 +47,7 @@ class Study:
     # the untrained student's rows (experiment "baseline", distillscope.study.table): not cells
     baselines: pd.DataFrame = field(default_factory=pd.DataFrame)
     calibration: dict[str, Any] | None = None  # calibration.json (scorecard.calibrate), if run
+    _metrics: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def scored(self) -> pd.DataFrame:
@@ -46,6 +55,23 @@ class Study:
         if self.baselines.empty:
             return self.results
         return pd.concat([self.results, self.baselines], ignore_index=True)
+
+    @cached_property
+    def finished(self) -> pd.DataFrame:
+        """The finished runs (not the baseline rows) with their reader labels
+        (``finished_runs``): what every table and figure of the report starts from."""
+        return finished_runs(self.results)
+
+    @cached_property
+    def items(self) -> ItemTable | None:
+        """The per-item outcomes of the scored runs (``items.load_items``), read once."""
+        return load_items(self.root, self.scored)
+
+    def metrics(self, run_id: str) -> pd.DataFrame:
+        """``metrics.jsonl`` of run ``run_id`` as a table (``metrics_frame``), read once."""
+        if run_id not in self._metrics:
+            self._metrics[run_id] = metrics_frame(self.run_dir(run_id))
+        return self._metrics[run_id]
 
     @property
     def name(self) -> str:
@@ -97,6 +123,11 @@ def read_calibration(study_dir: Path) -> dict[str, Any] | None:
     """The study's ``calibration.json`` (written by ``report --calibrate``), else None."""
     data = read_json(Path(study_dir) / CALIBRATION_FILE)
     return data if isinstance(data, dict) and "false_rate" in data else None
+
+
+def finished_runs(results: pd.DataFrame) -> pd.DataFrame:
+    """The finished runs of a results table with their reader labels (``with_labels``)."""
+    return with_labels(done(results))
 
 
 def metrics_frame(run: Path | None) -> pd.DataFrame:

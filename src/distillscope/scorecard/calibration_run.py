@@ -62,7 +62,7 @@ def ensure_calibration(
     study = load_study(Path(study_dir))
     path = study.root / CALIBRATION_FILE
     # with the runs' trajectory features (claims 16, 19, 26): tested, and simulated, as reported
-    df = add_features(hashable_axes(study.scored), study.root, list(CLAIMS))
+    df = add_features(hashable_axes(study.scored), study.metrics, list(CLAIMS))
     claims = [r.id for r in score_claims(df) if r.verdict not in UNSCORED]
     prepared = setup(df, study.root)
     key = calibration_key(prepared, draws, seed, claims)

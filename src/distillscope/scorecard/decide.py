@@ -107,7 +107,7 @@ def would_decide(study: Study, lacking: list[ClaimResult]) -> list[str]:
     if not lacking:
         return []
     df = study.scored
-    noise = estimate_noise(df, study.root)
+    noise = estimate_noise(df, study.root, study.items)
     profiles = part_profiles(df, [r.id for r in lacking])
     by_id = {c.id: c for c in CLAIMS}
     out = []
@@ -188,13 +188,13 @@ def plan_rows(designs: Mapping[str, Any], source: Path, alpha: float = ALPHA) ->
     return rows
 
 
-def html(study: Study, claims: list[ClaimResult], esc: Callable[[object], str]) -> list[str]:
-    """:func:`paragraphs` as HTML: an ``h2`` and one ``p`` each (``esc`` escapes text)."""
-    head, *body = paragraphs(study, claims) or [""]
+def html(paragraphs: list[str], esc: Callable[[object], str]) -> list[str]:
+    """:func:`paragraphs`' lines as HTML: an ``h2`` and one ``p`` each (``esc`` escapes text)."""
+    head, *body = paragraphs or [""]
     return [f"<h2>{esc(head)}</h2>", *(f"<p>{esc(p)}</p>" for p in body)] if body else []
 
 
-def markdown(study: Study, claims: list[ClaimResult], esc: Callable[[object], str]) -> list[str]:
-    """:func:`paragraphs` as Markdown: a ``##`` heading and one paragraph each."""
-    head, *body = paragraphs(study, claims) or [""]
+def markdown(paragraphs: list[str], esc: Callable[[object], str]) -> list[str]:
+    """:func:`paragraphs`' lines as Markdown: a ``##`` heading and one paragraph each."""
+    head, *body = paragraphs or [""]
     return [f"## {esc(head)}", "", *(f"{esc(p)}\n" for p in body)] if body else []

@@ -63,7 +63,7 @@ from distillscope.results.aggregate import (
     metric_columns,
     percent_scale,
 )
-from distillscope.results.items import SKILLS, eval_block, load_items, pass_k_table
+from distillscope.results.items import SKILLS, ItemTable, eval_block, load_items, pass_k_table
 from distillscope.scorecard.item_noise import ItemNoise, draw_items, item_noise, stratum_sd
 from distillscope.store import read_eval_items, run_dir
 
@@ -153,14 +153,18 @@ def pass_k_var(p: np.ndarray, n: int, k: int) -> np.ndarray:
     return np.maximum(second - (1.0 - (1.0 - p) ** k) ** 2, 0.0)
 
 
-def estimate_noise(df: pd.DataFrame, study_dir: Path | None = None) -> dict[str, Components]:
-    """Per numeric metric of ``df``, its ``Components`` (module docstring: the estimators)."""
+def estimate_noise(
+    df: pd.DataFrame, study_dir: Path | None = None, per_item: ItemTable | None = None
+) -> dict[str, Components]:
+    """Per numeric metric of ``df``, its ``Components`` (module docstring: the estimators);
+    ``per_item``: the runs' per-item outcomes when the caller has read them (``Study.items``),
+    else read from ``study_dir``."""
     rows = done(df)
     rows = rows[~is_baseline(rows)]
     items = _item_tables(rows, study_dir)
     cell, seed = cell_and_seed_codes(rows)
     every_cell, every_seed = cell_and_seed_codes(df)
-    per_item = load_items(study_dir, df)
+    per_item = per_item if per_item is not None else load_items(study_dir, df)
     out = {}
     for metric in metric_columns(rows):
         y = pd.to_numeric(rows[metric], errors="coerce")

@@ -19,7 +19,7 @@ message).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,7 +27,7 @@ import pandas as pd
 
 from distillscope.results.aggregate import hashable_axes
 from distillscope.results.items import ItemTable, load_items
-from distillscope.results.reader import metrics_frame
+from distillscope.results.reader import Study, metrics_frame
 from distillscope.results.stats import ALPHA
 from distillscope.scorecard.claim_spec import (
     INSTRUMENT,
@@ -129,10 +129,19 @@ def score_claims(
     df = hashable_axes(df)
     specs = [c for c in CLAIMS if claims is None or c.id in claims]
     if study_dir is not None:
-        df = add_features(df, Path(study_dir), specs)
+        df = add_features(df, lambda rid: metrics_frame(run_dir(Path(study_dir), rid)), specs)
         items = items if items is not None else load_items(Path(study_dir), df)
     ev = Evidence(df, items)
     return [score_spec(c, ev, strict, alpha) for c in specs]
+
+
+def score_study(study: Study, alpha: float = ALPHA) -> list[ClaimResult]:
+    """Every claim scored on a loaded study, reading what it has already read: its runs with
+    the baseline rows (``Study.scored``), their per-item outcomes (``Study.items``) and each
+    run's ``metrics.jsonl`` (``Study.metrics``) for the trajectory features."""
+    df = add_features(hashable_axes(study.scored), study.metrics, list(CLAIMS))
+    ev = Evidence(df, study.items)
+    return [score_spec(c, ev, False, alpha) for c in CLAIMS]
 
 
 def score_spec(
@@ -384,9 +393,12 @@ def headline(decided, alpha: float = ALPHA) -> str:
     return "; ".join(parts)
 
 
-def add_features(df: pd.DataFrame, study_dir: Path, claims: list[Claim]) -> pd.DataFrame:
+def add_features(
+    df: pd.DataFrame, metrics: Callable[[str], pd.DataFrame], claims: list[Claim]
+) -> pd.DataFrame:
     """The trajectory features the ``claims`` declare, one column each, for the runs of their
-    experiments (NaN where a run has no metrics.jsonl)."""
+    experiments (NaN where a run has no metrics.jsonl); ``metrics(run_id)`` reads a run's
+    ``metrics.jsonl`` as a table."""
     wanted = [(c, name, fn) for c in claims for name, fn in c.features.items()]
     if not wanted or "run_id" not in df.columns or "experiment" not in df.columns:
         return df
@@ -398,6 +410,6 @@ def add_features(df: pd.DataFrame, study_dir: Path, claims: list[Claim]) -> pd.D
         for i in df.index[df["experiment"].map(str).isin(claim.experiments)]:
             rid = str(df.at[i, "run_id"])
             if rid not in frames:
-                frames[rid] = metrics_frame(run_dir(study_dir, rid))
+                frames[rid] = metrics(rid)
             df.at[i, name] = fn(frames[rid])
     return df

@@ -25,7 +25,7 @@ def evaluate(
     distillscope eval runs/a eval.items=50 eval.forgetting.limit=20   # weights untouched; the
     previous eval.json is kept as eval-<n>.json, the overrides in evals.jsonl
     """
-    from distillscope.config import check_machine
+    from distillscope.cli.inputs import preflight
     from distillscope.store import checkpoint_dir
     from distillscope.study.reevaluate import evaluation_config, reevaluate  # torch-free
 
@@ -34,7 +34,8 @@ def evaluate(
         raise FileNotFoundError(f"{run_dir} {what}; give a run directory written by train")
     if not (checkpoint_dir(run_dir) / "model.safetensors").is_file():
         raise FileNotFoundError(f"{run_dir} has no trained checkpoint; run `distillscope train`")
-    check_machine(evaluation_config(run_dir, list(overrides or []))[1])
+    # the task files, held-out rows and extras it reads; one line, before the model loads
+    preflight([evaluation_config(run_dir, list(overrides or []))[1]], trained=True)
     with console.status("evaluating") as status:
         metrics = reevaluate(
             run_dir,

@@ -70,12 +70,13 @@ def planned_runs(study: StudySpec, only: list[str] | None) -> list[PlannedRun]:
     return select(study, expand(study), only)
 
 
-def preflight(configs: list[RunConfig]) -> None:
+def preflight(configs: list[RunConfig], trained: bool = False) -> None:
     """The one check of every command's runs before any work (module doc): raises the first
-    one-line error, else returns. Torch-free."""
+    one-line error, else returns; ``trained``: runs to evaluate again (``eval``), whose models
+    are not read. Torch-free."""
     from distillscope.config import check_machine
     from distillscope.study.preflight import preflight_runs
 
     for cfg in configs:  # devices and dtypes this machine has, before any run starts
         check_machine(cfg)
-    preflight_runs(configs)
+    preflight_runs(configs, trained)

@@ -24,12 +24,17 @@ from distillscope.results import load_study
 HERE = "/home/ran/proj"  # the machine that ran the study resolved every path under it
 TYPED = {
     f"{HERE}/models/teacher": "models/teacher",
+    f"{HERE}/models/student": "models/student",
     f"{HERE}/models/big": "./models/big",
     f"{HERE}/models/qwen-tok": "../shared/qwen-tok",
     f"{HERE}/caches/small": "caches/small",
     f"{HERE}/data/colors.jsonl": "data/colors.jsonl",
 }
-TASK = {"task.dataset": f"mcq:{HERE}/data/colors.jsonl", "task.name": "mcq"}
+TASK = {
+    "task.dataset": f"mcq:{HERE}/data/colors.jsonl",
+    "task.name": "mcq",
+    "model.student": f"{HERE}/models/student",
+}
 ROUTED = json.dumps({"large": f"{HERE}/models/big", "small": "testbed:teacher-small"})
 
 #: kind → (results columns of its runs, the scope's teacher line, text it must not show)
@@ -107,6 +112,7 @@ def test_the_report_names_the_teachers_and_task_that_ran(kind, synth, tmp_path):
     lines = dict(scope.lines())
     assert lines.get(label) == line, scope.lines()
     assert lines["Task"] == "mcq:data/colors.jsonl"
+    assert lines["Student"] == "models/student (0.86M parameters)"
     lead = main_lead(scope)
     assert "on mcq:data/colors.jsonl" in lead
     for text in (*lines.values(), lead, scope.phrase()):

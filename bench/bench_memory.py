@@ -37,7 +37,7 @@ def one_step(kind: str, path: str, vocab: int, hidden: int) -> dict:
     from distillscope.rollout.rollouts import Rollouts, micro_batches
     from distillscope.teacher.scorer import TeacherScorer
     from distillscope.train.loop import Learner, StepBatch, forward_backward
-    from distillscope.train.run import PhaseTimer
+    from distillscope.train.machinery import PhaseTimer
     from distillscope.train.step import Objective
 
     torch.set_num_threads(2)

@@ -21,7 +21,7 @@ import time
 import torch
 
 from distillscope.config import load_run_config
-from distillscope.models.paths import resolve_model_path
+from distillscope.models.locate import resolve_model_path
 from distillscope.rollout.prompts import PromptEncoder, select_problems
 from distillscope.rollout.rollouts import PromptBatch, SamplingSpec
 from distillscope.rollout.sampler import sample_rollouts

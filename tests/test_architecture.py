@@ -253,3 +253,29 @@ def test_each_command_is_its_own_module_and_app_registers_it():
         if isinstance(n, ast.ImportFrom) and n.module == "distillscope.cli" for a in n.names
     }  # fmt: skip
     assert commands <= registered, sorted(commands - registered)
+
+
+#: File names every package may have: the package itself and its ``python -m`` entry point.
+SHARED_NAMES = {"__init__.py", "__main__.py"}
+
+
+def modules_sharing_a_name(root: Path) -> dict[str, list[str]]:
+    """Module file names used more than once under ``root``, each with its paths."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        if path.name not in SHARED_NAMES:
+            seen.setdefault(path.name, []).append(str(path.relative_to(root)))
+    return {name: paths for name, paths in seen.items() if len(paths) > 1}
+
+
+def test_no_two_modules_share_a_name():
+    """A module's name says what it holds without its package: ``load.py`` three times made a
+    reader (and a traceback) ask which one."""
+    assert not modules_sharing_a_name(SRC), modules_sharing_a_name(SRC)
+
+
+def test_the_name_check_sees_a_repeat(tmp_path):
+    for path in ("a/load.py", "b/load.py", "a/__init__.py", "b/__init__.py", "c/only.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    assert modules_sharing_a_name(tmp_path) == {"load.py": ["a/load.py", "b/load.py"]}

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from distillscope.config import ConfigError, RunConfig, TaskConfig, load_run_config
-from distillscope.config.load import run_config_from_dict
+from distillscope.config.parse import run_config_from_dict
 
 # absolute: read as it is (a relative one must name a file; preflight checks this one)
 MCQ = ["task.name=mcq", "task.file=/data/rows.jsonl"]

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from distillscope.cli import app
 from distillscope.config import ConfigError, config_fields, load_run_config
-from distillscope.config.load import allowed_values
-from distillscope.tasks.registry import get_task
+from distillscope.config.parse import allowed_values
+from distillscope.tasks.catalogue import get_task
 
 ROOT = Path(__file__).resolve().parents[1]
 

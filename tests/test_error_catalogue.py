@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from distillscope.cli import app
 from distillscope.config import ConfigError, dump_run_config, load_run_config
-from distillscope.models.paths import resolve_model_path
+from distillscope.models.locate import resolve_model_path
 from distillscope.store import CONFIG_FILE, checkpoint_dir, read_status, write_status
 from distillscope.study.run_one import mark_interrupted
 from distillscope.study.spec import load_spec
@@ -152,7 +152,7 @@ def _small_file(tmp_path: Path) -> Path:
 
 
 def _preflight(path: Path) -> str:
-    from distillscope.eval.preflight import preflight_evaluation
+    from distillscope.eval.eval_checks import preflight_evaluation
 
     with pytest.raises(ValueError) as err:
         preflight_evaluation(load_run_config(None, ["task.name=mcq", f"task.file={path}"]))

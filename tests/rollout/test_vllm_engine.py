@@ -18,7 +18,7 @@ from tests.numerics import forward_logprob_tol
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
 from distillscope.config import ConfigError, load_run_config
-from distillscope.models.paths import resolve_model_path
+from distillscope.models.locate import resolve_model_path
 from distillscope.objectives.divergences import token_weights, truncated_is_weight
 from distillscope.rollout.policies import StudentPolicy, TeacherPolicy
 from distillscope.rollout.rollouts import PromptBatch, Rollouts, SamplingSpec

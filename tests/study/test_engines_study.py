@@ -21,7 +21,7 @@ from tests.conftest import served_teacher
 from tests.rollout.test_vllm_engine import needs_vllm
 from tests.train.conftest import tensorboard_rows
 
-from distillscope.models.paths import resolve_model_path
+from distillscope.models.locate import resolve_model_path
 from distillscope.results.aggregate import with_labels
 from distillscope.store import read_metrics
 from distillscope.study.run_study import run_study

@@ -5,19 +5,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from distillscope.tasks.base import make_split, styled
+from distillscope.tasks.catalogue import (
+    COUNTDOWN_3,
+    COUNTDOWN_3_TB,
+    COUNTDOWN_4,
+    COUNTDOWN_4E,
+    get_task,
+)
 from distillscope.tasks.countdown import (
     PAPER_POOL,
     CountdownTask,
     format_steps,
     solutions,
     to_alt_style,
-)
-from distillscope.tasks.registry import (
-    COUNTDOWN_3,
-    COUNTDOWN_3_TB,
-    COUNTDOWN_4,
-    COUNTDOWN_4E,
-    get_task,
 )
 from distillscope.tasks.verify import (
     MAX_ANSWER_CHARS,

@@ -5,9 +5,9 @@ import random
 import pytest
 
 from distillscope.tasks import evaluation_problems, get_task
+from distillscope.tasks.catalogue import COUNTDOWN_3_HARD_TB, COUNTDOWN_3_TB, TB_MAX_TARGET
 from distillscope.tasks.countdown import CountdownTask
 from distillscope.tasks.hard import StructuredCountdownTask, first_steps
-from distillscope.tasks.registry import COUNTDOWN_3_HARD_TB, COUNTDOWN_3_TB, TB_MAX_TARGET
 from distillscope.tasks.split import countdown_identity, is_held_out, problem_identity
 from distillscope.tasks.verify import check_countdown
 

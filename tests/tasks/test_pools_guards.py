@@ -9,8 +9,8 @@ import pytest
 
 from distillscope.tasks import evaluation_problems, file_split, load_file_task, training_problems
 from distillscope.tasks.base import Problem
+from distillscope.tasks.catalogue import TASKS, get_task
 from distillscope.tasks.pools import resolve_task
-from distillscope.tasks.registry import TASKS, get_task
 from distillscope.tasks.split import held_out_problems, problem_identity
 
 

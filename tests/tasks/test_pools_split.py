@@ -5,7 +5,7 @@ import json
 import pytest
 
 from distillscope.tasks import evaluation_problems, file_split, load_file_task, training_problems
-from distillscope.tasks.registry import TASKS
+from distillscope.tasks.catalogue import TASKS
 from distillscope.tasks.split import overlap, problem_identity
 
 COUNTDOWN = sorted(n for n in TASKS if "countdown" in n)

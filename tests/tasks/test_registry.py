@@ -2,8 +2,8 @@
 
 import pytest
 
+from distillscope.tasks.catalogue import TASKS, get_task
 from distillscope.tasks.hub_tasks import DATASET_TASKS
-from distillscope.tasks.registry import TASKS, get_task
 
 
 def test_the_unknown_task_message_lists_every_task():

@@ -3,7 +3,12 @@ import random
 import pytest
 
 from distillscope.tasks import Problem, split
-from distillscope.tasks.registry import COUNTDOWN_3, COUNTDOWN_3_TB, COUNTDOWN_4_TB, COUNTDOWN_4E_TB
+from distillscope.tasks.catalogue import (
+    COUNTDOWN_3,
+    COUNTDOWN_3_TB,
+    COUNTDOWN_4_TB,
+    COUNTDOWN_4E_TB,
+)
 from distillscope.tasks.split import (
     EVAL_FRACTION,
     countdown_identity,

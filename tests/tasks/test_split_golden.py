@@ -20,8 +20,8 @@ import pytest
 
 import distillscope
 from distillscope.tasks import evaluation_problems, file_split, load_file_task, training_problems
+from distillscope.tasks.catalogue import COUNTDOWN_3_HARD_TB, COUNTDOWN_3_TB
 from distillscope.tasks.countdown import OPERATIONS, apply_op
-from distillscope.tasks.registry import COUNTDOWN_3_HARD_TB, COUNTDOWN_3_TB
 from distillscope.tasks.split import countdown_identity, is_held_out, problem_identity
 from distillscope.testbed.recipe import SOURCES, SharpenSpec
 from distillscope.testbed.sharpen import round_problems

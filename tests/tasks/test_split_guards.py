@@ -8,7 +8,7 @@ import random
 import pytest
 
 from distillscope.tasks import Problem, split
-from distillscope.tasks.registry import COUNTDOWN_3_TB
+from distillscope.tasks.catalogue import COUNTDOWN_3_TB
 from distillscope.tasks.split import (
     draw_training,
     held_out_problems,

@@ -26,7 +26,7 @@ from functools import cache
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distillscope.tasks.registry import COUNTDOWN_3, COUNTDOWN_4, COUNTDOWN_4E
+from distillscope.tasks.catalogue import COUNTDOWN_3, COUNTDOWN_4, COUNTDOWN_4E
 from distillscope.tasks.verify import (
     MAX_ANSWER_CHARS,
     MAX_TEXT_CHARS,

@@ -25,7 +25,7 @@ from distillscope.train.loop import (
     forward_backward,
     update_metrics,
 )
-from distillscope.train.run import PhaseTimer
+from distillscope.train.machinery import PhaseTimer
 from distillscope.train.step import Objective
 
 VOCAB = 40

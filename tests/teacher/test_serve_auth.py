@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from distillscope.cli import app
 from distillscope.config import load_run_config
-from distillscope.models.paths import resolve_model_path
+from distillscope.models.locate import resolve_model_path
 from distillscope.teacher.client import ServerError, TeacherClient
 from distillscope.teacher.server import API_KEY_ENV, LogprobModel, is_loopback, make_server
 from distillscope.train.loop import distill

@@ -25,7 +25,7 @@ from tests.train.test_distill import strip_timings
 
 from distillscope.config import ConfigError, load_run_config
 from distillscope.models.load import load_model
-from distillscope.models.paths import resolve_model_path
+from distillscope.models.locate import resolve_model_path
 from distillscope.store import read_metrics, read_status
 from distillscope.study.run_one import run_one
 from distillscope.teacher.client import ServerError, TeacherClient

@@ -26,7 +26,7 @@ from tests.teacher.test_served_teacher import V, _free_port, assert_two_step_run
 from tests.train.conftest import random_rollouts
 
 from distillscope.models.load import load_model
-from distillscope.models.paths import resolve_model_path
+from distillscope.models.locate import resolve_model_path
 from distillscope.rollout.scoring import LogitScores, completion_logits
 from distillscope.teacher.client import TeacherClient, _parse
 from distillscope.teacher.served import ServedTeacher

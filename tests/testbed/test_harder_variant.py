@@ -13,7 +13,7 @@ import pytest
 
 from distillscope.eval.evaluate import split_record
 from distillscope.tasks import evaluation_problems, training_problems
-from distillscope.tasks.registry import COUNTDOWN_3_HARD_TB, COUNTDOWN_3_TB
+from distillscope.tasks.catalogue import COUNTDOWN_3_HARD_TB, COUNTDOWN_3_TB
 from distillscope.tasks.split import countdown_identity, is_held_out, problem_identity
 from distillscope.testbed.recipe import DEFAULT_RECIPE, RECIPES, SOURCES
 from distillscope.testbed.sharpen import round_problems

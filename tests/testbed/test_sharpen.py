@@ -4,8 +4,8 @@ from dataclasses import replace
 import torch
 from transformers import LlamaForCausalLM
 
+from distillscope.tasks.catalogue import COUNTDOWN_3_TB
 from distillscope.tasks.countdown import to_alt_style
-from distillscope.tasks.registry import COUNTDOWN_3_TB
 from distillscope.tasks.split import draw_training, is_held_out, problem_identity
 from distillscope.testbed import sharpen as sharpen_mod
 from distillscope.testbed.build import train_model

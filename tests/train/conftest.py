@@ -12,7 +12,7 @@ from distillscope.config import load_run_config
 from distillscope.rollout.rollouts import Rollouts, micro_batches
 from distillscope.teacher.scorer import TeacherScorer
 from distillscope.train.loop import Learner, StepBatch, forward_backward
-from distillscope.train.run import PhaseTimer
+from distillscope.train.machinery import PhaseTimer
 from distillscope.train.step import Objective
 
 

@@ -28,7 +28,7 @@ from distillscope.teacher.scorer import TeacherScorer
 from distillscope.train.distributed import Ranks, accelerate_command
 from distillscope.train.fsdp import is_sharded
 from distillscope.train.loop import Learner, StepBatch, forward_backward
-from distillscope.train.run import PhaseTimer, check_ranks, rank_config
+from distillscope.train.machinery import PhaseTimer, check_ranks, rank_config
 from distillscope.train.step import Objective
 
 pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)

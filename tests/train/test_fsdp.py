@@ -29,7 +29,7 @@ from distillscope.store import read_metrics
 from distillscope.train.distributed import Ranks, accelerate_command
 from distillscope.train.fsdp import is_sharded, shard_student
 from distillscope.train.loop import _adamw
-from distillscope.train.run import check_ranks
+from distillscope.train.machinery import check_ranks
 
 pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
 

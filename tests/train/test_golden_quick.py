@@ -59,7 +59,7 @@ from transformers import AutoModelForCausalLM
 from distillscope.config import load_run_config
 from distillscope.eval.evaluate import SPARSITY_TAUS
 from distillscope.eval.measures import _unique_tensors
-from distillscope.models.paths import testbed_path as shipped_model
+from distillscope.models.locate import testbed_path as shipped_model
 from distillscope.store import read_eval, read_metrics
 from distillscope.study.run_one import run_one
 

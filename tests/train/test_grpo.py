@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from distillscope.config import RLVRConfig, load_run_config
-from distillscope.models.paths import testbed_path as shipped_model
+from distillscope.models.locate import testbed_path as shipped_model
 from distillscope.store import read_eval, read_metrics, read_status
 from distillscope.study.run_one import run_one
 from distillscope.train.grpo import cosine_lr, grpo
@@ -135,7 +135,7 @@ def test_before_repeats_the_parents_own_harder_variant_number(runs):
 
 
 def test_rlvr_logs_its_rows_to_the_trackers(runs):
-    """The run machinery is distill's (train/run.py): TensorBoard gets every metrics row."""
+    """The run machinery is distill's (train/machinery.py): TensorBoard gets every metrics row."""
     cfg = rlvr_cfg(**{"rlvr.steps": 2, "log.trackers": "[tensorboard]"})
     grpo(cfg, runs / "a")
     rows = read_metrics(runs / "a")

@@ -17,9 +17,9 @@ from distillscope.config import LORA_MISSING, ConfigError, load_run_config
 from distillscope.models.load import load_model
 from distillscope.store import checkpoint_dir, read_metrics
 from distillscope.study.run_one import evaluate_run
-from distillscope.train.checks import preflight
 from distillscope.train.loop import distill
 from distillscope.train.lora import LoraSetupError, attach_lora, merged_student, plain_weights
+from distillscope.train.run_checks import preflight
 
 pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
 

@@ -15,7 +15,7 @@ from distillscope.rollout.scoring import completion_logits
 from distillscope.store import read_metrics
 from distillscope.teacher.scorer import TeacherScorer
 from distillscope.train.loop import Learner, StepBatch, distill, forward_backward, update_metrics
-from distillscope.train.run import PhaseTimer, max_norm
+from distillscope.train.machinery import PhaseTimer, max_norm
 from distillscope.train.step import FixedAdvantage, Objective
 
 from .conftest import random_rollouts, step_cfg, train_step

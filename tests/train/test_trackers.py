@@ -17,8 +17,8 @@ from distillscope.config import TRACKER_MISSING, ConfigError
 from distillscope.store import read_metrics
 from distillscope.study.run_study import run_study
 from distillscope.study.spec import StudySpec
-from distillscope.train.checks import preflight
 from distillscope.train.loop import distill
+from distillscope.train.run_checks import preflight
 
 pytest.importorskip("tensorboard")
 pytest.importorskip("wandb")

@@ -15,7 +15,6 @@ listing, the resolved dump, the machine check and the evaluation key).
 
 from __future__ import annotations
 
-from distillscope.config.base import ConfigError, Float, Int
 from distillscope.config.eval import (
     CODE_EXECUTING_TASKS,
     HARNESS_MISSING,
@@ -23,16 +22,6 @@ from distillscope.config.eval import (
     EvalConfig,
     ForgettingConfig,
     PositiveInt,
-)
-from distillscope.config.load import (
-    apply_overrides,
-    check_machine,
-    config_fields,
-    dump_run_config,
-    evaluation_key,
-    load_run_config,
-    parse_override,
-    run_config_from_dict,
 )
 from distillscope.config.model import (
     LORA_MISSING,
@@ -42,8 +31,19 @@ from distillscope.config.model import (
     served_url,
 )
 from distillscope.config.objective import ObjectiveConfig, OptimConfig
+from distillscope.config.parse import (
+    apply_overrides,
+    check_machine,
+    config_fields,
+    dump_run_config,
+    evaluation_key,
+    load_run_config,
+    parse_override,
+    run_config_from_dict,
+)
 from distillscope.config.rollout import RolloutConfig
 from distillscope.config.run import TRACKER_MISSING, TRACKERS, LogConfig, RLVRConfig, RunConfig
+from distillscope.config.section import ConfigError, Float, Int
 from distillscope.config.task import DatasetConfig, TaskConfig
 
 __all__ = [

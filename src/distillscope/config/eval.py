@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, Strict, field_validator, model_validator
 
-from distillscope.config.base import ConfigError, Float, Int, _Section
+from distillscope.config.section import ConfigError, Float, Int, _Section
 from distillscope.safeyaml import quote
 
 #: [P]'s forgetting suite (docs/method.md §8) as lm-eval names it, with the items [P] scored:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from distillscope.config.base import ConfigError, Float, Int, _Section
+from distillscope.config.section import ConfigError, Float, Int, _Section
 from distillscope.safeyaml import quote
 
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from distillscope.config.base import Float, Int, _Section
+from distillscope.config.section import Float, Int, _Section
 from distillscope.objectives.options import (
     DEFAULT_MEMORY_BUDGET_MB,
     ChunkSpec,

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from distillscope.config.base import ConfigError
 from distillscope.config.run import RunConfig
+from distillscope.config.section import ConfigError
 from distillscope.safeyaml import quote
 from distillscope.store_versions import PATH_FIELDS, path_fields_below
 

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from distillscope.config.base import Float, Int, _Section
+from distillscope.config.section import Float, Int, _Section
 from distillscope.rollout.policy_registry import (
     POLICY_NAMES,
     ROLLOUT_POLICIES,

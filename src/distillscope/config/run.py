@@ -8,11 +8,11 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from distillscope.config.base import ConfigError, Float, Int, _Section
 from distillscope.config.eval import EvalConfig
 from distillscope.config.model import ModelConfig, served_url
 from distillscope.config.objective import ObjectiveConfig, OptimConfig
 from distillscope.config.rollout import RolloutConfig
+from distillscope.config.section import ConfigError, Float, Int, _Section
 from distillscope.config.task import TaskConfig, real_run_defaults
 from distillscope.objectives.registry import OBJECTIVES
 

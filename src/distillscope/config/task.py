@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from distillscope.config.base import Float, Int, _Section
+from distillscope.config.section import Float, Int, _Section
 from distillscope.safeyaml import clip
 
 
@@ -83,7 +83,7 @@ class TaskConfig(_Section):
         task = DATASET_TASKS.get(self.name)
         given = [k for k in ("file", "dataset", "fields") if getattr(self, k) is not None]
         if given and task is None:
-            from distillscope.tasks.registry import TASKS, unknown_task
+            from distillscope.tasks.catalogue import TASKS, unknown_task
 
             if self.name not in TASKS:  # the name is the mistake, not the rows
                 raise ValueError(f"task.name: {unknown_task(self.name)}")
@@ -138,7 +138,7 @@ class TaskConfig(_Section):
         return text + (f"@{source.revision}" if source.revision else "")
 
 
-#: Name prefixes of the testbed's tasks (distillscope.tasks.registry): the tasks the shipped
+#: Name prefixes of the testbed's tasks (distillscope.tasks.catalogue): the tasks the shipped
 #: testbed models, the testbed's harder variant and its skill suite were built for.
 TESTBED_TASK_PREFIXES = ("tb-", "skill-")
 

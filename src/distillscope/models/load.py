@@ -36,7 +36,7 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
-from distillscope.models.paths import ModelLoadError, check_model_dir
+from distillscope.models.locate import ModelLoadError, check_model_dir
 from distillscope.models.vocab import check_tokenizers_match, stop_token_ids
 
 DTYPES: dict[str, torch.dtype] = {

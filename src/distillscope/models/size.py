@@ -10,7 +10,7 @@ import struct
 from functools import lru_cache
 from pathlib import Path
 
-from distillscope.models.paths import SAFE_WEIGHTS
+from distillscope.models.locate import SAFE_WEIGHTS
 
 _HEADER_LIMIT = 100 * 2**20  # a safetensors header larger than this is not one
 

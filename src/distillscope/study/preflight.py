@@ -4,17 +4,17 @@ all of them pass. The CLI's one preflight (:func:`distillscope.cli.inputs.prefli
 ``teacher-cache build``).
 
 - models, served teachers, task files, datasets, routes and optional extras
-  (:func:`~distillscope.train.checks.preflight_all`);
+  (:func:`~distillscope.train.run_checks.preflight_all`);
 - the model pair: one tokenizer, a served teacher's top-k limit, vLLM installed
   (:func:`~distillscope.teacher.checks.preflight_pair`), for each teacher of a run with
   several;
 - the evaluation: enough held-out rows for ``eval.items`` / ``eval.coverage_items`` (task,
-  harder task, RLVR task) (:func:`~distillscope.eval.preflight.preflight_evaluation`);
+  harder task, RLVR task) (:func:`~distillscope.eval.eval_checks.preflight_evaluation`);
 - the forgetting suite's datasets cached or reachable
   (:func:`~distillscope.eval.forgetting_data.check_harness_data`).
 
 A trained run (``eval``) is checked for what its evaluation reads only: its tasks
-(:func:`~distillscope.train.checks.check_tasks`), the evaluation's extras, the held-out rows and
+(:func:`~distillscope.train.run_checks.check_tasks`), the evaluation's extras, the held-out rows and
 the suite's data — its weights exist, so the models and the pair are not asked for.
 
 Each check runs once per distinct set of the fields it reads, so a study of hundreds of runs
@@ -26,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from distillscope.config import RunConfig
+from distillscope.eval.eval_checks import preflight_evaluation
 from distillscope.eval.forgetting_data import check_harness_data
-from distillscope.eval.preflight import preflight_evaluation
 from distillscope.teacher.checks import cross_tokenizer_refusal, preflight_pair
 from distillscope.teacher.routing import teacher_configs
-from distillscope.train.checks import check_tasks, evaluation_extras, preflight_all
+from distillscope.train.run_checks import check_tasks, evaluation_extras, preflight_all
 
 
 def preflight_runs(configs: list[RunConfig], trained: bool = False) -> None:

@@ -10,7 +10,7 @@ import torch
 
 from distillscope.config import ConfigError, RunConfig
 from distillscope.eval.evaluate import evaluate
-from distillscope.eval.rlvr import evaluate_rlvr
+from distillscope.eval.rlvr_effect import evaluate_rlvr
 from distillscope.store import (
     CHECKPOINT_META,
     RunMismatchError,

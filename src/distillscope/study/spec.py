@@ -48,7 +48,7 @@ from distillscope.config import (
     parse_override,
     run_config_from_dict,
 )
-from distillscope.config.load import MESSAGE_LIMIT, did_you_mean
+from distillscope.config.parse import MESSAGE_LIMIT, did_you_mean
 from distillscope.config.paths import Resolution, resolve_spec_data, typed_text
 from distillscope.labels import label_column
 from distillscope.safeyaml import YamlError, clip, load_yaml_file, quote

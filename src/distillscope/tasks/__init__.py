@@ -11,6 +11,7 @@ saved by ``datasets`` with :func:`load_dataset_task` (``medreason``, ``sciknowev
 from __future__ import annotations
 
 from distillscope.tasks.base import STYLE_FLAG, Problem, Task, make_split, styled
+from distillscope.tasks.catalogue import get_task
 from distillscope.tasks.countdown import CountdownTask
 from distillscope.tasks.files import (
     FILE_TASKS,
@@ -26,7 +27,6 @@ from distillscope.tasks.pools import (
     resolve_task,
     training_problems,
 )
-from distillscope.tasks.registry import get_task
 from distillscope.tasks.skills import SkillTask, skill_suite
 from distillscope.tasks.verify import check_countdown
 

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from distillscope.tasks.base import Problem, Task
+from distillscope.tasks.catalogue import get_task
 from distillscope.tasks.hub import DatasetSpec
 from distillscope.tasks.hub_tasks import DATASET_TASKS, load_dataset_task
-from distillscope.tasks.registry import get_task
 from distillscope.tasks.split import (
     EVAL_FRACTION,
     SPLIT_SEED,

@@ -1,7 +1,7 @@
 """The teacher's checks, before any model loads and without torch (in the process that plans a
 study): :func:`check_teacher_inputs` (each teacher's model directory or server, the student's
 directory) and :func:`check_teacher_caches` (a built teacher cache against the run), called by
-:func:`~distillscope.train.checks.preflight`; and :func:`preflight_pair`, what training will ask
+:func:`~distillscope.train.run_checks.preflight`; and :func:`preflight_pair`, what training will ask
 of the model pair and the rollout engine, which would otherwise fail only when the models load or
 at the first step:
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib.util
 
 from distillscope.config import ConfigError, RunConfig, served_url
-from distillscope.models.paths import check_model_dir, resolve_model_path
+from distillscope.models.locate import check_model_dir, resolve_model_path
 from distillscope.models.tokenizer_files import check_tokenizer_files
 from distillscope.objectives.registry import CROSS_TOKENIZER_KINDS
 from distillscope.teacher.client import TeacherClient

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from distillscope.config import RunConfig
-from distillscope.models.paths import resolve_model_path
+from distillscope.models.locate import resolve_model_path
 
 MANIFEST = "manifest.json"
 FORMAT = "distillscope-teacher-cache/1"

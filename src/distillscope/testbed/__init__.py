@@ -5,8 +5,8 @@
 Building them (:mod:`.build`, :mod:`.recipe`) imports torch: those are imported from their module.
 """
 
-from distillscope.models.paths import TESTBED_ROLES as ROLES
-from distillscope.models.paths import TESTBED_WEIGHTS_DIR as WEIGHTS_DIR
-from distillscope.models.paths import testbed_info, testbed_path
+from distillscope.models.locate import TESTBED_ROLES as ROLES
+from distillscope.models.locate import TESTBED_WEIGHTS_DIR as WEIGHTS_DIR
+from distillscope.models.locate import testbed_info, testbed_path
 
 __all__ = ["ROLES", "WEIGHTS_DIR", "testbed_info", "testbed_path"]

@@ -27,7 +27,7 @@ import torch
 from transformers import LlamaForCausalLM
 
 from distillscope.tasks.base import make_split
-from distillscope.tasks.registry import COUNTDOWN_3_HARD_TB, COUNTDOWN_3_TB
+from distillscope.tasks.catalogue import COUNTDOWN_3_HARD_TB, COUNTDOWN_3_TB
 from distillscope.tasks.skills import skill_suite
 from distillscope.tasks.split import (
     EVAL_FRACTION,
@@ -35,7 +35,7 @@ from distillscope.tasks.split import (
     held_out_problems,
     training_problems_from,
 )
-from distillscope.testbed.generate import measure, measure_coverage
+from distillscope.testbed.hf_sampling import measure, measure_coverage
 from distillscope.testbed.recipe import (
     DEFAULT_RECIPE,
     EXTRA_TEACHERS,

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from distillscope.models.paths import SAFE_WEIGHTS, check_model_dir, resolve_model_path
+from distillscope.models.locate import SAFE_WEIGHTS, check_model_dir, resolve_model_path
 
 #: Files never copied: the source's weights (and pickled ones), and the config rewritten here.
 SKIPPED = {*SAFE_WEIGHTS, "pytorch_model.bin", "pytorch_model.bin.index.json", "config.json"}

@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from transformers import LlamaConfig
 
 from distillscope.tasks.base import styled
+from distillscope.tasks.catalogue import COUNTDOWN_3_TB, COUNTDOWN_4_TB, TB_MAX_TARGET
 from distillscope.tasks.countdown import SMALL_POOL, CountdownTask, apply_op, to_alt_style
-from distillscope.tasks.registry import COUNTDOWN_3_TB, COUNTDOWN_4_TB, TB_MAX_TARGET
 from distillscope.tasks.skills import skill_suite
 from distillscope.tasks.split import draw_training
 

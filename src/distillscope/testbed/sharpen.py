@@ -16,10 +16,10 @@ from collections.abc import Callable
 from transformers import LlamaForCausalLM
 
 from distillscope.tasks.base import Problem, styled
-from distillscope.tasks.registry import COUNTDOWN_3_TB
+from distillscope.tasks.catalogue import COUNTDOWN_3_TB
 from distillscope.tasks.split import draw_training
 from distillscope.tasks.verify import detect_style
-from distillscope.testbed.generate import sample_completions
+from distillscope.testbed.hf_sampling import sample_completions
 from distillscope.testbed.recipe import COUNTDOWN_3_WIDE, SOURCES, SharpenSpec, TrainSpec
 
 

@@ -5,6 +5,6 @@ run's inputs without importing torch. The loop is imported from its module,
 ``from distillscope.train.loop import distill``.
 """
 
-from distillscope.train.checks import preflight, preflight_all
+from distillscope.train.run_checks import preflight, preflight_all
 
 __all__ = ["preflight", "preflight_all"]

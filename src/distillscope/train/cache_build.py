@@ -41,9 +41,9 @@ from distillscope.teacher.manifest import (
     teacher_dir,
 )
 from distillscope.teacher.scorer import TeacherScorer
-from distillscope.train.checks import preflight
 from distillscope.train.distributed import ONE_PROCESS
 from distillscope.train.loop import Sampler, step_problems
+from distillscope.train.run_checks import preflight
 from distillscope.train.setup import load_models
 from distillscope.train.step import Objective
 

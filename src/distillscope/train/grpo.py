@@ -9,7 +9,7 @@ student the parent exported, ``runs/<rlvr.parent>/student/``, a sibling of its o
 Every step, in the order it happens: pick prompts → G completions each from the current student
 → the verifier's rewards → group-normalised advantages → per micro-batch: student forward →
 DAPO loss → backward → clip → step → log → (checkpoint). There is no teacher and no reference
-model. The run directory is kept by the machinery the distillation loop uses (:mod:`.run`:
+model. The run directory is kept by the machinery the distillation loop uses (:mod:`.machinery`:
 ``config.yaml``, ``metrics.jsonl``, the trackers, ``status.json``, ``checkpoint/``,
 ``student/``) and resumes the same way: the draws of step k come from ``(seed, k)`` on the RLVR
 streams, so a killed run ends with the metrics of an uninterrupted one. It trains on one
@@ -26,7 +26,7 @@ import torch
 
 from distillscope.config import RLVRConfig, RunConfig
 from distillscope.models.load import load_model, load_options
-from distillscope.models.paths import check_model_dir
+from distillscope.models.locate import check_model_dir
 from distillscope.models.precision import forward_precision
 from distillscope.models.vocab import stop_token_ids
 from distillscope.objectives.rlvr import dapo_loss, group_advantages
@@ -39,7 +39,7 @@ from distillscope.rollout.scoring import ScorePath
 from distillscope.tasks import Task, resolve_task, training_problems
 from distillscope.train.checkpoint import STUDENT_DIR
 from distillscope.train.distributed import ONE_PROCESS
-from distillscope.train.run import PhaseTimer, Run, max_norm, set_lr
+from distillscope.train.machinery import PhaseTimer, Run, max_norm, set_lr
 from distillscope.train.step import micro_batch_share, use_fused
 
 

@@ -15,7 +15,7 @@ checkpoint and ends with the same metrics as an uninterrupted one: every random 
 comes from ``(seed, k)`` (:class:`~distillscope.rollout.prompts.Stream`), never from state
 carried across steps.
 
-The pieces: :mod:`.run` (the run directory from claim to export, shared with :mod:`.grpo`),
+The pieces: :mod:`.machinery` (the run directory from claim to export, shared with :mod:`.grpo`),
 :mod:`.step` (the objective on one micro-batch), :mod:`distillscope.rollout.scoring` (score
 objects of either path), :mod:`distillscope.teacher` (the teacher of every kind behind one
 constructor: its rollouts and scores), :mod:`.setup` (models, policy), :mod:`.distributed` (the
@@ -52,12 +52,12 @@ from distillscope.rollout.vllm_engine import VLLMEngine, engine_metrics, rollout
 from distillscope.tasks import training_problems
 from distillscope.teacher.kinds import open_teacher
 from distillscope.teacher.signal import informativeness_metrics
-from distillscope.train.checks import preflight
 from distillscope.train.distributed import ONE_PROCESS, Ranks
 from distillscope.train.fsdp import adamw_groups, is_sharded
 from distillscope.train.lora import merged_student, plain_weights, trainable_parameters
+from distillscope.train.machinery import DivergedError, PhaseTimer, Run, max_norm, set_lr
 from distillscope.train.profiles import Profiler
-from distillscope.train.run import DivergedError, PhaseTimer, Run, max_norm, set_lr
+from distillscope.train.run_checks import preflight
 from distillscope.train.setup import load_models, make_policy
 from distillscope.train.step import (
     FixedAdvantage,

@@ -1,5 +1,5 @@
 """What a training run needs before its first step: the model pair and the policy (its inputs
-are checked first by :mod:`.checks`)."""
+are checked first by :mod:`.run_checks`)."""
 
 from __future__ import annotations
 

@@ -14,9 +14,9 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from distillscope.config.base import ConfigError
 from distillscope.config.paths import Resolution, resolve_at, resolve_config_data
 from distillscope.config.run import RunConfig
+from distillscope.config.section import ConfigError
 from distillscope.safeyaml import YamlError, clip, load_yaml, load_yaml_file, quote
 from distillscope.store_versions import EVALUATION_KEY_ADDED, without_added
 
@@ -193,9 +193,9 @@ def allowed_values(dotted: str) -> str | None:
     it is checked against (tasks, objectives, languages) or the forms it reads (models,
     devices); None for free text and for the fields whose type says it (``Literal``)."""
     from distillscope.objectives.registry import OBJECTIVES
+    from distillscope.tasks.catalogue import TASKS
     from distillscope.tasks.hub_tasks import DATASET_TASKS
     from distillscope.tasks.language import LANGUAGE_CODES
-    from distillscope.tasks.registry import TASKS
 
     tasks = " | ".join([*sorted(TASKS), *DATASET_TASKS])
     models = "a model directory | testbed:ROLE (distillscope testbed info)"

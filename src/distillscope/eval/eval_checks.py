@@ -3,7 +3,7 @@
 A run evaluates after it trains; an input the evaluation cannot read would otherwise surface
 only then, after the GPU hours. :func:`preflight_evaluation` asks, for one run config, what
 :func:`~distillscope.eval.evaluate.evaluate` (and an RLVR run's
-:func:`~distillscope.eval.rlvr.evaluate_rlvr`) will ask of its tasks: ``max(eval.items,
+:func:`~distillscope.eval.rlvr_effect.evaluate_rlvr`) will ask of its tasks: ``max(eval.items,
 eval.coverage_items)`` held-out rows of the task (``task.eval_fraction`` of a file task), of the
 harder task and of an RLVR task. A generated task draws its held-out items and never runs
 short, so only row-backed tasks are counted. (The forgetting suite's data is checked beside it,

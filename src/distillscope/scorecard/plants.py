@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from distillscope.scorecard.claims import CLAIMS
-from distillscope.scorecard.claims.common import column
+from distillscope.scorecard.planting import column
 
 LEARNED_BY = 0.30  # simulated students' accuracy above the untrained student (fraction)
 ACC = "eval/accuracy"

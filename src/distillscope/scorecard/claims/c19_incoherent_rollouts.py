@@ -15,23 +15,15 @@ import math
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import ACC, FORWARD, KIND, MAIN, POLICY, STUDENT
 from distillscope.scorecard.claim_spec import ABOVE, POOLED, Claim, MarginCase, Part, Quote
-from distillscope.scorecard.claims.common import (
-    ACC,
-    FORWARD,
-    KIND,
-    LEARNED_PP,
-    MAIN,
-    POLICY,
-    STUDENT,
-    blocks,
-    in_pp,
-    plain_runs,
-    rows_mask,
-)
+from distillscope.scorecard.contrasts import blocks
 from distillscope.scorecard.estimate import Estimate, not_tested, seed_level
 from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
 from distillscope.scorecard.exact import count
+from distillscope.scorecard.learned import LEARNED_PP
+from distillscope.scorecard.planting import in_pp, rows_mask
+from distillscope.scorecard.selection import plain_runs
 
 EARLY = "traj/early_entropy_ratio"
 EARLY_SHARE = 0.1  # "early" = the first 10% of a run's steps

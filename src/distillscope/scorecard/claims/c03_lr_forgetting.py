@@ -182,6 +182,7 @@ def specify(grid: Grid = MAIN_GRID) -> Claim:
         needs="the main grid (`main`) at two learning rates with OnPD and OffPD and "
         "eval/forgetting_pp",
         plant=plant,
+        levels=(FORGET,),  # forgetting_pp planted as a level
         margin_cases=(
             MarginCase("low-LR change at the margin", partial(low_lr_at_margin, grid=grid), True),
             MarginCase("rollout effect at the margin", partial(rollout_at_margin, grid=grid), True),

@@ -22,6 +22,7 @@ from distillscope.scorecard.claim_columns import (
     LR,
     POLICY,
     SPARSITY,
+    SPARSITY_FP32,
     STUDENT,
     TEACHER,
 )
@@ -173,6 +174,7 @@ def specify(grid: Grid = MAIN_GRID) -> Claim:
         needs="the main grid (`main`) at two learning rates with OnPD and OffPD and "
         "eval/sparsity_bf16_tau1e-06",
         plant=plant,
+        levels=(SPARSITY, SPARSITY_FP32),  # both views planted as levels
         margin_cases=(
             MarginCase(
                 "OffPD less sparse by the margin",

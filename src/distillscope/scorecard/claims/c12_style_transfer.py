@@ -136,6 +136,7 @@ CLAIMS = (
             ),
         ),
         plant=plant,
+        levels=(SHARE,),
         needs="the `style` experiment: style runs (task.teacher_style_flag or "
         "task.teacher_instruction) of all four rollout × KL configurations with "
         "eval/teacher_style_share",

@@ -113,6 +113,7 @@ CLAIMS = (
             ),
         ),
         plant=plant,
+        levels=(CLIPPED,),
         needs="the main grid (`main`) with both KL directions, train/grad_clipped_frac and "
         "train/grad_norm_mean",
     ),

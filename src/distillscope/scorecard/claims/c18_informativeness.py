@@ -191,5 +191,6 @@ CLAIMS = (
         needs=f"the `{SCALE}` experiment: two teachers with {INFO} (≥ 2 rollouts per prompt), "
         "eval/accuracy, and the untrained-student baseline",
         plant=plant,
+        levels=(INFO,),  # I per teacher
     ),
 )

@@ -16,7 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from distillscope.cli import app
-from distillscope.cli_teacher_cache import _configs
+from distillscope.cli.inputs import planned_runs, run_config, study_spec
+from distillscope.cli.teacher_cache_cmd import _configs
 from distillscope.config import ConfigError, dump_run_config, load_run_config
 from distillscope.store import CONFIG_FILE
 from distillscope.study.executors import _worker_config
@@ -58,16 +59,18 @@ def files(tmp_path: Path) -> dict[str, Path]:
 
 #: Each command's way from its input to its runs' configs (the torch-free part it runs first).
 COMMANDS = {
-    "train": lambda f: [load_run_config(f["run"])],
-    "train --rehearse": lambda f: [shrink(load_run_config(f["run"]), _tiny)],
+    "train": lambda f: [run_config(str(f["run"]), [])],
+    "train --rehearse": lambda f: [shrink(run_config(str(f["run"]), []), _tiny)],
     "eval": lambda f: list(evaluation_config(f["run_dir"], ["eval.items=3"])),
-    "study": lambda f: [r.config for r in expand(load_spec(f["study"]))],
+    "study": lambda f: [
+        r.config for r in planned_runs(study_spec([str(f["study"])], None, []), None)
+    ],
     "study (a worker)": lambda f: [
         _worker_config(r.config.model_dump(mode="json"), None)
         for r in expand(load_spec(f["study"]))
     ],
     "study plan --rehearse": lambda f: [
-        shrink(r.config, _tiny) for r in expand(load_spec(f["study"]))
+        shrink(r.config, _tiny) for r in planned_runs(study_spec([str(f["study"])], None, []), None)
     ],
     "report": lambda f: [r.config for r in expand(load_spec(f["study_dir"] / "study.yaml"))],
     "teacher-cache build (run)": lambda f: _configs(str(f["run"]), [])[0],

@@ -236,13 +236,13 @@ def test_corrupt_status_json_counts_as_unfinished_and_is_named(tmp_path):
 def test_replaced_study_yaml_warns_in_the_report(tmp_path, capsys):
     import pandas as pd
 
-    from distillscope.cli import _warn_if_spec_replaced
+    from distillscope.cli.report_cmd import warn_if_spec_replaced
     from distillscope.study.run_study import prepare
     from distillscope.study.spec import load_spec
 
     prepare(load_spec("smoke"), tmp_path)
     pd.DataFrame({"run_id": ["some_other_run"]}).to_parquet(tmp_path / "results.parquet")
-    _warn_if_spec_replaced(tmp_path)
+    warn_if_spec_replaced(tmp_path)
     assert "was replaced" in capsys.readouterr().err
 
 

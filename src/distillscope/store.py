@@ -53,7 +53,7 @@ EVAL_FILE = "eval.json"
 STATUS_FILE = "status.json"
 CHECKPOINT_DIR = "checkpoint"
 FINGERPRINT_FILE = "fingerprint.json"
-PROGRESS_FILE = "progress.log"  # the CLI's progress lines (distillscope.cli_output)
+PROGRESS_FILE = "progress.log"  # the CLI's progress lines (distillscope.cli.progress)
 CHECKPOINT_META = "meta.json"
 
 LOCK_FILE = ".lock"

@@ -22,7 +22,7 @@ from distillscope.scorecard.power import (
     power_at,
     seeds_to_decide,
 )
-from distillscope.study.planner import designs, parse_noise_from
+from distillscope.study.planner import designs
 from distillscope.study.sequential import with_policy
 from distillscope.study.spec import StudySpec, UntilDecided
 
@@ -105,10 +105,3 @@ def test_designs_count_seeds_runs_and_evaluation_per_experiment():
     assert d["main"].counts["accuracy"] == (50, 8)
     grown = with_policy(spec, UntilDecided(looks=[{"main": [45]}]))
     assert designs(grown)["main"].seeds == 4
-
-
-def test_the_noise_flag():
-    assert parse_noise_from(["plan", "--noise-from", "d", "x=1"])[0] == ["plan", "x=1"]
-    assert str(parse_noise_from(["--noise-from=d"])[1]) == "d"
-    with pytest.raises(ValueError, match="--noise-from takes"):
-        parse_noise_from(["--noise-from"])

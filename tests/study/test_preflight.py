@@ -181,7 +181,7 @@ def test_an_import_error_naming_its_install_is_a_user_error(tmp_path, monkeypatc
     """A missing extra raised past the preflight (an import inside a run) still exits 2."""
     import distillscope.study.preflight as preflight
 
-    def missing(configs):
+    def missing(configs, trained=False):
         raise ImportError("x needs y: pip install 'distillscope[y]'")
 
     monkeypatch.setattr(preflight, "preflight_runs", missing)
@@ -196,7 +196,7 @@ def test_a_long_message_is_shown_whole_to_its_advice(tmp_path, monkeypatch):
     message = f"{'/a/long/path' * 24}: the reason; {advice}"
     assert len(message) > 300
 
-    def long_error(configs):
+    def long_error(configs, trained=False):
         raise ValueError(message)
 
     monkeypatch.setattr(preflight, "preflight_runs", long_error)

@@ -89,14 +89,14 @@ def test_a_look_naming_an_unknown_experiment_is_one_line():
 
 
 def test_the_flags():
-    assert sq.parse_flags(["a.yaml", "x=1"]) == (["a.yaml", "x=1"], None)
-    rest, policy = sq.parse_flags(["--until-decided", "--max-seeds", "8", "x=1"])
-    assert rest == ["x=1"] and (policy.max_seeds, policy.block) == (8, 2)
-    assert sq.parse_flags(["--until-decided", "--max-seeds=4"])[1].max_seeds == 4
+    assert sq.policy_of(False, None) is None
+    policy = sq.policy_of(True, 8)
+    assert (policy.max_seeds, policy.block) == (8, 2)
+    assert sq.policy_of(True, None) == sq.UntilDecided()
     with pytest.raises(ConfigError, match="--max-seeds goes with --until-decided"):
-        sq.parse_flags(["--max-seeds", "4"])
+        sq.policy_of(False, 4)
     with pytest.raises(ConfigError, match="whole number"):
-        sq.parse_flags(["--until-decided", "--max-seeds", "x"])
+        sq.policy_of(True, 1)
 
 
 # --- the looks, on a directory (the runs faked: the test is of the loop) --------------------

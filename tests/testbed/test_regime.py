@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from distillscope import testbed
-from distillscope.cli_testbed import opd_answer_budget
+from distillscope.cli.testbed_cmd import opd_answer_budget
 from distillscope.testbed.regime import STUDY_KEYS, TARGETS, Target, regime_rows, regime_values
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,23 +5,21 @@ only then, after the GPU hours. :func:`preflight_evaluation` asks, for one run c
 :func:`~distillscope.eval.evaluate.evaluate` (and an RLVR run's
 :func:`~distillscope.eval.rlvr.evaluate_rlvr`) will ask of its tasks: ``max(eval.items,
 eval.coverage_items)`` held-out rows of the task (``task.eval_fraction`` of a file task), of the
-harder task and of an RLVR task; and, with ``eval.forgetting``, that every dataset of the suite is
-cached or reachable (:func:`~distillscope.eval.forgetting_data.check_harness_data`). A generated
-task draws its held-out items and never runs short, so only row-backed tasks are counted.
+harder task and of an RLVR task. A generated task draws its held-out items and never runs
+short, so only row-backed tasks are counted. (The forgetting suite's data is checked beside it,
+by the one preflight: :func:`distillscope.study.preflight.preflight_runs`.)
 """
 
 from __future__ import annotations
 
 from distillscope.config import RunConfig
-from distillscope.eval.forgetting_data import check_harness_data
 from distillscope.tasks import evaluation_problems, resolve_task
 from distillscope.tasks.pools import file_split
 from distillscope.tasks.split import EVAL_FRACTION
 
 
-def preflight_evaluation(cfg: RunConfig, harness: bool = True) -> None:
-    """One-line ValueError for the first held-out pool too small for ``cfg.eval``; with
-    ``harness``, the forgetting suite's datasets checked too (module doc)."""
+def preflight_evaluation(cfg: RunConfig) -> None:
+    """One-line ValueError for the first held-out pool too small for ``cfg.eval`` (module doc)."""
     e = cfg.eval
     n = max(e.items, e.coverage_items)
     frac = cfg.task.eval_fraction
@@ -39,8 +37,6 @@ def preflight_evaluation(cfg: RunConfig, harness: bool = True) -> None:
             except ValueError as err:
                 held = len(file_split(task, fraction)[1])
                 raise ValueError(f"{err}{_asked(e, held)}") from None
-    if harness and e.forgetting is not None:
-        check_harness_data(e.forgetting)
 
 
 def _asked(e, held: int) -> str:

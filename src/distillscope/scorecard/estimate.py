@@ -28,7 +28,7 @@ differs (``strata``); a metric with a range (fractions, changes in pp) gets boun
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -49,6 +49,11 @@ from distillscope.scorecard.strata import STRATA, Stratified, design, stratify
 #: Relative size of a residual sum of squares that is float rounding (an exactly additive
 #: table: every seed shifts every cell alike), treated as zero: such a table decides nothing.
 ROUNDING = 1e-20
+#: What an interval covers, said in its evidence (docs/method.md §9 "What an interval
+#: covers"): items as well as seeds where the runs' per-item outcomes of the metric exist
+#: (accuracy, pass@k, forgetting), seeds only where none do (sparsity, style share, lengths).
+OVER_ITEMS = "seeds and items"
+OVER_SEEDS = "seeds only (no per-item outcomes)"
 
 
 @dataclass
@@ -143,7 +148,9 @@ class Blocks:
         value = float(w @ self.cells["mu"].to_numpy(dtype=float))
         var, dof = self.with_items(max(float(w @ self._cov @ w), 0.0) * self.sigma2, self.dof, w)
         seeds = int(self.cells["n"].to_numpy()[used].min()) if len(used) else 0
-        return self.ranged(Estimate(label, value, math.sqrt(var), dof, seeds, self.seed_note()), w)
+        note, covers = self.seed_note(), self.covers()
+        x = Estimate(label, value, math.sqrt(var), dof, seeds, note, covers=covers)
+        return self.ranged(x, w)
 
     def ranged(self, x: Estimate, w: np.ndarray) -> Estimate:
         """A level (Σ w = 1) of a metric with a range (``limits``) as a ``Bounded`` estimate;
@@ -194,8 +201,9 @@ class Blocks:
         seeds = int(self.cells["n"].to_numpy()[idx].min())
         note = self.seed_note()
         return RangeEstimate(
-            label, value, float(ses.max()), dof, seeds, note, "", tuple(diffs), tuple(ses)
-        )
+            label, value, float(ses.max()), dof, seeds, note, "", tuple(diffs), tuple(ses),
+            covers=self.covers(),
+        )  # fmt: skip
 
     def level(self, m: np.ndarray, label: str) -> Estimate:
         """The mean of cells ``m`` with the seed as the replicate: per seed present in every
@@ -216,7 +224,8 @@ class Blocks:
         note = f"seed(s) {', '.join(left)} missing in some cell: left out" if left else ""
         w = m / m.sum()
         var, dof = self.with_items(float(per.var(ddof=1)) / len(per), len(per) - 1.0, w)
-        x = Estimate(label, float(per.mean()), math.sqrt(var), dof, len(per), note)
+        covers = self.covers()
+        x = Estimate(label, float(per.mean()), math.sqrt(var), dof, len(per), note, covers=covers)
         return self.ranged(x, w)
 
     def covariance(self, idx: Sequence[int]) -> np.ndarray:
@@ -229,6 +238,11 @@ class Blocks:
         return "; ".join(
             ", ".join(f"{c.split('.')[-1]}={self.cells.at[i, c]}" for c in varying) for i in idx
         )
+
+    def covers(self) -> str:
+        """What this fit's intervals cover: ``OVER_ITEMS`` with per-item values, else
+        ``OVER_SEEDS``."""
+        return OVER_ITEMS if self._items is not None else OVER_SEEDS
 
     def seed_note(self) -> str:
         """Which seeds left the blocks (missing in some cell) and, where the fit is stratified,
@@ -250,14 +264,26 @@ def limits(metric: str) -> tuple[float, float] | None:
     return (0.0, 100.0) if u == "fraction" else (-100.0, 100.0) if u == "pp" else None
 
 
+#: What a seed-level interval can read of the runs' per-item values: ``Evidence.item_matrix``
+#: (rows, metric) → rows × items in display units, or None without per-item outcomes.
+ItemSource = Callable[[pd.DataFrame, str], "np.ndarray | None"]
+
+
 def seed_level(
-    rows: pd.DataFrame, metric: str, label: str, reference: pd.DataFrame | None = None
+    rows: pd.DataFrame,
+    metric: str,
+    label: str,
+    reference: pd.DataFrame | None = None,
+    items: ItemSource | None = None,
 ) -> Estimate:
     """The mean of ``metric`` (display units) over ``rows`` with the seed as the replicate.
 
     Per seed: the mean over that seed's runs, minus (when ``reference`` rows are given) the
     reference's mean for the same seed — or, where no reference row has that seed, the
-    reference's overall mean. Estimate = mean over seeds; SE = their sd / √S on S − 1.
+    reference's overall mean. Estimate = mean over seeds; SE = their sd / √S on S − 1, plus the
+    item component (``crossed.ItemComponent``, weights rows +1 and reference −1) when ``items``
+    gives both sides' per-item values: the reference (the untrained student) is evaluated on
+    the same items, so students − untrained carries the item × configuration interaction.
     """
     scale = percent_scale(metric)
     y = pd.to_numeric(rows[metric], errors="coerce") * scale
@@ -276,9 +302,38 @@ def seed_level(
             note = "no seed of the reference matches: against its overall mean"
     if len(per) < 2:
         return not_tested(label, f"{label}: fewer than 2 seeds")
-    sd = float(per.std(ddof=1))
-    x = Estimate(label, float(per.mean()), sd / math.sqrt(len(per)), len(per) - 1.0, len(per), note)
+    var, dof = float(per.var(ddof=1)) / len(per), len(per) - 1.0
+    item = _seed_items(rows, reference, metric, list(per.index), items)
+    if item is not None:
+        var, dof = var + item[0], welch([var, item[0]], [dof, item[1]])
+    covers = OVER_SEEDS if item is None else OVER_ITEMS
+    x = Estimate(label, float(per.mean()), math.sqrt(var), dof, len(per), note, covers=covers)
     lim = limits(metric)
     if lim is None:
         return x
     return bounded(x, *(lim if reference is None else (lim[0] - lim[1], lim[1] - lim[0])))
+
+
+def _seed_items(
+    rows: pd.DataFrame,
+    reference: pd.DataFrame | None,
+    metric: str,
+    seeds: list[str],
+    items: ItemSource | None,
+) -> tuple[float, float] | None:
+    """(Var_item, ν) of a seed level: ``rows`` (their seeds in ``seeds``) as one cell and
+    ``reference`` (the same seeds; every seed it has when it shares fewer than 2) as another,
+    weights +1 / −1 (a plain level: +1); None when a side has no per-item values of
+    ``metric``."""
+    sides = [rows[rows[SEED].map(str).isin(seeds)]]
+    if reference is not None:
+        same = reference[reference[SEED].map(str).isin(seeds)]
+        sides.append(same if same[SEED].nunique() >= 2 else reference)
+    mats = [None if items is None else items(side, metric) for side in sides]
+    if any(m is None for m in mats) or len({m.shape[1] for m in mats}) != 1:
+        return None
+    names = np.concatenate([side[SEED].map(str).to_numpy() for side in sides])
+    _, seed = np.unique(names, return_inverse=True)
+    cell = np.concatenate([np.full(len(side), k) for k, side in enumerate(sides)])
+    w = np.array([1.0, -1.0][: len(sides)])
+    return ItemComponent(np.vstack(mats), cell, seed).variance(w)

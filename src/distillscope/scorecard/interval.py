@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 
 import numpy as np
@@ -50,6 +50,10 @@ class Estimate:
     seeds: int = 0
     note: str = ""
     missing: str = ""
+    #: What the interval covers ("seeds and items", "seeds only …"; "" where it is not a
+    #: seed-blocked interval), said after it in the evidence. Keyword-only: the subclasses'
+    #: own fields follow ``missing`` positionally.
+    covers: str = field(default="", kw_only=True)
 
     def bounds(self, alpha: float) -> tuple[float, float]:
         """One-sided (1 − alpha) lower and upper t-bounds; NaN without an SE (or SE = 0)."""

@@ -25,7 +25,7 @@ def learned(view: ClaimEvidence, rows: pd.DataFrame, where: str) -> list[Estimat
     lack = missing_metric(rows, ACC, where) or missing_metric(base, ACC, "the baseline")
     if lack:
         return [not_tested("students − untrained", lack)]
-    return [seed_level(rows, ACC, "students − untrained", base)]
+    return [seed_level(rows, ACC, "students − untrained", base, view.ev.item_matrix)]
 
 
 def learned_premise_why() -> str:

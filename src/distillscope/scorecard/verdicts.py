@@ -82,6 +82,8 @@ def decide_stratum(part: Part, x: Estimate, alpha_contra: float, alpha: float = 
     if x.missing:
         return Decision(NOT_TESTED, f"{head}: not tested (lacks {x.missing})", x.missing)
     text = f"{head} {interval_text(x, alpha, part.unit)}"
+    if x.covers:  # what the interval covers: seeds and items, or seeds only
+        text += f" over {x.covers}"
     if x.note:
         text += f" ({x.note})"
     if not x.decidable():

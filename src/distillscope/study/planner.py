@@ -14,15 +14,13 @@ Torch-free.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from distillscope.config import ConfigError, RunConfig
+from distillscope.config import RunConfig
 from distillscope.study.spec import StudySpec, expand
 
 #: The skill suite's items per block come from the noise record (its skill count is not in the
 #: config): ``None`` keeps the record's.
 SKILLS = "skill/"
-NOISE_FLAG = "--noise-from"
 
 
 @dataclass(frozen=True)
@@ -58,18 +56,3 @@ def designs(spec: StudySpec) -> dict[str, ExperimentDesign]:
         seeds = len({r.config.seed for r in mine})
         out[name] = ExperimentDesign(name, seeds, len(mine), eval_counts(mine[0].config))
     return out
-
-
-def parse_noise_from(args: list[str]) -> tuple[list[str], Path | None]:
-    """``args`` without ``--noise-from DIR`` (or ``=DIR``), and that directory."""
-    rest, source = [], None
-    it = iter(args)
-    for a in it:
-        if a == NOISE_FLAG or a.startswith(NOISE_FLAG + "="):
-            value = a.partition("=")[2] if "=" in a else next(it, "")
-            if not value:
-                raise ConfigError(f"{NOISE_FLAG} takes a finished study's directory")
-            source = Path(value)
-        else:
-            rest.append(a)
-    return rest, source

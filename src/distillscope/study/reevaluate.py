@@ -26,7 +26,6 @@ from pathlib import Path
 
 from distillscope.config import ConfigError, load_run_config
 from distillscope.config.paths import rebased
-from distillscope.eval.preflight import preflight_evaluation
 from distillscope.store import (
     CONFIG_FILE,
     EVAL_FILE,
@@ -60,8 +59,7 @@ def reevaluate(
     run_dir: Path, overrides: list[str], on_eval: Callable[[str], None] | None = None
 ) -> dict:
     """Evaluate ``run_dir``'s checkpoint under ``overrides`` (module doc); returns the metrics."""
-    trained, cfg = evaluation_config(run_dir, overrides)
-    preflight_evaluation(cfg)  # held-out rows, harness data: before the model loads
+    trained, cfg = evaluation_config(run_dir, overrides)  # checked by the caller's preflight
     from distillscope.study.run_one import evaluate_run  # torch: once the inputs are checked
 
     was = read_status(run_dir)["status"]

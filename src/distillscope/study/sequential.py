@@ -70,26 +70,15 @@ class ClaimState(NamedTuple):
 Judge = Callable[[Path, float], Sequence[tuple[int, str, bool, tuple[str, ...]]]]
 
 
-def parse_flags(args: list[str]) -> tuple[list[str], UntilDecided | None]:
-    """``args`` without ``--until-decided`` / ``--max-seeds N`` (or ``=N``), and the policy they
-    ask for (None without ``--until-decided``)."""
-    rest, max_seeds, on = [], None, False
-    it = iter(args)
-    for a in it:
-        if a == FLAG:
-            on = True
-        elif a == MAX_SEEDS_FLAG or a.startswith(MAX_SEEDS_FLAG + "="):
-            value = a.partition("=")[2] if "=" in a else next(it, "")
-            if not value.isdigit() or int(value) < 2:
-                raise ConfigError(f"{MAX_SEEDS_FLAG} takes a whole number ≥ 2, got {value!r}")
-            max_seeds = int(value)
-        else:
-            rest.append(a)
-    if max_seeds is not None and not on:
+def policy_of(until_decided: bool, max_seeds: int | None) -> UntilDecided | None:
+    """The policy ``--until-decided [--max-seeds N]`` asks for (None without the flag)."""
+    if max_seeds is not None and max_seeds < 2:
+        raise ConfigError(f"{MAX_SEEDS_FLAG} takes a whole number ≥ 2, got {max_seeds}")
+    if max_seeds is not None and not until_decided:
         raise ConfigError(f"{MAX_SEEDS_FLAG} goes with {FLAG}")
-    if not on:
-        return rest, None
-    return rest, UntilDecided() if max_seeds is None else UntilDecided(max_seeds=max_seeds)
+    if not until_decided:
+        return None
+    return UntilDecided() if max_seeds is None else UntilDecided(max_seeds=max_seeds)
 
 
 def with_policy(spec: StudySpec, policy: UntilDecided | None) -> StudySpec:

@@ -237,18 +237,22 @@ class PlannedRun:
     parent: str | None = None  # an RLVR run: the run whose student it starts from
 
 
+def preset_names() -> list[str]:
+    """The shipped presets' names, sorted: the YAML files of ``presets/`` (none listed by hand)."""
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+
+
 def preset_path(name: str) -> Path:
     """The YAML file of the preset ``name``; the error lists the presets that exist."""
     path = PRESETS_DIR / f"{name}.yaml"
     if not path.is_file():
-        names = sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
-        raise ConfigError(f"{name}: no such study file or preset (presets: {names})")
+        raise ConfigError(f"{name}: no such study file or preset (presets: {preset_names()})")
     return path
 
 
 def list_presets() -> dict[str, str]:
     """Preset name → its one-paragraph description."""
-    return {p.stem: load_spec(p).description for p in sorted(PRESETS_DIR.glob("*.yaml"))}
+    return {name: load_spec(preset_path(name)).description for name in preset_names()}
 
 
 def load_spec(source: str | Path, overrides: list[str] = (), stored: bool = False) -> StudySpec:

@@ -63,7 +63,7 @@ STUDY_KEYS = ("reverse_kl_collapses", "forward_kl_collapses", "grpo_gain_z", "bf
 def regime_values(info: dict, opd_budget: int | None = None) -> dict[str, float | None]:
     """Each target's value from the build record ``info`` (None where not measured);
     ``opd_budget``: the ``opd`` experiment's answer budget in tokens
-    (:func:`distillscope.cli_testbed.opd_answer_budget`), None when not given."""
+    (:func:`distillscope.cli.testbed_cmd.opd_answer_budget`), None when not given."""
     s, t = info["measured"]["student"], info["measured"]["teacher"]
     length = s.get("countdown3_len_mean")
     study = info.get("regime", {})

@@ -1,5 +1,12 @@
 """A run's inputs checked before any model loads — without torch, so that a study can check
-every run in the process that plans it."""
+every run in the process that plans it.
+
+:func:`preflight` is one run's check (the loop's, the cache builder's): :func:`check_inputs`
+(the models, a served teacher, the tasks, every prompt's route) and :func:`check_extras` (the
+optional extras and caches it needs). :func:`preflight_all` checks many runs, each distinct set of
+inputs once; ``study.preflight.preflight_runs`` composes it with the pair and evaluation checks
+into the one preflight every command calls.
+"""
 
 from __future__ import annotations
 
@@ -19,9 +26,26 @@ def preflight(cfg: RunConfig) -> Task:
     (``ModelLoadError``), a served teacher that cannot be reached (``ServerError``), a missing
     task file, the first bad row of a task file, or a dataset task's dataset that cannot be read
     (not cached under ``HF_DATASETS_OFFLINE=1``, a field the rows lack); with several teachers,
-    each one's inputs and every prompt's route (:mod:`distillscope.teacher.checks`).
+    each one's inputs and every prompt's route (:mod:`distillscope.teacher.checks`); then a
+    missing optional extra or a teacher cache that does not fit (:func:`check_extras`).
     """
+    task = check_inputs(cfg)
+    check_extras(cfg)
+    return task
+
+
+def check_inputs(cfg: RunConfig) -> Task:
+    """The models (each teacher's, a served one reached), the tasks and the routes of ``cfg``;
+    returns the resolved task."""
     check_teacher_inputs(cfg)  # the model directories, a served teacher's server
+    task = check_tasks(cfg)
+    check_routes(cfg, task)  # model.teachers: every prompt routed to one of them
+    return task
+
+
+def check_tasks(cfg: RunConfig) -> Task:
+    """The task file there and every task of ``cfg`` (its own, the harder one, RLVR's) resolved:
+    what training and every evaluation read; returns the run's task."""
     if cfg.task.file is not None and not Path(cfg.task.file).is_file():
         raise FileNotFoundError(f"task.file {cfg.task.file} does not exist")
     task = resolve_task(cfg.task)
@@ -29,18 +53,23 @@ def preflight(cfg: RunConfig) -> Task:
         resolve_task(cfg.eval.harder_task)
     if cfg.rlvr is not None:
         resolve_task(cfg.rlvr.task)
+    return task
+
+
+def evaluation_extras(cfg: RunConfig) -> None:
+    """What ``cfg``'s evaluation needs installed: lingua to count answers in a language, the
+    forgetting harness and its include_path."""
     if cfg.eval.style_language is not None:
         require_lingua()  # the language identifier's optional extra
     if cfg.eval.forgetting is not None:
         cfg.eval.forgetting.preflight()  # the harness installed, its include_path there
-    _optional_extras(cfg)
-    check_routes(cfg, task)  # model.teachers: every prompt routed to one of them
-    return task
 
 
-def _optional_extras(cfg: RunConfig) -> None:
-    """Refuse a LoRA student without peft, a tracker whose package is missing and a teacher
-    cache that does not fit the run (:mod:`distillscope.teacher.manifest`)."""
+def check_extras(cfg: RunConfig) -> None:
+    """Refuse a missing extra of the evaluation (:func:`evaluation_extras`), a LoRA student
+    without peft, a tracker whose package is missing and a teacher cache that does not fit the
+    run (:mod:`distillscope.teacher.manifest`)."""
+    evaluation_extras(cfg)
     check_teacher_caches(cfg)  # several teachers: each cached one's
     if cfg.model.lora is not None:
         cfg.model.lora.preflight()
@@ -49,13 +78,10 @@ def _optional_extras(cfg: RunConfig) -> None:
 
 
 def preflight_all(configs: list[RunConfig]) -> None:
-    """``preflight`` once per distinct set of inputs (a study checks every run before its first)."""
-    if any(cfg.eval.style_language is not None for cfg in configs):
-        require_lingua()  # whatever the runs share, the extra is checked before the first
-    for forgetting in [c.eval.forgetting for c in configs if c.eval.forgetting is not None]:
-        forgetting.preflight()  # the harness and its include_path, before the first run
+    """:func:`preflight` of every run: the extras of each (before the first run's inputs), the
+    inputs once per distinct set of them (a study checks every run before its first)."""
     for cfg in configs:
-        _optional_extras(cfg)  # peft and the trackers, before the first run
+        check_extras(cfg)
     seen = set()
     for cfg in configs:
         m, t = cfg.model, cfg.task
@@ -65,4 +91,4 @@ def preflight_all(configs: list[RunConfig]) -> None:
         key = (*teachers, m.student, m.allow_pickle, rows, cfg.eval.harder_task, rlvr_task)
         if key not in seen:
             seen.add(key)
-            preflight(cfg)
+            check_inputs(cfg)

@@ -37,7 +37,7 @@ def style_support(view: ClaimEvidence) -> list[Estimate]:
     if lack:
         why = " (a style study's baseline evaluation measures it; older records lack it)"
         return [not_tested("style support", lack + why)]
-    return [exact(seed_level(base, SUPPORT, "style support"))]
+    return [exact(seed_level(base, SUPPORT, "style support", None, view.ev.item_matrix))]
 
 
 def others_minus_resister(view: ClaimEvidence) -> list[Estimate]:

@@ -5,7 +5,9 @@ Reads only the `teacher_scale` experiment (two teachers, I measured with ≥ 2 r
 prompt). Premise: some teacher's students learned. Parts: the learning teachers' I above 0
 (every such teacher), the I gap between the higher-I and the lower-I teacher above 0 (which
 one has the lower I must be known), and the higher-I teacher's accuracy − the lower-I one's
-above 0 (the lower-I teacher gives the smaller gain), matched on every other axis.
+above 0 (the lower-I teacher gives the smaller gain), matched on every other axis. The order
+of the teachers is read from the data, so both gaps are selected contrasts: their bounds are
+Bonferroni over the ordered pairs of teachers (docs/method.md §9 "What an interval covers").
 """
 
 from __future__ import annotations
@@ -46,6 +48,15 @@ def _ordered(b: Blocks) -> tuple[str, str]:
     return str(means.idxmin()), str(means.idxmax())
 
 
+def _picked(b: Blocks, xs: list[Estimate], low: str, high: str) -> list[Estimate]:
+    """``xs`` (higher-I − lower-I teacher) as contrasts the data picked: the order comes from
+    the fit of I, so each bound is Bonferroni over every ordered pair of teachers the data
+    could have picked (``Estimate.selected``, as the best-cell claims)."""
+    n = b.cells[TEACHER].map(str).nunique()
+    what = f"teachers ordered by the data's I: {high} above {low}"
+    return [x if x.missing else x.selected(n * (n - 1), what) for x in xs]
+
+
 def learners(view: ClaimEvidence) -> list[Estimate]:
     """Per teacher, its students' accuracy − the untrained student's (seed as replicate)."""
     rows, lack = _rows(view)
@@ -54,7 +65,11 @@ def learners(view: ClaimEvidence) -> list[Estimate]:
     lack = lack or missing_metric(base, ACC, "the baseline")
     if lack:
         return [not_tested("gain", lack)]
-    return [seed_level(g, ACC, f"gain, {t}", base) for t, g in rows.groupby(rows[TEACHER].map(str))]
+    items = view.ev.item_matrix
+    return [
+        seed_level(g, ACC, f"gain, {t}", base, items)
+        for t, g in rows.groupby(rows[TEACHER].map(str))
+    ]
 
 
 def info_level(view: ClaimEvidence) -> list[Estimate]:
@@ -66,7 +81,8 @@ def info_level(view: ClaimEvidence) -> list[Estimate]:
     if not learned:
         return [not_tested("I", "a teacher whose students learned")]
     teacher = rows[TEACHER].map(str)
-    return [seed_level(rows[teacher == t], INFO, f"I, {t}") for t in learned]
+    items = view.ev.item_matrix
+    return [seed_level(rows[teacher == t], INFO, f"I, {t}", None, items) for t in learned]
 
 
 def _learned(x: Estimate) -> bool:
@@ -80,7 +96,7 @@ def info_gap(view: ClaimEvidence) -> list[Estimate]:
     if isinstance(b, str):
         return [not_tested("I gap", b)]
     low, high = _ordered(b)
-    return matched(b, TEACHER, high, low, (), "I gap")
+    return _picked(b, matched(b, TEACHER, high, low, (), "I gap"), low, high)
 
 
 def accuracy_gap(view: ClaimEvidence) -> list[Estimate]:
@@ -93,7 +109,7 @@ def accuracy_gap(view: ClaimEvidence) -> list[Estimate]:
     if isinstance(acc, str):
         return [not_tested("Δ accuracy", acc)]
     low, high = _ordered(b)
-    return matched(acc, TEACHER, high, low, (), "Δ accuracy")
+    return _picked(b, matched(acc, TEACHER, high, low, (), "Δ accuracy"), low, high)
 
 
 def plant(d: pd.DataFrame) -> dict[str, np.ndarray]:

@@ -89,7 +89,7 @@ def gain(view: ClaimEvidence) -> list[Estimate]:
     fit = blocks(view, "main: high-entropy OnPD forward KL", high, ACC)
     if fit.thin:  # every cell of those runs needs its seeds, as any pooled level
         return [not_tested("gain", f"{fit.cell_names(fit.thin)} has fewer than 2 seeds")]
-    return [seed_level(high, ACC, "gain", base)]
+    return [seed_level(high, ACC, "gain", base, view.ev.item_matrix)]
 
 
 def onpd_forward_runs(d: pd.DataFrame) -> np.ndarray:

@@ -54,7 +54,10 @@ def regulated_gain(view: ClaimEvidence) -> list[Estimate]:
 
 
 def _labelled(xs: list[Estimate], label: str) -> list[Estimate]:
-    return [Estimate(label, x.value, x.se, x.dof, x.seeds, x.note, x.missing) for x in xs]
+    return [
+        Estimate(label, x.value, x.se, x.dof, x.seeds, x.note, x.missing, covers=x.covers)
+        for x in xs
+    ]
 
 
 def _sizes(b: Blocks) -> pd.Series:

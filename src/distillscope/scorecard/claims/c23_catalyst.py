@@ -57,7 +57,7 @@ def _versus(view: ClaimEvidence, metric: str, label: str) -> list[Estimate]:
     fit = blocks(view, OPD, rows, metric)
     if fit.thin:  # every cell of the `opd` runs needs its seeds, as any pooled level
         return [not_tested(label, f"{fit.cell_names(fit.thin)} has fewer than 2 seeds")]
-    return [seed_level(rows, metric, label, base)]
+    return [seed_level(rows, metric, label, base, view.ev.item_matrix)]
 
 
 def pass1_gain(view: ClaimEvidence) -> list[Estimate]:
@@ -88,7 +88,9 @@ def base_pass_k(view: ClaimEvidence) -> list[Estimate]:
     metric, label = f"eval/pass@{k}", f"base pass@{k}"
     base = view.baseline(metric)
     lack = missing_metric(base, metric, "the untrained student")
-    return [not_tested(label, lack) if lack else exact(seed_level(base, metric, label))]
+    if lack:
+        return [not_tested(label, lack)]
+    return [exact(seed_level(base, metric, label, None, view.ev.item_matrix))]
 
 
 def plant(d: pd.DataFrame) -> dict[str, np.ndarray]:

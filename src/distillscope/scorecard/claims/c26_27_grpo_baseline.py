@@ -126,7 +126,7 @@ def baseline_learns(view: ClaimEvidence) -> list[Estimate]:
     out = [
         not_tested("held-out accuracy", lack)
         if held_out is None
-        else exact(seed_level(grpo, GRPO_FINAL, "held-out accuracy", held_out))
+        else exact(seed_level(grpo, GRPO_FINAL, "held-out accuracy", held_out, view.ev.item_matrix))
     ]
     first, final = "rlvr/reward_first", "rlvr/reward_final"
     if not missing_metric(grpo, first, "") and not missing_metric(grpo, final, ""):

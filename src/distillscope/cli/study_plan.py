@@ -16,22 +16,19 @@ or its one-line error; any error exits 2.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
-from rich.console import Console
+import typer
 from rich.markup import escape
 from rich.table import Table
 
-from distillscope.cli_output import print_table
+from distillscope.cli.errors import describe_error
+from distillscope.cli.output import console, print_table
 from distillscope.config import RunConfig
 from distillscope.study.rehearse import Rehearsal, distinct, rehearse
 from distillscope.study.spec import PlannedRun, StudySpec
 from distillscope.study.spec_diff import stored_change
 from distillscope.testbed.like import tiny_copies
-
-console = Console()
-
 
 #: ``distillscope study plan --help``: the plan's own options (``study --help`` is the study's).
 PLAN_HELP = """\
@@ -63,11 +60,8 @@ def train_plan(cfg: RunConfig) -> list[PlannedRun]:
     return [PlannedRun(cfg.name, "train", {}, {}, cfg)]
 
 
-def rehearse_plan(runs: list[PlannedRun], describe: Callable[[BaseException], str]) -> int:
-    """Rehearse ``runs``, print the table; returns how many configurations failed.
-
-    ``describe(err)``: an error's one line as the CLI prints it (``cli.describe_error``).
-    """
+def rehearse_plan(runs: list[PlannedRun]) -> int:
+    """Rehearse ``runs``, print the table; returns how many configurations failed."""
     total = len(distinct(runs))
     console.print(
         f"rehearsing {total} distinct configurations of {len(runs)} runs", highlight=False
@@ -85,7 +79,7 @@ def rehearse_plan(runs: list[PlannedRun], describe: Callable[[BaseException], st
     table.add_column("runs", justify="right")
     table.add_column("result", overflow="fold")
     for r in results:
-        result = "ok" if r.error is None else f"[red]{escape(describe(r.error))}[/red]"
+        result = "ok" if r.error is None else f"[red]{escape(describe_error(r.error))}[/red]"
         table.add_row(escape(r.run.run_id), str(r.runs), result)
     console.print(table)
     failed = sum(r.error is not None for r in results)
@@ -110,34 +104,32 @@ def print_change(out: Path, study: StudySpec) -> None:
         console.print(f"  no longer planned (kept on disk): {run_id}", highlight=False)
 
 
+def rehearse_or_exit(runs: list[PlannedRun]) -> None:
+    """Rehearse ``runs`` (``train --rehearse``, ``study plan --rehearse``); exit 2 when a
+    configuration failed."""
+    if rehearse_plan(runs):
+        raise typer.Exit(2)
+
+
 def plan_study(
-    files: list[str],
-    overrides: list[str],
-    preset: str | None,
-    only: list[str] | None,
-    rehearse: bool,
-    describe: Callable[[BaseException], str],
-    noise_from: Path | None = None,
+    study: StudySpec, runs: list[PlannedRun], rehearse: bool, noise_from: Path | None = None
 ) -> int:
-    """``study plan``: the runs each experiment would execute, after the same checks as a
-    study (models, tasks, devices), then each claim part's power (:func:`print_power`);
-    nothing is written. ``rehearse``: each distinct configuration trained and evaluated on
-    tiny model copies instead. Returns the number of rehearsed configurations that failed (0
-    without ``rehearse``)."""
+    """``study plan``: the ``runs`` of ``study`` per experiment, after the same checks as a
+    study (the one preflight: models, tasks, devices), then each claim part's power
+    (:func:`print_power`); nothing is written. ``rehearse``: each distinct configuration
+    trained and evaluated on tiny model copies instead. Returns the number of rehearsed
+    configurations that failed (0 without ``rehearse``)."""
     from collections import Counter
 
-    from distillscope.config import check_machine
-    from distillscope.study.preflight import preflight_runs
-    from distillscope.study.run_study import select
-    from distillscope.study.spec import expand, load_spec
+    from distillscope.cli.inputs import preflight
 
-    study = load_spec(files[0] if files else preset or "quick", overrides)
-    runs = select(study, expand(study), only)
-    for r in runs:
-        check_machine(r.config)
     if rehearse:
-        return rehearse_plan(runs, describe)
-    preflight_runs([r.config for r in runs])
+        from distillscope.config import check_machine
+
+        for r in runs:
+            check_machine(r.config)
+        return rehearse_plan(runs)
+    preflight([r.config for r in runs])
     rows = []
     for name, count in Counter(r.experiment for r in runs).items():
         mine = [r.config for r in runs if r.experiment == name]

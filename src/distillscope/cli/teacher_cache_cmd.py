@@ -7,22 +7,22 @@ distillscope teacher-cache build study.yaml --out DIR    # a study's teacher-wri
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import typer
 
+from distillscope.cli.errors import friendly_errors
 
-def teacher_cache_app(errors: Callable[[Callable[..., Any]], Callable[..., Any]]) -> typer.Typer:
-    """The ``teacher-cache`` sub-app, each command wrapped in ``errors`` (the CLI's
-    ``friendly_errors``, as :func:`~distillscope.cli_testbed.testbed_app` takes it)."""
+
+def teacher_cache_app() -> typer.Typer:
+    """The ``teacher-cache`` sub-app, each command wrapped in ``friendly_errors``."""
     app = typer.Typer(no_args_is_help=True, help="A teacher's outputs computed once, reused.")
-    app.command("build")(errors(teacher_cache_build_cmd))
+    app.command("build")(build)
     return app
 
 
-def teacher_cache_build_cmd(
+@friendly_errors
+def build(
     source: str = typer.Argument(
         None, help="run config YAML, study YAML or preset name (default: the run defaults)"
     ),
@@ -31,9 +31,11 @@ def teacher_cache_build_cmd(
 ) -> None:
     """Write the teacher rollouts and top-k (+ tail) log-probs of SOURCE's off-policy runs to
     sharded safetensors files with a manifest; runs read them with model.teacher_cache=OUT."""
+    from distillscope.cli.inputs import preflight
     from distillscope.train.cache_build import build_teacher_cache
 
     configs, name = _configs(source, list(overrides or []))
+    preflight([c for c in configs if c.rollout.policy == "teacher"])  # the runs it serves
     manifest = build_teacher_cache(configs, out, name)
     size = sum(s["bytes"] for s in manifest["shards"].values())
     print(
@@ -47,16 +49,14 @@ def teacher_cache_build_cmd(
 def _configs(source: str | None, overrides: list[str]) -> tuple[list, str]:
     """The run configs of ``source`` (a run config, or every run of a study or preset) and the
     name errors give them."""
-    from distillscope.config import load_run_config
+    from distillscope.cli.inputs import planned_runs, run_config, split_source, study_spec
     from distillscope.safeyaml import load_yaml_file
-    from distillscope.study.spec import expand, load_spec
 
-    if source is not None and "=" in source and not Path(source).exists():
-        source, overrides = None, [source, *overrides]  # `build optim.steps=3`: no file
+    source, overrides = split_source(source, overrides)
     if source is None:
-        return [load_run_config(None, overrides)], "the run config"
+        return [run_config(None, overrides)], "the run config"
     path = Path(source)
     if path.is_file() and "experiments" not in (load_yaml_file(path, "config") or {}):
-        return [load_run_config(path, overrides)], str(path)
-    study = load_spec(source, overrides)
-    return [run.config for run in expand(study)], f"study {study.name}"
+        return [run_config(source, overrides)], str(path)
+    study = study_spec([source], None, overrides)
+    return [run.config for run in planned_runs(study, None)], f"study {study.name}"

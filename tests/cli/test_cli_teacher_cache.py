@@ -3,7 +3,7 @@ or a preset, each giving the run configs the cache is built for."""
 
 from __future__ import annotations
 
-from distillscope.cli_teacher_cache import _configs
+from distillscope.cli.teacher_cache_cmd import _configs
 
 
 def test_overrides_alone_give_one_run_config():

@@ -9,7 +9,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from distillscope.cli import app
-from distillscope.cli_output import ProgressLog, duration, print_table
+from distillscope.cli.output import print_table
+from distillscope.cli.progress import ProgressLog, duration
 from distillscope.store import METRICS_FILE, PROGRESS_FILE, write_status
 from distillscope.study.lock import StudyLock
 from distillscope.study.run_study import INTERRUPTED, prepare, study_runs

@@ -10,16 +10,12 @@ config) before loading anything, writes its JSON and PNG figures, and prints its
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import typer
-from rich.console import Console
 
-from distillscope.cli_output import print_table
-
-console = Console()
+from distillscope.cli.errors import friendly_errors
+from distillscope.cli.output import console, print_table
 
 _TARGET = typer.Argument(..., help="a run directory (config.yaml inside) or a run-config YAML")
 _LAMS = typer.Option("-1,0,1", help="comma-separated λ of the spectrum rollouts, each in [-2, 2]")
@@ -41,15 +37,14 @@ def _prepare(target: Path, out: Path | None, **options):
     return spec, resolved
 
 
-def analyze_app(errors: Callable[[Callable[..., Any]], Callable[..., Any]]) -> typer.Typer:
-    """The ``analyze`` sub-app, each command wrapped in ``errors`` (the CLI's ``friendly_errors``:
-    passed in, so that this module does not import :mod:`distillscope.cli`, which imports it)."""
+def analyze_app() -> typer.Typer:
+    """The ``analyze`` sub-app, each command wrapped in ``friendly_errors``."""
     app = typer.Typer(
         no_args_is_help=True,
         help="Gradient bounds and KL-estimator bias of a run (docs/analysis.md).",
     )
-    app.command("gradients")(errors(gradients_cmd))
-    app.command("estimators")(errors(estimators_cmd))
+    app.command("gradients")(friendly_errors(gradients_cmd))
+    app.command("estimators")(friendly_errors(estimators_cmd))
     return app
 
 

@@ -9,24 +9,21 @@ distillscope testbed build --like T --like S --out DIR   # tiny random copies of
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-console = Console()
+from distillscope.cli.errors import friendly_errors
+from distillscope.cli.output import console
 
 
-def testbed_app(errors: Callable[[Callable[..., Any]], Callable[..., Any]]) -> typer.Typer:
-    """The ``testbed`` sub-app, each command wrapped in ``errors`` (the CLI's
-    ``friendly_errors``, passed in as :func:`~distillscope.cli_analyze.analyze_app` takes it)."""
+def testbed_app() -> typer.Typer:
+    """The ``testbed`` sub-app, each command wrapped in ``friendly_errors``."""
     app = typer.Typer(no_args_is_help=True, help="The built-in testbed models.")
-    app.command("info")(errors(testbed_info_cmd))
-    app.command("eval")(errors(testbed_eval_cmd))
-    app.command("build")(errors(testbed_build_cmd))
+    app.command("info")(friendly_errors(testbed_info_cmd))
+    app.command("eval")(friendly_errors(testbed_eval_cmd))
+    app.command("build")(friendly_errors(testbed_build_cmd))
     return app
 
 

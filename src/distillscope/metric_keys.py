@@ -391,6 +391,7 @@ METRICS: tuple[MetricKey, ...] = (
         ),
         ("model/teacher_params", "count", "parameters of the run's teacher", "none"),
         ("model/student_params", "count", "parameters of the run's student", "none"),
+        ("teacher/{name}/params", "count", "parameters of routed teacher {name}", "none"),
         (
             "eval/teacher/{name}/accuracy",
             "fraction",

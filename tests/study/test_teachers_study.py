@@ -119,4 +119,11 @@ def test_routed_cross_tokenizer_and_cached_teachers_in_one_study(tiny_pair, tmp_
         assert "Teachers" in text and "big (routed)" in text and "other (routed)" in text
         assert "ULD (cross-tokenizer)" in text
     assert "| OnPD | ULD (cross-tokenizer) |" in md  # the cell table's Objective column
+    # the summary's scope names every teacher that ran — the routed ones by name, each with
+    # its size — and never a routed run's unused default model.teacher (issue 44 class 5)
+    assert runs.loc["routed", "teacher/big/params"] > 0 < runs.loc["routed", "teacher/other/params"]
+    scope = html.split("<dt>Teachers</dt><dd>")[1].split("</dd>")[0]
+    for name in (str(teacher), str(bpe), f"big={teacher}", f"other={other}"):
+        assert name in scope, (name, scope)
+    assert "parameters not recorded" not in scope and "testbed:teacher" not in md + html
     assert math.isfinite(runs.loc["bpe", "eval/accuracy"])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -25,6 +26,9 @@ from distillscope.cli.output import console, print_table
 from distillscope.cli.progress import ProgressLog, progress_bar
 from distillscope.store import PROGRESS_FILE
 from distillscope.study.spec import preset_names
+
+if TYPE_CHECKING:
+    from distillscope.study.executors import ExecutorSpec
 
 
 @dataclass(frozen=True)
@@ -37,8 +41,8 @@ class Execution:
     cpus_per_run: float = option(1.0, help="ray: CPUs requested per run")
     gpus_per_run: float = option(0.0, help="ray: GPUs requested per run")
 
-    def spec(self):  # -> ExecutorSpec (torch-free; checked on construction)
-        """The executor these options ask for (its options checked)."""
+    def spec(self) -> ExecutorSpec:
+        """The executor these options ask for (its options checked; torch-free)."""
         from distillscope.study.executors import ExecutorSpec
 
         e = self

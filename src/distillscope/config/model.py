@@ -50,6 +50,23 @@ class TeacherServerConfig(_Section):
     )
 
 
+def teacher_specs_of(teacher: str, teachers: dict[str, str] | None) -> dict[str, str]:
+    """Every teacher a run reads, name → directory, URL or cache: ``teachers`` (a routed run's
+    ``model.teachers``), else the one ``teacher`` under the name ``teacher`` — the unused
+    default of a routed run is not a teacher of it. The one description of a run's teachers:
+    configs (:meth:`ModelConfig.teacher_specs`), plans and reports (from a results row) read it.
+    """
+    return dict(teachers) if teachers else {"teacher": teacher}
+
+
+def teachers_text_of(teacher: str, teachers: dict[str, str] | None) -> str:
+    """A run's teachers (:func:`teacher_specs_of`) as a plan or a table shows them: the one
+    ``teacher``'s value, or ``name=value, …`` of routed ``teachers``."""
+    if not teachers:
+        return teacher
+    return ", ".join(f"{name}={spec}" for name, spec in teacher_specs_of(teacher, teachers).items())
+
+
 def served_url(spec: str) -> bool:
     """Whether a ``model.teacher`` value names a server (``http://`` or ``https://``)."""
     return spec.startswith(("http://", "https://"))
@@ -237,14 +254,12 @@ class ModelConfig(_Section):
         """Every teacher the run reads, name → directory, URL or cache: ``model.teachers``, or
         the one ``model.teacher`` under the name ``teacher`` (the unused default of a routed
         run is not a teacher of it)."""
-        return dict(self.teachers) if self.teachers else {"teacher": self.teacher}
+        return teacher_specs_of(self.teacher, self.teachers)
 
     def teachers_text(self) -> str:
         """The run's teachers as a plan or a table shows them: ``model.teacher``'s value, or
         ``name=value, …`` of ``model.teachers``."""
-        if not self.teachers:
-            return self.teacher
-        return ", ".join(f"{name}={spec}" for name, spec in self.teachers.items())
+        return teachers_text_of(self.teacher, self.teachers)
 
     def server(self) -> TeacherServerConfig:
         """The served teacher's connection settings (the defaults when unset)."""

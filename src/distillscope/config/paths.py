@@ -35,6 +35,7 @@ __all__ = [
     "rebased",
     "resolve_config_data",
     "resolve_spec_data",
+    "typed_text",
 ]
 
 
@@ -52,6 +53,15 @@ class Resolution:
         """Raise the first missing path's one-line ConfigError, if any."""
         if self.missing:
             raise ConfigError(self.missing[0])
+
+
+def typed_text(text: str, typed: dict[str, str]) -> str:
+    """``text`` with each resolved path in it as the user typed it (``typed``: resolved → typed,
+    a study's ``typed_paths``), for display: ``mcq:/home/me/proj/data/x.jsonl`` →
+    ``mcq:data/x.jsonl``; the longest path first, so that a directory never cuts a file's."""
+    for resolved in sorted(typed, key=len, reverse=True):
+        text = text.replace(resolved, typed[resolved])
+    return text
 
 
 def path_slots(value: Any, parts: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

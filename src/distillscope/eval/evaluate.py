@@ -27,6 +27,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from distillscope.config import RunConfig, evaluation_key
+from distillscope.config.model import served_url
 from distillscope.eval.forgetting import STUDENT_DIR, harness_forgetting
 from distillscope.eval.generate import Samples, sample_and_score
 from distillscope.eval.measures import pass_at_k_curve, update_sparsity
@@ -104,6 +105,7 @@ def evaluate(
     out: dict[str, float] = split_record("split", held_out, train_pool, task.name)
     out["model/teacher_params"] = teacher_params(cfg)
     out["model/student_params"] = params_of(cfg.model.student)
+    out.update(routed_params(cfg))
     acc = blocks.draw(
         "accuracy",
         task,
@@ -140,6 +142,17 @@ def teacher_params(cfg: RunConfig) -> float:
     for claim 22), from its safetensors headers; NaN when they cannot be read (e.g. a teacher
     stored only as pickled weights) or the run has several teachers (``model.teachers``)."""
     return math.nan if cfg.model.teachers is not None else params_of(cfg.model.teacher)
+
+
+def routed_params(cfg: RunConfig) -> dict[str, float]:
+    """Each routed teacher's parameter count (``teacher/<name>/params``: the report's scope
+    names them with it); NaN for a served teacher or one whose weights cannot be read (a
+    cache); {} for a run of one teacher (``model/teacher_params``)."""
+    teachers = cfg.model.teachers or {}
+    return {
+        f"teacher/{name}/params": math.nan if served_url(spec) else params_of(spec)
+        for name, spec in teachers.items()
+    }
 
 
 def params_of(spec: str) -> float:

@@ -31,7 +31,7 @@ from distillscope.report.figures import (
 )
 from distillscope.report.profile_figures import profile_figures
 from distillscope.report.rlvr_figures import rlvr_figure
-from distillscope.report.scope import Scope, study_scope
+from distillscope.report.scope import Scope, shown_frames, study_scope
 from distillscope.report.summary import (
     UNTESTED,
     SummaryGroup,
@@ -206,7 +206,7 @@ def gather(study: Study, claims: list[ClaimResult], figures: list[FigureInfo]) -
         claims=claims,
         scope=study_scope(study),
         tables=_sections(study, claims),
-        experiments=experiment_tables(study.finished),
+        experiments=experiment_tables(shown_frames(study)[0]),
         decided=decide.paragraphs(study, claims),
         analysis=analysis_tables(study),
         main_figure=main_figure,
@@ -285,8 +285,9 @@ def _sections(study: Study, claims: list[ClaimResult]) -> dict[str, Table | None
         "checks": scorecard_table(instrument_checks(claims), study.calibration)
         if instrument_checks(claims)
         else None,
-        "main": main_table(study.finished, study.baselines),
-        "teachers": teacher_table(study.finished),  # two teachers or more (report/teachers.py)
+        "main": main_table(*shown_frames(study)),
+        # two teachers or more (report/teachers.py)
+        "teachers": teacher_table(study.finished, study.spec),
     }
 
 

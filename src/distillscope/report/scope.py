@@ -13,6 +13,7 @@ safetensors headers); a record written before that shows "parameters not recorde
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,12 +21,20 @@ from typing import Any
 
 import pandas as pd
 
-from distillscope.config.model import ModelConfig
-from distillscope.results.aggregate import SEED
+from distillscope.config.model import (
+    ModelConfig,
+    served_url,
+    teacher_specs_of,
+    teachers_text_of,
+)
+from distillscope.config.paths import typed_text
+from distillscope.results.aggregate import SEED, is_axis
 from distillscope.results.reader import Study
 
 NOT_RECORDED = "parameters not recorded"
 STEPS = "train/steps_done"
+SERVED = "served"
+TEACHER, TEACHERS = "model.teacher", "model.teachers"
 
 
 def params_text(n: float) -> str:
@@ -40,13 +49,18 @@ def params_text(n: float) -> str:
 
 @dataclass(frozen=True)
 class Model:
-    """A model of the study: its name (as configured) and parameter count (NaN: unknown)."""
+    """A model of the study: its name (as the study file typed it) and parameter count (NaN:
+    unknown); a served teacher (a URL) has no count to read."""
 
     name: str
     params: float = math.nan
+    served: bool = False
 
     def text(self, long: bool = True) -> str:
-        """``testbed:student (0.86M parameters)`` (``long``) or ``testbed:student (0.86M)``."""
+        """``testbed:student (0.86M parameters)`` (``long``) or ``testbed:student (0.86M)``;
+        ``large=http://host/v1 (served)``."""
+        if self.served:
+            return f"{self.name} ({SERVED})"
         p = params_text(self.params)
         if not p:
             return f"{self.name} ({NOT_RECORDED})" if long else self.name
@@ -119,12 +133,106 @@ def _models(rows: pd.DataFrame, spec: dict, key: str, params: str) -> tuple[Mode
     else:
         default = _spec_model(spec, key) or str(ModelConfig.model_fields[key].default)
         names = pd.Series(default, index=rows.index)
-    counts = pd.to_numeric(rows.get(params, pd.Series(math.nan, index=rows.index)), "coerce")
+    counts = _numbers(rows, params)
     out = []
     for name in dict.fromkeys(n for n in names if n):
-        p = counts[names == name].dropna()
-        out.append(Model(name, float(p.max()) if len(p) else math.nan))
+        out.append(Model(shown(spec, name), _largest(counts[names == name])))
     return tuple(out)
+
+
+def _numbers(rows: pd.DataFrame, column: str) -> pd.Series:
+    return pd.to_numeric(rows.get(column, pd.Series(math.nan, index=rows.index)), "coerce")
+
+
+def _largest(counts: pd.Series) -> float:
+    counts = counts.dropna()
+    return float(counts.max()) if len(counts) else math.nan
+
+
+def row_teachers(row: pd.Series | dict, spec: dict) -> dict[str, str]:
+    """A results row's teachers, name → value, through the one description of a run's
+    teachers (:func:`~distillscope.config.model.teacher_specs_of`): its routed
+    ``model.teachers`` (JSON text in the table), else its ``model.teacher`` (else study.yaml's
+    base, else the default)."""
+    routed = row.get(TEACHERS)
+    if _routed_value(routed):
+        return teacher_specs_of("", json.loads(str(routed)))
+    teacher = row.get(TEACHER)
+    if teacher is None or (isinstance(teacher, float) and math.isnan(teacher)):  # old tables
+        teacher = _spec_model(spec, "teacher") or str(ModelConfig.model_fields["teacher"].default)
+    return teacher_specs_of(str(teacher), None)
+
+
+def is_routed(rows: pd.DataFrame) -> pd.Series:
+    """Which rows ran routed teachers (``model.teachers`` set)."""
+    if TEACHERS not in rows.columns:
+        return pd.Series(False, index=rows.index)
+    return rows[TEACHERS].map(_routed_value).astype(bool)
+
+
+def _teachers(runs: pd.DataFrame, spec: dict) -> tuple[Model, ...]:
+    """Every teacher of ``runs`` (:func:`row_teachers`), each with the largest parameter count
+    its rows recorded: ``model/teacher_params`` for a run's one teacher, ``teacher/<name>/params``
+    for a routed one (``name=value`` in the scope); a served one is named, not counted."""
+    found: dict[tuple[str, str], list[float]] = {}
+    for _, row in runs.iterrows():
+        routed = _routed_value(row.get(TEACHERS))
+        for name, value in row_teachers(row, spec).items():
+            column = f"teacher/{name}/params" if routed else "model/teacher_params"
+            label = f"{name}={value}" if routed else value
+            found.setdefault((label, value), []).append(_number(row.get(column)))
+    return tuple(
+        Model(shown(spec, label), _largest(pd.Series(counts, dtype=float)), served_url(value))
+        for (label, value), counts in found.items()
+    )
+
+
+def _routed_value(value: object) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _number(value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def shown(spec: dict, text: str) -> str:
+    """``text`` with each path in it as the study file typed it (study.yaml's
+    ``typed_paths``), not as the machine that ran it resolved it."""
+    typed = spec.get("typed_paths") if isinstance(spec, dict) else None
+    return typed_text(text, typed) if isinstance(typed, dict) else text
+
+
+def shown_frame(frame: pd.DataFrame, spec: dict) -> pd.DataFrame:
+    """``frame`` as a table shows its runs: a routed run's ``model.teacher`` (an unused
+    default) replaced by its teachers, ``name=value, …`` (:func:`row_teachers`), and the
+    ``model.teachers`` column dropped; then every text cell of its axis columns :func:`shown`
+    (a table's rows and headers name a run's task file or teacher as the study file typed it)."""
+    routed = is_routed(frame)
+    if routed.any() and TEACHER in frame.columns:
+        text = [
+            teachers_text_of("", row_teachers(row, spec)) if r else row[TEACHER]
+            for r, (_, row) in zip(routed, frame.iterrows(), strict=True)
+        ]
+        frame = frame.assign(**{TEACHER: text})
+    frame = frame.drop(columns=[TEACHERS], errors="ignore")
+    typed = spec.get("typed_paths") if isinstance(spec, dict) else None
+    if not typed or frame.empty:
+        return frame
+    text = {
+        c: frame[c].map(lambda v: shown(spec, v) if isinstance(v, str) else v)
+        for c in frame.columns
+        if is_axis(c) and not pd.api.types.is_numeric_dtype(frame[c])
+    }
+    return frame.assign(**text)
+
+
+def shown_frames(study: Study) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The study's finished runs and its baselines, :func:`shown_frame` (what its tables
+    read)."""
+    return shown_frame(study.finished, study.spec), shown_frame(study.baselines, study.spec)
 
 
 def _steps(runs: pd.DataFrame) -> str:
@@ -169,8 +277,8 @@ def study_scope(study: Study) -> Scope:
     trained = runs[runs[STEPS].notna()] if STEPS in runs.columns else runs
     return Scope(
         _models(every, study.spec, "student", "model/student_params"),
-        _models(runs, study.spec, "teacher", "model/teacher_params"),
-        tasks,
+        _teachers(runs, study.spec),
+        tuple(shown(study.spec, t) for t in tasks),
         transfer,
         _steps(trained),
         _seeds(runs),

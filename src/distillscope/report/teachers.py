@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from distillscope.report.scope import is_routed, shown
 from distillscope.report.tables import Table
 from distillscope.results.aggregate import fmt_mean_sem
 
@@ -35,29 +36,31 @@ COLUMNS = ["Teacher", "Runs", "Accuracy (%)", "Informativeness I", "Teacher s / 
 _ROUTED = re.compile(r"teacher/([^/]+)/seconds_s")
 
 
-def teacher_table(finished: pd.DataFrame) -> Table | None:
+def teacher_table(finished: pd.DataFrame, spec: dict | None = None) -> Table | None:
     """The section's table of the ``finished`` runs (``Study.finished``); None when they used
-    fewer than two teachers."""
+    fewer than two teachers. A teacher's path is shown as the study file (``spec``, study.yaml)
+    typed it."""
     df = finished
     names = sorted({m.group(1) for c in df.columns if (m := _ROUTED.fullmatch(c))})
     routed = [f"teacher/{name}/seconds_s" for name in names]
     rows = []
     if "model.teacher" in df.columns:  # runs of one teacher (baselines name none)
-        single = df[df["model.teacher"].notna() & df[routed].isna().all(axis=1)]
+        # a routed run's model.teacher is an unused default: not one of its teachers
+        single = df[df["model.teacher"].notna() & ~is_routed(df) & df[routed].isna().all(axis=1)]
         for teacher, runs in single.groupby(single["model.teacher"].map(str), sort=True):
             measures = ("eval/accuracy", "eval/informativeness", "time/teacher_forward_s")
-            rows.append(_row(teacher, runs, *measures, "model/teacher_params"))
+            rows.append(_row(shown(spec or {}, teacher), runs, *measures, "model/teacher_params"))
     for name, seconds in zip(names, routed, strict=True):
         key = f"teacher/{name}/"
         measures = (f"eval/{key}accuracy", key + "informativeness_run", seconds)
-        rows.append(_row(f"{name} (routed)", df[df[seconds].notna()], *measures, None))
+        rows.append(_row(f"{name} (routed)", df[df[seconds].notna()], *measures, key + "params"))
     if len(rows) < 2:
         return None
     return Table(COLUMNS, rows, numeric={1, 2, 3, 4, 5})
 
 
 def _row(
-    label: str, runs: pd.DataFrame, accuracy: str, info: str, seconds: str, params: str | None
+    label: str, runs: pd.DataFrame, accuracy: str, info: str, seconds: str, params: str
 ) -> list[str]:
     """One teacher's cells from its runs' columns (— where a column is absent or all NaN)."""
     return [
@@ -66,7 +69,7 @@ def _row(
         _mean_sem(runs, accuracy, 100.0),
         _mean_sem(runs, info, 1.0, digits=3),
         _mean_sem(runs, seconds, 1.0, digits=2),
-        _mean_sem(runs, params, 1.0, digits=0) if params else "—",
+        _mean_sem(runs, params, 1.0, digits=0),
     ]
 
 

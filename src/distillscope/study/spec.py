@@ -49,7 +49,7 @@ from distillscope.config import (
     run_config_from_dict,
 )
 from distillscope.config.load import MESSAGE_LIMIT, did_you_mean
-from distillscope.config.paths import Resolution, resolve_spec_data
+from distillscope.config.paths import Resolution, resolve_spec_data, typed_text
 from distillscope.labels import label_column
 from distillscope.safeyaml import YamlError, clip, load_yaml_file, quote
 from distillscope.store_versions import added_at_default, is_path_field
@@ -189,9 +189,7 @@ class StudySpec(BaseModel):
     def shown(self, text: str) -> str:
         """``text`` with each resolved path in it as the user typed it (``typed_paths``), for
         display: ``mcq:/home/me/proj/data/x.jsonl`` → ``mcq:data/x.jsonl``."""
-        for resolved in sorted(self.typed_paths, key=len, reverse=True):
-            text = text.replace(resolved, self.typed_paths[resolved])
-        return text
+        return typed_text(text, self.typed_paths)
 
     @property
     def stages(self) -> list[RLVRStage]:

@@ -81,7 +81,7 @@ def planned_row(run: PlannedRun) -> dict[str, Any]:
     (``model/teacher_params``, ``model/student_params``, NaN when unreadable) — so that a
     scorecard calibrated on a design before it runs finds what the RLVR, OPD and teacher rules
     read."""
-    from distillscope.eval.evaluate import params_of, teacher_params  # torch: a planned design
+    from distillscope.eval.evaluate import params_of, routed_params, teacher_params  # torch
 
     cfg = run.config
     row = plan_row(run)
@@ -96,6 +96,7 @@ def planned_row(run: PlannedRun) -> dict[str, Any]:
     row.update({f"eval/pass@{k}": PLANNED for k in LARGE_PASS_KS if k <= n})
     row["model/teacher_params"] = teacher_params(cfg)
     row["model/student_params"] = params_of(cfg.model.student)
+    row.update(routed_params(cfg))
     return row
 
 

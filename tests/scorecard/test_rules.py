@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import distillscope.scorecard.claims.common as common
+import distillscope.scorecard.contrasts as contrasts
 from distillscope.report.grids import main_grid
 from distillscope.results.matching import FORWARD_VS_REVERSE, ON_VS_OFF, paired
 from distillscope.results.reader import finished_runs
@@ -53,12 +53,12 @@ def test_a_contrast_pairs_matched_cells_by_value(synth):
 def test_one_scoring_fits_each_experiment_and_metric_once(synth, monkeypatch):
     fits = []
 
-    class Counted(common.Blocks):
+    class Counted(contrasts.Blocks):
         def __post_init__(self) -> None:
             fits.append((len(self.rows), self.metric))
             super().__post_init__()
 
-    monkeypatch.setattr(common, "Blocks", Counted)
+    monkeypatch.setattr(contrasts, "Blocks", Counted)
     df = _main(synth)
     score_claims(df, strict=True, claims=[1, 2])
     assert fits == [(24, "eval/accuracy")]  # claims 1 and 2 share the main grid's fit

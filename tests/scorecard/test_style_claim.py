@@ -8,8 +8,8 @@ import pandas as pd
 
 from distillscope.scorecard import score_claims
 from distillscope.scorecard.claims import CLAIMS
-from distillscope.scorecard.claims.common import plain as plain_rows
-from distillscope.scorecard.claims.common import style_runs
+from distillscope.scorecard.selection import plain as plain_rows
+from distillscope.scorecard.selection import style_runs
 
 SPANISH = "Razona en español."
 

@@ -34,7 +34,7 @@ from distillscope.results.aggregate import (
     spectrum_temperatures_text,
 )
 from distillscope.results.matching import cell_means
-from distillscope.scorecard.claims.common import plain as plain_rows
+from distillscope.scorecard.selection import plain as plain_rows
 
 # Okabe–Ito, with grey in place of its yellow, which is unreadable as a thin line on white.
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999999")

@@ -15,7 +15,7 @@ import pandas as pd
 
 from distillscope.results.aggregate import is_baseline, is_rlvr
 from distillscope.results.matching import LAMBDA
-from distillscope.scorecard.claims.common import plain
+from distillscope.scorecard.selection import plain
 
 
 def experiment_rows(df: pd.DataFrame, name: str) -> pd.DataFrame:

@@ -59,8 +59,6 @@ from distillscope.results.aggregate import (
     metric_columns,
 )
 from distillscope.scorecard.claims import CLAIMS
-from distillscope.scorecard.claims.c16_length_exploitation import F_ADV, F_DROP, F_EOS, F_LEN
-from distillscope.scorecard.claims.c19_incoherent_rollouts import EARLY as EARLY_ENTROPY
 from distillscope.scorecard.item_noise import DrawnItems
 from distillscope.scorecard.noise import Components, default_sd, draw_noise, estimate_noise
 from distillscope.scorecard.plants import (
@@ -71,7 +69,6 @@ from distillscope.scorecard.plants import (
     Offsets,
     margin_cases,
     margin_offsets,
-    onpd_forward,
     planted_offsets,
     summed,
 )
@@ -94,14 +91,9 @@ MARGIN = "margin"  # the scenario that plants each no-effect claim's effect at i
 #: recorded them, never simulated (claim 22 sizes its teachers by the teacher's parameters).
 DESIGN_METRICS = ("model/teacher_params", "model/student_params")
 DEFAULT_DRAWS = 200
-#: Trajectory features of OPD runs (claim 16) with their null value and noise.
-TRAJ = {
-    F_DROP: (0.0, 2.0),  # pp, the reward's peak quarter − its last
-    F_ADV: (0.0, 1.0),  # rises from the peak quarter to the last, in SEMs of that difference
-    F_LEN: (0.0, 1.0),
-    F_EOS: (0.0, 1.0),
-    EARLY_ENTROPY: (1.0, 0.1),  # student ÷ teacher entropy early in OnPD forward-KL runs
-}
+#: The trajectory features the claims read, as they are drawn: null value, noise, which runs
+#: (each claim's ``Claim.simulated``), in claim order.
+TRAJ = {name: sim for c in CLAIMS for name, sim in c.simulated.items()}
 
 
 def noise_model(
@@ -115,7 +107,7 @@ def noise_model(
     out = {}
     for m in metrics:
         if m in TRAJ:
-            out[m] = Components(0.0, TRAJ[m][1], 0, 0, None)
+            out[m] = Components(0.0, TRAJ[m].sd, 0, 0, None)
         else:
             sd = default_sd(m, _typical(rows[~is_baseline(rows)], m))
             out[m] = found.get(m, Components(0.0, sd, 0, 0, None))
@@ -133,7 +125,7 @@ def _typical(rows: pd.DataFrame, metric: str) -> float:
     change in pp (forgetting_pp: after − before) — the null is a world without effects, and a
     study's median forgetting is itself its high LR's effect."""
     if metric in TRAJ:
-        return TRAJ[metric][0]
+        return TRAJ[metric].null
     if unit(metric) == "pp":
         return 0.0
     vals = pd.to_numeric(rows.get(metric, pd.Series(dtype=float)), errors="coerce").dropna()
@@ -211,7 +203,6 @@ def draw(
     (``noise.draw_noise``), for ``score_claims(items=item_noise.DrawnItems(items_out))``."""
     out = d.copy()
     base = is_baseline(out).to_numpy()
-    opd = out["objective.kind"].map(str).eq("opd").to_numpy() if "objective.kind" in out else None
     planted, levels = effects or effects_of(d, scenario, noise, case)
     degenerate = scenario in DEGENERATE
     seeds = pd.factorize(out[SEED].map(str) if SEED in out else pd.Series("", out.index))[0]
@@ -242,11 +233,9 @@ def draw(
         values[m] = v
     if ACC in values and not degenerate:
         values[ACC] = np.where(base, typical[ACC] - LEARNED_BY, values[ACC])
-    for m in TRAJ:
-        if m in values and opd is not None:
-            values[m] = np.where(
-                onpd_forward(out) if m == EARLY_ENTROPY else opd, values[m], np.nan
-            )
+    for m, sim in TRAJ.items():
+        if m in values and "objective.kind" in out:
+            values[m] = np.where(sim.runs(out), values[m], np.nan)
     if any(m in out.columns for m in values):
         return out.assign(**values)
     # new columns in one concatenation (``assign`` inserts them one by one: ~20 ms a table)
@@ -268,10 +257,7 @@ def setup(df: pd.DataFrame, study_dir: Path | None = None) -> Setup:
         for m in metric_columns(df)
         if m not in DESIGN_METRICS and pd.to_numeric(df[m], errors="coerce").notna().any()
     ]
-    if "objective.kind" in d.columns and (d["objective.kind"].map(str) == "opd").any():
-        metrics += [m for m in TRAJ if m not in metrics and m != EARLY_ENTROPY]
-    if onpd_forward(d).any() and EARLY_ENTROPY not in metrics:
-        metrics.append(EARLY_ENTROPY)
+    metrics += [m for m, sim in TRAJ.items() if m not in metrics and sim.runs(d).any()]
     finished_runs = done(df)
     finished_runs = finished_runs[~is_baseline(finished_runs)]
     noise = noise_model(df, metrics, study_dir)

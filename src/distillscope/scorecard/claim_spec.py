@@ -197,6 +197,17 @@ class Routes:
 
 
 @dataclass(frozen=True)
+class Simulated:
+    """How the calibration draws a trajectory feature a claim reads (``Claim.simulated``): its
+    value in a world without the effect, its run-to-run SD (training noise, no seed or
+    evaluation part), and which runs of a design have it (a mask; the others get NaN)."""
+
+    null: float
+    sd: float
+    runs: Callable[[pd.DataFrame], np.ndarray]
+
+
+@dataclass(frozen=True)
 class MarginCase:
     """One part of a claim planted exactly at its margin, where "supported" is false.
 
@@ -234,6 +245,10 @@ class Claim:
     plant: Callable[[pd.DataFrame], Offsets] | None = None
     #: Published effects in units of each metric's seed-noise SD (the study's, else 0.01).
     plant_sd: Callable[[pd.DataFrame], Offsets] | None = None
+    #: Metrics its ``plant`` sets as levels, not as offsets from the study's typical value.
+    levels: tuple[str, ...] = ()
+    #: Its trajectory features as the calibration draws them (``Simulated``), by column.
+    simulated: dict[str, Simulated] = field(default_factory=dict)
     margin_cases: tuple[MarginCase, ...] = ()
     #: Columns the claim compares as one measure (experiment, metric, like): in the
     #: calibration's simulated worlds ``metric`` of ``experiment``'s runs sits at the level of

@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from distillscope.scorecard.claims import CLAIMS
-from distillscope.scorecard.claims.common import column
 
 LEARNED_BY = 0.30  # simulated students' accuracy above the untrained student (fraction)
 ACC = "eval/accuracy"
@@ -53,13 +52,6 @@ class MarginCase:
     given: int | None = None  # false only where claim ``given`` is decided (``spec.MarginCase``)
 
 
-def onpd_forward(d: pd.DataFrame) -> np.ndarray:
-    """Mask of the on-policy forward-KL runs (claim 19's; their early entropy is drawn)."""
-    return (
-        (column(d, "rollout.policy") == "student") & (column(d, "objective.kind") == "forward_kl")
-    ).to_numpy()
-
-
 def all_margin_cases() -> list[MarginCase]:
     """Every claim's margin cases (``Claim.margin_cases``), in claim order."""
     return [
@@ -87,12 +79,6 @@ def summed(parts: list[Offsets], n: int) -> Offsets:
     return out
 
 
-#: Planted metrics set to a level (not an offset from the study's typical value).
-LEVELS = (
-    "eval/forgetting_pp",
-    "eval/sparsity_bf16_tau1e-06",
-    "eval/sparsity_fp32_tau1e-06",
-    "eval/teacher_style_share",
-    "train/grad_clipped_frac",
-    "eval/informativeness",  # claim 18's I per teacher (its ``Claim.plant``)
-)
+#: Planted metrics set to a level (not an offset from the study's typical value): every
+#: claim's ``Claim.levels``.
+LEVELS = tuple(dict.fromkeys(m for c in CLAIMS for m in c.levels))

@@ -20,18 +20,12 @@ from scipy.stats import rankdata
 
 from distillscope.results.aggregate import comparable_spectrum, effective_lam, with_labels
 from distillscope.results.matching import LAMBDA
-from distillscope.scorecard.claims.common import (
-    FORWARD,
-    KIND,
-    LR,
-    POLICY,
-    REVERSE,
-    plain_runs,
-    rows_mask,
-    stratum_name,
-)
+from distillscope.scorecard.claim_columns import FORWARD, KIND, LR, POLICY, REVERSE
+from distillscope.scorecard.contrasts import stratum_name
 from distillscope.scorecard.estimate import Blocks, Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.planting import rows_mask
+from distillscope.scorecard.selection import plain_runs
 
 DRAWS = 20_000
 DRAW_SEED = 0

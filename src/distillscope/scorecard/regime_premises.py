@@ -20,8 +20,8 @@ from dataclasses import replace
 
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import LR, SPARSITY
 from distillscope.scorecard.claim_spec import ABOVE, POOLED, Part
-from distillscope.scorecard.claims.common import LR, SPARSITY
 from distillscope.scorecard.estimate import Estimate, not_tested, seed_level
 from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
 

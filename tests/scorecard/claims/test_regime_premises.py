@@ -17,8 +17,8 @@ import pytest
 
 from distillscope.results.aggregate import is_baseline
 from distillscope.scorecard.calibrate import planned_table, simulate
+from distillscope.scorecard.claim_columns import ACC, SPARSITY
 from distillscope.scorecard.claims import CLAIMS
-from distillscope.scorecard.claims.common import ACC, SPARSITY
 from distillscope.scorecard.runner import score_claims
 from distillscope.study.spec import expand, load_spec
 from distillscope.study.table import plan_row

@@ -25,13 +25,13 @@ How to add a claim
      and ``published`` (the published value of the estimand: the power analysis's target;
      ``sized=False`` when no seed states one: then it is the calibration's planted effect);
    - ``premises``: parts that must hold for the claim to apply (absent → "not applicable";
-     ``common.learned`` for "the students learned");
+     ``learned.learned_part`` for "the students learned");
    - ``features``: trajectory features, ``{column: fn(metrics.jsonl frame) -> float}``;
    - ``plant`` (the published effects in a design, for calibration's planted world),
      ``margin_cases`` (each part at its margin, where "supported" is false), ``null_true``
      (a world without effects makes the claim true: a no-effect claim).
-3. Estimate with the seed as a block: ``common.blocks(view, key, rows, metric)`` fits cell +
-   seed (``estimate.Blocks``); ``common.matched`` gives matched contrasts per stratum;
+3. Estimate with the seed as a block: ``contrasts.blocks(view, key, rows, metric)`` fits cell +
+   seed (``estimate.Blocks``); ``contrasts.matched`` gives matched contrasts per stratum;
    ``Blocks.range`` a range; ``estimate.seed_level`` a level with the seed as replicate. A
    missing metric or a one-seed cell gives ``not_tested(label, what)`` — never drop it silently.
 4. Test it in ``tests/scorecard/claims/test_cNN_….py``: a control table where the published

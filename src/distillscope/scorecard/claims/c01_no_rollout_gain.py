@@ -13,23 +13,14 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import ACC, POLICY, STUDENT, TEACHER
 from distillscope.scorecard.claim_spec import POOLED, WITHIN, Claim, MarginCase, Part, Quote
-from distillscope.scorecard.claims.common import (
-    ACC,
-    MAIN_GRID,
-    POLICY,
-    STUDENT,
-    TEACHER,
-    Grid,
-    blocks,
-    grid_learned,
-    in_pp,
-    rows_mask,
-    stratum_name,
-    tasks_of,
-)
+from distillscope.scorecard.contrasts import blocks, stratum_name, tasks_of
 from distillscope.scorecard.estimate import Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.learned import grid_learned
+from distillscope.scorecard.planting import in_pp, rows_mask
+from distillscope.scorecard.selection import MAIN_GRID, Grid
 
 MARGIN_PP = 5.0
 NAME = "Δ_best"

@@ -13,6 +13,15 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import (
+    ACC,
+    FORWARD,
+    KIND,
+    POLICY,
+    REVERSE,
+    STUDENT,
+    TEACHER,
+)
 from distillscope.scorecard.claim_spec import (
     ABOVE,
     EVERY,
@@ -24,26 +33,11 @@ from distillscope.scorecard.claim_spec import (
     Part,
     Quote,
 )
-from distillscope.scorecard.claims.common import (
-    ACC,
-    FORWARD,
-    KIND,
-    MAIN_GRID,
-    POLICY,
-    REVERSE,
-    STUDENT,
-    TEACHER,
-    Grid,
-    axes,
-    blocks,
-    in_pp,
-    lr_end,
-    matched,
-    matched_weights,
-    rows_mask,
-)
+from distillscope.scorecard.contrasts import blocks, matched, matched_weights
 from distillscope.scorecard.estimate import Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.planting import axes, in_pp, lr_end, rows_mask
+from distillscope.scorecard.selection import MAIN_GRID, Grid
 
 KL_MARGIN_PP = 5.0
 RANGE_PP = 5.0

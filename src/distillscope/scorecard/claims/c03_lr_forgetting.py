@@ -18,6 +18,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import FORGET, KIND, LR, POLICY, STUDENT, TEACHER
 from distillscope.scorecard.claim_spec import (
     ABOVE,
     EVERY,
@@ -29,25 +30,12 @@ from distillscope.scorecard.claim_spec import (
     Part,
     Quote,
 )
-from distillscope.scorecard.claims.common import (
-    FORGET,
-    KIND,
-    LR,
-    MAIN_GRID,
-    POLICY,
-    STUDENT,
-    TEACHER,
-    Grid,
-    axes,
-    blocks,
-    lr_end,
-    matched,
-    matched_weights,
-    rows_mask,
-)
 from distillscope.scorecard.claims.quotes import LR_GOVERNS
+from distillscope.scorecard.contrasts import blocks, matched, matched_weights
 from distillscope.scorecard.estimate import Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.planting import axes, lr_end, rows_mask
+from distillscope.scorecard.selection import MAIN_GRID, Grid
 
 LR_MARGIN_PP = 5.0
 LOW_LR_MARGIN_PP = 2.0
@@ -194,6 +182,7 @@ def specify(grid: Grid = MAIN_GRID) -> Claim:
         needs="the main grid (`main`) at two learning rates with OnPD and OffPD and "
         "eval/forgetting_pp",
         plant=plant,
+        levels=(FORGET,),  # forgetting_pp planted as a level
         margin_cases=(
             MarginCase("low-LR change at the margin", partial(low_lr_at_margin, grid=grid), True),
             MarginCase("rollout effect at the margin", partial(rollout_at_margin, grid=grid), True),

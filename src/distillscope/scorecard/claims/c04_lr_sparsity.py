@@ -16,6 +16,16 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import (
+    FORWARD,
+    KIND,
+    LR,
+    POLICY,
+    SPARSITY,
+    SPARSITY_FP32,
+    STUDENT,
+    TEACHER,
+)
 from distillscope.scorecard.claim_spec import (
     ABOVE,
     EVERY,
@@ -26,27 +36,13 @@ from distillscope.scorecard.claim_spec import (
     Part,
     Quote,
 )
-from distillscope.scorecard.claims.common import (
-    FORWARD,
-    KIND,
-    LR,
-    MAIN_GRID,
-    POLICY,
-    SPARSITY,
-    STUDENT,
-    TEACHER,
-    Grid,
-    axes,
-    blocks,
-    in_pp,
-    lr_end,
-    matched,
-    rows_mask,
-)
 from distillscope.scorecard.claims.quotes import LR_GOVERNS
+from distillscope.scorecard.contrasts import blocks, matched
 from distillscope.scorecard.estimate import Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
+from distillscope.scorecard.planting import axes, in_pp, lr_end, rows_mask
 from distillscope.scorecard.regime_premises import sparsity_floor
+from distillscope.scorecard.selection import MAIN_GRID, Grid
 
 LR_MARGIN_PP = 10.0  # claim 7's premise reads the absolute effect (``lr_effect``)
 RELATIVE_MARGIN_PCT = 20.0
@@ -178,6 +174,7 @@ def specify(grid: Grid = MAIN_GRID) -> Claim:
         needs="the main grid (`main`) at two learning rates with OnPD and OffPD and "
         "eval/sparsity_bf16_tau1e-06",
         plant=plant,
+        levels=(SPARSITY, SPARSITY_FP32),  # both views planted as levels
         margin_cases=(
             MarginCase(
                 "OffPD less sparse by the margin",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import FORGET, LR, POLICY, SPARSITY, STUDENT, TEACHER
 from distillscope.scorecard.claim_spec import (
     ABOVE,
     BELOW,
@@ -24,23 +25,14 @@ from distillscope.scorecard.claim_spec import (
     Part,
     Quote,
 )
-from distillscope.scorecard.claims.common import (
-    FORGET,
-    LR,
-    POLICY,
-    SPARSITY,
-    STUDENT,
-    TEACHER,
-    blocks,
-    grid_rows,
-    matched,
-    rows_mask,
-)
 from distillscope.scorecard.claims.quotes import LR_GOVERNS
+from distillscope.scorecard.contrasts import blocks, matched
 from distillscope.scorecard.estimate import Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.planting import rows_mask
 from distillscope.scorecard.rank import rank_estimates
 from distillscope.scorecard.regime_premises import sparsity_floor
+from distillscope.scorecard.selection import grid_rows
 
 SWEEP = "lr_sweep"
 RHO = 0.8

@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import ACC, FORWARD, KIND, LR, REVERSE
 from distillscope.scorecard.claim_spec import (
     ABOVE,
     POOLED,
@@ -28,20 +29,12 @@ from distillscope.scorecard.claim_spec import (
     Part,
     Quote,
 )
-from distillscope.scorecard.claims.common import (
-    ACC,
-    FORWARD,
-    KIND,
-    LR,
-    REVERSE,
-    axes,
-    blocks,
-    in_pp,
-    learned_part,
-)
+from distillscope.scorecard.contrasts import blocks
 from distillscope.scorecard.crossed import pair_w, welch
 from distillscope.scorecard.estimate import Blocks, Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.learned import learned_part
+from distillscope.scorecard.planting import axes, in_pp
 from distillscope.scorecard.rank import (
     MIN_POINTS,
     axis_values,

@@ -14,6 +14,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import FORGET, FORWARD, MAIN, SPARSITY
 from distillscope.scorecard.claim_spec import (
     ABOVE,
     EVERY,
@@ -25,10 +26,11 @@ from distillscope.scorecard.claim_spec import (
     Quote,
 )
 from distillscope.scorecard.claims import c03_lr_forgetting, c04_lr_sparsity
-from distillscope.scorecard.claims.common import FORGET, FORWARD, MAIN, SPARSITY, blocks, in_pp
 from distillscope.scorecard.claims.quotes import LR_GOVERNS
+from distillscope.scorecard.contrasts import blocks
 from distillscope.scorecard.estimate import Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.planting import in_pp
 from distillscope.scorecard.rank import lam_curves, lam_ramp, mask_of, spectrum_rows
 from distillscope.scorecard.regime_premises import sparsity_floor
 

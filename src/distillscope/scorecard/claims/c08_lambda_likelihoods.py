@@ -23,9 +23,10 @@ from distillscope.scorecard.claim_spec import (
     Part,
     Quote,
 )
-from distillscope.scorecard.claims.common import axes, blocks
+from distillscope.scorecard.contrasts import blocks
 from distillscope.scorecard.estimate import Estimate
 from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.planting import axes
 from distillscope.scorecard.rank import rank_estimates, spectrum_rows
 
 SPECTRUM = "spectrum"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import FORWARD, KIND, MAIN, REVERSE
 from distillscope.scorecard.claim_spec import (
     ABOVE,
     POOLED,
@@ -21,20 +22,11 @@ from distillscope.scorecard.claim_spec import (
     Part,
     Quote,
 )
-from distillscope.scorecard.claims.common import (
-    FORWARD,
-    KIND,
-    MAIN,
-    REVERSE,
-    axes,
-    blocks,
-    grid_rows,
-    in_pp,
-    matched,
-    rows_mask,
-)
+from distillscope.scorecard.contrasts import blocks, matched
 from distillscope.scorecard.estimate import Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.planting import axes, in_pp, rows_mask
+from distillscope.scorecard.selection import grid_rows
 
 COVERAGE_PP = 3.0
 SIMILAR_PP = 5.0

@@ -10,22 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import KIND, LR, MAIN, POLICY, STUDENT, TEACHER
 from distillscope.scorecard.claim_spec import ABOVE, EVERY, Claim, Offsets, Part, Quote
 from distillscope.scorecard.claims.c09_coverage import pass_k
-from distillscope.scorecard.claims.common import (
-    KIND,
-    LR,
-    MAIN,
-    POLICY,
-    STUDENT,
-    TEACHER,
-    axes,
-    blocks,
-    grid_rows,
-    matched,
-)
+from distillscope.scorecard.contrasts import blocks, matched
 from distillscope.scorecard.estimate import Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.planting import axes
+from distillscope.scorecard.selection import grid_rows
 
 GAIN_PP = 5.0
 HARDER = "eval/harder/pass@"

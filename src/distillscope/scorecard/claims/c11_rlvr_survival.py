@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from distillscope.results.aggregate import is_rlvr
+from distillscope.scorecard.claim_columns import POLICY, STUDENT, TEACHER
 from distillscope.scorecard.claim_spec import (
     ABOVE,
     BELOW,
@@ -36,17 +37,10 @@ from distillscope.scorecard.claim_spec import (
     Routes,
 )
 from distillscope.scorecard.claims.c20_rlvr_starts import AFTER, BEFORE, RLVR, rlvr_fit
-from distillscope.scorecard.claims.common import (
-    POLICY,
-    STUDENT,
-    TEACHER,
-    blocks,
-    in_pp,
-    matched,
-    rows_mask,
-)
+from distillscope.scorecard.contrasts import blocks, matched
 from distillscope.scorecard.estimate import Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
+from distillscope.scorecard.planting import in_pp, rows_mask
 
 #: The measures (``rlvr/<name>`` after RLVR, ``rlvr/<name>_before`` before) and their names.
 MEASURES = {"eval_accuracy": "RLVR task", "harder_accuracy": "harder variant"}

@@ -14,20 +14,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import KIND, POLICY, REVERSE, STUDENT
 from distillscope.scorecard.claim_spec import ABOVE, ONLY, POOLED, Claim, Offsets, Part, Quote
-from distillscope.scorecard.claims.common import (
-    KIND,
-    POLICY,
-    REVERSE,
-    STUDENT,
-    axes,
-    blocks,
-    stratum_name,
-    style_runs,
-)
+from distillscope.scorecard.contrasts import blocks, stratum_name
 from distillscope.scorecard.estimate import Estimate, not_tested, seed_level
 from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
+from distillscope.scorecard.planting import axes
 from distillscope.scorecard.regime_premises import exact
+from distillscope.scorecard.selection import style_runs
 
 STYLE = "style"
 SHARE = "eval/teacher_style_share"
@@ -142,6 +136,7 @@ CLAIMS = (
             ),
         ),
         plant=plant,
+        levels=(SHARE,),
         needs="the `style` experiment: style runs (task.teacher_style_flag or "
         "task.teacher_instruction) of all four rollout × KL configurations with "
         "eval/teacher_style_share",

@@ -13,21 +13,13 @@ import numpy as np
 import pandas as pd
 
 from distillscope.results.aggregate import row_keys
+from distillscope.scorecard.claim_columns import FORWARD, KIND, LR, MAIN, REVERSE
 from distillscope.scorecard.claim_spec import ABOVE, EVERY, INSTRUMENT, Claim, Offsets, Part, Quote
-from distillscope.scorecard.claims.common import (
-    FORWARD,
-    KIND,
-    LR,
-    MAIN,
-    REVERSE,
-    axes,
-    blocks,
-    grid_rows,
-    matched,
-    stratum_name,
-)
+from distillscope.scorecard.contrasts import blocks, matched, stratum_name
 from distillscope.scorecard.estimate import Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.planting import axes
+from distillscope.scorecard.selection import grid_rows
 
 CLIPPED = "train/grad_clipped_frac"
 NORM = "train/grad_norm_mean"
@@ -121,6 +113,7 @@ CLAIMS = (
             ),
         ),
         plant=plant,
+        levels=(CLIPPED,),
         needs="the main grid (`main`) with both KL directions, train/grad_clipped_frac and "
         "train/grad_norm_mean",
     ),

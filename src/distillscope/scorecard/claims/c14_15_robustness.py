@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import ACC, MAIN, REVERSE
 from distillscope.scorecard.claim_spec import Claim, MarginCase, Offsets, Quote, Replay
 from distillscope.scorecard.claims import (
     c01_no_rollout_gain,
@@ -22,7 +23,9 @@ from distillscope.scorecard.claims import (
     c03_lr_forgetting,
     c04_lr_sparsity,
 )
-from distillscope.scorecard.claims.common import ACC, MAIN, REVERSE, Grid, grid_learned, in_pp
+from distillscope.scorecard.learned import grid_learned
+from distillscope.scorecard.planting import in_pp
+from distillscope.scorecard.selection import Grid
 
 NO_CLIP = Grid("no_clip", clipped=False, name="no-clip grid")
 SAMPLED = Grid(

@@ -12,10 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import ACC
 from distillscope.scorecard.claim_spec import ABOVE, EVERY, Claim, MarginCase, Part, Quote
-from distillscope.scorecard.claims.common import ACC, blocks, in_pp, rows_mask
+from distillscope.scorecard.contrasts import blocks
 from distillscope.scorecard.estimate import Blocks, Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.planting import in_pp, rows_mask
 
 DIVERSITY = "diversity"
 P_COL, G_COL = "rollout.prompts_per_step", "rollout.rollouts_per_prompt"

@@ -16,10 +16,13 @@ import numpy as np
 import pandas as pd
 
 from distillscope.results.stats import ALPHA
+from distillscope.scorecard.claim_columns import ACC
 from distillscope.scorecard.claim_spec import ABOVE, ANY, EVERY, POOLED, Claim, Part, Quote
-from distillscope.scorecard.claims.common import ACC, LEARNED_PP, blocks, matched, rows_mask
+from distillscope.scorecard.contrasts import blocks, matched
 from distillscope.scorecard.estimate import Blocks, Estimate, not_tested, seed_level
 from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
+from distillscope.scorecard.learned import LEARNED_PP
+from distillscope.scorecard.planting import rows_mask
 
 SCALE = "teacher_scale"
 TEACHER = "model.teacher"
@@ -204,5 +207,6 @@ CLAIMS = (
         needs=f"the `{SCALE}` experiment: two teachers with {INFO} (≥ 2 rollouts per prompt), "
         "eval/accuracy, and the untrained-student baseline",
         plant=plant,
+        levels=(INFO,),  # I per teacher
     ),
 )

@@ -15,23 +15,23 @@ import math
 import numpy as np
 import pandas as pd
 
-from distillscope.scorecard.claim_spec import ABOVE, POOLED, Claim, MarginCase, Part, Quote
-from distillscope.scorecard.claims.common import (
-    ACC,
-    FORWARD,
-    KIND,
-    LEARNED_PP,
-    MAIN,
-    POLICY,
-    STUDENT,
-    blocks,
-    in_pp,
-    plain_runs,
-    rows_mask,
+from distillscope.scorecard.claim_columns import ACC, FORWARD, KIND, MAIN, POLICY, STUDENT
+from distillscope.scorecard.claim_spec import (
+    ABOVE,
+    POOLED,
+    Claim,
+    MarginCase,
+    Part,
+    Quote,
+    Simulated,
 )
+from distillscope.scorecard.contrasts import blocks
 from distillscope.scorecard.estimate import Estimate, not_tested, seed_level
 from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
 from distillscope.scorecard.exact import count
+from distillscope.scorecard.learned import LEARNED_PP
+from distillscope.scorecard.planting import column, in_pp, rows_mask
+from distillscope.scorecard.selection import plain_runs
 
 EARLY = "traj/early_entropy_ratio"
 EARLY_SHARE = 0.1  # "early" = the first 10% of a run's steps
@@ -90,6 +90,17 @@ def gain(view: ClaimEvidence) -> list[Estimate]:
     if fit.thin:  # every cell of those runs needs its seeds, as any pooled level
         return [not_tested("gain", f"{fit.cell_names(fit.thin)} has fewer than 2 seeds")]
     return [seed_level(high, ACC, "gain", base, view.ev.item_matrix)]
+
+
+def onpd_forward_runs(d: pd.DataFrame) -> np.ndarray:
+    """Mask of a design's on-policy forward-KL runs, in any experiment: the runs whose early
+    entropy ratio the calibration draws (``SIMULATED``)."""
+    return ((column(d, POLICY) == STUDENT) & (column(d, KIND) == FORWARD)).to_numpy()
+
+
+#: The early entropy ratio in a world without incoherent rollouts: 1 (student as uncertain as
+#: the teacher), SD 0.1 run to run; drawn for the OnPD forward-KL runs only.
+SIMULATED = {EARLY: Simulated(1.0, 0.1, onpd_forward_runs)}
 
 
 def _on_forward(d: pd.DataFrame) -> np.ndarray:
@@ -163,5 +174,6 @@ CLAIMS = (
         features={EARLY: early_entropy_ratio},
         plant=plant,
         margin_cases=(MarginCase("high-entropy runs gaining exactly the margin", at_margin),),
+        simulated=SIMULATED,
     ),
 )

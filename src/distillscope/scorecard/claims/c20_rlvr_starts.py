@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from distillscope.results.matching import cell_key
+from distillscope.scorecard.claim_columns import POLICY, STUDENT, TEACHER
 from distillscope.scorecard.claim_spec import ABOVE, POOLED, Claim, Part, Quote
-from distillscope.scorecard.claims.common import POLICY, STUDENT, TEACHER, blocks, cell_by
+from distillscope.scorecard.contrasts import blocks, cell_by
 from distillscope.scorecard.estimate import Blocks, Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import ACC
 from distillscope.scorecard.claim_spec import ABOVE, ANY, EVERY, Claim, MarginCase, Part, Quote
-from distillscope.scorecard.claims.common import ACC, blocks, in_pp, matched, rows_mask
 from distillscope.scorecard.claims.quotes import REGULATED_WINS
+from distillscope.scorecard.contrasts import blocks, matched
 from distillscope.scorecard.estimate import Blocks, Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence
+from distillscope.scorecard.planting import in_pp, rows_mask
 
 OPD, SCALE = "opd", "teacher_scale"
 REG = "objective.regulation"

@@ -17,9 +17,10 @@ import pandas as pd
 
 from distillscope.results.aggregate import SEED
 from distillscope.scorecard.claim_spec import ABOVE, POOLED, WITHIN, Claim, MarginCase, Part, Quote
-from distillscope.scorecard.claims.common import blocks, in_pp, rows_mask
+from distillscope.scorecard.contrasts import blocks
 from distillscope.scorecard.estimate import Estimate, not_tested, seed_level
 from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
+from distillscope.scorecard.planting import in_pp, rows_mask
 from distillscope.scorecard.regime_premises import exact
 
 OPD = "opd"

@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from distillscope.results.aggregate import percent_scale
+from distillscope.scorecard.claim_columns import ACC, FORWARD, KIND, LR, MAIN, REVERSE
 from distillscope.scorecard.claim_spec import ABOVE, POOLED, Claim, Part, Quote
-from distillscope.scorecard.claims.common import ACC, FORWARD, KIND, LR, MAIN, REVERSE, cell_by
+from distillscope.scorecard.contrasts import cell_by
 from distillscope.scorecard.estimate import Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence, config_key, missing_metric
 from distillscope.scorecard.exact import share_gap

@@ -14,8 +14,8 @@ from __future__ import annotations
 import pandas as pd
 
 from distillscope.results.aggregate import percent_scale
+from distillscope.scorecard.claim_columns import ACC, KIND, LR, POLICY
 from distillscope.scorecard.claim_spec import ABOVE, POOLED, Claim, Part, Quote
-from distillscope.scorecard.claims.common import ACC, KIND, LR, POLICY
 from distillscope.scorecard.estimate import Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
 from distillscope.scorecard.exact import observation

@@ -22,11 +22,12 @@ import numpy as np
 import pandas as pd
 
 from distillscope.results.aggregate import percent_scale
+from distillscope.scorecard.claim_columns import ACC
 from distillscope.scorecard.claim_spec import ABOVE, ANY, POOLED, Claim, Offsets, Part, Quote
-from distillscope.scorecard.claims.common import ACC, in_pp, rows_mask
 from distillscope.scorecard.claims.quotes import REGULATED_WINS
 from distillscope.scorecard.estimate import Blocks, Estimate, not_tested, seed_level
 from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
+from distillscope.scorecard.planting import in_pp, rows_mask
 from distillscope.scorecard.regime_premises import exact
 
 OPD, GRPO = "opd", "grpo"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import ACC
 from distillscope.scorecard.claim_spec import ABOVE, POOLED, Claim, Part, Quote
-from distillscope.scorecard.claims.common import ACC
 from distillscope.scorecard.estimate import Blocks, Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from distillscope.scorecard.claim_columns import ACC, FORGET, FORWARD, KIND, LR, MAIN, REVERSE
 from distillscope.scorecard.claim_spec import (
     ABOVE,
     BELOW,
@@ -24,21 +25,11 @@ from distillscope.scorecard.claim_spec import (
     Part,
     Quote,
 )
-from distillscope.scorecard.claims.common import (
-    ACC,
-    FORGET,
-    FORWARD,
-    KIND,
-    LR,
-    MAIN,
-    REVERSE,
-    blocks,
-    grid_rows,
-    stratum_name,
-)
+from distillscope.scorecard.contrasts import blocks, stratum_name
 from distillscope.scorecard.estimate import Blocks, Estimate, not_tested
 from distillscope.scorecard.evidence import ClaimEvidence, missing_metric
 from distillscope.scorecard.exact import variance_ratio
+from distillscope.scorecard.selection import grid_rows
 
 BEST_PP, FORGET_PP = 3.0, 2.0
 

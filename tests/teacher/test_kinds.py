@@ -34,8 +34,8 @@ KIND_NAMES = (
 )
 
 #: train/ modules that run whatever the teacher is (cache_build builds one local teacher's cache
-#: and checks.py calls the teacher's checks: both name the kind on purpose)
-KIND_FREE = ("loop.py", "setup.py", "grpo.py", "step.py", "run.py", "distributed.py")
+#: and run_checks.py calls the teacher's checks: both name the kind on purpose)
+KIND_FREE = ("loop.py", "setup.py", "grpo.py", "step.py", "machinery.py", "distributed.py")
 
 
 def _names(path: Path) -> set[str]:

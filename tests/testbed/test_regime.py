@@ -164,14 +164,16 @@ def test_the_testbed_page_quotes_the_candidates_study():
     assert f"{z['value']:.1f} SE: **held**" in text
 
 
-def test_testbed_info_prints_every_regime_target():
+def test_testbed_info_prints_every_regime_target(monkeypatch):
     from typer.testing import CliRunner
 
     from distillscope.cli import app
+    from distillscope.cli.output import console
 
-    out = CliRunner().invoke(
-        app, ["testbed", "info", "--root", str(CANDIDATE)], env={"COLUMNS": "200"}
-    )
+    # the console took its width when first imported (COLUMNS then, or 80): wide enough that
+    # no label wraps inside its cell, whichever test imported it first
+    monkeypatch.setattr(console, "width", 200)
+    out = CliRunner().invoke(app, ["testbed", "info", "--root", str(CANDIDATE)])
     assert out.exit_code == 0, out.output
     for target in TARGETS:
         assert target.label in out.output, target.label

@@ -34,8 +34,11 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(VENV)/bin/distillscope study
 
+# The suite on TEST_WORKERS processes (pytest-xdist), each test file on one of them, so that a
+# file's fixtures are built once; TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= 2
 test: setup lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 	$(MAKE) test-numerics
 	$(MAKE) test-vllm
 

@@ -4,12 +4,15 @@ A path typed in a file (a run YAML, a study YAML) is read from the file's direct
 the command line from the current directory, once, when it is read
 (:mod:`distillscope.config.paths`); the config holds it absolute from then on. Each
 path-holding field is tested here; a run directory of schema version 3 or older kept paths as
-typed and is read from the directory its command ran in (:func:`~.config.paths.rebased`).
+typed and is read from the directory its command ran in (:func:`~.config.paths.rebased`). A
+directory moved with its files (a study copied to another machine, a project moved as a whole)
+finds them where they moved to, and keeps its run ids and fingerprints.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -24,8 +27,16 @@ from distillscope.config import (
     run_config_from_dict,
 )
 from distillscope.config.paths import PATH_FIELDS, rebased
-from distillscope.store import CONFIG_FILE, claim_run, recorded_cwd
+from distillscope.store import (
+    CONFIG_FILE,
+    STUDY_SPEC_FILE,
+    StoreError,
+    check_run_config,
+    claim_run,
+    recorded_cwd,
+)
 from distillscope.study.reevaluate import evaluation_config
+from distillscope.study.run_study import prepare
 from distillscope.study.spec import expand, load_spec
 
 ROW = {"question": "1 + 1?", "options": ["2", "3"], "answer": "A", "teacher": "a"}
@@ -288,3 +299,65 @@ def test_study_plan_shows_the_paths_as_typed(tmp_path, monkeypatch):
     assert spec.shown(f"mcq:{base}/tasks/colors.jsonl") == "mcq:tasks/colors.jsonl"
     res = CliRunner().invoke(app, ["study", "plan", str(base / "s.yaml")], terminal_width=200)
     assert "mcq:tasks/colors.jsonl" in res.output, res.output
+
+
+# ---------------------------------------------------------------------------------------------
+# A directory moved with its files: a study copied to another machine, a project moved whole
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", list(CASES))
+def test_a_moved_run_matches_its_fingerprint_and_is_evaluated_on_its_moved_files(
+    field, tmp_path, monkeypatch
+):
+    kind, overrides, read = CASES[field]
+    base, elsewhere = _dirs(tmp_path, monkeypatch)
+    _make(base, kind)
+    (base / "run.yaml").write_text(yaml.safe_dump(apply_overrides({}, overrides)))
+    monkeypatch.chdir(base)  # `cd project && distillscope train run.yaml`
+    cfg = load_run_config(base / "run.yaml")
+    run = base / "runs" / "a"
+    run.mkdir(parents=True)
+    claim_run(run, cfg.model_dump(mode="json"))
+    (run / CONFIG_FILE).write_text(dump_run_config(cfg))
+    moved = tmp_path / "moved"
+    base.rename(moved)
+    monkeypatch.chdir(elsewhere)
+    run, target = moved / "runs" / "a", moved / "models" / "t"
+    now = load_run_config(moved / "run.yaml")  # the run file, read where it is now
+    assert read(now) == str(target)
+    check_run_config(run, now.model_dump(mode="json"))  # the run it holds
+    trained, evaluated = evaluation_config(run, [])
+    assert read(trained) == str(base / "models" / "t")  # as recorded: its fingerprint's config
+    assert read(evaluated) == str(target)  # `eval RUN` reads the moved files
+    (moved / "other").mkdir()
+    (moved / "models" / "t").rename(moved / "other" / "t")
+    elsewhere_now = [o.replace("models/t", str(moved / "other" / "t")) for o in overrides]
+    other = load_run_config(None, elsewhere_now)
+    with pytest.raises(StoreError, match=re.escape(SHOWN.get(field, field))):
+        check_run_config(run, other.model_dump(mode="json"))  # another path: another run
+
+
+@pytest.mark.parametrize("field", list(CASES))
+def test_a_moved_study_keeps_its_run_ids_from_its_own_file_and_its_stored_one(
+    field, tmp_path, monkeypatch
+):
+    """A project (its study file, its data, the study directory inside) moved as a whole:
+    the study file read where it is now, or the study directory's ``study.yaml`` (whose paths
+    name nothing any more), plans the same runs under the same ids, on the moved files."""
+    kind, overrides, read = CASES[field]
+    base, _ = _dirs(tmp_path, monkeypatch)
+    _make(base, kind)
+    study = {
+        "base": apply_overrides({}, overrides),
+        "experiments": [{"name": "main", "axes": {"seed": [1, 2]}}],
+    }
+    (base / "s.yaml").write_text(yaml.safe_dump(study))
+    ids = [r.run_id for r in prepare(load_spec(base / "s.yaml"), base / "runs" / "s1")]
+    moved = tmp_path / "moved"
+    base.rename(moved)
+    out = moved / "runs" / "s1"
+    for source in (moved / "s.yaml", out / STUDY_SPEC_FILE):
+        runs = prepare(load_spec(source), out)
+        assert [r.run_id for r in runs] == ids, source
+        assert {read(r.config) for r in runs} == {str(moved / "models" / "t")}

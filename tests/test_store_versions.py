@@ -288,6 +288,7 @@ def test_a_moved_study_with_a_relative_path_reports_and_resumes_from_elsewhere(
     """The study directory copied elsewhere (its task file with it), the commands run from a
     third directory: the report reads the store, the resume finds every run finished."""
     study = _copy(name, tmp_path)
+    _names_nothing_here(study)
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")
     before, table = _run_files(study), pd.read_parquet(study / RESULTS_FILE)
@@ -297,12 +298,51 @@ def test_a_moved_study_with_a_relative_path_reports_and_resumes_from_elsewhere(
     assert _run_files(study) == before  # nothing trained, evaluated or re-fingerprinted again
     after = pd.read_parquet(study / RESULTS_FILE).sort_values("run_id").reset_index(drop=True)
     table = table.sort_values("run_id").reset_index(drop=True)
-    if name == "v3-relative":  # its rows name the file as typed; resumed, as resolved here
-        assert set(table["task.dataset"]) == {"mcq:tasks/colors.jsonl"}
-        assert set(after["task.dataset"]) == {f"mcq:{study / 'tasks' / 'colors.jsonl'}"}
+    # its rows named the file as typed (v3) or where the study was written (v4, absolute: a
+    # directory of another machine); resumed, where the file is now
+    (written,) = {v.removeprefix("mcq:") for v in table["task.dataset"]}
+    assert written.endswith("tasks/colors.jsonl")
+    assert Path(written).is_absolute() == (name == "v4-relative")
+    assert set(after["task.dataset"]) == {f"mcq:{study / 'tasks' / 'colors.jsonl'}"}
     keep = [c for c in table.columns if not c.startswith("time/") and c != "task.dataset"]
-    keep += ["task.dataset"] if name != "v3-relative" else []  # stored resolved: kept
     pd.testing.assert_frame_equal(after[keep], table[keep])
+
+
+def _names_nothing_here(study: Path) -> None:
+    """The directory the fixture ``study`` was written in names nothing on this machine (it
+    moved here): else its stored paths still name the files there, and nothing moves."""
+    cwd = read_fingerprint(next((study / "runs").iterdir())).get("cwd")
+    if cwd and Path(cwd).exists():
+        pytest.skip(f"{cwd}, where the fixture was written, exists on this machine")
+
+
+@pytest.mark.slow
+def test_a_moved_study_of_this_version_trains_its_unfinished_run_on_the_moved_file(
+    tmp_path: Path, monkeypatch
+):
+    """``v4-relative`` moved here with one of its runs killed before its first step's
+    checkpoint: the resume finds the task file where it moved to, keeps the run's id and
+    fingerprint, trains it again (its cached rollouts name the old file: computed again) and
+    leaves the finished runs alone."""
+    study = _copy("v4-relative", tmp_path)
+    _names_nothing_here(study)
+    killed = next((study / "runs").glob("main_policy-teacher_*"))
+    for name in ("eval.json", "eval_items.parquet", "samples.jsonl", "metrics.jsonl"):
+        (killed / name).unlink(missing_ok=True)
+    shutil.rmtree(killed / "checkpoint")  # kept without its weights: as if never written
+    (killed / "status.json").write_text(json.dumps({"status": "running", "phase": "train"}))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    before = _run_files(study)
+    _resume(study, "--no-report")
+    after = _run_files(study)
+    for path, data in before.items():
+        if not path.startswith(f"runs/{killed.name}/") or path.endswith(FINGERPRINT_FILE):
+            assert after[path] == data, path
+    assert json.loads((killed / "status.json").read_text())["status"] == "done"
+    assert len((killed / "metrics.jsonl").read_text().splitlines()) == 2
+    table = pd.read_parquet(study / RESULTS_FILE)
+    assert sorted(table["run_id"]) == sorted(p.name for p in (study / "runs").iterdir())
 
 
 def test_a_version_3_run_matches_its_config_with_the_path_resolved(tmp_path: Path):

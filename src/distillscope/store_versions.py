@@ -32,7 +32,11 @@ The rules, each entry annotated with the schema version from which directories a
   resolved form (:func:`same_path`): in a run's fingerprint (:func:`as_recorded_paths`) and in
   a study's ``study.yaml`` and run ids (``study.legacy``). An older study's rollout-cache and
   evaluation keys hold such paths as typed and are not found: a resumed run computes the
-  teacher's rollouts again (the same rollouts; nothing finished is run again).
+  teacher's rollouts again (the same rollouts; nothing finished is run again);
+- a directory of any version moved with its files: an absolute path it holds that names nothing
+  any more compares equal to the moved one when the two end in the path below the directory its
+  command ran in (:func:`moved_path`); its study's ids are kept by the paths as typed
+  (``study.legacy``).
 
 Adding a config field: give it a default that reproduces earlier runs, raise
 :data:`SCHEMA_VERSION` by one with a line above, and add its entry here with the new version.
@@ -236,16 +240,36 @@ def same_path(stored: Any, resolved: Any, cwd: Path | None = None) -> bool:
     return Path(os.path.normpath(resolved)).parts[-len(tail) :] == tail
 
 
+def moved_path(stored: Any, resolved: Any, cwd: Path | None) -> bool:
+    """Whether ``stored`` — an absolute path a directory of version 4 or later holds, which
+    names nothing any more — names ``resolved``: it lay below ``cwd`` (the directory its command
+    ran in, recorded) and the path below ``cwd`` ends ``resolved`` (:func:`same_path`'s rule
+    for a path typed from there): the directory moved with its files."""
+    if cwd is None or not isinstance(stored, str) or not os.path.isabs(stored):
+        return False
+    if os.path.exists(stored):
+        return False
+    try:
+        below = Path(stored).relative_to(cwd)
+    except ValueError:
+        return False
+    return bool(below.parts) and same_path(str(below), resolved)
+
+
 def as_recorded_paths(
     fields: dict[str, Any], version: int, recorded: dict[str, Any] | None, cwd: Path | None = None
 ) -> dict[str, Any]:
-    """``fields`` (a config's flat fields, paths resolved) with each path a directory of
-    ``version`` < 4 records as typed (``recorded``: its ``fingerprint.json`` fields) put back
-    in that form when it names the same path (:func:`same_path`), so the fingerprint matches."""
-    if version >= RESOLVED_PATHS_VERSION or not recorded:
+    """``fields`` (a config's flat fields, paths resolved) with each path put back as
+    ``recorded`` (its ``fingerprint.json`` fields) holds it when it names the same path, so the
+    fingerprint matches: a directory of ``version`` < 4 holds it as typed (:func:`same_path`);
+    one of any version may have moved since, its files with it (:func:`moved_path`)."""
+    if not recorded:
         return fields
     out = dict(fields)
     for key, value in fields.items():
-        if is_path_field(key) and key in recorded and same_path(recorded[key], value, cwd):
+        if not is_path_field(key) or key not in recorded or recorded[key] == value:
+            continue
+        old = version < RESOLVED_PATHS_VERSION and same_path(recorded[key], value, cwd)
+        if old or moved_path(recorded[key], value, cwd):
             out[key] = recorded[key]
     return out

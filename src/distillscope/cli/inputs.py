@@ -62,12 +62,14 @@ def study_spec(
     )
 
 
-def planned_runs(study: StudySpec, only: list[str] | None) -> list[PlannedRun]:
-    """The runs of ``study`` (its experiments ``only``, None: all), in plan order."""
-    from distillscope.study.run_study import select
-    from distillscope.study.spec import expand
+def planned_runs(
+    study: StudySpec, only: list[str] | None, out: Path | None = None
+) -> list[PlannedRun]:
+    """The runs of ``study`` (its experiments ``only``, None: all), in plan order, under the
+    ids the study directory ``out`` gave them when it holds them (``study.run_study.planned``)."""
+    from distillscope.study.run_study import planned, select
 
-    return select(study, expand(study), only)
+    return select(study, planned(study, out), only)
 
 
 def preflight(configs: list[RunConfig], trained: bool = False) -> None:

@@ -119,7 +119,7 @@ def study(
     chosen = None if only is None else [n.strip() for n in only.split(",") if n.strip()]
     if spec.until_decided is not None and chosen and not plan:
         raise ValueError("--until-decided runs the whole study: drop --only")
-    runs = planned_runs(spec, chosen)
+    runs = planned_runs(spec, chosen, None if plan else out)  # a resumed study's own ids
     if plan:
         from distillscope.cli.study_plan import plan_study  # rehearsal: torch, once checked
 
@@ -193,7 +193,10 @@ def _run(study, runs: list, out: Path, executor, only: list[str] | None, overwri
 
         def on_step(run_id: str, step: int, row: dict) -> None:
             bar.update(
-                step_bar, completed=step + 1, total=steps_of[run_id], description=f"  {run_id[:40]}"
+                step_bar,
+                completed=step + 1,
+                total=steps_of.get(run_id),  # a seed an --until-decided look added: unknown
+                description=f"  {run_id[:40]}",
             )
 
         finished = study_status(out) if (out / "study.yaml").is_file() else {}

@@ -33,6 +33,7 @@ __all__ = [
     "Resolution",
     "path_slots",
     "rebased",
+    "relocations",
     "resolve_config_data",
     "resolve_spec_data",
     "typed_text",
@@ -48,6 +49,8 @@ class Resolution:
 
     typed: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
+    #: absolute paths that name nothing, by where they are now (:func:`relocations`)
+    moved: dict[str, str] = field(default_factory=dict)
 
     def check(self) -> None:
         """Raise the first missing path's one-line ConfigError, if any."""
@@ -84,6 +87,8 @@ def resolve_value(name: str, value: str, base: Path, where: str, log: Resolution
     """``value`` of field ``name`` read from ``base`` (module doc): absolute and normalized when
     it is a relative path, else as it is. ``log`` (when given) records the typed form, and the
     error when it names nothing (else it is raised here)."""
+    if log is not None and value in log.moved:
+        return log.moved[value]  # a stored path whose study moved (relocations)
     if not value or ":" in value.split("/")[0] or os.path.isabs(value):
         return value  # testbed:…, hf:…, a URL, an absolute path: as typed
     resolved = os.path.normpath(Path(base).resolve() / Path(value).expanduser())
@@ -101,6 +106,27 @@ def resolve_value(name: str, value: str, base: Path, where: str, log: Resolution
     if log is not None:
         log.typed[resolved] = value
     return resolved
+
+
+def relocations(typed: dict[str, str], start: Path) -> dict[str, str]:
+    """Where each path of a moved study now is: ``typed`` maps the resolved (absolute) paths a
+    stored ``study.yaml`` holds to their typed forms (``typed_paths``); each one that names
+    nothing any more and was typed relative is read from the nearest directory at or above
+    ``start`` (the study directory now) that holds it. A study directory moved with its files,
+    or a project moved as a whole, so finds its files again; a path typed absolute, or found
+    nowhere, is left for the run's checks to name."""
+    out = {}
+    for resolved, form in typed.items():
+        if not isinstance(form, str) or os.path.isabs(form) or os.path.exists(resolved):
+            continue
+        if not os.path.isabs(resolved) or ":" in form.split("/")[0]:
+            continue
+        for base in (start.resolve(), *start.resolve().parents):
+            here = os.path.normpath(base / Path(form).expanduser())
+            if os.path.exists(here):
+                out[resolved] = here
+                break
+    return out
 
 
 def _rule(where: str) -> str:
@@ -185,12 +211,16 @@ def _settings(settings: dict, base: Path, where: str, log: Resolution) -> dict:
     }
 
 
-def rebased(cfg: RunConfig, base: Path | None) -> RunConfig:
-    """``cfg`` — a stored config of schema version 3 or older, which kept its paths as typed —
-    with each relative path of :data:`PATH_FIELDS` that names something under ``base`` (the
-    directory the run's command ran in) made absolute there; ``cfg`` itself when ``base`` is
-    None or no path moves. A relative path that names nothing under ``base`` (a hub id, a file
-    since removed) is kept, so its error names it as it was written."""
+def rebased(cfg: RunConfig, base: Path | None, run: Path | None = None) -> RunConfig:
+    """``cfg`` — a run directory's stored config — with its paths read as the directory now
+    finds them; ``cfg`` itself when ``base`` is None or no path moves.
+
+    ``base`` is the directory the run's command ran in (``fingerprint.json``'s ``cwd``). A
+    relative path (schema version 3 or older kept them as typed) that names something under
+    ``base`` is made absolute there. An absolute path below ``base`` that names nothing any
+    more (the directory moved with its files, version 4) is looked for below the nearest
+    directory at or above ``run`` (the run directory now) that holds it (:func:`relocations`).
+    A path found nowhere is kept, so its error names it as it was written."""
     if base is None:
         return cfg
     data = cfg.model_dump(mode="json")
@@ -203,8 +233,22 @@ def rebased(cfg: RunConfig, base: Path | None) -> RunConfig:
         if _relative_path(value) and (base / value).exists():
             holder[keys[-1]] = str((base / value).resolve())
             moved = True
+        elif run is not None and (below := _below(value, base)) is not None:
+            found = relocations({value: below}, run).get(value)
+            holder[keys[-1]] = found or value
+            moved = moved or found is not None
     # only path text changed, to paths that exist: what validated validates again
     return RunConfig.model_validate(data) if moved else cfg
+
+
+def _below(value: str, base: Path) -> str | None:
+    """``value`` relative to ``base`` when it is an absolute path below it; else None."""
+    if not os.path.isabs(value):
+        return None
+    try:
+        return str(Path(value).relative_to(base))
+    except ValueError:
+        return None
 
 
 def _relative_path(value: str) -> bool:

@@ -1,4 +1,7 @@
-"""A study directory of schema version 3 or older resumed by this version: its run ids.
+"""A study directory whose run ids hash other path text than this version reads: its run ids.
+
+Two kinds of directory: one of schema version 3 or older, and one of any version moved
+elsewhere with its files (or inside a project moved as a whole).
 
 Before version 4 a study's ``study.yaml`` and run configs kept each local path as typed, and a
 run id hashes its whole config, so a study with a relative path (``task.file: data/x.jsonl``)
@@ -9,10 +12,18 @@ writes) and plans the same runs, but for paths typed relative that name the reso
 and its ``study.yaml`` is left as it is (``study status`` and ``report`` read it): nothing
 finished runs again. Each run's config is the resolved one; its fingerprint matches the
 directory's by the same rule (:func:`~distillscope.store_versions.as_recorded_paths`).
+
+Since version 4 the ``study.yaml`` holds each path resolved, absolute, and how it was typed
+(``typed_paths``). When the directory has moved, a path it holds may name nothing any more; the
+study file read now finds it where it moved to (:func:`~distillscope.config.paths.relocations`),
+and its ids, which hash the old text, are kept the same way: a stored path that names nothing
+counts as its typed form, which names the new one when it ends it
+(:func:`~distillscope.store_versions.same_path`).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,9 +43,10 @@ _OUTSIDE_RUNS = ("name", "description", "rlvr", "until_decided")
 def legacy_runs(out: Path, spec: StudySpec) -> list[PlannedRun] | None:
     """``spec``'s runs under the ids the older study in ``out`` gave them (module doc); None
     when ``out`` holds no such study or it plans other runs."""
-    stored = _legacy_spec(out / STUDY_SPEC_FILE)
+    stored = _stored_spec(out / STUDY_SPEC_FILE)
     if stored is None:
         return None
+    typed = stored.typed_paths
     mine, theirs = spec.model_dump(mode="json"), stored.model_dump(mode="json")
     if any(mine[k] != theirs[k] for k in _OUTSIDE_RUNS):
         return None
@@ -50,10 +62,12 @@ def legacy_runs(out: Path, spec: StudySpec) -> list[PlannedRun] | None:
     for was, now in zip(old, new, strict=True):
         now = _renamed(now, ids)
         same = (was.experiment, was.labels) == (now.experiment, now.labels)
-        if not same or not _same_settings(was.axes, now.axes):
+        if not same or not _same_settings(was.axes, now.axes, typed):
             return None
         if not _same_settings(
-            flatten(was.config.model_dump(mode="json")), flatten(now.config.model_dump(mode="json"))
+            flatten(was.config.model_dump(mode="json")),
+            flatten(now.config.model_dump(mode="json")),
+            typed,
         ):
             return None
         ids[now.run_id] = was.run_id
@@ -61,15 +75,13 @@ def legacy_runs(out: Path, spec: StudySpec) -> list[PlannedRun] | None:
     return runs if any(a != b for a, b in ids.items()) else None
 
 
-def _legacy_spec(path: Path) -> StudySpec | None:
-    """The study ``path`` holds when a version before 4 wrote it (no ``typed_paths``)."""
+def _stored_spec(path: Path) -> StudySpec | None:
+    """The study ``path`` holds, as it was written (its paths as they were stored)."""
     if not path.is_file():
         return None
     try:
         data = load_yaml_file(path, "study file")
-        if not isinstance(data, dict) or "typed_paths" in data:
-            return None
-        return StudySpec.model_validate(data)
+        return StudySpec.model_validate(data) if isinstance(data, dict) else None
     except (YamlError, ValidationError):
         return None
 
@@ -84,11 +96,22 @@ def _renamed(run: PlannedRun, ids: dict[str, str]) -> PlannedRun:
     return replace(run, parent=ids[run.parent], config=config)
 
 
-def _same_settings(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Equal dotted settings, a path typed relative naming its resolved form."""
+def _same_settings(old: dict[str, Any], new: dict[str, Any], typed: dict[str, str]) -> bool:
+    """Equal dotted settings, a path typed relative naming its resolved form; a stored
+    absolute path that names nothing counts as its typed form (``typed``)."""
     if set(old) != set(new):
         return False
-    return all(old[k] == new[k] or (_path_key(k) and same_path(old[k], new[k])) for k in old)
+    return all(
+        old[k] == new[k] or (_path_key(k) and same_path(_as_typed(old[k], typed), new[k]))
+        for k in old
+    )
+
+
+def _as_typed(value: Any, typed: dict[str, str]) -> Any:
+    """A stored path that names nothing any more (its study moved), as it was typed."""
+    if isinstance(value, str) and value in typed and not os.path.exists(value):
+        return typed[value]
+    return value
 
 
 def _path_key(key: str) -> bool:

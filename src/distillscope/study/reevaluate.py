@@ -50,9 +50,9 @@ def evaluation_config(run_dir: Path, overrides: list[str]):
         )
     trained = load_run_config(run_dir / CONFIG_FILE, stored=True)
     cfg = load_run_config(run_dir / CONFIG_FILE, overrides, stored=True) if overrides else trained
-    # paths are absolute (schema 4); an older run's relative ones are read from where it was
-    # trained, not from here: its trained config keeps them as typed (its fingerprint)
-    return trained, rebased(cfg, recorded_cwd(run_dir))
+    # an older run's relative paths are read from where it was trained, not from here; a moved
+    # run's absolute ones where they moved to: its trained config keeps them as recorded
+    return trained, rebased(cfg, recorded_cwd(run_dir), run_dir)
 
 
 def reevaluate(

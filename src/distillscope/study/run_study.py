@@ -50,6 +50,13 @@ FINISHED = ("done", "diverged")
 UNREADABLE = "unreadable status.json"
 
 
+def planned(spec: StudySpec, out: Path | None = None) -> list[PlannedRun]:
+    """``spec``'s runs; under the ids the study directory ``out`` gave them when it holds the
+    same runs written by an older version or since moved (:mod:`~distillscope.study.legacy`)."""
+    kept = legacy_runs(out, spec) if out is not None else None
+    return kept if kept is not None else expand(spec)
+
+
 def prepare(spec: StudySpec, out: Path, overwrite: bool = False) -> list[PlannedRun]:
     """Write (or check) ``study.yaml`` in ``out`` and return the planned runs.
 

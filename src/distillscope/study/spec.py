@@ -49,7 +49,7 @@ from distillscope.config import (
     run_config_from_dict,
 )
 from distillscope.config.parse import MESSAGE_LIMIT, did_you_mean
-from distillscope.config.paths import Resolution, resolve_spec_data, typed_text
+from distillscope.config.paths import Resolution, relocations, resolve_spec_data, typed_text
 from distillscope.labels import label_column
 from distillscope.safeyaml import YamlError, clip, load_yaml_file, quote
 from distillscope.store_versions import added_at_default, is_path_field
@@ -309,9 +309,12 @@ def _read_spec(path: Path, log: Resolution | None = None) -> StudySpec:
     try:
         data = load_yaml_file(path, "study file")
         if log is not None and isinstance(data, dict):
-            data = resolve_spec_data(data, path.parent, str(path), log)
             prior = data.get("typed_paths")  # a stored study.yaml given as the study file
-            data["typed_paths"] = {**(prior if isinstance(prior, dict) else {}), **log.typed}
+            prior = prior if isinstance(prior, dict) else {}
+            log.moved = relocations(prior, path.parent)  # its directory moved: its files too
+            data = resolve_spec_data(data, path.parent, str(path), log)
+            prior = {log.moved.get(k, k): v for k, v in prior.items()}
+            data["typed_paths"] = {**prior, **log.typed}
         return StudySpec.model_validate(data)
     except YamlError as err:
         raise ConfigError(str(err)) from None

@@ -1,6 +1,7 @@
 """What a report shows, made once from a study and its scored claims (:class:`Contents`): each
-section's table and figures, the texts both renderings share (how to read the report, the leads,
-the verdict marks) and the provenance lines.
+section's table and figures, the summary in words and counts (``summary.Summary``), the texts
+both renderings share (how to read the report, the leads, the verdict marks) and the provenance
+lines. The claims are split into published ones and instrument checks once, here.
 
 Plain text only: ``html_page`` and ``markdown_page`` escape it and lay it out; ``render``
 writes them.
@@ -15,6 +16,7 @@ from distillscope import __version__
 from distillscope.report.analysis_views import analysis_tables, split_analysis
 from distillscope.report.figures import FigureInfo
 from distillscope.report.scope import Scope, shown_frames, study_scope
+from distillscope.report.summary import Summary, summarize
 from distillscope.report.tables import (
     Table,
     experiment_tables,
@@ -89,6 +91,7 @@ class Contents:
     study: Study
     claims: list[ClaimResult]
     scope: Scope
+    summary: Summary  # the summary's sentences, verdict groups, counts, calibration and noise
     tables: dict[str, Table | None]  # status, problems, scorecard, checks, main, teachers
     experiments: dict[str, Table]  # one cell table per experiment
     decided: list[str]  # "What decides the claims": its title and paragraphs ([]: none)
@@ -102,11 +105,14 @@ def gather(study: Study, claims: list[ClaimResult], figures: list[FigureInfo]) -
     """The report's contents: each section's table, text and figures, made once."""
     main_figure, figures = split_main_figure(figures)
     analysis_figs, figures = split_analysis(figures)
+    shown, checks = published(claims), instrument_checks(claims)
+    scope = study_scope(study)
     return Contents(
         study=study,
         claims=claims,
-        scope=study_scope(study),
-        tables=_sections(study, claims),
+        scope=scope,
+        summary=summarize(shown, checks, study.calibration, scope.phrase()),
+        tables=_sections(study, shown, checks),
         experiments=experiment_tables(shown_frames(study)[0]),
         decided=decide.paragraphs(study, claims),
         analysis=analysis_tables(study),
@@ -164,14 +170,14 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _sections(study: Study, claims: list[ClaimResult]) -> dict[str, Table | None]:
+def _sections(
+    study: Study, shown: list[ClaimResult], checks: list[ClaimResult]
+) -> dict[str, Table | None]:
     return {
         "status": status_table(study.results, study.baselines),
         "problems": problem_runs_table(study.results),
-        "scorecard": scorecard_table(published(claims), study.calibration),
-        "checks": scorecard_table(instrument_checks(claims), study.calibration)
-        if instrument_checks(claims)
-        else None,
+        "scorecard": scorecard_table(shown, study.calibration),
+        "checks": scorecard_table(checks, study.calibration) if checks else None,
         "main": main_table(*shown_frames(study)),
         # two teachers or more (report/teachers.py)
         "teachers": teacher_table(study.finished, study.spec),

@@ -24,18 +24,9 @@ from distillscope.report.contents import (
     provenance,
 )
 from distillscope.report.figures import FigureInfo
-from distillscope.report.summary import (
-    UNTESTED,
-    SummaryGroup,
-    calibration_sentence,
-    checks_sentence,
-    noise_table,
-    summary_groups,
-    summary_sentence,
-)
-from distillscope.report.tables import REGIME_COLUMN, Table, verdict_counts
+from distillscope.report.summary import UNTESTED, SummaryGroup
+from distillscope.report.tables import REGIME_COLUMN, Table
 from distillscope.scorecard import decide
-from distillscope.scorecard.runner import instrument_checks, published
 
 _NOWRAP = ("Rollout", "Objective", "LR", "Status", "Run")
 #: Scorecard columns the HTML folds into one <details> cell; the Markdown table keeps them.
@@ -143,20 +134,17 @@ def _html_summary(c: Contents) -> list[str]:
     """The summary: what was studied (``report.scope``) before any verdict, then the verdicts
     in words (groups named with the scope, headline per decided claim with its calibrated
     rates) and the main figure."""
-    scope, claims, study, main_figure = c.scope, c.claims, c.study, c.main_figure
+    scope, s, main_figure = c.scope, c.summary, c.main_figure
     parts = ["<h2>Summary of findings</h2>", f"<p>{esc(scope.sentence())}</p>", '<dl class="prov">']
     parts += [f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in scope.lines()]
-    parts += ["</dl>", f"<p>{esc(summary_sentence(claims, scope.phrase()))}</p>"]
+    parts += ["</dl>", f"<p>{esc(s.sentence)}</p>"]
     parts.append('<ul class="findings">')
-    parts += [
-        _html_group(g) for g in summary_groups(published(claims), study.calibration, scope.phrase())
-    ]
+    parts += [_html_group(g) for g in s.groups]
     parts.append("</ul>")
-    checks = instrument_checks(claims)
-    if checks:
-        parts += [f"<h3>{esc(CHECKS_TITLE)}</h3>", f"<p>{esc(checks_sentence(claims))}</p>"]
+    if s.checks_sentence:  # the study has instrument checks
+        parts += [f"<h3>{esc(CHECKS_TITLE)}</h3>", f"<p>{esc(s.checks_sentence)}</p>"]
         parts.append('<ul class="findings">')
-        parts += [_html_group(g) for g in summary_groups(checks, study.calibration)]
+        parts += [_html_group(g) for g in s.check_groups]
         parts.append("</ul>")
     if main_figure is not None:
         parts += [f"<p>{esc(MAIN_FIGURE_LEAD)}</p>", _html_figure(main_figure)]
@@ -202,8 +190,7 @@ def _html_figure(f: FigureInfo) -> str:
 
 def render_html(c: Contents) -> str:
     """The whole report as one self-contained HTML document."""
-    study, claims, t = c.study, c.claims, c.tables
-    counts = verdict_counts(published(claims))
+    study, s, t = c.study, c.summary, c.tables
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -224,20 +211,19 @@ def render_html(c: Contents) -> str:
     if t["problems"] is not None:
         parts += ["<h3>Failed and diverged runs</h3>", html_table(t["problems"])]
     summary = "".join(
-        f"<span>{esc(VERDICT_MARK[v])} {esc(v)}: <b>{n}</b></span>" for v, n in counts.items()
+        f"<span>{esc(VERDICT_MARK[v])} {esc(v)}: <b>{n}</b></span>" for v, n in s.counts.items()
     )
     parts += [
         "<h2>Scorecard of the published claims</h2>",
         f'<p class="counts">{summary}</p>',
         html_scorecard(t["scorecard"]),
         "<h3>Calibration</h3>",
-        f"<p>{esc(calibration_sentence(study.calibration))}</p>",
+        f"<p>{esc(s.calibration_sentence)}</p>",
     ]
-    noise = noise_table(study.calibration)
-    if noise is not None:
+    if s.noise is not None:
         parts.append(
-            f"<details><summary>noise components ({len(noise.rows)} metrics)</summary>"
-            f"{html_table(noise)}</details>"
+            f"<details><summary>noise components ({len(s.noise.rows)} metrics)</summary>"
+            f"{html_table(s.noise)}</details>"
         )
     if t["checks"] is not None:
         parts += [f"<h2>{esc(CHECKS_TITLE)}</h2>", f"<p>{esc(CHECKS_LEAD)}</p>"]

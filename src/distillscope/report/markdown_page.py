@@ -21,18 +21,9 @@ from distillscope.report.contents import (
     provenance,
 )
 from distillscope.report.figures import FigureInfo
-from distillscope.report.summary import (
-    UNTESTED,
-    SummaryGroup,
-    calibration_sentence,
-    checks_sentence,
-    noise_table,
-    summary_groups,
-    summary_sentence,
-)
-from distillscope.report.tables import Table, verdict_counts
+from distillscope.report.summary import UNTESTED, SummaryGroup
+from distillscope.report.tables import Table
 from distillscope.scorecard import decide
-from distillscope.scorecard.runner import instrument_checks, published
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|#<>])")
 
@@ -68,7 +59,7 @@ def md_table(table: Table) -> str:
 
 def render_markdown(c: Contents, out_dir: Path) -> str:
     """The report as Markdown; figures are linked as relative PNG paths under ``figures/``."""
-    study, claims, t = c.study, c.claims, c.tables
+    study, s, t = c.study, c.summary, c.tables
     parts = [f"# Distillation study report: {md_escape(study.name)}", ""]
     if study.description:
         parts += [f"_{md_escape(study.description)}_", ""]
@@ -82,11 +73,10 @@ def render_markdown(c: Contents, out_dir: Path) -> str:
     parts += ["## Runs", "", md_table(t["status"]), ""]
     if t["problems"] is not None:
         parts += ["### Failed and diverged runs", "", md_table(t["problems"]), ""]
-    summary = ", ".join(f"{v}: {n}" for v, n in verdict_counts(published(claims)).items())
+    summary = ", ".join(f"{v}: {n}" for v, n in s.counts.items())
     parts += ["## Scorecard of the published claims", "", summary, "", md_table(t["scorecard"]), ""]
-    parts += ["### Calibration", "", md_escape(calibration_sentence(study.calibration)), ""]
-    noise = noise_table(study.calibration)
-    parts += [md_table(noise), ""] if noise is not None else []
+    parts += ["### Calibration", "", md_escape(s.calibration_sentence), ""]
+    parts += [md_table(s.noise), ""] if s.noise is not None else []
     if t["checks"] is not None:
         parts += [f"## {CHECKS_TITLE}", "", md_escape(CHECKS_LEAD), "", md_table(t["checks"]), ""]
     parts += decide.markdown(c.decided, md_escape)
@@ -136,15 +126,14 @@ def _md_figure(f: FigureInfo, out_dir: Path) -> list[str]:
 def _md_summary(c: Contents, out_dir: Path) -> list[str]:
     """The summary as Markdown: what was studied, one bullet per verdict group (named with the
     scope), the instrument checks apart, then the main figure."""
-    scope, claims, main_figure = c.scope, c.claims, c.main_figure
-    calibration = c.study.calibration
+    scope, s, main_figure = c.scope, c.summary, c.main_figure
     parts = ["## Summary of findings", "", md_escape(scope.sentence()), ""]
     parts += [f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in scope.lines()]
-    parts += ["", md_escape(summary_sentence(claims, scope.phrase())), ""]
-    parts += _md_groups(summary_groups(published(claims), calibration, scope.phrase()))
-    if instrument_checks(claims):
-        parts += [f"### {CHECKS_TITLE}", "", md_escape(checks_sentence(claims)), ""]
-        parts += _md_groups(summary_groups(instrument_checks(claims), calibration))
+    parts += ["", md_escape(s.sentence), ""]
+    parts += _md_groups(s.groups)
+    if s.checks_sentence:  # the study has instrument checks
+        parts += [f"### {CHECKS_TITLE}", "", md_escape(s.checks_sentence), ""]
+        parts += _md_groups(s.check_groups)
     if main_figure is not None:
         parts += [md_escape(MAIN_FIGURE_LEAD), "", *_md_figure(main_figure, out_dir)]
     return parts

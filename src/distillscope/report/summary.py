@@ -4,7 +4,9 @@ does not test, each decided claim with the one number behind it.
     for g in summary_groups(score_claims(df)):
         print(g.label, len(g.items), [(i.id, i.claim, i.headline) for i in g.items])
 
-Plain text only, like ``tables``: ``html_page`` and ``markdown_page`` escape it and lay it out.
+``summarize`` makes the whole summary once per report (:class:`Summary`, held by
+``contents.Contents``). Plain text only, like ``tables``: ``html_page`` and ``markdown_page``
+escape it and lay it out.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from distillscope.report.tables import (
     excerpt,
     headline_text,
     quote_text,
+    verdict_counts,
 )
 from distillscope.results.aggregate import percent_scale
-from distillscope.scorecard.runner import ClaimResult, instrument_checks, published
+from distillscope.scorecard.runner import ClaimResult
 
 CLAIM_CHARS = 80  # a short claim name: the finding, not its published numbers
 #: How each verdict is named in the summary, and whether its claims show their headline.
@@ -121,16 +124,17 @@ def line_text(result: ClaimResult) -> str:
     return headline_text(result)
 
 
-def summary_sentence(results: Sequence[ClaimResult], scope: str = "") -> str:
+def summary_sentence(shown: Sequence[ClaimResult], counts: dict[str, int], scope: str = "") -> str:
     """One sentence with the counts: "Of 18 published claims this study supports 11, …" — of
-    the published claims only: instrument checks are never counted among them
+    the published claims ``shown`` (``runner.published``) only, whose ``counts`` per verdict
+    (``tables.verdict_counts``) it words: instrument checks are never counted among them
     (``checks_sentence`` counts those); ``scope`` names what was tested."""
-    return _counts_sentence(published(results), "published claims (docs/method.md §9)", scope)
+    return _counts_sentence(shown, counts, "published claims (docs/method.md §9)", scope)
 
 
-def checks_sentence(results: Sequence[ClaimResult]) -> str:
-    """The instrument checks' counts in one sentence ("" when the results hold none)."""
-    checks = instrument_checks(results)
+def checks_sentence(checks: Sequence[ClaimResult]) -> str:
+    """The instrument checks' (``runner.instrument_checks``) counts in one sentence ("" when
+    there are none)."""
     if not checks:
         return ""
     ids = ", ".join(str(r.id) for r in checks)
@@ -138,11 +142,12 @@ def checks_sentence(results: Sequence[ClaimResult]) -> str:
         f"checks of the instrument (claims {ids}: statements no seed makes, decided the same "
         "way and counted apart from the published claims)"
     )
-    return _counts_sentence(checks, what)
+    return _counts_sentence(checks, verdict_counts(checks), what)
 
 
-def _counts_sentence(results: Sequence[ClaimResult], what: str, scope: str = "") -> str:
-    n = {v: sum(r.verdict == v for r in results) for v in VERDICT_ORDER}
+def _counts_sentence(
+    results: Sequence[ClaimResult], n: dict[str, int], what: str, scope: str = ""
+) -> str:
     untested = sum(n[v] for v in UNTESTED)
     study = f"this study ({scope})" if scope else "this study"
     text = (
@@ -161,6 +166,42 @@ def _counts_sentence(results: Sequence[ClaimResult], what: str, scope: str = "")
     if n["error"]:
         text += f"; {n['error']} rule(s) failed with an error (a bug)"
     return text + "."
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The report's summary in words and numbers, made once per report (``summarize``) and
+    laid out by both pages."""
+
+    sentence: str  # the published claims' counts in one sentence, naming the scope
+    groups: list[SummaryGroup]  # the published claims by verdict, groups named with the scope
+    counts: dict[str, int]  # published claims per verdict, in VERDICT_ORDER
+    checks_sentence: str  # the instrument checks' counts ("" when the study has none)
+    check_groups: list[SummaryGroup]  # the instrument checks by verdict, groups unscoped
+    calibration_sentence: str  # what the rates beside the verdicts are, or how to get them
+    noise: Table | None  # the calibration's noise components (None without them)
+
+
+def summarize(
+    shown: Sequence[ClaimResult],
+    checks: Sequence[ClaimResult],
+    calibration: dict[str, Any] | None,
+    scope: str = "",
+) -> Summary:
+    """The summary of a report: the published claims ``shown`` and the instrument ``checks``
+    (``runner.published`` / ``instrument_checks``, split once by the caller) in words, with the
+    study's ``calibration`` (its rates beside each verdict, its sentence and noise table) and
+    ``scope`` (``Scope.phrase``) naming what was tested."""
+    counts = verdict_counts(shown)
+    return Summary(
+        sentence=summary_sentence(shown, counts, scope),
+        groups=summary_groups(shown, calibration, scope),
+        counts=counts,
+        checks_sentence=checks_sentence(checks),
+        check_groups=summary_groups(checks, calibration),
+        calibration_sentence=calibration_sentence(calibration),
+        noise=noise_table(calibration),
+    )
 
 
 # --- the calibration under the study's error structure (scorecard.calibration_run) ------------

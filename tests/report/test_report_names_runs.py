@@ -16,7 +16,7 @@ import math
 import pytest
 
 from distillscope.report import write_report
-from distillscope.report.render import main_lead
+from distillscope.report.contents import main_lead
 from distillscope.report.scope import study_scope
 from distillscope.report.teachers import teacher_table
 from distillscope.results import load_study

@@ -9,15 +9,9 @@ import pandas as pd
 import pytest
 
 from distillscope.report import write_report
-from distillscope.report.render import (
-    MAIN_FIGURE,
-    MAIN_FIGURE_LEAD,
-    esc,
-    gather,
-    md_escape,
-    render_html,
-    render_markdown,
-)
+from distillscope.report.contents import MAIN_FIGURE, MAIN_FIGURE_LEAD, gather
+from distillscope.report.html_page import esc, render_html
+from distillscope.report.markdown_page import md_escape, render_markdown
 from distillscope.report.summary import short_claim
 from distillscope.report.tables import HEADLINE_CHARS, headline_text
 from distillscope.results import load_study
@@ -397,7 +391,7 @@ def test_main_figure_is_shown_with_the_summary(report):
 
 
 def test_instrument_checks_are_reported_apart_and_never_counted(report):
-    from distillscope.report.render import CHECKS_TITLE
+    from distillscope.report.contents import CHECKS_TITLE
     from distillscope.scorecard.claims import CLAIMS as SPECS
 
     paths, html, md = report

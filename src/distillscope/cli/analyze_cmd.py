@@ -10,12 +10,19 @@ config) before loading anything, writes its JSON and PNG figures, and prints its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from distillscope.cli.errors import friendly_errors
 from distillscope.cli.output import console, print_table
+
+if TYPE_CHECKING:  # the commands import these when they run: torch loads only then
+    from distillscope.eval.analysis import AnalysisSpec, Target
+    from distillscope.report.figures import FigureInfo
+    from distillscope.report.tables import Table
 
 _TARGET = typer.Argument(..., help="a run directory (config.yaml inside) or a run-config YAML")
 _LAMS = typer.Option("-1,0,1", help="comma-separated λ of the spectrum rollouts, each in [-2, 2]")
@@ -48,11 +55,32 @@ def analyze_app() -> typer.Typer:
     return app
 
 
-def _print(table, title: str) -> None:
+def _analyse(
+    status: str,
+    spec: AnalysisSpec,
+    resolved: Target,
+    analyse: Callable[[Target, AnalysisSpec], dict],
+    file_name: str,
+    draw: Callable[[dict, Path], list[FigureInfo]],
+    show: Callable[[dict], tuple[Table, str, str]],
+) -> None:
+    """Run one analysis under ``status``, write its JSON (``file_name``) and figures (``draw``),
+    then print its table and where it wrote them; ``show(data)`` gives the table, its title and
+    what to say before "wrote PATH"."""
+    from distillscope.eval.analysis import write_analysis
+
+    with console.status(status):
+        data = analyse(resolved, spec)
+        path = write_analysis(resolved.out_dir, file_name, data)
+        figures = draw(data, resolved.out_dir)
+    table, title, said = show(data)
     # every cell whole, at any width or piped; a row the report marks is red on a terminal (its
     # Holds / Unbiased / Sample agrees cells say why)
     styles = ["red" if cls else None for cls in table.row_classes]
     print_table(console, title, table.columns, table.rows, numeric=table.numeric, styles=styles)
+    console.print(f"{said}wrote {path}")
+    for f in figures:
+        console.print(f"figure: {f.path}")
 
 
 def gradients_cmd(
@@ -66,7 +94,6 @@ def gradients_cmd(
     out: Path = _OUT,
 ) -> None:
     """Check the gradient bounds of docs/method.md §5 on rollouts at several λ."""
-    from distillscope.eval.analysis import write_analysis
     from distillscope.eval.gradient_analysis import gradient_analysis
     from distillscope.report.analysis_views import GRADIENTS_FILE, gradient_figures, gradient_table
 
@@ -80,16 +107,21 @@ def gradients_cmd(
         student_temperature=student_temperature,
         teacher_temperature=teacher_temperature,
     )
-    with console.status(f"gradients of {target} at λ = {lams}"):
-        data = gradient_analysis(resolved, spec)
-        path = write_analysis(resolved.out_dir, GRADIENTS_FILE, data)
-        figures = gradient_figures(data, resolved.out_dir)
-    b = data["empirical_B"]
-    _print(gradient_table(data), f"gradient bounds, empirical B = {b['value']:.4g}")
-    held = sum(c["holds"] for c in data["checks"])
-    console.print(f"{held} of {len(data['checks'])} bounds hold; wrote {path}")
-    for f in figures:
-        console.print(f"figure: {f.path}")
+
+    def show(data: dict) -> tuple[Table, str, str]:
+        held = sum(c["holds"] for c in data["checks"])
+        title = f"gradient bounds, empirical B = {data['empirical_B']['value']:.4g}"
+        return gradient_table(data), title, f"{held} of {len(data['checks'])} bounds hold; "
+
+    _analyse(
+        f"gradients of {target} at λ = {lams}",
+        spec,
+        resolved,
+        gradient_analysis,
+        GRADIENTS_FILE,
+        gradient_figures,
+        show,
+    )
 
 
 def estimators_cmd(
@@ -104,7 +136,7 @@ def estimators_cmd(
     out: Path = _OUT,
 ) -> None:
     """Bias and std of k1/k2/k3, the sampled forward estimator and top-k + tail vs exact KL."""
-    from distillscope.eval.analysis import estimator_analysis, write_analysis
+    from distillscope.eval.analysis import estimator_analysis
     from distillscope.report.analysis_views import (
         ESTIMATORS_FILE,
         estimator_figures,
@@ -124,11 +156,16 @@ def estimators_cmd(
         student_temperature=student_temperature,
         teacher_temperature=teacher_temperature,
     )
-    with console.status(f"estimators of {target} at λ = {lams}"):
-        data = estimator_analysis(resolved, spec)
-        path = write_analysis(resolved.out_dir, ESTIMATORS_FILE, data)
-        figures = estimator_figures(data, resolved.out_dir)
-    _print(estimator_table(data), f"KL estimators, {spec.samples} draws per position")
-    console.print(f"wrote {path}")
-    for f in figures:
-        console.print(f"figure: {f.path}")
+    _analyse(
+        f"estimators of {target} at λ = {lams}",
+        spec,
+        resolved,
+        estimator_analysis,
+        ESTIMATORS_FILE,
+        estimator_figures,
+        lambda data: (
+            estimator_table(data),
+            f"KL estimators, {spec.samples} draws per position",
+            "",
+        ),
+    )

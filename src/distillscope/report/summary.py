@@ -4,7 +4,7 @@ does not test, each decided claim with the one number behind it.
     for g in summary_groups(score_claims(df)):
         print(g.label, len(g.items), [(i.id, i.claim, i.headline) for i in g.items])
 
-Plain text only, like ``tables``: ``render`` escapes it and lays it out (HTML, Markdown).
+Plain text only, like ``tables``: ``html_page`` and ``markdown_page`` escape it and lay it out.
 """
 
 from __future__ import annotations

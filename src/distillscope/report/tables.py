@@ -1,4 +1,4 @@
-"""The report's tables as plain text cells; ``render`` escapes and lays them out (HTML, Markdown).
+"""The report's tables as plain text cells; ``html_page`` and ``markdown_page`` lay them out.
 
 Every cell here is unescaped text that may come from a config, a run id or an error message;
 nothing in this module produces markup.

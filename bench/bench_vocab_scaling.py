@@ -61,7 +61,7 @@ def _loss_function(objective: str, mode: str):
         from distillscope.objectives.fused import fused_divergence
         from distillscope.objectives.options import ChunkSpec, DivergenceOptions
 
-        options = DivergenceOptions(reduction="token_mean", beta=0.5)
+        options = DivergenceOptions(reduction="token_mean", weights={"beta": 0.5})
         divergence = DIVERGENCES[objective]
 
         def ours(h, w, h_t, w_t):

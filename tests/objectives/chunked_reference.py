@@ -117,8 +117,7 @@ def chunked_divergence(
     teacher_temperature: float = 1.0,
     reduction: Reduction = "seq_mean",
     vocab_size: int | None = None,
-    beta: float = 0.5,
-    alpha: float = 0.5,
+    **weights: float,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Any :class:`~distillscope.objectives.divergences.Divergence`, chunked, by autograd of its
     ``value`` on each chunk.
@@ -134,7 +133,8 @@ def chunked_divergence(
         teacher_hidden_B_T_H: teacher final hidden states; its H may differ from the student's.
         teacher_head_V_H: teacher LM-head weight, (V', H_teacher).
         mask_B_T: True at the completion tokens that count.
-        divergence: the declaration (``beta``, ``alpha``: its weights, when it reads them).
+        divergence: the declaration (``weights``: its weights by name, ``beta=0.3``; one
+            absent is read at its default).
         chunk_size: positions per chunk; the transient logits and log-probs take a small
             multiple (about 10×) of chunk_size · V fp32 values, whatever the token count.
         vocab_size: use only the first ``vocab_size`` rows of both heads (docs/method.md §1);
@@ -144,7 +144,7 @@ def chunked_divergence(
         ``(loss, metrics)`` exactly as the plain objective returns them.
     """
     check_options(reduction, student_temperature, teacher_temperature)
-    divergence.weights_of(DivergenceOptions(beta=beta, alpha=alpha))
+    divergence.weights_of(DivergenceOptions(weights=weights))
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     vocab = check_hidden_inputs(
@@ -164,7 +164,7 @@ def chunked_divergence(
         "chunk_size": chunk_size,
         "student_temperature": student_temperature,
         "teacher_temperature": teacher_temperature,
-        "options": DivergenceOptions(beta=beta, alpha=alpha),
+        "options": DivergenceOptions(weights=weights),
     }
     return apply_over_rows(
         _ChunkedDivergence,

@@ -3,11 +3,24 @@ keywords, as the tests write them."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import torch
 
 from distillscope.objectives import DivergenceOptions
 from distillscope.objectives.divergences import Divergence, divergence_loss
 from distillscope.objectives.estimators import FORWARD_SAMPLED, REVERSE_SAMPLED, sampled_kl
+
+#: the :class:`DivergenceOptions` fields a shorthand takes as keywords (any other is a weight)
+_FIELDS = {f.name for f in dataclasses.fields(DivergenceOptions)} - {"weights"}
+
+
+def options_of(**options: Any) -> DivergenceOptions:
+    """:class:`DivergenceOptions` from flat keywords: its fields by name, and any other keyword
+    (``beta=0.3``) one of the weights."""
+    weights = {name: options.pop(name) for name in list(options) if name not in _FIELDS}
+    return DivergenceOptions(**options, weights=weights)
 
 
 def plain_loss(
@@ -20,13 +33,13 @@ def plain_loss(
     **options,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The tests' shorthand for the plain path: :func:`divergence_loss` with the
-    :class:`DivergenceOptions` fields as keywords."""
+    :class:`DivergenceOptions` fields and the weights as keywords (:func:`options_of`)."""
     return divergence_loss(
         student_logits_B_T_V,
         teacher_logits_B_T_V,
         mask_B_T,
         divergence=divergence,
-        options=DivergenceOptions(**options),
+        options=options_of(**options),
         vocab_size=vocab_size,
     )
 
@@ -36,7 +49,7 @@ def _sampled(estimator, s, t, mask, *, tokens_B_T=None, uniforms_B_T=None, gener
     """:func:`sampled_kl` with the :class:`DivergenceOptions` fields as keywords."""
     return sampled_kl(
         s, t, mask, estimator, tokens_B_T=tokens_B_T, uniforms_B_T=uniforms_B_T,
-        generator=generator, options=DivergenceOptions(**options), vocab_size=vocab_size,
+        generator=generator, options=options_of(**options), vocab_size=vocab_size,
     )  # fmt: skip
 
 

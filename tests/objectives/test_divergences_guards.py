@@ -67,21 +67,22 @@ def _jsd_rows(s_logits: torch.Tensor, t_logits: torch.Tensor, beta: float) -> to
 def test_the_default_weights_are_valid_for_jsd_and_mixture():
     assert JSD.weights_of(DivergenceOptions()) == {"beta": 0.5}
     assert MIXTURE.weights_of(DivergenceOptions()) == {"alpha": 0.5}
-    assert FORWARD_KL.weights_of(DivergenceOptions(beta=7.0)) == {}  # β is not F's weight
+    # β is not forward KL's weight
+    assert FORWARD_KL.weights_of(DivergenceOptions(weights={"beta": 7.0})) == {}
 
 
 @pytest.mark.parametrize("value", [0.0, 1.0])
 def test_beta_and_alpha_accept_their_ends(value):
-    assert JSD.weights_of(DivergenceOptions(beta=value)) == {"beta": value}
-    assert MIXTURE.weights_of(DivergenceOptions(alpha=value)) == {"alpha": value}
+    assert JSD.weights_of(DivergenceOptions(weights={"beta": value})) == {"beta": value}
+    assert MIXTURE.weights_of(DivergenceOptions(weights={"alpha": value})) == {"alpha": value}
 
 
 @pytest.mark.parametrize("value", [-0.01, 1.01, 1.5, 2.5])
 def test_beta_and_alpha_refuse_values_outside_unit_interval(value):
     with pytest.raises(ValueError, match="jsd beta must be in"):
-        JSD.weights_of(DivergenceOptions(beta=value))
+        JSD.weights_of(DivergenceOptions(weights={"beta": value}))
     with pytest.raises(ValueError, match="mixture alpha must be in"):
-        MIXTURE.weights_of(DivergenceOptions(alpha=value))
+        MIXTURE.weights_of(DivergenceOptions(weights={"alpha": value}))
 
 
 @pytest.mark.parametrize("kind", ["teacher_temperature", "student_temperature"])

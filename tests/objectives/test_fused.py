@@ -30,7 +30,7 @@ from distillscope.objectives.divergences import (
 from distillscope.objectives.fused import fused_divergence
 
 from .chunked_reference import chunked_divergence
-from .shorthand import plain_loss
+from .shorthand import options_of, plain_loss
 
 pytestmark = pytest.mark.numerics  # re-run under other kernels and threads (Makefile)
 
@@ -78,7 +78,7 @@ def _fused(
         teacher_head,
         mask,
         divergence=DIVERGENCES[divergence],
-        options=DivergenceOptions(**EXTRA[divergence], **kw),
+        options=options_of(**EXTRA[divergence], **kw),
         chunks=ChunkSpec(chunk_size=chunk_size),
         vocab_size=vocab_size,
     )
@@ -317,7 +317,7 @@ def test_jsd_at_beta_zero_and_one_is_exactly_zero() -> None:
             teacher_head,
             mask,
             divergence=JSD,
-            options=DivergenceOptions(beta=beta),
+            options=DivergenceOptions(weights={"beta": beta}),
             chunks=ChunkSpec(chunk_size=4),
             vocab_size=VOCAB,
         )
@@ -335,7 +335,7 @@ def test_mixture_endpoints_are_the_two_kls() -> None:
             w,
             *inputs[2:],
             divergence=MIXTURE,
-            options=DivergenceOptions(alpha=alpha),
+            options=DivergenceOptions(weights={"alpha": alpha}),
             vocab_size=VOCAB,
         )
         mixed.backward()
@@ -400,7 +400,7 @@ def test_bad_inputs_raise_one_line_errors() -> None:
             *_inputs(9)[:4], mask, vocab_size=VOCAB, chunks=ChunkSpec(memory_budget_mb=0)
         )
     with pytest.raises(ValueError, match=r"jsd beta must be in \[0, 1\], got 1.5"):
-        options = DivergenceOptions(beta=1.5)
+        options = DivergenceOptions(weights={"beta": 1.5})
         fused_divergence(*_inputs(9)[:4], mask, vocab_size=VOCAB, divergence=JSD, options=options)
 
 
@@ -486,9 +486,7 @@ def test_token_logprobs_gathered_on_the_way_equal_a_plain_log_softmax(divergence
     hidden, head, teacher_hidden, teacher_head, mask = _inputs(11)
     tokens = torch.randint(0, VOCAB, mask.shape, generator=torch.Generator().manual_seed(3))
     tokens = tokens.masked_fill(~mask, 0)
-    options = DivergenceOptions(
-        student_temperature=tau_s, teacher_temperature=tau_t, **EXTRA[divergence]
-    )
+    options = DivergenceOptions(tau_s, tau_t, weights=EXTRA[divergence])
     common = dict(
         divergence=DIVERGENCES[divergence], options=options, vocab_size=VOCAB, chunks=ChunkSpec(2)
     )

@@ -33,7 +33,8 @@ def test_each_kind_loads_what_its_inputs_need(name):
     assert kind.name == name and OBJECTIVE_NAMES[name] == kind.label
     if kind.full_vocabulary:  # the declaration of the same name; its weights are its options
         assert kind.load() is DIVERGENCES[name]
-        assert kind.options == DIVERGENCES[name].weights
+        assert kind.weights == DIVERGENCES[name].weights
+        assert kind.options == tuple(w.name for w in kind.weights)
     else:
         params = inspect.signature(kind.load()).parameters
         assert KEYWORDS[kind.inputs] <= set(params), name

@@ -6,6 +6,7 @@ from distillscope.config import (
     ForgettingConfig,
     LogConfig,
     LoraConfig,
+    ObjectiveConfig,
     RLVRConfig,
     TeacherServerConfig,
 )
@@ -208,4 +209,39 @@ def test_run_ids_are_pinned_so_a_new_field_cannot_rename_earlier_runs():
     assert [r.run_id for r in expand(s)] == [
         "main_policy-student_seed-42_1bf19d66",
         "main_policy-teacher_seed-42_4e417510",
+    ]
+
+
+def test_the_weighted_divergences_ids_and_the_objective_field_order_are_pinned():
+    """A run id hashes the dumped config in field order: the objective's weight fields, generated
+    from the registry's declarations (config/objective.py), sit where the hand-written β and α
+    sat, and these ids (computed by the code before the fields were generated) stay."""
+    assert list(ObjectiveConfig.model_fields) == [
+        "kind", "student_temperature", "teacher_temperature", "reduction", "beta", "alpha",
+        "path", "memory_budget_mb", "chunk_size", "teacher_topk", "regulation", "clip_min",
+        "clip_max", "eps_low", "eps_high", "updates_per_batch", "tempered_teacher",
+    ]  # fmt: skip
+    s = StudySpec.model_validate(
+        {
+            "name": "golden",
+            "base": {"optim": {"steps": 5}},
+            "experiments": [
+                {
+                    "name": "jsd",
+                    "overrides": {"objective.kind": "jsd"},
+                    "axes": {"objective.beta": [0.5, 0.3]},
+                },
+                {
+                    "name": "mix",
+                    "overrides": {"objective.kind": "mixture"},
+                    "axes": {"objective.alpha": [0.5, 0.7]},
+                },
+            ],
+        }
+    )
+    assert [r.run_id for r in expand(s)] == [
+        "jsd_beta-0.5_f99af79a",
+        "jsd_beta-0.3_772a3c74",
+        "mix_alpha-0.5_b20457d2",
+        "mix_alpha-0.7_14c30aa4",
     ]

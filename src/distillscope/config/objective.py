@@ -1,11 +1,18 @@
 """``objective`` and ``optim``: the token-level loss the student minimises (the kinds of
-:mod:`distillscope.objectives.registry`) and the AdamW steps that minimise it."""
+:mod:`distillscope.objectives.registry`) and the AdamW steps that minimise it.
+
+A divergence's weights (jsd's β, the mixture's α) are :class:`~distillscope.objectives.Weight` s
+that its registry entry names; their ``objective.*`` fields are generated from
+:data:`~distillscope.objectives.registry.WEIGHTS` between the loss settings and the path, where
+they sat when they were written by hand: a run id hashes the dumped config in field order
+(``study.spec.run_id``), so the order stays (tests/study/test_study_spec.py pins it).
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, create_model, field_validator, model_validator
 
 from distillscope.config.section import Float, Int, _Section
 from distillscope.objectives.options import (
@@ -16,12 +23,14 @@ from distillscope.objectives.options import (
     Reduction,
     Regulation,
 )
-from distillscope.objectives.registry import FUSED_MIN_VOCAB, OBJECTIVES
+from distillscope.objectives.registry import FUSED_MIN_VOCAB, OBJECTIVES, WEIGHTS
 
 _OPD = OPDOptions()  # the OPD fields' defaults
 
 
-class ObjectiveConfig(_Section):
+class _LossSettings(_Section):
+    """The objective's first fields: the kind, the loss temperatures and the reduction."""
+
     kind: str = Field(
         "forward_kl",
         description="the token-level loss the student minimises (objectives.OBJECTIVES)",
@@ -37,8 +46,21 @@ class ObjectiveConfig(_Section):
         "seq_mean",
         description="per-sequence mean (docs/method.md §1), pooled token mean, or sum",
     )
-    beta: Float = Field(0.5, ge=0, le=1, description="jsd: generalised JSD β")
-    alpha: Float = Field(0.5, ge=0, le=1, description="mixture: weight of forward KL")
+
+
+#: the loss settings, then one field per declared divergence weight (registry ``WEIGHTS``)
+_WeightedLoss = create_model(
+    "_WeightedLoss",
+    __base__=_LossSettings,
+    __module__=__name__,
+    **{
+        name: (Float, Field(w.default, ge=0, le=1, description=f"{kind}: {w.description}"))
+        for name, (kind, w) in WEIGHTS.items()
+    },
+)
+
+
+class ObjectiveConfig(_WeightedLoss):
     path: Literal["auto", "fused", "plain"] = Field(
         "auto",
         description="loss from hidden states chunk by chunk (fused) or from full logits (plain); "
@@ -108,7 +130,7 @@ class ObjectiveConfig(_Section):
     @model_validator(mode="after")
     def _reads(self) -> ObjectiveConfig:
         # What each kind reads comes from its registry entry: a field some kind reads only
-        # (β, α, the OPD options) is refused under the others; teacher_topk needs a
+        # (its weights, the OPD options) is refused under the others; teacher_topk needs a
         # full-vocabulary kind.
         kind = OBJECTIVES[self.kind]
         kind_only = dict.fromkeys(name for k in OBJECTIVES.values() for name in k.options)
@@ -120,13 +142,13 @@ class ObjectiveConfig(_Section):
         return self
 
     def divergence_options(self) -> DivergenceOptions:
-        """The loss temperatures, reduction, β and α, as the divergences take them."""
+        """The loss temperatures, the reduction and every declared weight, as the divergences
+        take them."""
         return DivergenceOptions(
             student_temperature=self.student_temperature,
             teacher_temperature=self.teacher_temperature,
             reduction=self.reduction,
-            beta=self.beta,
-            alpha=self.alpha,
+            weights={name: getattr(self, name) for name in WEIGHTS},
         )
 
     def opd_options(self) -> OPDOptions:

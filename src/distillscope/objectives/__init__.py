@@ -31,6 +31,7 @@ from distillscope.objectives.options import (
     OPDOptions,
     Reduction,
     Regulation,
+    Weight,
     chunk_rows,
 )
 from distillscope.objectives.registry import FUSED_MIN_VOCAB, OBJECTIVES, ObjectiveKind
@@ -47,5 +48,6 @@ __all__ = [
     "ObjectiveKind",
     "Reduction",
     "Regulation",
+    "Weight",
     "chunk_rows",
 ]

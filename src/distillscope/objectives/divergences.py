@@ -32,7 +32,13 @@ from dataclasses import dataclass
 
 import torch
 
-from distillscope.objectives.options import REDUCTIONS, DivergenceOptions
+from distillscope.objectives.options import (
+    JSD_BETA,
+    MIXTURE_ALPHA,
+    REDUCTIONS,
+    DivergenceOptions,
+    Weight,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Checks and shared pieces (also used by fused.py, estimators.py and opd.py)
@@ -195,22 +201,27 @@ class Divergence:
     :class:`FusedChunk`, ``(D_C, G_C_V, scale)`` with ``scale · G`` = ∂D/∂a, a = z_S / τ_S (the
     fused path, :mod:`.fused`, multiplies by w_n / τ_S on the (C × H) side). For any D that
     depends on the student through p_S, the softmax Jacobian gives ∂D/∂a = p_S ⊙ (u − Σ_v p_S u)
-    with u = ∂D/∂p_S. ``weights`` names the :class:`~.options.DivergenceOptions` fields D reads
-    (each a weight in [0, 1]); ``needs_spare(**weights)`` says whether ``gradient`` writes
-    ``chunk.spare_C_V``. Adding a divergence is one declaration: the plain, chunked and fused
-    paths follow (tests/objectives/test_declared_divergence.py); a config names it once it is in
-    :data:`DIVERGENCES` and has its entry in :mod:`.registry`.
+    with u = ∂D/∂p_S. ``weights`` are the :class:`~.options.Weight` s D reads, each in [0, 1],
+    from :attr:`~.options.DivergenceOptions.weights` by name or else at its default, and passes
+    to ``value`` and ``gradient`` as keywords of the same names (a weight a config sets is
+    declared in :mod:`.options`, torch-free, and named again by the registry entry, from which
+    the config generates its field). ``needs_spare(**weights)`` says whether ``gradient``
+    writes ``chunk.spare_C_V``. Adding a divergence is one declaration: the plain, chunked and
+    fused paths follow (tests/objectives/test_declared_divergence.py); a config names it, and
+    sets its weights, once it is in :data:`DIVERGENCES` and has its entry in :mod:`.registry`
+    (tests/objectives/test_divergence_weights.py).
     """
 
     name: str
     value: Callable[..., torch.Tensor]
     gradient: Callable[..., tuple[torch.Tensor, torch.Tensor, float]]
-    weights: tuple[str, ...] = ()
+    weights: tuple[Weight, ...] = ()
     needs_spare: Callable[..., bool] = _no_spare
 
     def weights_of(self, options: DivergenceOptions) -> dict[str, float]:
-        """The weights D reads from ``options``, checked to lie in [0, 1]."""
-        weights = {name: getattr(options, name) for name in self.weights}
+        """The weights D reads from ``options`` (a weight absent there: its default), by name,
+        checked to lie in [0, 1]."""
+        weights = {w.name: options.weights.get(w.name, w.default) for w in self.weights}
         for name, weight in weights.items():
             if not 0.0 <= weight <= 1.0:
                 raise ValueError(f"{self.name} {name} must be in [0, 1], got {weight}")
@@ -291,7 +302,7 @@ MIXTURE = Divergence(
     "mixture",
     value=mixture_tokens,
     gradient=_mixture_gradient,
-    weights=("alpha",),
+    weights=(MIXTURE_ALPHA,),
 )
 
 
@@ -344,7 +355,7 @@ JSD = Divergence(
     "jsd",
     value=jsd_tokens,
     gradient=_jsd_gradient,
-    weights=("beta",),
+    weights=(JSD_BETA,),
     needs_spare=lambda beta: 0.0 < beta < 1.0,
 )
 

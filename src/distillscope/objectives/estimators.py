@@ -104,7 +104,7 @@ def sampled_kl(
     ``estimator.draws_from`` model with ``uniforms_B_T`` (one U[0, 1) per position: the same
     uniforms give the same tokens on every path, :mod:`.fused_tokens`), else with uniforms from
     ``generator`` (on the logits' device; None: the global RNG) — then
-    :func:`sampled_token_loss`. ``options`` gives the temperatures and the reduction (β and α
+    :func:`sampled_token_loss`. ``options`` gives the temperatures and the reduction (the weights
     are not read); they, ``vocab_size`` and the mask follow :mod:`.divergences`. Padding
     positions of ``tokens_B_T`` may hold any id.
     """

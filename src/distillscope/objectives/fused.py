@@ -345,7 +345,7 @@ def fused_divergence(
         teacher_head_V_H: teacher LM-head weight, (V_t, H_t).
         mask_B_T: True at the completion tokens that count; only those rows are projected.
         divergence: which D (:data:`~.divergences.DIVERGENCES`; forward KL by default).
-        options: temperatures, reduction, β, α (:class:`~.options.DivergenceOptions`; its
+        options: temperatures, reduction, weights (:class:`~.options.DivergenceOptions`; its
             defaults when None).
         chunks: rows per chunk, from a memory budget on the chunk's transient (rows × V)
             buffers or an explicit ``chunk_size`` (:class:`~.options.ChunkSpec`; its default

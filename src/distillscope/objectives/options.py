@@ -1,7 +1,9 @@
 """The objectives' typed options and chunk settings, torch-free: configs read their defaults here.
 
+- :class:`Weight` — one weight a divergence reads, declared here once (:data:`JSD_BETA`,
+  :data:`MIXTURE_ALPHA`) and named by its declaration and its registry entry;
 - :class:`DivergenceOptions` — what a full-vocabulary divergence reads (temperatures,
-  reduction, JSD β, mixture α);
+  reduction, and its weights by name);
 - :class:`OPDOptions` — what only OPD reads ([D], docs/method.md §4): the advantage
   regulation, the trust region, the updates per rollout batch and the tempered-teacher opt-in;
   the ``objective.*`` fields of the same names default to its defaults;
@@ -14,7 +16,9 @@ passed as one value, so no option list travels through the call sites.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Literal
 
 Reduction = Literal["seq_mean", "token_mean", "sum"]
@@ -73,15 +77,48 @@ class ChunkSpec:
 
 
 @dataclass(frozen=True)
+class Weight:
+    """One weight a divergence reads, a number in [0, 1]: jsd's β, the mixture's α.
+
+    Declared once, here (torch-free: the config reads it without importing torch), and named by
+    the :class:`~.divergences.Divergence` that reads it and by that divergence's registry entry
+    (:mod:`.registry`); the ``objective.<name>`` config field (default, range [0, 1],
+    description ``"<kind>: <description>"``), the refusal of that field under every other kind,
+    the entry in :attr:`DivergenceOptions.weights` and the keyword argument of the divergence's
+    ``value`` and ``gradient`` all follow from it.
+    """
+
+    name: str  # the config field objective.<name> and the keyword the divergence takes
+    default: float
+    description: str  # what it weighs, shown by `distillscope config` after "<kind>: "
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ValueError(f"a weight's name must be an identifier, got {self.name!r}")
+        if not 0.0 <= self.default <= 1.0:
+            raise ValueError(f"weight {self.name}: default must be in [0, 1], got {self.default}")
+
+
+#: The generalised JSD's β (GKD Eq. 1): M = β π_T + (1−β) π_S.
+JSD_BETA = Weight("beta", 0.5, "generalised JSD β")
+#: The mixture's α: α F + (1−α) R.
+MIXTURE_ALPHA = Weight("alpha", 0.5, "weight of forward KL")
+
+
+@dataclass(frozen=True)
 class DivergenceOptions:
     """What a full-vocabulary divergence reads: π = softmax(z / τ) per model, the reduction of
-    the per-token values (docs/method.md §1), β of the generalised JSD and α of the mixture."""
+    the per-token values (docs/method.md §1) and its weights by name (``{"beta": 0.3}``); a
+    divergence takes each of its :class:`Weight` s from ``weights``, or the weight's default when
+    the name is absent (``Divergence.weights_of``). ``weights`` is stored read-only."""
 
     student_temperature: float = 1.0
     teacher_temperature: float = 1.0
     reduction: Reduction = "seq_mean"
-    beta: float = 0.5
-    alpha: float = 0.5
+    weights: Mapping[str, float] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
 
 
 @dataclass(frozen=True)

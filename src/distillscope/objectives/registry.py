@@ -7,8 +7,11 @@ config that sets another kind's option is refused on load), what it needs from t
 ``load``, which imports what the step feeds when a run calls it, so validating a config (which
 reads this registry) never imports torch. A new full-vocabulary divergence is one
 :class:`~.divergences.Divergence` declaration (its value and closed-form gradient) and its entry
-here; the plain and the fused path (docs/method.md §2 Memory: no [B, T, V] tensor at real
-vocabularies, the default when V > :data:`FUSED_MIN_VOCAB`) both consume the declaration.
+here, which names its weights (``weights``: the :class:`~.options.Weight` s, declared in
+:mod:`.options`, that the declaration reads; the config generates each ``objective.<name>``
+field from them, torch-free); the plain and the fused path
+(docs/method.md §2 Memory: no [B, T, V] tensor at real vocabularies, the default when
+V > :data:`FUSED_MIN_VOCAB`) both consume the declaration.
 
 What ``load`` returns, and what the training step does with it, depends on ``inputs``:
 
@@ -35,11 +38,11 @@ The drawn and rollout-token kinds read one token's log-prob per position, which 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Literal
 
-from distillscope.objectives.options import OPDOptions
+from distillscope.objectives.options import JSD_BETA, MIXTURE_ALPHA, OPDOptions, Weight
 
 #: Above this vocabulary size the training loop computes every objective and diagnostic from
 #: hidden states (``objective.path: auto``); at or below it, from logits.
@@ -61,6 +64,9 @@ class ObjectiveKind:
     #: the ``objective.*`` fields only this kind reads (every kind reads the loss temperatures
     #: and the reduction; full-vocabulary kinds also ``teacher_topk``)
     options: tuple[str, ...] = ()
+    #: the weights a full-vocabulary divergence reads (each one ``objective.*`` field; their
+    #: names are its ``options``)
+    weights: tuple[Weight, ...] = ()
     draws_from: Literal["teacher", "student"] | None = None  # drawn_tokens: the sampling model
     needs_behavior_logprobs: bool = False  # needs the sampler's log-probs of its own tokens
     needs_student_rollouts: bool = False  # only meaningful when the student wrote the tokens
@@ -106,12 +112,13 @@ def _cross_tokenizer(name: str, label: str, summary: str, form: str) -> Objectiv
     return ObjectiveKind(name, label, summary, loss, inputs="cross_tokenizer")
 
 
-def _full_vocabulary(name: str, label: str, summary: str, options: tuple[str, ...] = ()):
-    """A :class:`~.divergences.Divergence` of :data:`~.divergences.DIVERGENCES`; ``options``
-    are its weights (``Divergence.weights``)."""
-    return ObjectiveKind(
-        name, label, summary, load=functools.partial(_divergence, name), options=options
-    )
+def _full_vocabulary(name: str, label: str, summary: str, *weights: Weight) -> ObjectiveKind:
+    """A :class:`~.divergences.Divergence` of :data:`~.divergences.DIVERGENCES`, with the
+    ``weights`` it reads (the declaration's ``Divergence.weights``); their names are its
+    options."""
+    load = functools.partial(_divergence, name)
+    options = tuple(w.name for w in weights)
+    return ObjectiveKind(name, label, summary, load, options=options, weights=weights)
 
 
 def _estimator(name: str, label: str, summary: str, draws_from: Literal["teacher", "student"]):
@@ -134,13 +141,13 @@ OBJECTIVES: dict[str, ObjectiveKind] = {
             "jsd",
             "JSD",
             "generalised Jensen–Shannon divergence (objective.beta)",
-            options=("beta",),
+            JSD_BETA,
         ),
         _full_vocabulary(
             "mixture",
             "FKL/RKL mixture",
             "α·forward + (1−α)·reverse KL (objective.alpha)",
-            options=("alpha",),
+            MIXTURE_ALPHA,
         ),
         _estimator(
             "forward_sampled",
@@ -184,6 +191,25 @@ OBJECTIVES: dict[str, ObjectiveKind] = {
         ),
     )
 }
+
+
+def _declared_weights(kinds: Iterable[ObjectiveKind]) -> dict[str, tuple[str, Weight]]:
+    """Each declared weight by name, with the kind that declares it; a name twice is refused."""
+    declared: dict[str, tuple[str, Weight]] = {}
+    for kind in kinds:
+        for weight in kind.weights:
+            if weight.name in declared:
+                raise ValueError(
+                    f"weight {weight.name!r} is declared by both {declared[weight.name][0]} and "
+                    f"{kind.name}: each is one objective.* field, so give one another name"
+                )
+            declared[weight.name] = (kind.name, weight)
+    return declared
+
+
+#: every divergence weight a config can set (``objective.<name>``), in declaration order, with
+#: the kind that declares it
+WEIGHTS: dict[str, tuple[str, Weight]] = _declared_weights(OBJECTIVES.values())
 
 #: the kinds that accept a teacher whose tokenizer differs from the student's (the opt-in)
 CROSS_TOKENIZER_KINDS = tuple(n for n, k in OBJECTIVES.items() if k.inputs == "cross_tokenizer")

@@ -56,7 +56,7 @@ class Objective:
     options, the scoring path and the top-k reduction of the teacher (0 = none)."""
 
     kind: ObjectiveKind
-    options: DivergenceOptions  # loss temperatures, reduction, β, α
+    options: DivergenceOptions  # loss temperatures, reduction, weights
     opd: OPDOptions
     path: ScorePath
     teacher_topk: int = 0

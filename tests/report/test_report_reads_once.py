@@ -107,3 +107,24 @@ def test_a_report_builds_its_summary_once(synth, tmp_path, monkeypatch):
         ("calibration_sentence", ""): 1,
         ("noise_table", ""): 1,
     }
+
+
+def test_a_report_builds_its_scope_and_shown_tables_once(synth, tmp_path, monkeypatch):
+    """The scope and the tables' shown frames (finished runs, baselines) are built once in
+    ``contents.gather`` and handed to every section that lays them out."""
+    rows, metrics = synth.full_rows()
+    root = synth.write_study(tmp_path / "study", rows, metrics=metrics)
+    calls: Counter[str] = Counter()
+    modules = [m for n, m in sys.modules.items() if n.startswith("distillscope.report.")]
+    for module in modules:
+        for name in ("shown_frames", "study_scope"):
+            if hasattr(module, name):
+                fn = getattr(module, name)
+
+                def wrapper(*args, fn=fn, name=name, **kwargs):
+                    calls[name] += 1
+                    return fn(*args, **kwargs)
+
+                monkeypatch.setattr(module, name, wrapper)
+    write_report(root)
+    assert calls == {"shown_frames": 1, "study_scope": 1}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from distillscope import __version__
 from distillscope.report.analysis_views import analysis_tables, split_analysis
@@ -29,6 +30,9 @@ from distillscope.report.teachers import teacher_table
 from distillscope.results.reader import Study
 from distillscope.scorecard import decide
 from distillscope.scorecard.runner import ClaimResult, instrument_checks, published
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 HOW_TO_READ = (
     "Each cell of a table is one configuration; its numbers are the mean over the seeds that "
@@ -107,13 +111,14 @@ def gather(study: Study, claims: list[ClaimResult], figures: list[FigureInfo]) -
     analysis_figs, figures = split_analysis(figures)
     shown, checks = published(claims), instrument_checks(claims)
     scope = study_scope(study)
+    frames = shown_frames(study)  # the finished runs and the baselines, as the tables show them
     return Contents(
         study=study,
         claims=claims,
         scope=scope,
         summary=summarize(shown, checks, study.calibration, scope.phrase()),
-        tables=_sections(study, shown, checks),
-        experiments=experiment_tables(shown_frames(study)[0]),
+        tables=_sections(study, shown, checks, frames),
+        experiments=experiment_tables(frames[0]),
         decided=decide.paragraphs(study, claims),
         analysis=analysis_tables(study),
         main_figure=main_figure,
@@ -171,14 +176,17 @@ def _now() -> str:
 
 
 def _sections(
-    study: Study, shown: list[ClaimResult], checks: list[ClaimResult]
+    study: Study,
+    shown: list[ClaimResult],
+    checks: list[ClaimResult],
+    frames: tuple[pd.DataFrame, pd.DataFrame],
 ) -> dict[str, Table | None]:
     return {
         "status": status_table(study.results, study.baselines),
         "problems": problem_runs_table(study.results),
         "scorecard": scorecard_table(shown, study.calibration),
         "checks": scorecard_table(checks, study.calibration) if checks else None,
-        "main": main_table(*shown_frames(study)),
+        "main": main_table(*frames),
         # two teachers or more (report/teachers.py)
         "teachers": teacher_table(study.finished, study.spec),
     }

@@ -139,7 +139,7 @@ def score_study(study: Study, alpha: float = ALPHA) -> list[ClaimResult]:
     """Every claim scored on a loaded study, reading what it has already read: its runs with
     the baseline rows (``Study.scored``), their per-item outcomes (``Study.items``) and each
     run's ``metrics.jsonl`` (``Study.metrics``) for the trajectory features."""
-    df = add_features(hashable_axes(study.scored), study.metrics, list(CLAIMS))
+    df = add_features(study.scored, study.metrics, list(CLAIMS))  # its axes already hashable
     ev = Evidence(df, study.items)
     return [score_spec(c, ev, False, alpha) for c in CLAIMS]
 

@@ -245,15 +245,21 @@ def moved_path(stored: Any, resolved: Any, cwd: Path | None) -> bool:
     names nothing any more — names ``resolved``: it lay below ``cwd`` (the directory its command
     ran in, recorded) and the path below ``cwd`` ends ``resolved`` (:func:`same_path`'s rule
     for a path typed from there): the directory moved with its files."""
-    if cwd is None or not isinstance(stored, str) or not os.path.isabs(stored):
+    if cwd is None or not isinstance(stored, str) or os.path.exists(stored):
         return False
-    if os.path.exists(stored):
-        return False
+    below = path_below(stored, cwd)
+    return below is not None and same_path(below, resolved)
+
+
+def path_below(path: str, base: Path) -> str | None:
+    """``path`` relative to ``base`` when it is an absolute path strictly below it; else None."""
+    if not os.path.isabs(path):
+        return None
     try:
-        below = Path(stored).relative_to(cwd)
+        below = Path(path).relative_to(base)
     except ValueError:
-        return False
-    return bool(below.parts) and same_path(str(below), resolved)
+        return None
+    return str(below) if below.parts else None
 
 
 def as_recorded_paths(

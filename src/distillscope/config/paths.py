@@ -26,7 +26,7 @@ from typing import Any
 from distillscope.config.run import RunConfig
 from distillscope.config.section import ConfigError
 from distillscope.safeyaml import quote
-from distillscope.store_versions import PATH_FIELDS, path_fields_below
+from distillscope.store_versions import PATH_FIELDS, path_below, path_fields_below
 
 __all__ = [
     "PATH_FIELDS",
@@ -117,9 +117,9 @@ def relocations(typed: dict[str, str], start: Path) -> dict[str, str]:
     nowhere, is left for the run's checks to name."""
     out = {}
     for resolved, form in typed.items():
-        if not isinstance(form, str) or os.path.isabs(form) or os.path.exists(resolved):
-            continue
-        if not os.path.isabs(resolved) or ":" in form.split("/")[0]:
+        if not isinstance(form, str) or not _relative_path(form):
+            continue  # typed absolute, or not a path (testbed:…, a URL)
+        if not os.path.isabs(resolved) or os.path.exists(resolved):
             continue
         for base in (start.resolve(), *start.resolve().parents):
             here = os.path.normpath(base / Path(form).expanduser())
@@ -233,22 +233,12 @@ def rebased(cfg: RunConfig, base: Path | None, run: Path | None = None) -> RunCo
         if _relative_path(value) and (base / value).exists():
             holder[keys[-1]] = str((base / value).resolve())
             moved = True
-        elif run is not None and (below := _below(value, base)) is not None:
+        elif run is not None and (below := path_below(value, base)) is not None:
             found = relocations({value: below}, run).get(value)
             holder[keys[-1]] = found or value
             moved = moved or found is not None
     # only path text changed, to paths that exist: what validated validates again
     return RunConfig.model_validate(data) if moved else cfg
-
-
-def _below(value: str, base: Path) -> str | None:
-    """``value`` relative to ``base`` when it is an absolute path below it; else None."""
-    if not os.path.isabs(value):
-        return None
-    try:
-        return str(Path(value).relative_to(base))
-    except ValueError:
-        return None
 
 
 def _relative_path(value: str) -> bool:

@@ -76,12 +76,20 @@ def legacy_runs(out: Path, spec: StudySpec) -> list[PlannedRun] | None:
 
 
 def _stored_spec(path: Path) -> StudySpec | None:
-    """The study ``path`` holds, as it was written (its paths as they were stored)."""
+    """The study ``path`` holds, as it was written (its paths as they were stored), when its
+    ids may hash other path text: a version before 4 wrote it (no ``typed_paths``), or a path
+    it holds names nothing any more (it moved). None otherwise: its ids are this version's, and
+    a resume compares nothing here."""
     if not path.is_file():
         return None
     try:
         data = load_yaml_file(path, "study file")
-        return StudySpec.model_validate(data) if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            return None
+        typed = data.get("typed_paths")
+        if isinstance(typed, dict) and all(os.path.exists(p) for p in typed):
+            return None
+        return StudySpec.model_validate(data)
     except (YamlError, ValidationError):
         return None
 

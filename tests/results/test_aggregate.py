@@ -14,6 +14,8 @@ from distillscope.results.aggregate import (
     lr_text,
     objective_label,
     rollout_label,
+    trained,
+    trained_mask,
     with_labels,
 )
 
@@ -88,3 +90,16 @@ def test_fmt_mean_sem():
     assert fmt_mean_sem(0.7234, 0.0123, 100.0) == "72.3 ± 1.2"
     assert fmt_mean_sem(0.7234, math.nan, 100.0) == "72.3"
     assert fmt_mean_sem(math.nan, math.nan) == "—"
+
+
+def test_trained_rows_are_the_finished_students_by_position():
+    """``trained``: done and not the untrained baseline, in order; a table without a status
+    column counts every row as finished; rows are picked by position, so a repeated index label
+    does not carry one row's status to another."""
+    df = _table()
+    base = {**df.iloc[0].to_dict(), "run_id": "baseline-1", "experiment": "baseline"}
+    df = pd.concat([df, pd.DataFrame([base])], ignore_index=True)
+    assert list(trained(df)["run_id"]) == ["r0", "r1", "r2", "r4", "r5"]
+    assert list(trained(df.drop(columns="status"))["run_id"]) == [f"r{i}" for i in range(7)]
+    repeated = df.set_axis([0] * len(df))  # one label for every row
+    assert trained_mask(repeated).tolist() == trained_mask(df).tolist()

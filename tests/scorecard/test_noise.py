@@ -162,3 +162,32 @@ def test_a_metric_some_runs_measure_reads_their_evaluation_design(tmp_path):
     assert (wide.samples, wide.k, wide.items) == (32, 32, items)
     assert np.all(np.abs(wide.p_items - 0.6) < 4 * np.sqrt(0.24 / (3 * 32)))  # the opd runs'
     assert (narrow.samples, narrow.k) == (10, 10)  # every run measured pass@10: the median's
+
+
+def test_each_run_s_items_are_read_once_and_not_at_all_when_given(tmp_path, monkeypatch):
+    """The noise model reads every run's eval_items.parquet once (it read the trained runs'
+    twice: once for the evaluation design, once for the item interaction), and none when the
+    caller hands it the study's ItemTable; both give the same components."""
+    from distillscope.results import items as items_module
+    from distillscope.results.items import load_items
+
+    rng = np.random.default_rng(3)
+    df = _study(2, 4, 0.0, 0.0, np.zeros(2), rng).drop(columns="_true")
+    df.loc[len(df)] = {**df.iloc[0].to_dict(), "run_id": "baseline", "experiment": "baseline"}
+    means = []
+    for run_id in df["run_id"]:
+        scores = rng.random((12, 4)) < 0.5
+        means.append(scores.mean())
+        _write_items(tmp_path / "runs" / run_id, "accuracy", scores)
+    df["eval/accuracy"] = means
+    reads = []
+    real = items_module.read_eval_items
+    monkeypatch.setattr(items_module, "read_eval_items", lambda run: reads.append(run) or real(run))
+    read = estimate_noise(df, tmp_path)
+    assert sorted(p.name for p in reads) == sorted(df["run_id"])
+    per_item = load_items(tmp_path, df)
+    reads.clear()
+    given = estimate_noise(df, None, per_item)
+    assert reads == []
+    assert read["eval/accuracy"].p_items is not None and read["eval/accuracy"].crossed is not None
+    assert repr(sorted(given.items())) == repr(sorted(read.items()))

@@ -98,6 +98,22 @@ def is_baseline(df: pd.DataFrame) -> pd.Series:
     return (df["experiment"].map(str) == BASELINE) & ids.str.startswith(BASELINE)
 
 
+def trained_mask(df: pd.DataFrame) -> np.ndarray:
+    """Which rows are students that finished (:func:`done`, not :func:`is_baseline`): the
+    runs whose spread the noise model reads."""
+    finished = (
+        df["status"].map(str).eq("done").to_numpy()
+        if "status" in df.columns
+        else np.ones(len(df), dtype=bool)
+    )
+    return finished & ~is_baseline(df).to_numpy()
+
+
+def trained(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of :func:`trained_mask`, in their order."""
+    return df[trained_mask(df)]
+
+
 def is_rlvr(df: pd.DataFrame) -> pd.Series:
     """Which rows are RLVR runs (``parent_run`` set)."""
     if PARENT not in df.columns:

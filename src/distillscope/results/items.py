@@ -20,6 +20,7 @@ means, a forgetting's ``before`` from its own baseline): the estimators read the
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,12 +39,20 @@ FORGET = "eval/forgetting_pp"
 @dataclass
 class ItemTable:
     """Per block: ``means`` (runs × items, index run id) and ``samples`` (per run) of its items;
-    ``baseline`` the untrained-student run ids (the ``before`` of forgetting)."""
+    ``baseline`` the untrained-student run ids (the ``before`` of forgetting); ``frames`` each
+    run's outcomes as read (block, item, score), for :meth:`outcomes`."""
 
     means: dict[str, pd.DataFrame]
     samples: dict[str, pd.Series]
     baseline: tuple[str, ...] = ()
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
+
+    def outcomes(self, run_ids: Iterable[str]) -> pd.DataFrame | None:
+        """The outcomes of ``run_ids`` (those with any), in that order, as one frame (block,
+        item, score, run); None when none has any."""
+        frames = [self.frames[r].assign(run=r) for r in run_ids if r in self.frames]
+        return pd.concat(frames, ignore_index=True) if frames else None
 
     def matrix(self, rows: pd.DataFrame, metric: str) -> np.ndarray | None:
         """Per row of ``rows`` (by ``run_id``), the per-item values of ``metric`` in display
@@ -124,7 +133,7 @@ def item_table(frames: dict[str, pd.DataFrame], baseline: tuple[str, ...] = ()) 
         means[block] = pd.DataFrame(mean[present], index=index)
         c = np.where(count[present][:, keep] > 0, count[present][:, keep], np.nan)
         samples[block] = pd.Series(np.nanmedian(c, axis=1), index=index)
-    return ItemTable(means, samples, baseline)
+    return ItemTable(means, samples, baseline, dict(frames))
 
 
 def load_items(study_dir: Path | None, df: pd.DataFrame) -> ItemTable | None:

@@ -53,10 +53,10 @@ import pandas as pd
 from distillscope.metric_keys import unit
 from distillscope.results.aggregate import (
     SEED,
-    done,
     hashable_axes,
     is_baseline,
     metric_columns,
+    trained,
 )
 from distillscope.scorecard.claims import CLAIMS
 from distillscope.scorecard.item_noise import DrawnItems
@@ -102,14 +102,14 @@ def noise_model(
     """Per metric, its variance components (stored units): ``noise.estimate_noise`` of the
     study (per-item outcomes from ``study_dir`` when given); a trajectory feature ``TRAJ``'s
     SD as training noise; a metric the study lacks gets ``noise.default_sd`` of its typical size."""
-    rows = done(df)
+    rows = trained(df)
     found = estimate_noise(df, study_dir)
     out = {}
     for m in metrics:
         if m in TRAJ:
             out[m] = Components(0.0, TRAJ[m].sd, 0, 0, None)
         else:
-            sd = default_sd(m, _typical(rows[~is_baseline(rows)], m))
+            sd = default_sd(m, _typical(rows, m))
             out[m] = found.get(m, Components(0.0, sd, 0, 0, None))
     return out
 
@@ -258,8 +258,7 @@ def setup(df: pd.DataFrame, study_dir: Path | None = None) -> Setup:
         if m not in DESIGN_METRICS and pd.to_numeric(df[m], errors="coerce").notna().any()
     ]
     metrics += [m for m, sim in TRAJ.items() if m not in metrics and sim.runs(d).any()]
-    finished_runs = done(df)
-    finished_runs = finished_runs[~is_baseline(finished_runs)]
+    finished_runs = trained(df)
     noise = noise_model(df, metrics, study_dir)
     typical = {m: _typical(finished_runs, m) for m in metrics}
     if ACC in typical:

@@ -165,7 +165,7 @@ def plan_rows(designs: Mapping[str, Any], source: Path, alpha: float = ALPHA) ->
     ``source``. ``designs``: experiment → an object with ``seeds`` and ``counts`` (block →
     (items or None, samples)), as ``study.planner.designs`` gives."""
     study = load_study(Path(source))
-    noise = estimate_noise(study.scored, study.root)
+    noise = estimate_noise(study.scored, study.root, study.items)
     tested = [c for c in CLAIMS if all(e in designs for e in c.experiments)]
     profiles = part_profiles(study.scored, [c.id for c in tested])
     rows: list[list[object]] = []

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from distillscope.results.aggregate import done, is_baseline, percent_scale
+from distillscope.results.aggregate import percent_scale, trained_mask
 from distillscope.results.items import ItemTable, shifted
 from distillscope.scorecard.strata import STRATA, residual
 
@@ -51,7 +51,7 @@ def item_noise(
     x = None if items is None else items.matrix(df, metric)
     if x is None:
         return None
-    use = ~np.isnan(x).any(axis=1) & ~is_baseline(df).to_numpy() & done_mask(df)
+    use = ~np.isnan(x).any(axis=1) & trained_mask(df)
     codes = np.where(use, cells, -1)
     ids = np.unique(codes[codes >= 0])
     if len(ids) < 1 or x.shape[1] < 2:
@@ -80,11 +80,6 @@ def item_noise(
     return ItemNoise(effect, inter * keep[:, None], dense)
 
 
-def done_mask(df: pd.DataFrame) -> np.ndarray:
-    """Which rows are finished runs."""
-    return df.index.isin(done(df).index)
-
-
 def stratum_sd(
     df: pd.DataFrame, metric: str, cells: np.ndarray, seeds: np.ndarray
 ) -> np.ndarray | None:
@@ -93,7 +88,7 @@ def stratum_sd(
     out = np.zeros(len(df))
     axis = STRATA[0]
     y = pd.to_numeric(df.get(metric, pd.Series(np.nan, index=df.index)), errors="coerce")
-    ok = y.notna().to_numpy() & ~is_baseline(df).to_numpy() & done_mask(df)
+    ok = y.notna().to_numpy() & trained_mask(df)
     if axis not in df.columns or ok.sum() < 4:
         return None
     lab = df[axis].map(str).to_numpy()

@@ -58,14 +58,12 @@ from distillscope.metric_keys import unit
 from distillscope.results.aggregate import (
     SEED,
     cell_columns,
-    done,
-    is_baseline,
     metric_columns,
     percent_scale,
+    trained,
 )
 from distillscope.results.items import SKILLS, ItemTable, eval_block, load_items, pass_k_table
 from distillscope.scorecard.item_noise import ItemNoise, draw_items, item_noise, stratum_sd
-from distillscope.store import read_eval_items, run_dir
 
 #: Residual SD by unit when the study cannot estimate one (stored units).
 DEFAULT_SD = {"fraction": 0.03, "pp": 3.0}
@@ -158,13 +156,12 @@ def estimate_noise(
 ) -> dict[str, Components]:
     """Per numeric metric of ``df``, its ``Components`` (module docstring: the estimators);
     ``per_item``: the runs' per-item outcomes when the caller has read them (``Study.items``),
-    else read from ``study_dir``."""
-    rows = done(df)
-    rows = rows[~is_baseline(rows)]
-    items = _item_tables(rows, study_dir)
+    else read from ``study_dir`` (each run's file once)."""
+    rows = trained(df)
+    per_item = per_item if per_item is not None else load_items(study_dir, df)
+    items = None if per_item is None else per_item.outcomes(rows["run_id"].map(str))
     cell, seed = cell_and_seed_codes(rows)
     every_cell, every_seed = cell_and_seed_codes(df)
-    per_item = per_item if per_item is not None else load_items(study_dir, df)
     out = {}
     for metric in metric_columns(rows):
         y = pd.to_numeric(rows[metric], errors="coerce")
@@ -322,19 +319,6 @@ def _items(block: str, rows: pd.DataFrame) -> int:
         column = f"split/rlvr/{block.removeprefix('rlvr/')}/eval_items"
     n = _median(rows, column) if column else math.nan
     return int(n) if not math.isnan(n) else FALLBACK_ITEMS.get(block, FALLBACK_ITEMS["accuracy"])
-
-
-def _item_tables(rows: pd.DataFrame, study_dir: Path | None) -> pd.DataFrame | None:
-    """Every run's ``eval_items.parquet`` (block, item, score) with a ``run`` column; None when
-    no run has one (or no study directory)."""
-    if study_dir is None or "run_id" not in rows:
-        return None
-    frames = []
-    for run_id in rows["run_id"].map(str):
-        table = read_eval_items(run_dir(Path(study_dir), run_id))
-        if table is not None and len(table):
-            frames.append(table[["block", "item", "score"]].assign(run=run_id))
-    return pd.concat(frames, ignore_index=True) if frames else None
 
 
 def draw_noise(

@@ -189,3 +189,32 @@ def test_each_teachers_inputs_are_checked_before_anything_runs(
     with pytest.raises(ValueError, match="tokenizers of"):
         preflight_runs([other])
     preflight_runs([_cfg(*ours, f"model.teachers={{a: '{teacher}', b: '{student}'}}")])
+
+
+def test_one_run_and_a_study_refuse_a_run_with_several_problems_by_the_same_line(tmp_path):
+    """The loop's ``preflight`` and a study's ``preflight_all`` check in one order (extras, the
+    tasks, then the teacher side: routes, each teacher's inputs, its cache), so a run with a
+    bad route and a missing teacher directory is refused by the same line, the route's; with
+    the route mended, both name the directory."""
+    from distillscope.train import preflight_all
+
+    bad = _mcq(tmp_path / "bad.jsonl", ["a", "zed"])
+    nope = tmp_path / "nope"
+    items = [
+        f"model.teachers={{a: testbed:teacher, b: '{nope}'}}",
+        "model.route={by: column}",
+        "task.name=mcq",
+        "task.prompt_format=testbed",
+    ]
+    lines = set()
+    for check in (preflight, lambda c: preflight_all([c])):
+        with pytest.raises(ValueError) as err:
+            check(_cfg(*items, f"task.file={bad}"))
+        lines.add(str(err.value))
+    assert lines == {
+        f"{bad} line 2: column 'teacher' names teacher 'zed', not one of model.teachers (a, b)"
+    }
+    good = _mcq(tmp_path / "good.jsonl", ["a", "b"])
+    for check in (preflight, lambda c: preflight_all([c])):
+        with pytest.raises(ValueError, match=re.escape(str(nope))):
+            check(_cfg(*items, f"task.file={good}"))

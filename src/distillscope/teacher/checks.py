@@ -1,6 +1,6 @@
 """The teacher's checks, before any model loads and without torch (in the process that plans a
-study): :func:`check_teacher_inputs` (each teacher's model directory or server, the student's
-directory) and :func:`check_teacher_caches` (a built teacher cache against the run), called by
+study): :func:`check_teacher` (every prompt's route, each teacher's model directory or server,
+the student's directory, each cached teacher's cache against the run), called by
 :func:`~distillscope.train.run_checks.preflight`; and :func:`preflight_pair`, what training will ask
 of the model pair and the rollout engine, which would otherwise fail only when the models load or
 at the first step:
@@ -25,9 +25,10 @@ from distillscope.config import ConfigError, RunConfig, served_url
 from distillscope.models.locate import check_model_dir, resolve_model_path
 from distillscope.models.tokenizer_files import check_tokenizer_files
 from distillscope.objectives.registry import CROSS_TOKENIZER_KINDS
+from distillscope.tasks.base import Task
 from distillscope.teacher.client import TeacherClient
 from distillscope.teacher.manifest import check_teacher_cache
-from distillscope.teacher.routing import teacher_configs
+from distillscope.teacher.routing import check_routes, teacher_configs
 
 #: The one line a vLLM run without vLLM is refused with (``rollout.vllm_engine`` raises the same
 #: advice when it imports the module).
@@ -37,20 +38,27 @@ VLLM_MISSING = (
 )
 
 
-def check_teacher_inputs(cfg: RunConfig) -> None:
-    """Each teacher's inputs (several teachers: each one's own): a served teacher's server
+def check_teacher(cfg: RunConfig, task: Task) -> None:
+    """A run's teacher side before any model loads, each problem one line naming the path, URL
+    or field: with several teachers, every prompt of ``task`` routed to one of them
+    (:func:`~.routing.check_routes`); then each teacher's own inputs — a served teacher's server
     reached (its model's name) and the student's directory, or both model directories
-    (``ModelLoadError``, ``ServerError``: one line naming the path or URL)."""
+    (``ModelLoadError``, ``ServerError``) — and its built cache against the run
+    (``model.teacher_cache``: :mod:`.manifest`)."""
+    check_routes(cfg, task)
     for one in teacher_configs(cfg):
         m = one.model
         if served_url(m.teacher):
             TeacherClient.from_config(m, vocab_size=0).model_name()
         for spec in (m.student,) if served_url(m.teacher) else (m.teacher, m.student):
             check_model_dir(resolve_model_path(spec), m.allow_pickle)
+        if m.teacher_cache is not None:
+            check_teacher_cache(one)
 
 
 def check_teacher_caches(cfg: RunConfig) -> None:
-    """Each cached teacher's cache (``model.teacher_cache``) against the run (:mod:`.manifest`)."""
+    """Each cached teacher's cache (``model.teacher_cache``) against the run (:mod:`.manifest`):
+    what :func:`check_teacher` checks of every run whose other inputs another run shares."""
     for one in teacher_configs(cfg):
         if one.model.teacher_cache is not None:
             check_teacher_cache(one)

@@ -1,8 +1,8 @@
 """Which teacher each prompt of a run with several teachers reads (``model.teachers``, routed by
 ``model.route``; docs/teachers.md), and each teacher's own one-teacher config.
 
-Torch-free, so that a run checks its routes before any model loads (:func:`check_routes`, called
-by the loop right after its preflight):
+Torch-free, so that a run checks its routes before any model loads (:func:`check_routes`, part of
+the teacher's check, :func:`~distillscope.teacher.checks.check_teacher`):
 
 - ``by: column`` — a task-file column names each row's teacher; every row of the file is
   checked, and a row naming no teacher of ``model.teachers`` is one line naming the file, the
@@ -68,8 +68,8 @@ def check_routes(cfg: RunConfig, task: Task) -> None:
     """ConfigError in one line, before any model loads, unless every prompt of ``task`` has a
     teacher: a task route's teacher named like the task, every row of a column route's task
     file naming a teacher. A run of several teachers that write rollouts samples on the
-    built-in sampler only. (Each teacher's own inputs: the preflight, via
-    :func:`teacher_configs`.)"""
+    built-in sampler only. (Each teacher's own inputs:
+    :func:`~distillscope.teacher.checks.check_teacher`, via :func:`teacher_configs`.)"""
     names = teacher_names(cfg)
     if not names:
         return

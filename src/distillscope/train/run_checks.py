@@ -1,11 +1,11 @@
 """A run's inputs checked before any model loads — without torch, so that a study can check
 every run in the process that plans it.
 
-:func:`preflight` is one run's check (the loop's, the cache builder's): :func:`check_inputs`
-(the models, a served teacher, the tasks, every prompt's route) and :func:`check_extras` (the
-optional extras and caches it needs). :func:`preflight_all` checks many runs, each distinct set of
-inputs once; ``study.preflight.preflight_runs`` composes it with the pair and evaluation checks
-into the one preflight every command calls.
+:func:`preflight` is one run's check (the loop's, the cache builder's): :func:`check_extras`
+(the optional extras it needs), then :func:`check_inputs` (the tasks, then the teacher side:
+:func:`~distillscope.teacher.checks.check_teacher`). :func:`preflight_all` checks many runs,
+each distinct set of inputs once; ``study.preflight.preflight_runs`` composes it with the pair
+and evaluation checks into the one preflight every command calls.
 """
 
 from __future__ import annotations
@@ -15,31 +15,29 @@ from pathlib import Path
 from distillscope.config import RunConfig
 from distillscope.tasks import Task, resolve_task
 from distillscope.tasks.language import require_lingua
-from distillscope.teacher.checks import check_teacher_caches, check_teacher_inputs
-from distillscope.teacher.routing import check_routes
+from distillscope.teacher.checks import check_teacher, check_teacher_caches
 
 
 def preflight(cfg: RunConfig) -> Task:
     """Check every path a run reads before any model loads; returns the resolved task.
 
-    Raises a one-line ``ValueError`` naming the path: a missing or incomplete model directory
-    (``ModelLoadError``), a served teacher that cannot be reached (``ServerError``), a missing
-    task file, the first bad row of a task file, or a dataset task's dataset that cannot be read
-    (not cached under ``HF_DATASETS_OFFLINE=1``, a field the rows lack); with several teachers,
-    each one's inputs and every prompt's route (:mod:`distillscope.teacher.checks`); then a
-    missing optional extra or a teacher cache that does not fit (:func:`check_extras`).
+    Raises a one-line ``ValueError`` naming the path or field: a missing optional extra
+    (:func:`check_extras`), a missing task file, the first bad row of a task file, or a dataset
+    task's dataset that cannot be read (not cached under ``HF_DATASETS_OFFLINE=1``, a field the
+    rows lack); then the teacher side (:func:`~distillscope.teacher.checks.check_teacher`): with
+    several teachers every prompt's route, a missing or incomplete model directory
+    (``ModelLoadError``), a served teacher that cannot be reached (``ServerError``), a teacher
+    cache that does not fit the run.
     """
-    task = check_inputs(cfg)
     check_extras(cfg)
-    return task
+    return check_inputs(cfg)
 
 
 def check_inputs(cfg: RunConfig) -> Task:
-    """The models (each teacher's, a served one reached), the tasks and the routes of ``cfg``;
-    returns the resolved task."""
-    check_teacher_inputs(cfg)  # the model directories, a served teacher's server
+    """The tasks and the teacher side of ``cfg`` (each teacher's model or server, its routes, a
+    cached one's cache); returns the resolved task."""
     task = check_tasks(cfg)
-    check_routes(cfg, task)  # model.teachers: every prompt routed to one of them
+    check_teacher(cfg, task)
     return task
 
 
@@ -67,10 +65,8 @@ def evaluation_extras(cfg: RunConfig) -> None:
 
 def check_extras(cfg: RunConfig) -> None:
     """Refuse a missing extra of the evaluation (:func:`evaluation_extras`), a LoRA student
-    without peft, a tracker whose package is missing and a teacher cache that does not fit the
-    run (:mod:`distillscope.teacher.manifest`)."""
+    without peft and a tracker whose package is missing."""
     evaluation_extras(cfg)
-    check_teacher_caches(cfg)  # several teachers: each cached one's
     if cfg.model.lora is not None:
         cfg.model.lora.preflight()
     if cfg.log is not None:
@@ -78,10 +74,12 @@ def check_extras(cfg: RunConfig) -> None:
 
 
 def preflight_all(configs: list[RunConfig]) -> None:
-    """:func:`preflight` of every run: the extras of each (before the first run's inputs), the
-    inputs once per distinct set of them (a study checks every run before its first)."""
+    """:func:`preflight` of every run: the extras and teacher caches of each (before the first
+    run's inputs; a cache must cover each run's seed and steps), the inputs once per distinct
+    set of them (a study checks every run before its first)."""
     for cfg in configs:
         check_extras(cfg)
+        check_teacher_caches(cfg)
     seen = set()
     for cfg in configs:
         m, t = cfg.model, cfg.task

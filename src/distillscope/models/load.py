@@ -37,7 +37,7 @@ from transformers import (
 from transformers.utils import logging as hf_logging
 
 from distillscope.models.locate import ModelLoadError, check_model_dir
-from distillscope.models.vocab import check_tokenizers_match, stop_token_ids
+from distillscope.models.vocab import shared_vocabulary
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -165,32 +165,19 @@ def load_pair(
         teacher_kw["device"] = teacher_device
     teacher, teacher_tok = load_model(teacher_path, **teacher_kw)
     student, student_tok = load_model(student_path, **kw)
-    check_tokenizers_match(teacher_tok, student_tok, str(teacher_path), str(student_path))
-
+    vocab_size, stop_ids = shared_vocabulary(
+        teacher, student, teacher_tok, student_tok, (str(teacher_path), str(student_path))
+    )
     teacher.eval()
     teacher.requires_grad_(False)
-    vocab_size = len(student_tok)
-    for path, model in ((teacher_path, teacher), (student_path, student)):
-        width = _logit_width(model)
-        if width < vocab_size:
-            raise ModelLoadError(
-                f"model in {path} has {width} output logits but the tokenizer has "
-                f"{vocab_size} tokens; the checkpoint does not match its tokenizer"
-            )
     return ModelPair(
         teacher=teacher,
         student=student,
         tokenizer=student_tok,
         vocab_size=vocab_size,
         teacher_tokenizer=teacher_tok,
-        stop_ids=stop_token_ids((student_tok, teacher_tok), (student, teacher)),
+        stop_ids=stop_ids,
     )
-
-
-def _logit_width(model: PreTrainedModel) -> int:
-    """Number of logit columns the model outputs (its padded vocabulary size)."""
-    head = model.get_output_embeddings()
-    return head.weight.shape[0] if head is not None else model.config.vocab_size
 
 
 def _first_line(err: BaseException) -> str:

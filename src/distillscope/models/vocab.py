@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from distillscope.models.locate import ModelLoadError
 from distillscope.models.tokenizer_files import (
     TokenizerMismatchError,
     first_vocab_difference,
@@ -59,6 +60,36 @@ def check_tokenizers_match(
             SpecialTokensWarning,
             stacklevel=2,
         )
+
+
+def shared_vocabulary(
+    teacher: PreTrainedModel,
+    student: PreTrainedModel,
+    teacher_tok: PreTrainedTokenizerBase,
+    student_tok: PreTrainedTokenizerBase,
+    names: tuple[str, str],
+) -> tuple[int, tuple[int, ...]]:
+    """(vocabulary size, stop ids) of a teacher and a student that must share one tokenizer:
+    :func:`check_tokenizers_match` of their tokenizers (``names``: the teacher's and the
+    student's paths, for the messages), each model's output layer at least as wide as the
+    student's tokenizer (``ModelLoadError`` naming the path), and :func:`stop_token_ids` of
+    both."""
+    check_tokenizers_match(teacher_tok, student_tok, *names)
+    vocab_size = len(student_tok)
+    for name, model in zip(names, (teacher, student), strict=True):
+        width = logit_width(model)
+        if width < vocab_size:
+            raise ModelLoadError(
+                f"model in {name} has {width} output logits but the tokenizer has "
+                f"{vocab_size} tokens; the checkpoint does not match its tokenizer"
+            )
+    return vocab_size, stop_token_ids((student_tok, teacher_tok), (student, teacher))
+
+
+def logit_width(model: PreTrainedModel) -> int:
+    """Number of logit columns the model outputs (its padded vocabulary size)."""
+    head = model.get_output_embeddings()
+    return head.weight.shape[0] if head is not None else model.config.vocab_size
 
 
 def stop_token_ids(

@@ -30,7 +30,7 @@ A student too large for one process is sharded with FSDP (``--fsdp``, accelerate
 split over the ranks, the rest stays replicated and all-reduced as above.
 
 What a run on several processes needs once — the configs its ranks refuse, each rank's own
-config, rank 0's claim of the run directory — is :class:`.run.Run`'s; a loop's step sees only
+config, rank 0's claim of the run directory — is :class:`.machinery.Run`'s; a loop's step sees only
 the collectives below.
 """
 
@@ -77,7 +77,7 @@ class Ranks:
         world = int(os.environ.get("WORLD_SIZE", "1"))
         sharded = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
         if world <= 1:
-            return cls(fsdp=sharded)  # refused by run.check_ranks
+            return cls(fsdp=sharded)  # refused by machinery.check_ranks
         _require_accelerate()
         from accelerate import PartialState
 

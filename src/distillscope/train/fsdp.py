@@ -15,7 +15,7 @@ not average: :func:`shard_student` sets a divide factor of 1 and sum-only collec
 no pre-multiplied sum). Each micro-batch's backward reduce-scatters into the sharded gradient,
 which accumulates across micro-batches — the same sum as one reduce-scatter of the
 accumulated gradient, and no unsharded gradient outlives its layer's backward. Every rank must
-therefore run as many micro-batches as every other (:func:`.run.check_ranks`).
+therefore run as many micro-batches as every other (:func:`.machinery.check_ranks`).
 
 What reads weights directly must not see shards. Scoring takes the model's own forward (FSDP's
 hooks gather each layer in turn): :func:`~distillscope.rollout.fast_decode.supports` refuses

@@ -90,7 +90,7 @@ def distill(
     ``run_dir`` belongs to one config (:func:`distillscope.store.claim_run`): one trained under
     another config is refused unless ``overwrite``, which clears it first. A non-finite loss,
     gradient norm or sampling distribution marks the run ``diverged`` (step and quantity in
-    ``status.json``) and raises :class:`~.run.DivergedError`; a finished run is ``trained``.
+    ``status.json``) and raises :class:`~.machinery.DivergedError`; a finished run is ``trained``.
 
     ``rollout_cache`` (a directory shared by runs) enables reuse of teacher rollouts when
     ``rollout.cache_teacher_rollouts`` is set. ``on_step(step, row)`` is called after each

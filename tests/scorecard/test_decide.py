@@ -49,12 +49,12 @@ def _state(k: int = 3) -> dict:
 def test_a_study_run_until_decided_is_scored_at_alpha_over_its_looks(tmp_path):
     # Δ norm +0.35: its t-bound clears 0 at α (t₀.₉₇₅(6) = 2.45) but not at α / 3 (3.29)
     _clipping_table(0.35).to_parquet(tmp_path / "results.parquet")
-    assert level(tmp_path) == ALPHA
-    states = {s[0]: s for s in claim_states(tmp_path, level(tmp_path))}
+    assert level(load_study(tmp_path).looks) == ALPHA
+    states = {s[0]: s for s in claim_states(tmp_path, level(load_study(tmp_path).looks))}
     assert states[13] == (13, "supported", False, ("main",))
     (tmp_path / SEQUENTIAL_FILE).write_text(json.dumps(_state()))
-    assert level(tmp_path) == ALPHA / 3
-    states = {s[0]: s for s in claim_states(tmp_path, level(tmp_path))}
+    assert level(load_study(tmp_path).looks) == ALPHA / 3
+    states = {s[0]: s for s in claim_states(tmp_path, level(load_study(tmp_path).looks))}
     assert states[13][1] == "inconclusive" and not states[13][2]  # near its margin, not power
 
 
@@ -110,3 +110,17 @@ def test_every_claim_lacking_power_is_named_once(tmp_path):
     lacking = ClaimResult(21, "regulation", "inconclusive", "", "", reason="lacks power")
     (line,) = would_decide(record, [lacking])
     assert line.count(f"at {MORE_SAMPLES} samples per item") == 1 and " or " not in line, line
+
+
+def test_the_looks_are_read_with_the_study_and_stated_from_it(tmp_path):
+    """sequential.json is read once, with the rest of the study (``Study.looks``): the level and
+    the section's procedure both come from it; a study without it has neither."""
+    from distillscope.scorecard.decide import TITLE, paragraphs
+
+    _clipping_table(0.35).to_parquet(tmp_path / "results.parquet")
+    assert load_study(tmp_path).looks is None and paragraphs(load_study(tmp_path), []) == []
+    (tmp_path / SEQUENTIAL_FILE).write_text(json.dumps(_state()))
+    study = load_study(tmp_path)
+    assert study.looks == _state() and level(study.looks) == ALPHA / 3
+    section = paragraphs(study, [])
+    assert section[0] == TITLE and section[1].startswith("Seeds added until decided")

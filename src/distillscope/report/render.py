@@ -47,7 +47,7 @@ def write_report(study_dir: Path) -> dict[str, Path]:
     fig_dir.mkdir(parents=True, exist_ok=True)
     for old in fig_dir.glob("*.png"):  # a re-report must not show figures whose data is gone
         old.unlink()
-    claims = score_study(study, alpha=decide.level(study.root))
+    claims = score_study(study, alpha=decide.level(study.looks))
     figures = _figures(study, fig_dir) + analysis_figures(study, fig_dir)
     contents = gather(study, claims, figures)
     html_path, md_path = out / "report.html", out / "report.md"

@@ -22,6 +22,7 @@ from distillscope.store import (
     PROVENANCE_FILE,
     RESULTS_FILE,
     RUNS_DIR,
+    SEQUENTIAL_FILE,
     STUDY_SPEC_FILE,
     read_json,
     read_metrics,
@@ -47,6 +48,7 @@ class Study:
     # the untrained student's rows (experiment "baseline", distillscope.study.table): not cells
     baselines: pd.DataFrame = field(default_factory=pd.DataFrame)
     calibration: dict[str, Any] | None = None  # calibration.json (scorecard.calibrate), if run
+    looks: dict[str, Any] | None = None  # sequential.json: the looks of --until-decided, if any
     _metrics: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False)
 
     @property
@@ -112,6 +114,7 @@ def load_study(study_dir: Path) -> Study:
         baselines=results[is_baseline].reset_index(drop=True),
         spec=_read_yaml(study_dir / STUDY_SPEC_FILE),
         provenance=read_json(study_dir / PROVENANCE_FILE),
+        looks=read_json(study_dir / SEQUENTIAL_FILE) or None,
         calibration=read_calibration(study_dir),
     )
 

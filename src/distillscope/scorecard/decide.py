@@ -1,10 +1,11 @@
 """What decides the claims: the looks of ``study --until-decided``, and what would decide the rest.
 
     from distillscope.scorecard.decide import claim_states, level
-    claim_states(study_dir, level(study_dir))   # each claim: verdict, lacks power, experiments
+    claim_states(study_dir, level(load_study(study_dir).looks))   # each claim: verdict, …
 
-``level(study_dir)``: the one-sided level the report scores at — ``ALPHA``, or α / K when the
-study ran until decided (``sequential.json``, written by ``distillscope.study.sequential``: K
+``level(study.looks)``: the one-sided level the report scores at — ``ALPHA``, or α / K when the
+study ran until decided (``sequential.json``, written by ``distillscope.study.sequential`` and
+read with the rest of the study, ``Study.looks``: K
 looks planned, each at α / K, so that the whole sequence's false rates stay ≤ α).
 ``paragraphs(study, claims)``: the report's section "What decides the claims", stating that
 procedure (the looks made, the seeds per experiment at each, the level of each) and, for each
@@ -30,7 +31,6 @@ from distillscope.scorecard.noise import estimate_noise
 from distillscope.scorecard.power import part_profiles, plan_part, seeds_to_decide
 from distillscope.scorecard.runner import INCONCLUSIVE, ClaimResult, score_claims
 from distillscope.scorecard.verdicts import LACKS_POWER
-from distillscope.store import SEQUENTIAL_FILE, read_json
 
 TITLE = "What decides the claims"
 #: The shipped noise record ``study plan`` reads without ``--noise-from`` (a source checkout).
@@ -39,15 +39,10 @@ RECORD = Path(__file__).resolve().parents[3] / "bench" / "records" / "paper-2026
 MORE_SAMPLES = 16
 
 
-def looks(study_dir: Path) -> dict[str, Any] | None:
-    """The looks of ``study --until-decided`` recorded in ``study_dir`` (None: it never ran so)."""
-    return read_json(Path(study_dir) / SEQUENTIAL_FILE) or None
-
-
-def level(study_dir: Path) -> float:
-    """The level each test of the report uses: α / K after K planned looks, else ``ALPHA``."""
-    state = looks(study_dir)
-    return float(state["alpha"]) if state else ALPHA
+def level(looks: dict[str, Any] | None) -> float:
+    """The level each test of the report uses: α / K after K planned looks (``looks``: the
+    study's record of ``study --until-decided``, ``Study.looks``), else ``ALPHA``."""
+    return float(looks["alpha"]) if looks else ALPHA
 
 
 def lacks_power(r: ClaimResult) -> bool:
@@ -91,8 +86,7 @@ def procedure(state: dict[str, Any]) -> list[str]:
 
 def paragraphs(study: Study, claims: list[ClaimResult]) -> list[str]:
     """The report's section: its title, then its paragraphs (none when there is nothing to say)."""
-    state = looks(study.root)
-    body = procedure(state) if state else []
+    body = procedure(study.looks) if study.looks else []
     body += would_decide(study, [r for r in claims if lacks_power(r)])
     return [TITLE, *body] if body else []
 

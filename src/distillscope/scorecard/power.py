@@ -40,7 +40,6 @@ from scipy import stats
 
 from distillscope.results.aggregate import (
     SEED,
-    hashable_axes,
     is_baseline,
     metric_columns,
     percent_scale,
@@ -160,7 +159,6 @@ def part_profiles(
 ) -> dict[tuple[int, str], Profile]:
     """(claim id, part name) → ``Profile`` for each part of ``claims`` (default: all; premises
     included) that the table ``df`` estimates as a mean over seeds (module docstring)."""
-    df = hashable_axes(df)
     candidates = [m for m in metric_columns(df) if m.split("/")[0] in ("eval", "train", "rlvr")]
     ev, ev_shift = Evidence(df), Evidence(_seed_shifted(df, candidates))
     out = {}

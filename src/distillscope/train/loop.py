@@ -108,8 +108,7 @@ def distill(
     sampler, student = Sampler.of(cfg, pair), pair.student
     optimizer = _adamw(cfg, student)
     start = run.resume(student, optimizer)  # metrics.jsonl, trackers: from the checkpoint on
-    # the teacher of its kind (live, top-k, cached, served, routed, cross-tokenizer); the
-    # rollout cache keys the teacher's scores by the single-process micro-batches
+    # the teacher of its kind (teacher.kinds); a rollout cache keys single-process micro-batches
     teacher = open_teacher(cfg, pair, objective, rollout_cache if ranks.world == 1 else None)
     encoder = teacher.prompt_encoder.of_run(task, cfg.task, pair)  # its prompts' tokenizers
     learner = Learner(cfg, objective, student, ranks)
@@ -137,14 +136,12 @@ def distill(
         rollouts = rollouts.to(cfg.model.device)
         rewards = _rewards(task, pair.tokenizer, problems, rollouts)
         timer.lap("rollout")
-        # 3. score: the teacher's scores of each micro-batch (of this rank's rows, with several
-        #    processes), live or from the cache (same bits)
+        # 3. score: the teacher's scores of each micro-batch of this rank's rows, live or cached
         micro = ranks.micro_batches(rollouts, cfg.optim.grad_accum)
         batch = StepBatch(step, rollouts, micro, step_teacher.route)
         t_scores, scores_saved_s = step_teacher.scores(step, prompts, batch.micro)
         timer.lap("teacher_forward")
-        # 4–7. per update (objective.updates_per_batch, 1 but for OPD): student forward,
-        #      objective and backward per micro-batch, then clip and step
+        # 4–7. per update (1, or OPD's updates_per_batch): forward, objective, backward, clip, step
         lr = set_lr(optimizer, lr_at(cfg, step))
         passes: list[Pass] = []
         norms: list[float] = []

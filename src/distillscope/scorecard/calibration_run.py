@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 import distillscope
-from distillscope.results.aggregate import hashable_axes
 from distillscope.results.reader import CALIBRATION_FILE, load_study, read_calibration
 from distillscope.scorecard.calibrate import Setup, calibrate, setup, tables
 from distillscope.scorecard.claims import CLAIMS
@@ -62,7 +61,7 @@ def ensure_calibration(
     study = load_study(Path(study_dir))
     path = study.root / CALIBRATION_FILE
     # with the runs' trajectory features (claims 16, 19, 26): tested, and simulated, as reported
-    df = add_features(hashable_axes(study.scored), study.metrics, list(CLAIMS))
+    df = add_features(study.scored, study.metrics, list(CLAIMS))  # axes hashable on load
     claims = [r.id for r in score_claims(df) if r.verdict not in UNSCORED]
     prepared = setup(df, study.root)
     key = calibration_key(prepared, draws, seed, claims)

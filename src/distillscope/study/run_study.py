@@ -125,7 +125,7 @@ def run_study(
             f"got {executor!r}"
         )
     # A missing model or a bad task file stops the study before it writes anything.
-    chosen = select(spec, expand(spec), only)
+    chosen = select(spec, planned(spec, out), only)  # a resumed study's own ids
     preflight_runs([r.config for r in _unfinished(chosen, out)])
     out.mkdir(parents=True, exist_ok=True)
     with StudyLock(out):

@@ -74,12 +74,11 @@ def check_extras(cfg: RunConfig) -> None:
 
 
 def preflight_all(configs: list[RunConfig]) -> None:
-    """:func:`preflight` of every run: the extras and teacher caches of each (before the first
-    run's inputs; a cache must cover each run's seed and steps), the inputs once per distinct
-    set of them (a study checks every run before its first)."""
+    """:func:`preflight` of every run: the extras of each (before the first run's inputs), the
+    inputs once per distinct set of them, and each other run's teacher caches (a cache must
+    cover each run's seed and steps): a study checks every run before its first."""
     for cfg in configs:
         check_extras(cfg)
-        check_teacher_caches(cfg)
     seen = set()
     for cfg in configs:
         m, t = cfg.model, cfg.task
@@ -89,4 +88,6 @@ def preflight_all(configs: list[RunConfig]) -> None:
         key = (*teachers, m.student, m.allow_pickle, rows, cfg.eval.harder_task, rlvr_task)
         if key not in seen:
             seen.add(key)
-            check_inputs(cfg)
+            check_inputs(cfg)  # its caches among them
+        else:
+            check_teacher_caches(cfg)
